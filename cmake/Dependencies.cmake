@@ -1,0 +1,15 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+find_library(LAPACKE_LIBRARY NAMES lapacke REQUIRED)
+if(LINALGD_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+
+find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)

@@ -1,0 +1,39 @@
+#include "server/backend/fake_backend.h"
+
+namespace linalgd {
+
+void FakeBackend::SetBehaviour(absl::Duration delay, absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  delay_ = delay;
+  status_ = std::move(status);
+}
+
+absl::Status FakeBackend::Act() {
+  calls_.fetch_add(1);
+  absl::Duration delay;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    delay = delay_;
+    status = status_;
+  }
+  absl::SleepFor(delay);
+  return status;
+}
+
+absl::StatusOr<Tensor> FakeBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
+  absl::Status s = Act();
+  if (!s.ok()) return s;
+  return Tensor(op.out_dtype, plan.out_shape);
+}
+
+absl::StatusOr<SolveResult> FakeBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
+  absl::Status s = Act();
+  if (!s.ok()) return s;
+  SolveResult r;
+  r.x = Tensor(op.a.dtype, plan.x_shape);
+  r.method_used = op.method == SolveMethod::kAuto ? SolveMethod::kLu : op.method;
+  return r;
+}
+
+}  // namespace linalgd

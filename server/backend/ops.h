@@ -1,0 +1,56 @@
+#ifndef LINALGD_SERVER_BACKEND_OPS_H_
+#define LINALGD_SERVER_BACKEND_OPS_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+#include "server/common/tensor.h"
+
+namespace linalgd {
+
+enum class Epilogue { kNone, kRelu, kGelu, kBias, kReluBias, kGeluBias };
+enum class ComputeMode { kDefault, kTf32, kFast16F, kFast16BF };
+enum class SolveMethod { kAuto, kLu, kCholesky, kQr, kLstsq };
+
+bool EpilogueHasBias(Epilogue e);
+absl::string_view EpilogueName(Epilogue e);
+absl::string_view ComputeModeName(ComputeMode m);
+absl::string_view SolveMethodName(SolveMethod m);
+
+// out = epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul
+// broadcasting over the leading dims. GELU is the tanh approximation.
+// Views point into the request; they stay valid until the job completes.
+struct MatmulOp {
+  TensorView a;
+  TensorView b;
+  std::optional<TensorView> c;     // broadcasts to the output shape
+  std::optional<TensorView> bias;  // [N], [1, N] (per column) or [M, 1] (per row)
+  bool trans_a = false;
+  bool trans_b = false;
+  double alpha = 1.0;
+  double beta = 0.0;
+  Epilogue epilogue = Epilogue::kNone;
+  ComputeMode compute = ComputeMode::kDefault;
+  DType out_dtype = DType::kF32;
+};
+
+// Solves a @ x = b for each broadcast batch element.
+struct SolveOp {
+  TensorView a;  // [..., M, N]
+  TensorView b;  // [..., M, K]
+  SolveMethod method = SolveMethod::kAuto;
+  bool allow_fallback = true;
+};
+
+struct SolveResult {
+  Tensor x;  // [batch..., N, K], a's dtype
+  SolveMethod method_used = SolveMethod::kAuto;
+  std::string fallback;  // empty, or what failed and what was used instead
+  double residual = 0;   // max over batch of ||ax-b|| / (||a|| ||x|| + ||b||)
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_BACKEND_OPS_H_

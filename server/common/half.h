@@ -1,0 +1,33 @@
+#ifndef LINALGD_SERVER_COMMON_HALF_H_
+#define LINALGD_SERVER_COMMON_HALF_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "server/common/tensor.h"
+
+namespace linalgd {
+
+// IEEE binary16 and bfloat16 conversions, round to nearest even.
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+// Rounds a float to the precision of TF32 (10 mantissa bits), f16 or bf16 and
+// back, as a tensor core reads its inputs in the fast compute modes.
+float RoundToTf32(float f);
+inline float RoundToHalf(float f) { return HalfToFloat(FloatToHalf(f)); }
+inline float RoundToBFloat16(float f) { return BFloat16ToFloat(FloatToBFloat16(f)); }
+
+// Element-wise conversions of a whole view into a float or double buffer
+// (any dtype), and from float/double into a tensor of any dtype.
+std::vector<float> ToFloatVector(const TensorView& t);
+std::vector<double> ToDoubleVector(const TensorView& t);
+Tensor FromFloats(DType dtype, Shape shape, const float* values);
+Tensor FromDoubles(DType dtype, Shape shape, const double* values);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_COMMON_HALF_H_

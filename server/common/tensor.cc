@@ -1,0 +1,30 @@
+#include "server/common/tensor.h"
+
+#include <utility>
+
+#include "absl/strings/str_join.h"
+
+namespace linalgd {
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const Shape& shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
+Tensor::Tensor(DType dtype, Shape shape)
+    : dtype_(dtype), shape_(std::move(shape)),
+      bytes_(NumElements(shape_) * DTypeSize(dtype), '\0') {}
+
+Tensor::Tensor(DType dtype, Shape shape, std::string bytes)
+    : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {}
+
+TensorView Tensor::view() const {
+  return TensorView{dtype_, shape_, reinterpret_cast<const std::byte*>(bytes_.data())};
+}
+
+}  // namespace linalgd

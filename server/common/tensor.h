@@ -1,0 +1,70 @@
+#ifndef LINALGD_SERVER_COMMON_TENSOR_H_
+#define LINALGD_SERVER_COMMON_TENSOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/common/dtype.h"
+
+namespace linalgd {
+
+using Shape = std::vector<int64_t>;
+
+// Product of the dimensions (1 for an empty shape). REQUIRES: no overflow
+// (validated shapes never overflow).
+int64_t NumElements(const Shape& shape);
+
+// "[2, 3, 4]".
+std::string ShapeString(const Shape& shape);
+
+// A non-owning view of a dense row-major tensor. The bytes stay owned by
+// whoever produced the view (a request message, a Tensor) and must outlive it.
+struct TensorView {
+  DType dtype = DType::kF32;
+  Shape shape;
+  const std::byte* data = nullptr;  // NumElements(shape) * DTypeSize(dtype) bytes
+
+  int64_t num_elements() const { return NumElements(shape); }
+  size_t num_bytes() const { return num_elements() * DTypeSize(dtype); }
+  int64_t rows() const { return shape[shape.size() - 2]; }  // REQUIRES: rank >= 2
+  int64_t cols() const { return shape.back(); }
+  template <typename T>
+  const T* as() const { return reinterpret_cast<const T*>(data); }
+};
+
+// An owning dense row-major tensor. The bytes live in a std::string so that
+// they can be moved into and out of protobuf bytes fields without a copy.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled tensor of the given dtype and shape.
+  Tensor(DType dtype, Shape shape);
+  // Takes ownership of `bytes`. REQUIRES: bytes.size() matches dtype and shape.
+  Tensor(DType dtype, Shape shape, std::string bytes);
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t num_elements() const { return NumElements(shape_); }
+  size_t num_bytes() const { return bytes_.size(); }
+
+  template <typename T>
+  T* mutable_as() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <typename T>
+  const T* as() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  std::byte* mutable_data() { return reinterpret_cast<std::byte*>(bytes_.data()); }
+
+  TensorView view() const;
+  // Moves the bytes out, leaving this tensor empty.
+  std::string ReleaseBytes() { return std::move(bytes_); }
+
+ private:
+  DType dtype_ = DType::kF32;
+  Shape shape_;
+  std::string bytes_;
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_COMMON_TENSOR_H_

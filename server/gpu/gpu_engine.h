@@ -1,0 +1,45 @@
+#ifndef LINALGD_SERVER_GPU_GPU_ENGINE_H_
+#define LINALGD_SERVER_GPU_GPU_ENGINE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/backend/backend.h"
+#include "server/backend/device_info.h"
+
+namespace linalgd {
+
+struct GpuOptions {
+  bool disabled = false;            // LINALGD_DISABLE_GPU=1 / NV_MATH_DISABLE=1
+  std::vector<int> devices;         // CUDA ordinals to use; empty: every usable one
+  double memory_fraction = 0.8;     // budget per device, of its total memory
+  int handles_per_device = 4;       // leased handle sets (stream + library handles)
+  int min_cc_major = 7;             // devices below compute capability 7.0 are skipped
+};
+
+// All GPUs in service: one Backend per usable device. Created once at start.
+// Thread-safe after construction.
+class GpuEngine {
+ public:
+  virtual ~GpuEngine() = default;
+
+  // One backend per usable device, named "gpu:N"; empty when no GPU is used.
+  // Owned by the engine.
+  virtual std::vector<Backend*> backends() = 0;
+
+  // Every device seen (used or skipped), with its live health.
+  virtual std::vector<DeviceInfo> Devices() const = 0;
+
+  // Empty when at least one GPU serves; else why none does (no driver, no
+  // device, disabled, built without CUDA).
+  virtual std::string status() const = 0;
+};
+
+// Enumerates devices and creates their handle pools. Never fails: without a
+// usable GPU it returns an engine with no backends and says why in status().
+std::unique_ptr<GpuEngine> StartGpuEngine(const GpuOptions& options);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_GPU_GPU_ENGINE_H_

@@ -1,0 +1,54 @@
+#ifndef LINALGD_SERVER_SERVICE_SERVER_H_
+#define LINALGD_SERVER_SERVICE_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace linalgd {
+
+// Everything the server needs, filled from flags by main.cc (defaults are
+// DESIGN.md section 6).
+struct ServerOptions {
+  std::string listen = "0.0.0.0:50051";  // host:port; port 0 picks a free port
+  std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  int64_t max_message_bytes = int64_t{1} << 30;
+  int64_t cpu_threshold = 512;  // largest dim below this: CPU
+  absl::Duration op_timeout = absl::Seconds(10);
+  double gpu_memory_fraction = 0.8;
+  std::vector<int> devices;  // empty: all usable
+  bool disable_gpu = false;
+  int handles_per_device = 4;
+  int cpu_workers = 0;       // CPU job threads; 0: number of cores
+  int blas_threads = 0;      // OpenBLAS threads; 0: number of cores
+  int64_t max_elements = int64_t{1} << 31;  // per tensor
+  int max_queue = 1024;
+};
+
+// The running linalgd server: gRPC service, health, reflection, scheduler and
+// backends. Start() returns once it is listening.
+class Server {
+ public:
+  virtual ~Server() = default;
+
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+
+  // The bound gRPC port (useful with port 0).
+  virtual int port() const = 0;
+  // The bound metrics port, or 0 when disabled.
+  virtual int metrics_port() const = 0;
+
+  // Graceful shutdown: health NOT_SERVING, new calls refused, calls in flight
+  // finish (up to `grace`, then they are cancelled). Idempotent, thread-safe.
+  virtual void Shutdown(absl::Duration grace) = 0;
+
+  // Blocks until Shutdown() has completed.
+  virtual void Wait() = 0;
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_SERVER_H_

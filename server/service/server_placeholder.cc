@@ -1,0 +1,1 @@
+#include "server/service/server.h"
