@@ -1,0 +1,54 @@
+#ifndef LINALGD_CLIENT_CLIENT_H_
+#define LINALGD_CLIENT_CLIENT_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "linalgd/matmul.h"
+#include "linalgd/options.h"
+#include "linalgd/server_info.h"
+#include "linalgd/solve.h"
+
+namespace linalgd {
+namespace client {
+
+// grpc.health.v1 serving status of the whole server (service "").
+enum class HealthStatus { kUnknown, kServing, kNotServing, kServiceUnknown };
+absl::string_view HealthStatusName(HealthStatus status);  // "SERVING", ...
+
+}  // namespace client
+
+// A connection to one linalgd server. Every call is blocking and returns the
+// server's gRPC status as an absl::Status with the same code and message.
+// Thread-safe: one Client (one gRPC channel) may be shared by many threads.
+class Client {
+ public:
+  // Creates the channel; connecting is lazy (the first call connects).
+  // INVALID_ARGUMENT for an empty target or a non-positive message size.
+  static absl::StatusOr<std::unique_ptr<Client>> Create(client::ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Arguments are taken by value: std::move them in to avoid copying the
+  // tensor bytes once more.
+  absl::StatusOr<client::MatmulResult> Matmul(client::MatmulArgs args,
+                                              const client::CallOptions& call = {});
+  absl::StatusOr<client::SolveResult> Solve(client::SolveArgs args,
+                                            const client::CallOptions& call = {});
+  absl::StatusOr<client::ServerInfo> ServerInfo(const client::CallOptions& call = {});
+  // The grpc.health.v1 Check of service "". A server that cannot be reached is
+  // an error status (UNAVAILABLE, DEADLINE_EXCEEDED), not kNotServing.
+  absl::StatusOr<client::HealthStatus> Health(const client::CallOptions& call = {});
+
+  const client::ClientOptions& options() const;
+
+ private:
+  class Impl;
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_CLIENT_CLIENT_H_

@@ -1,0 +1,54 @@
+#ifndef LINALGD_CLIENT_MATMUL_H_
+#define LINALGD_CLIENT_MATMUL_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+#include "linalgd/dtype.h"
+#include "linalgd/execution_info.h"
+#include "linalgd/tensor.h"
+
+namespace linalgd::client {
+
+// Fused epilogues (linalgd.v1.Epilogue).
+enum class Epilogue { kNone, kRelu, kGelu, kBias, kReluBias, kGeluBias };
+
+// Compute modes (linalgd.v1.ComputeMode). kDefault is the dtype's full
+// precision; the fast modes apply only when asked for.
+enum class ComputeMode { kDefault, kTf32, kFast16F, kFast16BF };
+
+// out = epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul
+// semantics with broadcast batch dimensions; see linalgd.proto MatmulRequest.
+struct MatmulArgs {
+  Tensor a;                     // [..., M, K] ([..., K, M] with transpose_a)
+  Tensor b;                     // [..., K, N] ([..., N, K] with transpose_b)
+  absl::optional<Tensor> c;     // broadcasts to out's shape
+  absl::optional<Tensor> bias;  // [N], [1, N] or [M, 1]; *_BIAS epilogues
+  bool transpose_a = false;
+  bool transpose_b = false;
+  absl::optional<double> alpha;  // server default 1
+  absl::optional<double> beta;   // server default 1 with c, else 0
+  Epilogue epilogue = Epilogue::kNone;
+  ComputeMode compute_mode = ComputeMode::kDefault;
+  absl::optional<DType> output_dtype;  // default: a's dtype
+  bool allow_non_finite = false;       // else NaN/Inf inputs are rejected
+  int32_t priority = 0;                // higher runs first
+};
+
+struct MatmulResult {
+  Tensor out;  // [batch..., M, N]
+  ExecutionInfo info;
+};
+
+// Names as the CLI spells them: "none", "relu", "gelu", "bias", "relu_bias",
+// "gelu_bias"; and "default", "tf32", "fast_16f", "fast_16bf".
+absl::string_view EpilogueName(Epilogue epilogue);
+absl::StatusOr<Epilogue> ParseEpilogue(absl::string_view name);
+absl::string_view ComputeModeName(ComputeMode mode);
+absl::StatusOr<ComputeMode> ParseComputeMode(absl::string_view name);
+
+}  // namespace linalgd::client
+
+#endif  // LINALGD_CLIENT_MATMUL_H_

@@ -1,0 +1,42 @@
+#ifndef LINALGD_CLIENT_SERVER_INFO_H_
+#define LINALGD_CLIENT_SERVER_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace linalgd::client {
+
+// One accelerator as the server sees it (linalgd.v1.Device).
+struct DeviceInfo {
+  int32_t index = 0;
+  std::string name;
+  std::string compute_capability;  // "9.0"
+  int64_t total_memory_bytes = 0;
+  int64_t budget_bytes = 0;
+  bool healthy = false;
+  std::string status;  // "ok", or why the device is not used
+};
+
+// The limits in force on the server (linalgd.v1.Limits).
+struct ServerLimits {
+  int64_t max_message_bytes = 0;
+  int64_t cpu_threshold = 0;  // problems whose largest dim is below: cpu
+  double op_timeout_seconds = 0;
+  double gpu_memory_fraction = 0;
+  int32_t cpu_threads = 0;
+  int64_t max_elements = 0;  // per tensor
+};
+
+// linalgd.v1.GetServerInfoResponse.
+struct ServerInfo {
+  std::string version;
+  std::vector<std::string> backends;  // "cpu", "gpu:0", ...
+  std::vector<DeviceInfo> devices;
+  ServerLimits limits;
+  std::string gpu_status;  // why no GPU is used, when none is
+};
+
+}  // namespace linalgd::client
+
+#endif  // LINALGD_CLIENT_SERVER_INFO_H_

@@ -1,0 +1,117 @@
+#include "linalgd/client.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "client/src/convert.h"
+#include "client/src/health_check.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
+
+namespace linalgd {
+
+using client::CallOptions;
+using client::ClientOptions;
+
+// Immutable after construction; gRPC channels and stubs are thread-safe.
+class Client::Impl {
+ public:
+  explicit Impl(ClientOptions options)
+      : options_(std::move(options)),
+        channel_(MakeChannel(options_)),
+        stub_(v1::Linalg::NewStub(channel_)),
+        generic_(channel_) {}
+
+  const ClientOptions& options() const { return options_; }
+  v1::Linalg::Stub& stub() { return *stub_; }
+  grpc::GenericStub& generic() { return generic_; }
+
+  // Applies the call's deadline (or the default timeout) to `context`.
+  void SetDeadline(const CallOptions& call, grpc::ClientContext& context) const {
+    absl::Time deadline = absl::InfiniteFuture();
+    if (call.deadline.has_value()) {
+      deadline = *call.deadline;
+    } else {
+      const absl::Duration timeout = call.timeout.value_or(options_.default_timeout);
+      if (timeout != absl::InfiniteDuration()) deadline = absl::Now() + timeout;
+    }
+    if (deadline != absl::InfiniteFuture()) context.set_deadline(absl::ToChronoTime(deadline));
+  }
+
+ private:
+  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options) {
+    grpc::ChannelArguments args;
+    const int max_bytes = static_cast<int>(
+        std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
+    args.SetMaxReceiveMessageSize(max_bytes);
+    args.SetMaxSendMessageSize(max_bytes);
+    return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  }
+
+  const ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Linalg::Stub> stub_;
+  grpc::GenericStub generic_;
+};
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  if (options.target.empty()) return absl::InvalidArgumentError("ClientOptions.target is empty");
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ClientOptions.max_message_bytes must be positive, got ", options.max_message_bytes));
+  }
+  if (options.default_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("ClientOptions.default_timeout must be positive");
+  }
+  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(options))));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+const ClientOptions& Client::options() const { return impl_->options(); }
+
+absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
+                                                    const CallOptions& call) {
+  const v1::MatmulRequest request = client::internal::ToProto(std::move(args));
+  v1::MatmulResponse response;
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  const grpc::Status status = impl_->stub().Matmul(&context, request, &response);
+  if (!status.ok()) return client::internal::FromGrpc(status);
+  return client::internal::FromProto(&response);
+}
+
+absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
+  const v1::SolveRequest request = client::internal::ToProto(std::move(args));
+  v1::SolveResponse response;
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  const grpc::Status status = impl_->stub().Solve(&context, request, &response);
+  if (!status.ok()) return client::internal::FromGrpc(status);
+  return client::internal::FromProto(&response);
+}
+
+absl::StatusOr<client::ServerInfo> Client::ServerInfo(const CallOptions& call) {
+  v1::GetServerInfoResponse response;
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  const grpc::Status status =
+      impl_->stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
+  if (!status.ok()) return client::internal::FromGrpc(status);
+  return client::internal::FromProto(response);
+}
+
+absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  return client::internal::CheckHealth(impl_->generic(), context, "");
+}
+
+}  // namespace linalgd

@@ -1,0 +1,161 @@
+#include "linalgd/npy.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/src/npy_header.h"
+
+namespace linalgd::client {
+namespace {
+
+constexpr absl::string_view kMagic = "\x93NUMPY";
+constexpr size_t kAlign = 64;
+
+absl::Status Invalid(absl::string_view name, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
+}
+
+// Maps a numpy descr to a dtype; only little-endian floats are accepted.
+absl::StatusOr<DType> DTypeFromDescr(absl::string_view name, absl::string_view descr) {
+  absl::string_view code = descr;
+  if (!code.empty() && (code[0] == '<' || code[0] == '|' || code[0] == '=')) {
+    code.remove_prefix(1);
+  }
+  if (code == "f2") return DType::kF16;
+  if (code == "f4") return DType::kF32;
+  if (code == "f8") return DType::kF64;
+  const bool big = !descr.empty() && descr[0] == '>';
+  return Invalid(name, absl::StrCat("header field 'descr' is '", descr, "': ",
+                                    big ? "big-endian data is not supported" : "unsupported dtype",
+                                    " (expected '<f2', '<f4' or '<f8')"));
+}
+
+uint32_t ReadLittleEndian(absl::string_view bytes) {
+  uint32_t v = 0;
+  for (size_t i = bytes.size(); i-- > 0;) v = (v << 8) | static_cast<unsigned char>(bytes[i]);
+  return v;
+}
+
+void AppendLittleEndian(std::string& out, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// Splits `contents` into the header dict text and the data that follows.
+absl::Status SplitNpy(absl::string_view contents, absl::string_view name, absl::string_view& header,
+                      absl::string_view& data) {
+  if (contents.size() < kMagic.size() + 2 || contents.substr(0, kMagic.size()) != kMagic) {
+    return Invalid(name, "not a .npy file (missing the \\x93NUMPY magic string)");
+  }
+  const int major = static_cast<unsigned char>(contents[6]);
+  const int minor = static_cast<unsigned char>(contents[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    return Invalid(
+        name, absl::StrCat("format version is ", major, ".", minor, " (supported: 1.0, 2.0, 3.0)"));
+  }
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  const size_t start = 8 + len_bytes;
+  if (contents.size() < start) return Invalid(name, "truncated before the header length");
+  const uint64_t header_len = ReadLittleEndian(contents.substr(8, len_bytes));
+  if (contents.size() - start < header_len) {
+    return Invalid(name, absl::StrCat("truncated header: header length is ", header_len,
+                                      " bytes, the file has ", contents.size() - start));
+  }
+  header = contents.substr(start, header_len);
+  data = contents.substr(start + header_len);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view name) {
+  absl::string_view header_text, data;
+  if (absl::Status s = SplitNpy(contents, name, header_text, data); !s.ok()) return s;
+  absl::StatusOr<internal::NpyHeader> header = internal::ParseNpyHeader(header_text);
+  if (!header.ok()) return Invalid(name, header.status().message());
+  if (header->fortran_order) {
+    return Invalid(name,
+                   "header field 'fortran_order' is True: only C order is supported "
+                   "(use numpy.ascontiguousarray before saving)");
+  }
+  absl::StatusOr<DType> dtype = DTypeFromDescr(name, header->descr);
+  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<int64_t> n = NumElements(header->shape);
+  if (!n.ok()) return Invalid(name, absl::StrCat("header field 'shape': ", n.status().message()));
+  const uint64_t want = static_cast<uint64_t>(*n) * DTypeSize(*dtype);
+  if (data.size() != want) {
+    return Invalid(
+        name, absl::StrCat(data.size() < want ? "truncated data" : "trailing data", ": shape (",
+                           absl::StrJoin(header->shape, ", "), ") of '", header->descr, "' needs ",
+                           want, " bytes, the file has ", data.size()));
+  }
+  return Tensor::FromBytes(*dtype, header->shape, std::string(data));
+}
+
+absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
+  if (tensor.dtype() == DType::kBF16) {
+    return absl::InvalidArgumentError(
+        "bf16 tensors cannot be written as .npy (numpy has no "
+        "bfloat16 dtype); convert to f32 first");
+  }
+  if (version < 0 || version > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown .npy format version ", version));
+  }
+  internal::NpyHeader header;
+  header.descr = absl::StrCat("<f", DTypeSize(tensor.dtype()));
+  header.shape = tensor.shape();
+  std::string dict = internal::FormatNpyHeader(header);
+  if (version == 0) version = dict.size() + 11 + kAlign > 65535 ? 2 : 1;
+  const size_t prefix = 8 + (version == 1 ? 2 : 4);
+  const size_t padded = (prefix + dict.size() + 1 + kAlign - 1) / kAlign * kAlign;
+  dict.append(padded - prefix - dict.size() - 1, ' ');
+  dict.push_back('\n');
+  if (version == 1 && dict.size() > 65535) {
+    return absl::InvalidArgumentError("the .npy header is too long for format 1.0");
+  }
+  std::string out(kMagic);
+  out.push_back(static_cast<char>(version));
+  out.push_back('\0');
+  AppendLittleEndian(out, static_cast<uint32_t>(dict.size()), version == 1 ? 2 : 4);
+  out.reserve(out.size() + dict.size() + tensor.bytes().size());
+  out += dict;
+  out += tensor.bytes();
+  return out;
+}
+
+absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string why = absl::StrCat(path, ": ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(why);
+    if (err == EACCES) return absl::PermissionDeniedError(why);
+    return absl::UnavailableError(why);
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return DecodeNpy(buffer.str(), path);
+}
+
+absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version) {
+  absl::StatusOr<std::string> encoded = EncodeNpy(tensor, version);
+  if (!encoded.ok()) return Invalid(path, encoded.status().message());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    const int err = errno;
+    const std::string why = absl::StrCat(path, ": ", std::strerror(err));
+    if (err == EACCES) return absl::PermissionDeniedError(why);
+    return absl::UnavailableError(why);
+  }
+  out.write(encoded->data(), static_cast<std::streamsize>(encoded->size()));
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+}  // namespace linalgd::client
