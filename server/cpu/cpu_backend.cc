@@ -1,5 +1,52 @@
-// placeholder until the CPU engine lands
 #include "server/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+
+#include "server/cpu/cpu_execution.h"
+#include "server/cpu/cpu_matmul.h"
+#include "server/cpu/cpu_solve.h"
+#include "server/cpu/thread_pool.h"
+
 namespace linalgd {
-std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions&) { return nullptr; }
+namespace {
+
+int AllCores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options)
+      : batch_threads_(options.batch_threads > 0 ? options.batch_threads : AllCores()),
+        pool_(std::max(1, batch_threads_ - 1)) {
+    // Process-wide: OpenBLAS keeps one thread count for every caller.
+    const int blas = options.blas_threads > 0 ? options.blas_threads : AllCores();
+    openblas_set_num_threads(blas);
+    exec_ = CpuExecution{&pool_, batch_threads_, std::max(1, openblas_get_num_threads())};
+  }
+
+  std::string name() const override { return "cpu"; }
+
+  absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
+    return CpuMatmul(op, plan, exec_);
+  }
+
+  absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
+    return CpuSolve(op, plan, exec_);
+  }
+
+ private:
+  const int batch_threads_;
+  ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
+  CpuExecution exec_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
 }  // namespace linalgd

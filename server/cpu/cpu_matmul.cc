@@ -1,0 +1,99 @@
+#include "server/cpu/cpu_matmul.h"
+
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/common/half.h"
+#include "server/cpu/blas_gemm.h"
+#include "server/cpu/matmul_epilogue.h"
+
+namespace linalgd {
+namespace {
+
+float RoundForMode(float v, ComputeMode mode) {
+  switch (mode) {
+    case ComputeMode::kTf32: return RoundToTf32(v);
+    case ComputeMode::kFast16F: return RoundToHalf(v);
+    case ComputeMode::kFast16BF: return RoundToBFloat16(v);
+    case ComputeMode::kDefault: break;
+  }
+  return v;
+}
+
+// t's values as T, rounded as `mode` reads them: t's own bytes for f32/f64 in
+// the default mode (no copy), else a converted copy kept in *store.
+template <typename T>
+const T* PrepareInput(const TensorView& t, ComputeMode mode, std::vector<T>* store) {
+  if constexpr (std::is_same_v<T, double>) {
+    return t.as<double>();  // PlanMatmul allows f64 in the default mode only
+  } else {
+    if (t.dtype == DType::kF32 && mode == ComputeMode::kDefault) return t.as<float>();
+    *store = ToFloatVector(t);
+    if (mode != ComputeMode::kDefault) {
+      for (float& v : *store) v = RoundForMode(v, mode);
+    }
+    return store->data();
+  }
+}
+
+absl::Status CheckBlasLimits(const MatmulOp& op, const MatmulPlan& plan) {
+  for (const auto& [name, v] : {std::pair{"a", op.a.cols()}, std::pair{"b", op.b.cols()},
+                                std::pair{"m", plan.m}, std::pair{"n", plan.n},
+                                std::pair{"k", plan.k}}) {
+    if (v > INT_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "matmul: dimension ", name, " = ", v, " exceeds the CPU BLAS limit ", INT_MAX));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
+                                 const CpuExecution& exec) {
+  std::vector<T> a_store, b_store;
+  const T* a = PrepareInput<T>(op.a, op.compute, &a_store);
+  const T* b = PrepareInput<T>(op.b, op.compute, &b_store);
+  const MatmulEpilogue<T> epilogue(op, plan);
+  constexpr DType kNative = std::is_same_v<T, float> ? DType::kF32 : DType::kF64;
+  const bool native_out = op.out_dtype == kNative;
+  Tensor out;
+  std::vector<T> acc;  // f16/bf16 outputs: accumulate in T, convert at the end
+  if (native_out) {
+    out = Tensor(op.out_dtype, plan.out_shape);
+  } else {
+    acc.resize(plan.batch * plan.m * plan.n);
+  }
+  T* d = native_out ? out.mutable_as<T>() : acc.data();
+  const int m = plan.m, n = plan.n, k = plan.k;
+  const int lda = op.a.cols(), ldb = op.b.cols();
+  const T alpha = static_cast<T>(op.alpha);
+  auto element = [&](int64_t i) {
+    T* di = d + i * plan.m * plan.n;
+    Gemm(op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
+         b + plan.b_offsets[i], ldb, T{0}, di, n);
+    epilogue.Apply(i, di);
+  };
+  const bool small = static_cast<double>(m) * n * k <= kSingleThreadGemmMnk;
+  exec.pool->ParallelFor(plan.batch, exec.BatchParallelism(plan.batch, small), element);
+  if (!native_out) {
+    if constexpr (std::is_same_v<T, float>) {
+      out = FromFloats(op.out_dtype, plan.out_shape, acc.data());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> CpuMatmul(const MatmulOp& op, const MatmulPlan& plan,
+                                 const CpuExecution& exec) {
+  if (absl::Status s = CheckBlasLimits(op, plan); !s.ok()) return s;
+  if (op.a.dtype == DType::kF64) return RunMatmul<double>(op, plan, exec);
+  return RunMatmul<float>(op, plan, exec);
+}
+
+}  // namespace linalgd

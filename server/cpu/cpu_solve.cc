@@ -1,0 +1,265 @@
+#include "server/cpu/cpu_solve.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/cpu/blas_gemm.h"
+#include "server/cpu/lapack_solvers.h"
+
+namespace linalgd {
+namespace {
+
+// Batch elements that share one matrix of a.
+struct Group {
+  int64_t a_offset = 0;
+  std::vector<int64_t> elements;  // output batch indices, ascending
+};
+
+// How one group went.
+struct GroupOutcome {
+  absl::Status status;
+  SolveMethod used = SolveMethod::kAuto;
+  std::string fallback;  // empty: the first method worked
+  double residual = 0;
+};
+
+// Method outcome plus the failures met on the way.
+template <typename T>
+struct ChainResult {
+  absl::Status status;
+  SolveMethod used = SolveMethod::kAuto;
+  std::vector<std::string> failures;
+  std::vector<T> x;
+};
+
+// Position in the fallback chain, for method_used over a batch.
+int ChainRank(SolveMethod m) {
+  switch (m) {
+    case SolveMethod::kCholesky: return 1;
+    case SolveMethod::kLu: return 2;
+    case SolveMethod::kQr: return 3;
+    case SolveMethod::kLstsq: return 4;
+    case SolveMethod::kAuto: break;
+  }
+  return 0;
+}
+
+std::optional<SolveMethod> NextMethod(SolveMethod m) {
+  switch (m) {
+    case SolveMethod::kCholesky: return SolveMethod::kLu;
+    case SolveMethod::kLu:
+    case SolveMethod::kQr: return SolveMethod::kLstsq;
+    default: return std::nullopt;
+  }
+}
+
+std::vector<Group> GroupByA(const SolvePlan& plan) {
+  std::vector<Group> groups;
+  std::unordered_map<int64_t, size_t> index;
+  for (int64_t e = 0; e < plan.batch; ++e) {
+    auto [it, inserted] = index.emplace(plan.a_offsets[e], groups.size());
+    if (inserted) groups.push_back(Group{plan.a_offsets[e], {}});
+    groups[it->second].elements.push_back(e);
+  }
+  return groups;
+}
+
+template <typename T>
+MethodResult<T> RunMethod(SolveMethod m, const DenseSystem<T>& s) {
+  switch (m) {
+    case SolveMethod::kCholesky: return SolveCholesky(s);
+    case SolveMethod::kLu: return SolveLu(s);
+    case SolveMethod::kQr: return SolveQr(s);
+    default: return SolveLstsq(s);
+  }
+}
+
+// Runs op's method on s and falls back as the header describes. AUTO's own
+// step from Cholesky to LU is taken even without allow_fallback.
+template <typename T>
+ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
+  ChainResult<T> out;
+  SolveMethod m = op.method;
+  if (m == SolveMethod::kAuto) {
+    const bool square = s.m == s.n;
+    m = !square ? SolveMethod::kQr
+        : IsSymmetric(s, nullptr) ? SolveMethod::kCholesky : SolveMethod::kLu;
+  }
+  for (;;) {
+    MethodResult<T> r = RunMethod(m, s);
+    if (!r.status.ok()) {
+      out.status = r.status;
+      return out;
+    }
+    if (r.failure.empty()) {
+      out.used = m;
+      out.x = std::move(r.x);
+      return out;
+    }
+    out.failures.push_back(std::move(r.failure));
+    const std::optional<SolveMethod> next = NextMethod(m);
+    const bool auto_step = op.method == SolveMethod::kAuto && m == SolveMethod::kCholesky;
+    if (!next || !(op.allow_fallback || auto_step)) {
+      out.status = absl::FailedPreconditionError(absl::StrCat(
+          absl::StrJoin(out.failures, "; "), "; no fallback taken (allow_fallback is false)"));
+      return out;
+    }
+    m = *next;
+  }
+}
+
+// Values as double: the data itself for double, else a copy in *store.
+template <typename T>
+const double* AsDouble(const T* v, size_t count, std::vector<double>* store) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    store->assign(v, v + count);
+    return store->data();
+  }
+}
+
+double FrobeniusColumns(const double* v, int rows, int ld, int col0, int cols) {
+  double sum = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = col0; c < col0 + cols; ++c) sum += v[size_t{1} * r * ld + c] * v[size_t{1} * r * ld + c];
+  }
+  return std::sqrt(sum);
+}
+
+// max over the k-column blocks j of s of ||a x_j - b_j|| / (||a|| ||x_j|| + ||b_j||).
+template <typename T>
+double GroupResidual(const DenseSystem<T>& s, const std::vector<T>& x, int k) {
+  std::vector<double> a_store, x_store;
+  const double* a = AsDouble(s.a, size_t{1} * s.m * s.n, &a_store);
+  const double* xd = AsDouble(x.data(), x.size(), &x_store);
+  std::vector<double> b(s.b, s.b + size_t{1} * s.m * s.nrhs);
+  std::vector<double> r = b;
+  Gemm(false, false, s.m, s.nrhs, s.n, 1.0, a, s.n, xd, s.nrhs, -1.0, r.data(), s.nrhs);
+  const double a_norm = FrobeniusColumns(a, s.m, s.n, 0, s.n);
+  double worst = 0;
+  for (int c0 = 0; c0 < s.nrhs; c0 += k) {
+    const double num = FrobeniusColumns(r.data(), s.m, s.nrhs, c0, k);
+    const double den = a_norm * FrobeniusColumns(xd, s.n, s.nrhs, c0, k) +
+                       FrobeniusColumns(b.data(), s.m, s.nrhs, c0, k);
+    const double res = den > 0 ? num / den : (num == 0 ? 0.0 : INFINITY);
+    worst = std::isnan(res) ? res : std::max(worst, res);
+    if (std::isnan(worst)) break;
+  }
+  return worst;
+}
+
+// "a", or "a[i]" (i: the flat index of a's matrix) when a is batched.
+std::string NameOfA(const SolveOp& op, const SolvePlan& plan, int64_t a_offset) {
+  if (op.a.shape.size() <= 2) return "a";
+  return absl::StrCat("a[", a_offset / (plan.m * plan.n), "]");
+}
+
+template <typename T>
+GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, const Group& g, T* x_out) {
+  const int64_t k = plan.k, count = g.elements.size();
+  DenseSystem<T> s;
+  s.m = plan.m;
+  s.n = plan.n;
+  s.nrhs = k * count;
+  s.a = op.a.as<T>() + g.a_offset;
+  s.name = NameOfA(op, plan, g.a_offset);
+  std::vector<T> b;  // the group's right-hand sides side by side, m x (k * count)
+  if (count == 1) {
+    s.b = op.b.as<T>() + plan.b_offsets[g.elements[0]];
+  } else {
+    b.resize(size_t{1} * s.m * s.nrhs);
+    for (int64_t j = 0; j < count; ++j) {
+      const T* src = op.b.as<T>() + plan.b_offsets[g.elements[j]];
+      for (int64_t r = 0; r < s.m; ++r) {
+        std::copy(src + r * k, src + (r + 1) * k, b.data() + r * s.nrhs + j * k);
+      }
+    }
+    s.b = b.data();
+  }
+  ChainResult<T> chain = RunChain(op, s);
+  GroupOutcome out;
+  out.status = chain.status;
+  if (!out.status.ok()) return out;
+  out.used = chain.used;
+  if (!chain.failures.empty()) {
+    out.fallback = absl::StrCat(absl::StrJoin(chain.failures, "; "), "; used ",
+                                SolveMethodName(chain.used));
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    T* dst = x_out + g.elements[j] * plan.n * k;
+    for (int64_t r = 0; r < plan.n; ++r) {
+      const T* src = chain.x.data() + r * s.nrhs + j * k;
+      std::copy(src, src + k, dst + r * k);
+    }
+  }
+  out.residual = GroupResidual(s, chain.x, k);
+  return out;
+}
+
+// Joins the groups' outcomes: the first error, the fallback messages (the
+// first few), the furthest method and the largest residual.
+absl::StatusOr<SolveResult> Combine(std::vector<GroupOutcome>& outcomes, Tensor x) {
+  constexpr size_t kMaxMessages = 4;
+  SolveResult result;
+  std::vector<std::string> messages;
+  size_t fell_back = 0;
+  for (GroupOutcome& o : outcomes) {
+    if (!o.status.ok()) return o.status;
+    if (ChainRank(o.used) > ChainRank(result.method_used)) result.method_used = o.used;
+    if (!o.fallback.empty() && fell_back++ < kMaxMessages) messages.push_back(o.fallback);
+    if (std::isnan(o.residual) || o.residual > result.residual) result.residual = o.residual;
+  }
+  if (fell_back > kMaxMessages) {
+    messages.push_back(absl::StrCat("and ", fell_back - kMaxMessages, " more matrices of a"));
+  }
+  result.fallback = absl::StrJoin(messages, "; ");
+  result.x = std::move(x);
+  return result;
+}
+
+template <typename T>
+absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
+                                     const CpuExecution& exec) {
+  const std::vector<Group> groups = GroupByA(plan);
+  for (const Group& g : groups) {
+    if (plan.k * static_cast<int64_t>(g.elements.size()) > INT_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "b.shape: ", ShapeString(op.b.shape), " gives ", g.elements.size(),
+          " right-hand sides of ", plan.k, " columns per matrix of a, over the CPU LAPACK limit"));
+    }
+  }
+  Tensor x(op.a.dtype, plan.x_shape);
+  T* x_out = x.mutable_as<T>();
+  std::vector<GroupOutcome> outcomes(groups.size());
+  const bool small = std::max(plan.m, plan.n) <= kSingleThreadSolveOrder;
+  exec.pool->ParallelFor(
+      groups.size(), exec.BatchParallelism(groups.size(), small),
+      [&](int64_t i) { outcomes[i] = SolveGroup<T>(op, plan, groups[i], x_out); });
+  return Combine(outcomes, std::move(x));
+}
+
+}  // namespace
+
+absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
+                                     const CpuExecution& exec) {
+  if (plan.m > INT_MAX || plan.n > INT_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a.shape: ", ShapeString(op.a.shape), " exceeds the CPU LAPACK limit ", INT_MAX));
+  }
+  if (op.a.dtype == DType::kF64) return RunSolve<double>(op, plan, exec);
+  if (op.a.dtype == DType::kF32) return RunSolve<float>(op, plan, exec);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
+}
+
+}  // namespace linalgd

@@ -1,0 +1,29 @@
+#ifndef LINALGD_SERVER_CPU_CPU_SOLVE_H_
+#define LINALGD_SERVER_CPU_CPU_SOLVE_H_
+
+#include "absl/status/statusor.h"
+#include "server/backend/ops.h"
+#include "server/backend/plan.h"
+#include "server/cpu/cpu_execution.h"
+
+namespace linalgd {
+
+// Solves a x = b on the CPU (f32, f64) with LAPACK, per distinct matrix of
+// a: batch elements that share a (broadcast) are solved in one call with
+// their right-hand sides side by side.
+//
+// Methods: AUTO picks Cholesky for a square symmetric a (LU when potrf
+// fails), LU for other square a and QR otherwise. With op.allow_fallback a
+// failed method falls back: cholesky -> lu -> lstsq, qr -> lstsq; the result's
+// fallback says what failed ("cholesky: leading minor 3 of a[1] is not
+// positive definite; used lu"). method_used is the method of the batch
+// element that fell furthest along cholesky, lu, qr, lstsq. Without
+// allow_fallback a failure is FAILED_PRECONDITION with that message.
+// residual: max over the batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F),
+// in double. Thread-safe. REQUIRES: plan is PlanSolve(op).
+absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
+                                     const CpuExecution& exec);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_CPU_CPU_SOLVE_H_
