@@ -1,1 +1,117 @@
-int main() { return 0; }
+// linalgd: flags -> ServerOptions -> Server::Start -> Wait.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "server/common/logging.h"
+#include "server/service/server.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+// "10", "10s", "250ms", "1m" -> duration; a bare number is seconds.
+bool ParseSeconds(const std::string& text, absl::Duration* out) {
+  double seconds;
+  if (absl::SimpleAtod(text, &seconds)) {
+    *out = absl::Seconds(seconds);
+    return seconds >= 0;
+  }
+  return absl::ParseDuration(text, out) && *out >= absl::ZeroDuration();
+}
+
+bool EnvIsOne(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
+}
+
+struct Flags {
+  linalgd::ServerOptions options;
+  std::string op_timeout = "10s";
+  std::string max_connection_age = "5m";
+  std::string shutdown_grace = "30s";
+  std::string devices;
+  std::string log_level = "info";
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  auto& o = f.options;
+  app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")->capture_default_str();
+  app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")->capture_default_str();
+  app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->capture_default_str();
+  app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->capture_default_str();
+  app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
+  app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction, "GPU memory budget, of each device's total")
+      ->check(CLI::Range(0.01, 1.0))->capture_default_str();
+  app.add_option("--devices", f.devices, "comma-separated CUDA device ordinals; empty: all usable");
+  app.add_flag("--disable-gpu", o.disable_gpu, "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
+  app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")->capture_default_str();
+  app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")->capture_default_str();
+  app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-elements", o.max_elements, "largest tensor, in elements")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
+  app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
+  app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();
+}
+
+// Applies the string flags; prints and returns false on a bad value.
+bool Finalize(Flags& f, absl::Duration* grace) {
+  auto& o = f.options;
+  auto bad = [](const std::string& flag, const std::string& v) {
+    std::cerr << "linalgd: " << flag << ": cannot parse '" << v << "' as a duration\n";
+    return false;
+  };
+  if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
+  if (!ParseSeconds(f.max_connection_age, &o.max_connection_age)) return bad("--max-connection-age", f.max_connection_age);
+  if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
+  for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
+    int ordinal;
+    if (!absl::SimpleAtoi(d, &ordinal) || ordinal < 0) {
+      std::cerr << "linalgd: --devices: '" << d << "' is not a device ordinal\n";
+      return false;
+    }
+    o.devices.push_back(ordinal);
+  }
+  o.disable_gpu = o.disable_gpu || EnvIsOne("LINALGD_DISABLE_GPU") || EnvIsOne("NV_MATH_DISABLE");
+  absl::Status log = linalgd::SetUpLogging(f.log_level);
+  if (!log.ok()) std::cerr << "linalgd: " << log.message() << "\n";
+  return log.ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"linalgd: GPU linear algebra over gRPC"};
+  Flags flags;
+  AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  absl::Duration grace;
+  if (!Finalize(flags, &grace)) return 2;
+
+  // Signals are taken by one thread with sigwait; block them everywhere else.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = linalgd::Server::Start(flags.options);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.status().ToString());
+    return 1;
+  }
+  std::thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {} received", sig);
+    (*server)->Shutdown(grace);
+  }).detach();
+  (*server)->Wait();
+  return 0;
+}

@@ -26,6 +26,9 @@ struct ServerOptions {
   int blas_threads = 0;      // OpenBLAS threads; 0: number of cores
   int64_t max_elements = int64_t{1} << 31;  // per tensor
   int max_queue = 1024;
+  // Connections are closed after this age so clients re-resolve and
+  // rebalance (0: never).
+  absl::Duration max_connection_age = absl::Minutes(5);
 };
 
 // The running linalgd server: gRPC service, health, reflection, scheduler and

@@ -1,0 +1,170 @@
+#include "server/service/convert.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/half.h"
+
+namespace linalgd {
+namespace {
+
+absl::Status ShapeError(absl::string_view field, const v1::Tensor& t, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ".shape: ", ShapeString(Shape(t.shape().begin(), t.shape().end())), " ", why));
+}
+
+template <typename T>
+int64_t FirstNonFinite(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(p[i])) return i;
+  }
+  return -1;
+}
+
+// f16/bf16: exponent all ones means inf or nan.
+int64_t FirstNonFinite16(const uint16_t* p, int64_t n, uint16_t exp_mask) {
+  for (int64_t i = 0; i < n; ++i) {
+    if ((p[i] & exp_mask) == exp_mask) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
+  switch (value) {
+    case v1::DTYPE_F32: return DType::kF32;
+    case v1::DTYPE_F64: return DType::kF64;
+    case v1::DTYPE_F16: return DType::kF16;
+    case v1::DTYPE_BF16: return DType::kBF16;
+    case v1::DTYPE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16 or DTYPE_BF16)"));
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(field, ": unknown dtype value ", value));
+  }
+}
+
+v1::DType DTypeToProto(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return v1::DTYPE_F32;
+    case DType::kF64: return v1::DTYPE_F64;
+    case DType::kF16: return v1::DTYPE_F16;
+    case DType::kBF16: return v1::DTYPE_BF16;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
+                                  const TensorLimits& limits, int min_rank) {
+  TensorView view;
+  auto dtype = DTypeFromProto(t.dtype(), absl::StrCat(field, ".dtype"));
+  if (!dtype.ok()) return dtype.status();
+  view.dtype = *dtype;
+  if (t.shape_size() < min_rank) {
+    return ShapeError(field, t, absl::StrCat("has rank ", t.shape_size(), "; at least ",
+                                             min_rank, " dimensions are required"));
+  }
+  int64_t elements = 1;
+  for (int i = 0; i < t.shape_size(); ++i) {
+    const int64_t d = t.shape(i);
+    if (d <= 0) {
+      return ShapeError(field, t, absl::StrCat("has dimension ", i, " = ", d,
+                                               "; every dimension must be > 0"));
+    }
+    if (elements > limits.max_elements / d) {
+      return ShapeError(field, t, absl::StrCat("has more than ", limits.max_elements,
+                                               " elements, the per-tensor limit"));
+    }
+    elements *= d;
+  }
+  if (t.source_case() != v1::Tensor::kData) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": no content (set data)"));
+  }
+  const uint64_t expected = static_cast<uint64_t>(elements) * DTypeSize(view.dtype);
+  if (t.data().size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".data: ", t.data().size(), " bytes, expected ", expected, " (", elements,
+        " elements of ", DTypeName(view.dtype), ")"));
+  }
+  view.shape.assign(t.shape().begin(), t.shape().end());
+  view.data = reinterpret_cast<const std::byte*>(t.data().data());
+  return view;
+}
+
+absl::Status CheckFinite(const TensorView& t, absl::string_view field) {
+  const int64_t n = t.num_elements();
+  int64_t bad = -1;
+  switch (t.dtype) {
+    case DType::kF32: bad = FirstNonFinite(t.as<float>(), n); break;
+    case DType::kF64: bad = FirstNonFinite(t.as<double>(), n); break;
+    case DType::kF16: bad = FirstNonFinite16(t.as<uint16_t>(), n, 0x7c00); break;
+    case DType::kBF16: bad = FirstNonFinite16(t.as<uint16_t>(), n, 0x7f80); break;
+  }
+  if (bad < 0) return absl::OkStatus();
+  const double v = ToDoubleVector(TensorView{t.dtype, {1, 1}, t.data + bad * DTypeSize(t.dtype)})[0];
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": element ", bad, " is ", std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"),
+      "; non-finite inputs are rejected unless allow_non_finite is set"));
+}
+
+absl::StatusOr<Epilogue> EpilogueFromProto(int value) {
+  switch (value) {
+    case v1::EPILOGUE_NONE: return Epilogue::kNone;
+    case v1::EPILOGUE_RELU: return Epilogue::kRelu;
+    case v1::EPILOGUE_GELU: return Epilogue::kGelu;
+    case v1::EPILOGUE_BIAS: return Epilogue::kBias;
+    case v1::EPILOGUE_RELU_BIAS: return Epilogue::kReluBias;
+    case v1::EPILOGUE_GELU_BIAS: return Epilogue::kGeluBias;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("epilogue: unknown value ", value));
+}
+
+absl::StatusOr<ComputeMode> ComputeModeFromProto(int value) {
+  switch (value) {
+    case v1::COMPUTE_MODE_DEFAULT: return ComputeMode::kDefault;
+    case v1::COMPUTE_MODE_TF32: return ComputeMode::kTf32;
+    case v1::COMPUTE_MODE_FAST_16F: return ComputeMode::kFast16F;
+    case v1::COMPUTE_MODE_FAST_16BF: return ComputeMode::kFast16BF;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("compute_mode: unknown value ", value));
+}
+
+absl::StatusOr<SolveMethod> SolveMethodFromProto(int value) {
+  switch (value) {
+    case v1::SOLVE_METHOD_AUTO: return SolveMethod::kAuto;
+    case v1::SOLVE_METHOD_LU: return SolveMethod::kLu;
+    case v1::SOLVE_METHOD_CHOLESKY: return SolveMethod::kCholesky;
+    case v1::SOLVE_METHOD_QR: return SolveMethod::kQr;
+    case v1::SOLVE_METHOD_LSTSQ: return SolveMethod::kLstsq;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("method: unknown value ", value));
+}
+
+v1::SolveMethod SolveMethodToProto(SolveMethod method) {
+  switch (method) {
+    case SolveMethod::kAuto: return v1::SOLVE_METHOD_AUTO;
+    case SolveMethod::kLu: return v1::SOLVE_METHOD_LU;
+    case SolveMethod::kCholesky: return v1::SOLVE_METHOD_CHOLESKY;
+    case SolveMethod::kQr: return v1::SOLVE_METHOD_QR;
+    case SolveMethod::kLstsq: return v1::SOLVE_METHOD_LSTSQ;
+  }
+  return v1::SOLVE_METHOD_AUTO;
+}
+
+void MoveToProto(Tensor t, v1::Tensor* out) {
+  out->set_dtype(DTypeToProto(t.dtype()));
+  for (int64_t d : t.shape()) out->add_shape(d);
+  out->set_data(t.ReleaseBytes());
+}
+
+void InfoToProto(const ExecutionInfo& info, v1::ExecutionInfo* out) {
+  out->set_backend(info.backend);
+  out->set_queue_time_ns(info.queue_ns);
+  out->set_run_time_ns(info.run_ns);
+  out->set_batch_size(info.batch_size);
+  out->set_fallback_reason(info.fallback_reason);
+}
+
+}  // namespace linalgd

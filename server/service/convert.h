@@ -1,0 +1,42 @@
+#ifndef LINALGD_SERVER_SERVICE_CONVERT_H_
+#define LINALGD_SERVER_SERVICE_CONVERT_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "linalgd/v1/linalgd.pb.h"
+#include "server/backend/ops.h"
+#include "server/common/tensor.h"
+#include "server/scheduler/job.h"
+
+namespace linalgd {
+
+// Limits applied to every tensor of a request.
+struct TensorLimits {
+  int64_t max_elements = int64_t{1} << 31;
+};
+
+// Validates a request tensor and returns a view into its bytes (valid while
+// the message lives). `field` names it in errors ("a", "bias", ...). Rank must
+// be at least `min_rank`. INVALID_ARGUMENT names the field and the numbers.
+absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
+                                  const TensorLimits& limits, int min_rank = 2);
+
+// INVALID_ARGUMENT naming `field` and the first NaN or Inf element.
+absl::Status CheckFinite(const TensorView& t, absl::string_view field);
+
+absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field);
+v1::DType DTypeToProto(DType dtype);
+absl::StatusOr<Epilogue> EpilogueFromProto(int value);
+absl::StatusOr<ComputeMode> ComputeModeFromProto(int value);
+absl::StatusOr<SolveMethod> SolveMethodFromProto(int value);
+v1::SolveMethod SolveMethodToProto(SolveMethod method);
+
+// Moves `t`'s bytes into `out`.
+void MoveToProto(Tensor t, v1::Tensor* out);
+void InfoToProto(const ExecutionInfo& info, v1::ExecutionInfo* out);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_CONVERT_H_

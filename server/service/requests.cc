@@ -1,0 +1,98 @@
+#include "server/service/requests.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+
+namespace linalgd {
+namespace {
+
+absl::Status CheckScalar(double v, absl::string_view field) {
+  if (std::isfinite(v)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " is not finite"));
+}
+
+absl::Status ReadMatmulScalars(const v1::MatmulRequest& r, MatmulOp& op) {
+  op.alpha = r.has_alpha() ? r.alpha() : 1.0;
+  op.beta = r.has_beta() ? r.beta() : (r.has_c() ? 1.0 : 0.0);
+  LINALGD_RETURN_IF_ERROR(CheckScalar(op.alpha, "alpha"));
+  LINALGD_RETURN_IF_ERROR(CheckScalar(op.beta, "beta"));
+  op.trans_a = r.transpose_a();
+  op.trans_b = r.transpose_b();
+  LINALGD_ASSIGN_OR_RETURN(op.epilogue, EpilogueFromProto(r.epilogue()));
+  LINALGD_ASSIGN_OR_RETURN(op.compute, ComputeModeFromProto(r.compute_mode()));
+  if (r.output_dtype() == v1::DTYPE_UNSPECIFIED) {
+    op.out_dtype = op.a.dtype;
+  } else {
+    LINALGD_ASSIGN_OR_RETURN(op.out_dtype, DTypeFromProto(r.output_dtype(), "output_dtype"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
+                                             const TensorLimits& limits) {
+  PreparedMatmul p;
+  if (!r.has_a()) return absl::InvalidArgumentError("a: required");
+  if (!r.has_b()) return absl::InvalidArgumentError("b: required");
+  LINALGD_ASSIGN_OR_RETURN(p.op.a, ViewOf(r.a(), "a", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.op.b, ViewOf(r.b(), "b", limits));
+  if (r.has_c()) {
+    LINALGD_ASSIGN_OR_RETURN(p.op.c, ViewOf(r.c(), "c", limits, /*min_rank=*/1));
+  }
+  if (r.has_bias()) {
+    LINALGD_ASSIGN_OR_RETURN(p.op.bias, ViewOf(r.bias(), "bias", limits, /*min_rank=*/1));
+  }
+  LINALGD_RETURN_IF_ERROR(ReadMatmulScalars(r, p.op));
+  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op));
+  if (p.plan.batch > limits.max_elements ||
+      p.plan.batch * p.plan.m > limits.max_elements / p.plan.n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "out.shape: ", ShapeString(p.plan.out_shape), " has more than ", limits.max_elements,
+        " elements, the per-tensor limit"));
+  }
+  p.check_finite = !r.allow_non_finite();
+  return p;
+}
+
+absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
+                                           const TensorLimits& limits) {
+  PreparedSolve p;
+  if (!r.has_a()) return absl::InvalidArgumentError("a: required");
+  if (!r.has_b()) return absl::InvalidArgumentError("b: required");
+  LINALGD_ASSIGN_OR_RETURN(p.op.a, ViewOf(r.a(), "a", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.op.b, ViewOf(r.b(), "b", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
+  p.op.allow_fallback = !r.no_fallback();
+  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op));
+  p.check_finite = !r.allow_non_finite();
+  return p;
+}
+
+absl::Status CheckInputsFinite(const PreparedMatmul& p) {
+  if (!p.check_finite) return absl::OkStatus();
+  LINALGD_RETURN_IF_ERROR(CheckFinite(p.op.a, "a"));
+  LINALGD_RETURN_IF_ERROR(CheckFinite(p.op.b, "b"));
+  if (p.op.c) LINALGD_RETURN_IF_ERROR(CheckFinite(*p.op.c, "c"));
+  if (p.op.bias) LINALGD_RETURN_IF_ERROR(CheckFinite(*p.op.bias, "bias"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckInputsFinite(const PreparedSolve& p) {
+  if (!p.check_finite) return absl::OkStatus();
+  LINALGD_RETURN_IF_ERROR(CheckFinite(p.op.a, "a"));
+  return CheckFinite(p.op.b, "b");
+}
+
+int64_t LargestDim(const PreparedMatmul& p) {
+  return std::max({p.plan.m, p.plan.n, p.plan.k});
+}
+
+int64_t LargestDim(const PreparedSolve& p) {
+  return std::max({p.plan.m, p.plan.n, p.plan.k});
+}
+
+}  // namespace linalgd

@@ -1,0 +1,43 @@
+#ifndef LINALGD_SERVER_SERVICE_REQUESTS_H_
+#define LINALGD_SERVER_SERVICE_REQUESTS_H_
+
+#include "absl/status/statusor.h"
+#include "linalgd/v1/linalgd.pb.h"
+#include "server/backend/ops.h"
+#include "server/backend/plan.h"
+#include "server/service/convert.h"
+
+namespace linalgd {
+
+// A validated request: the op (views into the request message, which must
+// outlive it) and its plan.
+struct PreparedMatmul {
+  MatmulOp op;
+  MatmulPlan plan;
+  bool check_finite = true;
+};
+
+struct PreparedSolve {
+  SolveOp op;
+  SolvePlan plan;
+  bool check_finite = true;
+};
+
+// Structural validation (dtypes, shapes, sizes, enums, broadcasting); cheap,
+// O(number of batch elements). INVALID_ARGUMENT names the field and numbers.
+absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& request,
+                                             const TensorLimits& limits);
+absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& request,
+                                           const TensorLimits& limits);
+
+// The NaN/Inf scan of every input (O(elements)); ok when check_finite is off.
+absl::Status CheckInputsFinite(const PreparedMatmul& p);
+absl::Status CheckInputsFinite(const PreparedSolve& p);
+
+// Largest matrix dimension of the op, for routing.
+int64_t LargestDim(const PreparedMatmul& p);
+int64_t LargestDim(const PreparedSolve& p);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_REQUESTS_H_

@@ -1,0 +1,151 @@
+#include "server/service/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "server/cpu/cpu_backend.h"
+#include "server/gpu/gpu_engine.h"
+#include "server/scheduler/scheduler.h"
+#include "server/service/linalg_service.h"
+#include "spdlog/spdlog.h"
+
+namespace linalgd {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+constexpr char kServiceName[] = "linalgd.v1.Linalg";
+
+int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+void FillDevice(const DeviceInfo& d, v1::Device* out) {
+  out->set_index(d.index);
+  out->set_name(d.name);
+  out->set_compute_capability(absl::StrCat(d.cc_major, ".", d.cc_minor));
+  out->set_total_memory_bytes(d.total_memory_bytes);
+  out->set_budget_bytes(d.budget_bytes);
+  out->set_healthy(d.healthy);
+  out->set_status(d.status);
+}
+
+class ServerImpl : public Server {
+ public:
+  explicit ServerImpl(const ServerOptions& options) : options_(options) {}
+  ~ServerImpl() override { Shutdown(absl::Seconds(5)); }
+
+  absl::Status Init();
+  int port() const override { return port_; }
+  int metrics_port() const override { return 0; }
+  void Shutdown(absl::Duration grace) override;
+  void Wait() override { done_.WaitForNotification(); }
+
+ private:
+  void ServerInfo(v1::GetServerInfoResponse* out) const;
+  absl::Status StartGrpc();
+
+  const ServerOptions options_;
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<GpuEngine> gpu_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<LinalgService> service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int port_ = 0;
+  std::once_flag shutdown_once_;
+  absl::Notification done_;
+};
+
+absl::Status ServerImpl::Init() {
+  cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers});
+  GpuOptions gpu_options;
+  gpu_options.disabled = options_.disable_gpu;
+  gpu_options.devices = options_.devices;
+  gpu_options.memory_fraction = options_.gpu_memory_fraction;
+  gpu_options.handles_per_device = options_.handles_per_device;
+  gpu_ = StartGpuEngine(gpu_options);
+  if (gpu_->backends().empty()) {
+    spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());
+  }
+  SchedulerOptions sched;
+  sched.cpu_threshold = options_.cpu_threshold;
+  sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
+  sched.gpu_workers_per_device = options_.handles_per_device;
+  sched.max_queue = options_.max_queue;
+  scheduler_ = std::make_unique<Scheduler>(sched, cpu_.get(), gpu_->backends());
+  CallEnv env;
+  env.scheduler = scheduler_.get();
+  env.limits.max_elements = options_.max_elements;
+  service_ = std::make_unique<LinalgService>(
+      env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
+  return StartGrpc();
+}
+
+absl::Status ServerImpl::StartGrpc() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  const int max_bytes = static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  if (options_.max_connection_age > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_age)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30000);
+  }
+  builder.RegisterService(service_.get());
+  grpc_ = builder.BuildAndStart();
+  if (!grpc_ || port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options_.listen));
+  }
+  auto* health = grpc_->GetHealthCheckService();
+  health->SetServingStatus("", true);
+  health->SetServingStatus(kServiceName, true);
+  spdlog::info("linalgd {} listening on port {} (backends: cpu{})", kVersion, port_,
+               gpu_->backends().empty() ? "" : absl::StrCat(", ", gpu_->backends().size(), " gpu"));
+  return absl::OkStatus();
+}
+
+void ServerImpl::Shutdown(absl::Duration grace) {
+  std::call_once(shutdown_once_, [&] {
+    if (grpc_) {
+      spdlog::info("shutting down: health NOT_SERVING, draining calls for up to {} s",
+                   absl::ToDoubleSeconds(grace));
+      grpc_->GetHealthCheckService()->Shutdown();
+      grpc_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    }
+    if (scheduler_) scheduler_->Shutdown();
+    if (grpc_) grpc_->Wait();
+    spdlog::info("shut down");
+    done_.Notify();
+  });
+}
+
+void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
+  out->set_version(kVersion);
+  out->add_backends("cpu");
+  for (Backend* b : gpu_->backends()) out->add_backends(b->name());
+  for (const DeviceInfo& d : gpu_->Devices()) FillDevice(d, out->add_devices());
+  out->set_gpu_status(gpu_->status());
+  auto* limits = out->mutable_limits();
+  limits->set_max_message_bytes(options_.max_message_bytes);
+  limits->set_cpu_threshold(options_.cpu_threshold);
+  limits->set_op_timeout_seconds(absl::ToDoubleSeconds(options_.op_timeout));
+  limits->set_gpu_memory_fraction(options_.gpu_memory_fraction);
+  limits->set_cpu_threads(options_.blas_threads > 0 ? options_.blas_threads : Cores());
+  limits->set_max_elements(options_.max_elements);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto server = std::make_unique<ServerImpl>(options);
+  absl::Status status = server->Init();
+  if (!status.ok()) return status;
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace linalgd

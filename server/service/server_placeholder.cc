@@ -1,1 +1,0 @@
-#include "server/service/server.h"

@@ -1,0 +1,20 @@
+#include "server/service/status_map.h"
+
+#include <string>
+
+#include "server/scheduler/scheduler.h"
+
+namespace linalgd {
+
+grpc::Status ToGrpcStatus(const absl::Status& status, grpc::CallbackServerContext* context) {
+  if (status.ok()) return grpc::Status::OK;
+  if (context != nullptr) {
+    if (auto retry = status.GetPayload(kRetryAfterPayload)) {
+      context->AddTrailingMetadata("retry-after-ms", std::string(*retry));
+    }
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+}  // namespace linalgd
