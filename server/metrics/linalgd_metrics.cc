@@ -1,0 +1,236 @@
+#include "server/metrics/linalgd_metrics.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+
+namespace linalgd {
+namespace {
+
+// Seconds, 100 us to 60 s: from a cached small GEMM to a large LU solve.
+std::vector<double> LatencyBuckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
+}
+
+std::vector<double> BatchBuckets() {
+  return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+}
+
+}  // namespace
+
+std::string GpuLabel(int device_index) {
+  return absl::StrCat("gpu:", device_index);
+}
+
+absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
+    metrics::Registry* registry, absl::string_view version) {
+  std::unique_ptr<LinalgdMetrics> out(new LinalgdMetrics(registry));
+  LINALGD_RETURN_IF_ERROR(out->RegisterRequestFamilies());
+  LINALGD_RETURN_IF_ERROR(out->RegisterDeviceFamilies());
+  LINALGD_RETURN_IF_ERROR(out->RegisterDataFamilies(version));
+  return out;
+}
+
+absl::Status LinalgdMetrics::RegisterRequestFamilies() {
+  metrics::Registry& r = *registry_;
+  LINALGD_ASSIGN_OR_RETURN(
+      requests_, r.AddCounter("linalgd_requests_total",
+                              "RPCs finished, by operation, gRPC status code "
+                              "and the backend that ran them.",
+                              {"op", "code", "backend"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      request_seconds_,
+      r.AddHistogram("linalgd_request_duration_seconds",
+                     "RPC time from receipt to finish, in seconds.",
+                     {"op", "backend"}, LatencyBuckets()));
+  LINALGD_ASSIGN_OR_RETURN(
+      queue_wait_seconds_,
+      r.AddHistogram("linalgd_queue_wait_seconds",
+                     "Time a job waited in a device queue, in seconds.",
+                     {"backend"}, LatencyBuckets()));
+  LINALGD_ASSIGN_OR_RETURN(
+      compute_seconds_,
+      r.AddHistogram("linalgd_compute_seconds",
+                     "Time the backend spent computing a job, in seconds.",
+                     {"op", "backend"}, LatencyBuckets()));
+  LINALGD_ASSIGN_OR_RETURN(
+      batch_size_, r.AddHistogram("linalgd_batch_size",
+                                  "Jobs per backend call (1: not batched).",
+                                  {"op", "backend"}, BatchBuckets()));
+  LINALGD_ASSIGN_OR_RETURN(
+      fallbacks_, r.AddCounter("linalgd_cpu_fallbacks_total",
+                               "Jobs meant for a GPU that ran on the CPU, by "
+                               "operation and reason.",
+                               {"op", "reason"}));
+  return absl::OkStatus();
+}
+
+absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
+  metrics::Registry& r = *registry_;
+  LINALGD_ASSIGN_OR_RETURN(
+      queue_depth_, r.AddGauge("linalgd_queue_depth",
+                               "Jobs waiting in the device's queue.",
+                               {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      inflight_jobs_, r.AddGauge("linalgd_inflight_jobs",
+                                 "Jobs running on the device.", {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      memory_budget_,
+      r.AddGauge("linalgd_device_memory_budget_bytes",
+                 "Device memory the server may use, in bytes.", {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      memory_reserved_,
+      r.AddGauge("linalgd_device_memory_reserved_bytes",
+                 "Device memory reserved by admitted jobs and resident data, "
+                 "in bytes.",
+                 {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      memory_used_,
+      r.AddGauge("linalgd_device_memory_used_bytes",
+                 "Device memory in use as the device reports it, in bytes.",
+                 {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      device_healthy_,
+      r.AddGauge("linalgd_device_healthy",
+                 "1 while the device is usable, 0 when fenced or failed.",
+                 {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      device_busy_seconds_,
+      r.AddCounter("linalgd_device_busy_seconds_total",
+                   "Wall time the device spent running jobs, in seconds; "
+                   "its rate is the utilization.",
+                   {"device"}));
+  return absl::OkStatus();
+}
+
+absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
+  metrics::Registry& r = *registry_;
+  LINALGD_ASSIGN_OR_RETURN(
+      flops_, r.AddCounter("linalgd_flops_total",
+                           "Floating-point operations performed by finished "
+                           "jobs.",
+                           {"op", "backend"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      bytes_received_,
+      r.AddCounter("linalgd_received_bytes_total",
+                   "Tensor payload bytes received from callers.",
+                   {"transport"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      bytes_sent_, r.AddCounter("linalgd_sent_bytes_total",
+                                "Tensor payload bytes sent to callers.",
+                                {"transport"}));
+  LINALGD_ASSIGN_OR_RETURN(
+      store_bytes_,
+      r.AddGauge("linalgd_resident_store_bytes",
+                 "Bytes held by resident tensors and cached factorizations.",
+                 {}));
+  LINALGD_ASSIGN_OR_RETURN(
+      store_objects_,
+      r.AddGauge("linalgd_resident_store_objects",
+                 "Resident tensors and cached factorizations held.", {}));
+  LINALGD_ASSIGN_OR_RETURN(
+      build_info_, r.AddGauge("linalgd_build_info",
+                              "Always 1; the labels describe the build.",
+                              {"version"}));
+  build_info_->With({version}).Set(1);
+  store_bytes_->With({}).Set(0);
+  store_objects_->With({}).Set(0);
+  return absl::OkStatus();
+}
+
+void LinalgdMetrics::RecordRequest(absl::string_view op,
+                                   absl::string_view code,
+                                   absl::string_view backend, double seconds) {
+  requests_->With({op, code, backend}).Increment();
+  request_seconds_->With({op, backend}).Observe(seconds);
+}
+
+void LinalgdMetrics::RecordRequest(absl::string_view op, absl::StatusCode code,
+                                   absl::string_view backend, double seconds) {
+  RecordRequest(op, absl::StatusCodeToString(code), backend, seconds);
+}
+
+void LinalgdMetrics::ObserveQueueWait(absl::string_view backend,
+                                      double seconds) {
+  queue_wait_seconds_->With({backend}).Observe(seconds);
+}
+
+void LinalgdMetrics::ObserveCompute(absl::string_view op,
+                                    absl::string_view backend,
+                                    double seconds) {
+  compute_seconds_->With({op, backend}).Observe(seconds);
+}
+
+void LinalgdMetrics::ObserveBatchSize(absl::string_view op,
+                                      absl::string_view backend,
+                                      int64_t jobs) {
+  batch_size_->With({op, backend}).Observe(static_cast<double>(jobs));
+}
+
+void LinalgdMetrics::SetQueueDepth(absl::string_view device, int64_t jobs) {
+  queue_depth_->With({device}).Set(static_cast<double>(jobs));
+}
+
+void LinalgdMetrics::SetInFlightJobs(absl::string_view device, int64_t jobs) {
+  inflight_jobs_->With({device}).Set(static_cast<double>(jobs));
+}
+
+void LinalgdMetrics::SetDeviceMemoryBudget(absl::string_view device,
+                                           int64_t bytes) {
+  memory_budget_->With({device}).Set(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::SetDeviceMemoryReserved(absl::string_view device,
+                                             int64_t bytes) {
+  memory_reserved_->With({device}).Set(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::SetDeviceMemoryUsed(absl::string_view device,
+                                         int64_t bytes) {
+  memory_used_->With({device}).Set(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::SetDeviceHealthy(absl::string_view device, bool healthy) {
+  device_healthy_->With({device}).Set(healthy ? 1 : 0);
+}
+
+void LinalgdMetrics::AddDeviceBusySeconds(absl::string_view device,
+                                          double seconds) {
+  device_busy_seconds_->With({device}).Increment(seconds);
+}
+
+void LinalgdMetrics::AddDevice(absl::string_view device, bool healthy) {
+  SetDeviceHealthy(device, healthy);
+  queue_depth_->With({device});
+  inflight_jobs_->With({device});
+  device_busy_seconds_->With({device});
+}
+
+void LinalgdMetrics::RecordFallback(absl::string_view op,
+                                    absl::string_view reason) {
+  fallbacks_->With({op, reason}).Increment();
+}
+
+void LinalgdMetrics::AddFlops(absl::string_view op, absl::string_view backend,
+                              double flops) {
+  flops_->With({op, backend}).Increment(flops);
+}
+
+void LinalgdMetrics::AddBytesReceived(absl::string_view transport,
+                                      int64_t bytes) {
+  bytes_received_->With({transport}).Increment(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::AddBytesSent(absl::string_view transport,
+                                  int64_t bytes) {
+  bytes_sent_->With({transport}).Increment(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::SetResidentStore(int64_t bytes, int64_t objects) {
+  store_bytes_->With({}).Set(static_cast<double>(bytes));
+  store_objects_->With({}).Set(static_cast<double>(objects));
+}
+
+}  // namespace linalgd

@@ -1,0 +1,120 @@
+#ifndef LINALGD_SERVER_METRICS_LINALGD_METRICS_H_
+#define LINALGD_SERVER_METRICS_LINALGD_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/metrics/registry.h"
+
+namespace linalgd {
+
+// Label values used across the metrics. `backend` and `device` take the same
+// values, so a dashboard can join them: "cpu" or "gpu:<index>"
+// (GpuLabel(0) == "gpu:0"); "none" for a request refused before routing.
+inline constexpr absl::string_view kCpuLabel = "cpu";
+inline constexpr absl::string_view kNoBackendLabel = "none";
+std::string GpuLabel(int device_index);
+
+// Fallback reasons (RecordFallback's `reason`): why a job meant for a GPU
+// ran on the CPU. Other short snake_case strings are accepted.
+inline constexpr absl::string_view kFallbackNoGpu = "no_gpu";
+inline constexpr absl::string_view kFallbackBudget = "memory_budget";
+inline constexpr absl::string_view kFallbackQueueFull = "queue_full";
+inline constexpr absl::string_view kFallbackDeadline = "deadline";
+inline constexpr absl::string_view kFallbackTimeout = "op_timeout";
+inline constexpr absl::string_view kFallbackDeviceError = "device_error";
+
+// Transports (AddBytesReceived/AddBytesSent's `transport`).
+inline constexpr absl::string_view kTransportGrpc = "grpc";
+inline constexpr absl::string_view kTransportShm = "shm";
+
+// Every linalgd metric, registered in a Registry that the caller owns and
+// passes in (no global). The typed Record/Observe/Set/Add methods are
+// thread-safe and cheap: a hash lookup under a reader lock plus atomics. Ops
+// are the RPC or operation names ("Matmul", "Solve", ...); codes are gRPC
+// status code names ("OK", "INVALID_ARGUMENT", ...). Units: seconds, bytes,
+// floating-point operations. The registry must outlive this object.
+class LinalgdMetrics {
+ public:
+  // Registers the families in `registry`; fails when a name is taken there.
+  static absl::StatusOr<std::unique_ptr<LinalgdMetrics>> Create(
+      metrics::Registry* registry, absl::string_view version);
+
+  LinalgdMetrics(const LinalgdMetrics&) = delete;
+  LinalgdMetrics& operator=(const LinalgdMetrics&) = delete;
+
+  // A finished RPC: linalgd_requests_total{op,code,backend} += 1 and
+  // linalgd_request_duration_seconds{op,backend} observes `seconds`
+  // (receive to finish).
+  void RecordRequest(absl::string_view op, absl::string_view code,
+                     absl::string_view backend, double seconds);
+  void RecordRequest(absl::string_view op, absl::StatusCode code,
+                     absl::string_view backend, double seconds);
+  // Time a job waited in a queue before a worker took it.
+  void ObserveQueueWait(absl::string_view backend, double seconds);
+  // Time the backend spent on a job (or on the batch that held it).
+  void ObserveCompute(absl::string_view op, absl::string_view backend,
+                      double seconds);
+  // Jobs in one backend call (1 for an unbatched job).
+  void ObserveBatchSize(absl::string_view op, absl::string_view backend,
+                        int64_t jobs);
+  // Jobs waiting in `device`'s queue, and jobs running on it.
+  void SetQueueDepth(absl::string_view device, int64_t jobs);
+  void SetInFlightJobs(absl::string_view device, int64_t jobs);
+  // GPU memory: the budget the server may use, bytes reserved by admitted
+  // jobs and resident data, and bytes the device reports in use.
+  void SetDeviceMemoryBudget(absl::string_view device, int64_t bytes);
+  void SetDeviceMemoryReserved(absl::string_view device, int64_t bytes);
+  void SetDeviceMemoryUsed(absl::string_view device, int64_t bytes);
+  // 1 while `device` is usable, 0 when fenced or failed.
+  void SetDeviceHealthy(absl::string_view device, bool healthy);
+  // Wall time `device` spent running jobs; rate() of it is the utilization.
+  void AddDeviceBusySeconds(absl::string_view device, double seconds);
+  // Registers a device's series at 0 (health as given) so that dashboards
+  // and alerts see it before its first job.
+  void AddDevice(absl::string_view device, bool healthy);
+  // A job meant for a GPU ran on the CPU.
+  void RecordFallback(absl::string_view op, absl::string_view reason);
+  // Floating-point operations a finished job performed (e.g. 2mnk).
+  void AddFlops(absl::string_view op, absl::string_view backend, double flops);
+  // Tensor payload bytes received from and sent to callers.
+  void AddBytesReceived(absl::string_view transport, int64_t bytes);
+  void AddBytesSent(absl::string_view transport, int64_t bytes);
+  // Resident tensors and cached factorizations held by the store.
+  void SetResidentStore(int64_t bytes, int64_t objects);
+
+ private:
+  explicit LinalgdMetrics(metrics::Registry* registry) : registry_(registry) {}
+  absl::Status RegisterRequestFamilies();
+  absl::Status RegisterDeviceFamilies();
+  absl::Status RegisterDataFamilies(absl::string_view version);
+
+  metrics::Registry* const registry_;
+  metrics::Family<metrics::Counter>* requests_ = nullptr;
+  metrics::Family<metrics::Histogram>* request_seconds_ = nullptr;
+  metrics::Family<metrics::Histogram>* queue_wait_seconds_ = nullptr;
+  metrics::Family<metrics::Histogram>* compute_seconds_ = nullptr;
+  metrics::Family<metrics::Histogram>* batch_size_ = nullptr;
+  metrics::Family<metrics::Gauge>* queue_depth_ = nullptr;
+  metrics::Family<metrics::Gauge>* inflight_jobs_ = nullptr;
+  metrics::Family<metrics::Gauge>* memory_budget_ = nullptr;
+  metrics::Family<metrics::Gauge>* memory_reserved_ = nullptr;
+  metrics::Family<metrics::Gauge>* memory_used_ = nullptr;
+  metrics::Family<metrics::Gauge>* device_healthy_ = nullptr;
+  metrics::Family<metrics::Counter>* device_busy_seconds_ = nullptr;
+  metrics::Family<metrics::Counter>* fallbacks_ = nullptr;
+  metrics::Family<metrics::Counter>* flops_ = nullptr;
+  metrics::Family<metrics::Counter>* bytes_received_ = nullptr;
+  metrics::Family<metrics::Counter>* bytes_sent_ = nullptr;
+  metrics::Family<metrics::Gauge>* store_bytes_ = nullptr;
+  metrics::Family<metrics::Gauge>* store_objects_ = nullptr;
+  metrics::Family<metrics::Gauge>* build_info_ = nullptr;
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_METRICS_LINALGD_METRICS_H_
