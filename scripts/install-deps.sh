@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what linalgd needs to build and run, from the distribution's
+# packages (Debian 12 or Ubuntu 24.04). With --test, also what the tests need.
+# Skips apt entirely when everything is already installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
+  libabsl-dev libspdlog-dev libfmt-dev libcli11-dev
+  libopenblas-dev liblapacke-dev libsuitesparse-dev
+  libgtest-dev libgmock-dev
+  python3 python3-numpy python3-grpcio python3-protobuf python3-grpc-tools
+  python3-setuptools python3-pip
+)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(python3-pytest prometheus curl xz-utils nodejs npm)
+fi
+extra="${LINALGD_EXTRA_PACKAGES:-}"
+# shellcheck disable=SC2206
+packages+=($extra)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
