@@ -2,6 +2,7 @@
 #define LINALGD_CLIENT_TENSOR_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -37,8 +38,8 @@ class Tensor {
   static absl::StatusOr<Tensor> FromVector(std::vector<int64_t> shape, absl::Span<const T> values);
   template <typename T>
   static absl::StatusOr<Tensor> FromVector(std::vector<int64_t> shape,
-                                           const std::vector<T>& values) {
-    return FromVector<T>(std::move(shape), absl::MakeConstSpan(values));
+                                           std::initializer_list<T> values) {
+    return FromVector<T>(std::move(shape), absl::MakeConstSpan(values.begin(), values.size()));
   }
 
   DType dtype() const { return dtype_; }

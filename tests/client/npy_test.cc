@@ -1,0 +1,198 @@
+#include "linalgd/npy.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/src/npy_header.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace linalgd::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A .npy file as numpy writes it: magic, version, header length, the dict
+// padded with spaces to a multiple of 64 bytes and ended by '\n', then data.
+std::string MakeNpy(absl::string_view dict, absl::string_view data, int major = 1) {
+  const size_t prefix = major == 1 ? 10 : 12;
+  std::string header(dict);
+  while ((prefix + header.size() + 1) % 64 != 0) header.push_back(' ');
+  header.push_back('\n');
+  std::string out = "\x93NUMPY";
+  out.push_back(static_cast<char>(major));
+  out.push_back('\0');
+  const int len_bytes = major == 1 ? 2 : 4;
+  for (int i = 0; i < len_bytes; ++i) out.push_back(static_cast<char>(header.size() >> (8 * i)));
+  return out + header + std::string(data);
+}
+
+std::string F32Bytes(std::initializer_list<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.begin()), v.size() * sizeof(float));
+}
+
+std::string TempPath(absl::string_view name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/linalgd_npy_test_", ::getpid(), "_", name);
+}
+
+TEST(NpyTest, DecodesWhatNumpyWrites) {
+  const std::string file = MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                   F32Bytes({0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(file.size(), 128u + 24u);
+  absl::StatusOr<Tensor> t = DecodeNpy(file, "a.npy");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kF32);
+  EXPECT_EQ(t->shape(), std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(t->ToVector<float>(), std::vector<float>({0, 1, 2, 3, 4, 5}));
+}
+
+TEST(NpyTest, EncodeMatchesNumpyByteForByte) {
+  Tensor t = *Tensor::FromVector<float>({2, 3}, {0, 1, 2, 3, 4, 5});
+  const std::string want = MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                   F32Bytes({0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(*EncodeNpy(t), want);
+  Tensor v = *Tensor::FromVector<double>({4}, {1, 2, 3, 4});
+  EXPECT_THAT(*EncodeNpy(v), HasSubstr("'shape': (4,), }"));
+}
+
+TEST(NpyTest, RoundTripsEveryDTypeAndVersion) {
+  std::string half_bytes(12, '\0');
+  for (int i = 0; i < 6; ++i) half_bytes[2 * i + 1] = static_cast<char>(0x3c + i);
+  const Tensor tensors[] = {*Tensor::FromVector<float>({2, 3}, {1, -2, 3.5f, 4, 5, 6}),
+                            *Tensor::FromVector<double>({3, 1, 2}, {1, 2, 3, 4, 5, 1e-300}),
+                            *Tensor::FromBytes(DType::kF16, {6}, half_bytes),
+                            *Tensor::Zeros(DType::kF32, {}), *Tensor::Zeros(DType::kF64, {0, 4})};
+  for (const Tensor& t : tensors) {
+    for (int version : {0, 1, 2, 3}) {
+      absl::StatusOr<std::string> bytes = EncodeNpy(t, version);
+      ASSERT_TRUE(bytes.ok()) << bytes.status();
+      EXPECT_EQ((*bytes)[6], version == 0 ? 1 : version);
+      EXPECT_EQ((bytes->size() - t.bytes().size()) % 64, 0u);
+      absl::StatusOr<Tensor> back = DecodeNpy(*bytes, "x.npy");
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(*back, t) << t.DebugString() << " v" << version;
+    }
+  }
+}
+
+TEST(NpyTest, FileRoundTrip) {
+  const std::string path = TempPath("round_trip.npy");
+  Tensor t = *Tensor::FromVector<double>({2, 2}, {1, 2, 3, 4});
+  ASSERT_TRUE(WriteNpy(path, t).ok());
+  absl::StatusOr<Tensor> back = ReadNpy(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  std::remove(path.c_str());
+}
+
+TEST(NpyTest, MissingFileIsNotFoundNamingThePath) {
+  absl::StatusOr<Tensor> t = ReadNpy("/nonexistent/dir/a.npy");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("/nonexistent/dir/a.npy"));
+}
+
+TEST(NpyTest, AcceptsByteOrderVariants) {
+  for (absl::string_view descr : {"<f4", "|f4", "=f4", "f4"}) {
+    const std::string file =
+        MakeNpy(absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
+                F32Bytes({2}));
+    absl::StatusOr<Tensor> t = DecodeNpy(file, "a.npy");
+    ASSERT_TRUE(t.ok()) << descr << ": " << t.status();
+    EXPECT_EQ(t->ToVector<float>()[0], 2.0f);
+  }
+  // Keys in any order, double quotes, no trailing comma, version 2.
+  const std::string file = MakeNpy(
+      "{\"shape\": (1, 1), \"fortran_order\": False, \"descr\": \"<f8\"}", std::string(8, '\0'), 2);
+  absl::StatusOr<Tensor> t = DecodeNpy(file, "b.npy");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kF64);
+}
+
+// Decodes `file` expecting INVALID_ARGUMENT with every one of `parts`.
+void ExpectRejected(const std::string& file, std::initializer_list<absl::string_view> parts) {
+  absl::StatusOr<Tensor> t = DecodeNpy(file, "bad.npy");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(t.status().message());
+  EXPECT_THAT(message, HasSubstr("bad.npy"));
+  for (absl::string_view part : parts) EXPECT_THAT(message, HasSubstr(std::string(part)));
+}
+
+TEST(NpyTest, RejectsFortranOrder) {
+  ExpectRejected(
+      MakeNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", std::string(16, '\0')),
+      {"fortran_order", "True"});
+}
+
+TEST(NpyTest, RejectsOtherDTypes) {
+  for (absl::string_view descr : {">f4", "<i4", "<c8", "|u1", "<V2", "<f16"}) {
+    ExpectRejected(
+        MakeNpy(absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
+                std::string(4, '\0')),
+        {"descr", descr});
+  }
+  ExpectRejected(
+      MakeNpy("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')),
+      {"big-endian"});
+}
+
+TEST(NpyTest, RejectsMalformedHeaders) {
+  ExpectRejected("not an npy file at all", {"magic"});
+  ExpectRejected("\x93NUMPY", {"magic"});
+  std::string v4 = MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "abcd");
+  v4[6] = 4;
+  ExpectRejected(v4, {"version", "4.0"});
+  ExpectRejected(MakeNpy("{'descr': '<f4', 'shape': (1,), }", "abcd"),
+                 {"missing", "fortran_order"});
+  ExpectRejected(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", ""),
+                 {"unknown key", "'x'"});
+  ExpectRejected(MakeNpy("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }", ""),
+                 {"fortran_order", "True or False", "Maybe"});
+  ExpectRejected(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", ""),
+                 {"shape", "-1"});
+  ExpectRejected(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': [2], }", ""),
+                 {"shape", "tuple"});
+  ExpectRejected(MakeNpy("{'descr': '<f4, 'fortran_order': False, 'shape': (1,), }", "abcd"),
+                 {"header"});
+  ExpectRejected(
+      MakeNpy("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (), }", "abcd"),
+      {"duplicate", "descr"});
+  ExpectRejected(
+      MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", ""),
+      {"shape", "overflows"});
+}
+
+TEST(NpyTest, RejectsTruncatedFiles) {
+  const std::string good = MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                   F32Bytes({0, 1, 2, 3, 4, 5}));
+  ExpectRejected(good.substr(0, good.size() - 1), {"truncated data", "needs 24 bytes", "has 23"});
+  ExpectRejected(good.substr(0, 100), {"truncated header", "118"});
+  ExpectRejected(good.substr(0, 9), {"truncated"});
+  ExpectRejected(good + "x", {"trailing data", "has 25"});
+}
+
+TEST(NpyTest, EncodeRejectsBFloat16AndBadVersion) {
+  Tensor bf = *Tensor::Zeros(DType::kBF16, {2});
+  EXPECT_EQ(EncodeNpy(bf).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(EncodeNpy(Tensor(), 5).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string path = TempPath("bf16.npy");
+  absl::Status s = WriteNpy(path, bf);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(path));
+}
+
+TEST(NpyHeaderTest, FormatThenParse) {
+  internal::NpyHeader h{"<f8", false, {5}};
+  EXPECT_EQ(internal::FormatNpyHeader(h),
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (5,), }");
+  absl::StatusOr<internal::NpyHeader> back = internal::ParseNpyHeader(internal::FormatNpyHeader(h));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->shape, h.shape);
+  EXPECT_EQ(internal::FormatNpyHeader({"<f4", false, {}}),
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (), }");
+}
+
+}  // namespace
+}  // namespace linalgd::client
