@@ -1,0 +1,26 @@
+"""Python client of linalgd, the GPU linear-algebra gRPC service.
+
+    import numpy as np, linalgd
+    with linalgd.Client("localhost:50051") as c:
+        y = c.matmul(np.ones((4, 3), np.float32), np.ones((3, 2), np.float32))
+        x = c.solve(np.eye(3), np.arange(3.0))
+"""
+from .client import Client, DEFAULT_TARGET
+from .enums import ComputeMode, DType, Epilogue, SolveMethod
+from .errors import (
+    Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
+    Internal, InvalidArgument, LinalgdError, NotFound, OutOfRange, PermissionDenied,
+    ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown, error_class)
+from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
+from .retry import RetryPolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "DEFAULT_TARGET", "ComputeMode", "DType", "Epilogue", "SolveMethod",
+    "LinalgdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
+    "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
+    "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",
+    "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
+    "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
+]

@@ -1,0 +1,247 @@
+"""linalgd.Client: numpy (and torch) in, numpy (and torch) out, over gRPC.
+
+Thread safety: a Client may be shared by threads; it holds one gRPC channel
+and no per-call state.
+
+Large tensors: every operand travels inline in the request message today
+(one message per call; protobuf refuses 2 GiB and more, and DESIGN.md section
+1 shows plain unary gRPC slows down well before that). `Client._operand` is
+the one place where an array becomes a wire tensor: when the streaming
+PutTensor/GetTensor RPCs exist, operands above `stream_threshold` bytes will be
+uploaded there in 1-4 MiB chunks and referred to by id, with no change to the
+public methods. Until then a request above `max_message_bytes` is refused
+client-side with ResourceExhausted naming the sizes.
+"""
+import time
+
+import grpc
+
+from . import _health, tensors
+from ._stubs import pb, pb_grpc
+from .enums import ComputeMode, Epilogue, SolveMethod, parse
+from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
+from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
+from .retry import RetryPolicy
+
+DEFAULT_TARGET = "localhost:50051"
+# protobuf's hard limit is 2 GiB - 1; keep headroom for the non-data fields.
+PROTOBUF_LIMIT = 2**31 - 1
+DEFAULT_MAX_MESSAGE_BYTES = PROTOBUF_LIMIT - (1 << 20)
+_DEFAULT = object()
+_WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
+              Epilogue.GELU: Epilogue.GELU_BIAS}
+
+
+class Client:
+    """A connection to one linalgd server.
+
+    target: "host:port" (or any gRPC target string).
+    timeout: default deadline of a call in seconds, covering all its retries;
+        None for no deadline. Every method takes timeout= to override it.
+    retries: extra attempts on UNAVAILABLE / RESOURCE_EXHAUSTED (see
+        retry_policy for the backoff; a server retry-after-ms hint wins).
+    credentials: grpc.ChannelCredentials for TLS; None for plaintext.
+    metadata: (key, value) pairs sent with every call (e.g. auth tokens).
+    max_message_bytes: largest request or response; default just under 2 GiB.
+    wait_for_ready: wait (until the deadline) for a connecting channel instead
+        of failing fast with UNAVAILABLE.
+    channel: an existing grpc.Channel to use instead of target (not closed by
+        close()).
+    """
+
+    def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=3, retry_policy=None,
+                 credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+                 wait_for_ready=False, channel=None, channel_options=()):
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive or None")
+        self.target = target
+        self.timeout = timeout
+        self.retry_policy = retry_policy or RetryPolicy(retries=retries)
+        self.max_message_bytes = int(max_message_bytes)
+        self.stream_threshold = None  # reserved for PutTensor streaming (see module doc)
+        self._metadata = tuple(metadata)
+        self._wait_for_ready = wait_for_ready
+        self._owns_channel = channel is None
+        if channel is None:
+            options = [("grpc.max_send_message_length", self.max_message_bytes),
+                       ("grpc.max_receive_message_length", self.max_message_bytes),
+                       *channel_options]
+            channel = (grpc.secure_channel(target, credentials, options) if credentials
+                       else grpc.insecure_channel(target, options))
+        self._channel = channel
+        self._stub = pb_grpc.LinalgStub(channel)
+        self._health_check = channel.unary_unary(
+            _health.CHECK_METHOD,
+            request_serializer=_health.HealthCheckRequest.SerializeToString,
+            response_deserializer=_health.HealthCheckResponse.FromString)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self):
+        if self._owns_channel:
+            self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"linalgd.Client({self.target!r}, timeout={self.timeout})"
+
+    # -- RPCs --------------------------------------------------------------
+
+    def matmul(self, a, b, c=None, *, bias=None, transpose_a=False, transpose_b=False,
+               alpha=None, beta=None, epilogue=None, compute_mode=None, output_dtype=None,
+               allow_non_finite=False, priority=0, timeout=_DEFAULT, return_info=False):
+        """epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul shapes.
+
+        a: [..., M, K] ([..., K, M] with transpose_a); b: [..., K, N] ([..., N, K]
+        with transpose_b); batch dims broadcast. A 1-D a or b is promoted and
+        the added dim removed from the result, as numpy.matmul does.
+        c: broadcasts to the output; beta defaults to 1 with c, else 0.
+        bias: [N] / [1, N] per output column or [M, 1] per row; given a bias,
+            epilogue none/relu/gelu becomes bias/relu_bias/gelu_bias.
+        epilogue, compute_mode: enum member, int or name ("relu_bias", "tf32").
+        output_dtype: default a's dtype; numpy/torch dtype or "float32" etc.
+        Returns the output array (torch if a or b is torch), or a MatmulResult
+        (out, info) with return_info=True.
+        """
+        ep = parse(Epilogue, epilogue, "epilogue")
+        if bias is not None:
+            ep = _WITH_BIAS.get(ep, ep)
+        a_arr, a_wire = tensors.to_numpy(a, "a")
+        b_arr, b_wire = tensors.to_numpy(b, "b")
+        squeeze = []
+        if a_arr.ndim == 1:
+            a_arr = a_arr.reshape((-1, 1) if transpose_a else (1, -1))
+            squeeze.append(-2)
+        if b_arr.ndim == 1:
+            b_arr = b_arr.reshape((1, -1) if transpose_b else (-1, 1))
+            squeeze.append(-1)
+        req = pb.MatmulRequest(
+            transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), epilogue=int(ep),
+            compute_mode=int(parse(ComputeMode, compute_mode, "compute_mode")),
+            output_dtype=int(tensors.parse_dtype(output_dtype, "output_dtype")),
+            allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
+        if c is not None:
+            c_arr, c_wire = tensors.to_numpy(c, "c")
+            operands["c"] = (c_arr.reshape(1, -1) if c_arr.ndim == 1 else c_arr, c_wire)
+        if bias is not None:
+            operands["bias"] = tensors.to_numpy(bias, "bias")
+        self._check_size(operands)
+        for name, (arr, wire) in operands.items():
+            getattr(req, name).CopyFrom(self._operand(arr, wire, name))
+        if alpha is not None:
+            req.alpha = float(alpha)
+        if beta is not None:
+            req.beta = float(beta)
+        resp = self._invoke("Matmul", req, timeout)
+        out = tensors.decode(resp.out, "out", as_torch=tensors.is_torch(a) or tensors.is_torch(b))
+        for axis in squeeze:
+            out = out.squeeze(axis)
+        if return_info:
+            return MatmulResult(out, ExecutionInfo.from_proto(resp.info))
+        return out
+
+    def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
+              priority=0, timeout=_DEFAULT, return_info=False):
+        """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
+
+        method: auto (default), lu, cholesky, qr, lstsq. A singular or non-SPD a
+        falls back (cholesky -> lu -> lstsq) unless no_fallback, which raises
+        FailedPrecondition instead. Returns x (torch if a or b is torch), or a
+        SolveResult (x, method_used, fallback, residual, info) with return_info.
+        """
+        a_arr, a_wire = tensors.to_numpy(a, "a")
+        b_arr, b_wire = tensors.to_numpy(b, "b")
+        vector = b_arr.ndim == 1
+        if vector:
+            b_arr = b_arr.reshape(-1, 1)
+        req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
+                              no_fallback=bool(no_fallback),
+                              allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
+        self._check_size(operands)
+        for name, (arr, wire) in operands.items():
+            getattr(req, name).CopyFrom(self._operand(arr, wire, name))
+        resp = self._invoke("Solve", req, timeout)
+        x = tensors.decode(resp.x, "x", as_torch=tensors.is_torch(a) or tensors.is_torch(b))
+        if vector:
+            x = x.squeeze(-1)
+        if not return_info:
+            return x
+        return SolveResult(x, SolveMethod(resp.method_used), resp.fallback, resp.residual,
+                           ExecutionInfo.from_proto(resp.info))
+
+    def server_info(self, *, timeout=_DEFAULT):
+        """Version, backends, devices and limits of the server (a ServerInfo)."""
+        return ServerInfo.from_proto(
+            self._invoke("GetServerInfo", pb.GetServerInfoRequest(), timeout))
+
+    def health(self, service="", *, timeout=_DEFAULT):
+        """grpc.health.v1 status: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN".
+
+        service: "" for the whole server, or e.g. "linalgd.v1.Linalg".
+        """
+        resp = self._invoke("Health", _health.HealthCheckRequest(service=service), timeout,
+                            rpc=self._health_check)
+        return _health.status_name(resp.status)
+
+    def wait_for_server(self, timeout=10.0, service=""):
+        """Blocks until health is SERVING; raises DeadlineExceeded after timeout s."""
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded(f"{self.target} not SERVING after {timeout} s ({last})",
+                                       method="Health")
+            try:
+                last = self._health_check(_health.HealthCheckRequest(service=service),
+                                          timeout=min(remaining, 1.0), wait_for_ready=True)
+                last = _health.status_name(last.status)
+                if last == "SERVING":
+                    return
+            except grpc.RpcError as e:
+                last = f"{e.code().name}: {e.details()}"
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+    # -- internals ---------------------------------------------------------
+
+    def _operand(self, arr, wire, field):
+        """The wire tensor for one operand: inline bytes (see the module doc)."""
+        return tensors.encode_array(arr, wire, field)
+
+    def _check_size(self, operands):
+        sizes = {name: arr.nbytes for name, (arr, _) in operands.items()}
+        total = sum(sizes.values())
+        limit = min(self.max_message_bytes, PROTOBUF_LIMIT)
+        if total > limit:
+            parts = ", ".join(f"{k} {v} B" for k, v in sizes.items())
+            raise ResourceExhausted(
+                f"request operands total {total} bytes ({parts}), over the {limit}-byte "
+                "message limit; streamed uploads (PutTensor) are not in this API version yet")
+
+    def _invoke(self, method, request, timeout, rpc=None):
+        """Calls method with retries; the deadline covers every attempt."""
+        rpc = rpc or getattr(self._stub, method)
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = None if deadline is None else deadline - time.monotonic()
+            try:
+                return rpc(request, timeout=remaining, metadata=self._metadata or None,
+                           wait_for_ready=self._wait_for_ready or None)
+            except grpc.RpcError as e:
+                error = from_rpc_error(e, method, attempt)
+            if not self.retry_policy.should_retry(error, attempt):
+                raise error
+            delay = self.retry_policy.delay(attempt, error.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise error
+            time.sleep(delay)

@@ -1,0 +1,138 @@
+"""The exception hierarchy: one class per gRPC status code.
+
+Every error the client raises is a LinalgdError carrying the status `code`
+(a grpc.StatusCode), the server's `message`, the RPC `method` and how many
+`attempts` were made. Client-side argument checks raise InvalidArgument too
+(which is also a ValueError), so callers handle one hierarchy.
+"""
+import grpc
+
+RETRY_AFTER_KEY = "retry-after-ms"
+
+
+class LinalgdError(Exception):
+    """Base class. `code` is a grpc.StatusCode (None for non-RPC failures)."""
+
+    code = None
+
+    def __init__(self, message, *, code=None, method=None, attempts=1,
+                 trailing_metadata=(), retry_after=None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.method = method
+        self.attempts = attempts
+        self.trailing_metadata = tuple(trailing_metadata or ())
+        self.retry_after = retry_after  # seconds, from the server's retry-after-ms hint
+
+    def __str__(self):
+        name = self.code.name if self.code is not None else "ERROR"
+        where = f" [{self.method}" + (f", {self.attempts} attempts]" if self.attempts > 1 else "]") \
+            if self.method else ""
+        return f"{name}: {self.message}{where}"
+
+
+class Cancelled(LinalgdError):
+    code = grpc.StatusCode.CANCELLED
+
+
+class Unknown(LinalgdError):
+    code = grpc.StatusCode.UNKNOWN
+
+
+class InvalidArgument(LinalgdError, ValueError):
+    """A request that can never succeed (shapes, dtypes, sizes, NaN policy)."""
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class DeadlineExceeded(LinalgdError, TimeoutError):
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class NotFound(LinalgdError, KeyError):
+    code = grpc.StatusCode.NOT_FOUND
+
+    def __str__(self):  # KeyError would quote the message
+        return LinalgdError.__str__(self)
+
+
+class AlreadyExists(LinalgdError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class PermissionDenied(LinalgdError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class ResourceExhausted(LinalgdError):
+    """A full queue (retried) or a budget the request can never fit."""
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class FailedPrecondition(LinalgdError):
+    """E.g. a singular or non-SPD matrix when the caller forbade a fallback."""
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class Aborted(LinalgdError):
+    code = grpc.StatusCode.ABORTED
+
+
+class OutOfRange(LinalgdError):
+    code = grpc.StatusCode.OUT_OF_RANGE
+
+
+class Unimplemented(LinalgdError, NotImplementedError):
+    code = grpc.StatusCode.UNIMPLEMENTED
+
+
+class Internal(LinalgdError):
+    code = grpc.StatusCode.INTERNAL
+
+
+class Unavailable(LinalgdError, ConnectionError):
+    """Server unreachable, draining, or after a fatal device error (retried)."""
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class DataLoss(LinalgdError):
+    """Also raised when a response is malformed (wrong byte count)."""
+    code = grpc.StatusCode.DATA_LOSS
+
+
+class Unauthenticated(LinalgdError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+_BY_CODE = {cls.code: cls for cls in (
+    Cancelled, Unknown, InvalidArgument, DeadlineExceeded, NotFound, AlreadyExists,
+    PermissionDenied, ResourceExhausted, FailedPrecondition, Aborted, OutOfRange,
+    Unimplemented, Internal, Unavailable, DataLoss, Unauthenticated)}
+
+
+def error_class(code):
+    """The LinalgdError subclass for a grpc.StatusCode."""
+    return _BY_CODE.get(code, LinalgdError)
+
+
+def retry_after_seconds(metadata):
+    """The retry-after-ms hint of trailing metadata, in seconds, or None."""
+    for key, value in metadata or ():
+        if key == RETRY_AFTER_KEY:
+            try:
+                ms = float(value.decode() if isinstance(value, bytes) else value)
+            except ValueError:
+                return None
+            return max(ms, 0.0) / 1000.0
+    return None
+
+
+def from_rpc_error(err, method=None, attempts=1):
+    """Converts a grpc.RpcError (a failed call) into the matching LinalgdError."""
+    code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
+    message = err.details() if hasattr(err, "details") else str(err)
+    metadata = err.trailing_metadata() if hasattr(err, "trailing_metadata") else ()
+    cls = error_class(code)
+    return cls(message or code.name, code=code, method=method, attempts=attempts,
+               trailing_metadata=metadata or (), retry_after=retry_after_seconds(metadata))

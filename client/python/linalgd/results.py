@@ -1,0 +1,91 @@
+"""Result objects: the output array(s) plus how the server ran the request."""
+import dataclasses
+from typing import Any, List, Tuple
+
+from .enums import SolveMethod
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionInfo:
+    backend: str  # "cpu" or "gpu:N"
+    queue_time_ns: int
+    run_time_ns: int
+    batch_size: int
+    fallback_reason: str  # empty unless the request left its first choice
+
+    @property
+    def queue_time(self):
+        """Seconds."""
+        return self.queue_time_ns * 1e-9
+
+    @property
+    def run_time(self):
+        """Seconds."""
+        return self.run_time_ns * 1e-9
+
+    @classmethod
+    def from_proto(cls, m):
+        return cls(m.backend, m.queue_time_ns, m.run_time_ns, m.batch_size, m.fallback_reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class MatmulResult:
+    out: Any  # numpy.ndarray, or torch.Tensor when given torch
+    info: ExecutionInfo
+
+    def __array__(self, dtype=None):
+        import numpy as np
+        return np.asarray(self.out, dtype=dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveResult:
+    x: Any
+    method_used: SolveMethod
+    fallback: str  # empty, or why the requested method was not the one used
+    residual: float  # max over batch of ||a x - b|| / (||a|| ||x|| + ||b||)
+    info: ExecutionInfo
+
+    def __array__(self, dtype=None):
+        import numpy as np
+        return np.asarray(self.x, dtype=dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    index: int
+    name: str
+    compute_capability: str
+    total_memory_bytes: int
+    budget_bytes: int
+    healthy: bool
+    status: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    max_message_bytes: int
+    cpu_threshold: int
+    op_timeout_seconds: float
+    gpu_memory_fraction: float
+    cpu_threads: int
+    max_elements: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerInfo:
+    version: str
+    backends: Tuple[str, ...]
+    devices: List[Device]
+    limits: Limits
+    gpu_status: str
+    raw: Any = dataclasses.field(repr=False, compare=False, default=None)  # the proto
+
+    @classmethod
+    def from_proto(cls, m):
+        devices = [Device(d.index, d.name, d.compute_capability, d.total_memory_bytes,
+                          d.budget_bytes, d.healthy, d.status) for d in m.devices]
+        lim = m.limits
+        limits = Limits(lim.max_message_bytes, lim.cpu_threshold, lim.op_timeout_seconds,
+                        lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements)
+        return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status, m)

@@ -1,0 +1,47 @@
+"""Retry policy: exponential backoff with jitter, bounded by the call deadline.
+
+A failed attempt is retried when its status code is in `codes` (default
+UNAVAILABLE and RESOURCE_EXHAUSTED), attempts remain, and the next attempt can
+start before the call's deadline. The server's `retry-after-ms` trailing
+metadata, when present, replaces the computed delay. Errors produced by the
+client itself (e.g. a message over the size limit) are never retried.
+"""
+import dataclasses
+import random
+
+import grpc
+
+DEFAULT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+# gRPC's own RESOURCE_EXHAUSTED for an oversized message: retrying cannot help.
+_LOCAL_SIZE_ERRORS = ("larger than max", "message too large")
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """retries: extra attempts after the first; delays in seconds."""
+    retries: int = 3
+    initial_backoff: float = 0.05
+    max_backoff: float = 2.0
+    multiplier: float = 2.0
+    jitter: float = 0.2  # +- fraction applied to the computed delay
+    codes: frozenset = DEFAULT_CODES
+
+    def __post_init__(self):
+        if self.retries < 0:
+            raise ValueError("retries must be >= 0")
+        if self.initial_backoff < 0 or self.max_backoff < 0 or self.multiplier < 1:
+            raise ValueError("backoff must be >= 0 and multiplier >= 1")
+
+    def should_retry(self, error, attempt):
+        """attempt: 1-based number of the attempt that just failed."""
+        if attempt > self.retries or error.code not in self.codes:
+            return False
+        msg = (error.message or "").lower()
+        return not any(s in msg for s in _LOCAL_SIZE_ERRORS)
+
+    def delay(self, attempt, retry_after=None, rng=random):
+        """Seconds to wait before attempt + 1."""
+        if retry_after is not None:
+            return retry_after
+        base = min(self.max_backoff, self.initial_backoff * self.multiplier ** (attempt - 1))
+        return max(0.0, base * (1.0 + self.jitter * (2.0 * rng.random() - 1.0)))

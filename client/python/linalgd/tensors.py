@@ -1,0 +1,153 @@
+"""numpy / torch arrays <-> linalgd.v1.Tensor.
+
+Wire format (DESIGN.md section 5): dtype, shape, row-major little-endian bytes.
+Encoding copies a non-contiguous, big-endian or Fortran-ordered input into C
+order once; decoding returns a fresh, writable array of the response's dtype
+and shape. bfloat16 needs the optional ml_dtypes package (or torch).
+"""
+import math
+import sys
+
+import numpy as np
+
+from ._stubs import pb
+from .enums import DType, parse
+from .errors import DataLoss, InvalidArgument
+
+try:  # optional: numpy has no bfloat16 of its own
+    import ml_dtypes as _ml_dtypes
+    BFLOAT16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+    BFLOAT16 = None
+
+_NUMPY_TO_DTYPE = {np.dtype(np.float32): DType.F32, np.dtype(np.float64): DType.F64,
+                   np.dtype(np.float16): DType.F16}
+if BFLOAT16 is not None:
+    _NUMPY_TO_DTYPE[BFLOAT16] = DType.BF16
+_DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
+_ITEMSIZE = {DType.F32: 4, DType.F64: 8, DType.F16: 2, DType.BF16: 2}
+_DTYPE_NAMES = {"float32": DType.F32, "f32": DType.F32, "float": DType.F32,
+                "float64": DType.F64, "f64": DType.F64, "double": DType.F64,
+                "float16": DType.F16, "f16": DType.F16, "half": DType.F16,
+                "bfloat16": DType.BF16, "bf16": DType.BF16}
+
+
+def _torch():
+    """The torch module if the caller has imported it (never imports it)."""
+    return sys.modules.get("torch")
+
+
+def is_torch(x):
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def parse_dtype(value, field):
+    """A DType from None, a DType/int/str, a numpy dtype or a torch dtype."""
+    if value is None:
+        return DType.UNSPECIFIED
+    torch = _torch()
+    if torch is not None and isinstance(value, torch.dtype):
+        value = str(value).replace("torch.", "")
+    if isinstance(value, str):
+        name = value.strip().lower()
+        if name in _DTYPE_NAMES:
+            return _DTYPE_NAMES[name]
+        return parse(DType, value, field)
+    if isinstance(value, (DType, int)) and not isinstance(value, bool):
+        return parse(DType, value, field)
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise InvalidArgument(f"{field}: {value!r} is not a dtype") from None
+    if dt not in _NUMPY_TO_DTYPE:
+        raise InvalidArgument(f"{field}: dtype {dt} is not supported; use {_supported()}")
+    return _NUMPY_TO_DTYPE[dt]
+
+
+def _supported():
+    return "float16, float32, float64" + (", bfloat16" if BFLOAT16 is not None else
+                                          " (bfloat16 needs ml_dtypes)")
+
+
+def _torch_to_numpy(t, field):
+    torch = _torch()
+    if t.device.type != "cpu":
+        raise InvalidArgument(f"{field}: torch tensor on {t.device}; move it to the CPU first")
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        raw = t.contiguous().view(torch.int16).numpy()
+        return raw, DType.BF16
+    return t.numpy(), None
+
+
+def to_numpy(x, field):
+    """(array, DType) for a numpy array, torch CPU tensor or array-like."""
+    wire = None
+    if is_torch(x):
+        x, wire = _torch_to_numpy(x, field)
+    elif not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+        if x.dtype.kind in "iub":  # python lists of ints: compute in float64
+            x = x.astype(np.float64)
+    if wire is None:
+        dt = x.dtype.newbyteorder("=") if x.dtype.byteorder not in "=|" else x.dtype
+        if dt not in _NUMPY_TO_DTYPE:
+            raise InvalidArgument(
+                f"{field}: dtype {x.dtype} is not supported; use {_supported()}")
+        wire = _NUMPY_TO_DTYPE[dt]
+    return x, wire
+
+
+def encode_array(arr, wire, field):
+    """A pb.Tensor holding arr's elements inline (one C-order little-endian copy).
+
+    arr, wire: as returned by to_numpy.
+    """
+    if arr.ndim < 1:
+        raise InvalidArgument(f"{field}: needs at least 1 dimension, got a scalar")
+    little = arr.dtype.newbyteorder("<")
+    if arr.dtype != little or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=little)
+    return pb.Tensor(dtype=int(wire), shape=arr.shape, data=arr.tobytes())
+
+
+def encode(x, field):
+    """A pb.Tensor from a numpy array, torch CPU tensor or array-like."""
+    return encode_array(*to_numpy(x, field), field)
+
+
+def decode(t, field, as_torch=False):
+    """A fresh writable numpy array (or torch tensor) from a pb.Tensor."""
+    wire = DType(t.dtype) if t.dtype in DType._value2member_map_ else None
+    if wire not in _ITEMSIZE:
+        raise DataLoss(f"{field}: response has unknown dtype {t.dtype}")
+    shape = tuple(int(d) for d in t.shape)
+    if any(d < 0 for d in shape):
+        raise DataLoss(f"{field}: response has negative shape {shape}")
+    expected = math.prod(shape) * _ITEMSIZE[wire]
+    which = t.WhichOneof("source")
+    if which != "data":
+        raise DataLoss(f"{field}: response carries its data as {which!r}, not inline bytes")
+    if len(t.data) != expected:
+        raise DataLoss(f"{field}: response has {len(t.data)} bytes, shape {shape} "
+                       f"{wire.name} needs {expected}")
+    if as_torch:
+        return _decode_torch(t.data, wire, shape)
+    if wire not in _DTYPE_TO_NUMPY:
+        raise InvalidArgument(f"{field}: the result is bfloat16; install ml_dtypes to "
+                              "receive it as numpy, or pass output_dtype='float32'")
+    dt = _DTYPE_TO_NUMPY[wire].newbyteorder("<")
+    arr = np.frombuffer(t.data, dtype=dt).reshape(shape)
+    return arr.astype(_DTYPE_TO_NUMPY[wire], copy=True)  # writable, native order
+
+
+def _decode_torch(data, wire, shape):
+    torch = _torch()
+    if wire == DType.BF16:
+        raw = np.frombuffer(data, dtype="<i2").reshape(shape).copy()
+        return torch.from_numpy(raw).view(torch.bfloat16)
+    dt = _DTYPE_TO_NUMPY[wire]
+    return torch.from_numpy(np.frombuffer(data, dtype=dt.newbyteorder("<")).reshape(shape)
+                            .astype(dt, copy=True))
