@@ -1,0 +1,58 @@
+#include "tools/cli/cli_common.h"
+
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "linalgd/npy.h"
+
+namespace linalgd::cli {
+
+absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
+  absl::Duration d;
+  double seconds;
+  if (absl::SimpleAtod(text, &seconds)) {
+    d = absl::Seconds(seconds);
+  } else if (!absl::ParseDuration(text, &d)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout '", text, "': expected seconds or a duration like 30s, 500ms"));
+  }
+  if (d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--timeout '", text, "' must be positive"));
+  }
+  return d;
+}
+
+int ReportServerError(const absl::Status& status) {
+  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << "\n";
+  if (status.code() == absl::StatusCode::kUnavailable ||
+      status.code() == absl::StatusCode::kDeadlineExceeded) {
+    return kExitUnreachable;
+  }
+  return kExitServerError;
+}
+
+int ReportLocalError(const absl::Status& status, int exit_code) {
+  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << "\n";
+  return exit_code;
+}
+
+absl::StatusOr<client::Tensor> ReadTensor(const std::string& path) {
+  return client::ReadNpy(path);
+}
+
+absl::Status WriteTensor(const std::string& path, const client::Tensor& tensor) {
+  if (tensor.dtype() != client::DType::kBF16) return client::WriteNpy(path, tensor);
+  const std::vector<float> wide = tensor.ToVector<float>();
+  absl::StatusOr<client::Tensor> f32 = client::Tensor::FromVector<float>(tensor.shape(), wide);
+  if (!f32.ok()) return f32.status();
+  std::cerr << "note: " << path << ": bf16 result written as float32 (numpy has no bfloat16)\n";
+  return client::WriteNpy(path, *f32);
+}
+
+std::string FormatNanos(int64_t ns) { return absl::StrFormat("%.3fms", ns / 1e6); }
+
+}  // namespace linalgd::cli

@@ -1,0 +1,44 @@
+#ifndef LINALGD_TOOLS_CLI_CLI_COMMON_H_
+#define LINALGD_TOOLS_CLI_CLI_COMMON_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "linalgd/tensor.h"
+
+namespace linalgd::cli {
+
+// Process exit codes of linalgd-cli, one per failure class.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitServerError = 1,   // the server answered with an error status
+  kExitUsage = 2,         // bad flags or arguments
+  kExitFileError = 3,     // a .npy file could not be read or written
+  kExitNotServing = 4,    // health: the server is up but not SERVING
+  kExitUnreachable = 5,   // UNAVAILABLE or DEADLINE_EXCEEDED
+};
+
+// Parses a --timeout value: plain seconds ("30", "0.5") or an absl duration
+// ("30s", "500ms", "2m", "inf"). INVALID_ARGUMENT when not positive.
+absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text);
+
+// Prints "error: CODE: message" to stderr and returns the exit code for an
+// error that came back from a server call.
+int ReportServerError(const absl::Status& status);
+// The same for local failures (files, arguments): kExitFileError or kExitUsage.
+int ReportLocalError(const absl::Status& status, int exit_code);
+
+// Reads a .npy file; rank-1 inputs are left as they are.
+absl::StatusOr<client::Tensor> ReadTensor(const std::string& path);
+// Writes a .npy file; a bf16 tensor is widened to f32 (numpy has no bf16).
+absl::Status WriteTensor(const std::string& path, const client::Tensor& tensor);
+
+// "1.234ms" for a nanosecond count.
+std::string FormatNanos(int64_t ns);
+
+}  // namespace linalgd::cli
+
+#endif  // LINALGD_TOOLS_CLI_CLI_COMMON_H_

@@ -1,0 +1,111 @@
+#include "tools/cli/matmul_command.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/cli/cli_common.h"
+
+namespace linalgd::cli {
+namespace {
+
+// Reads the operand files into `args`; rank-1 A and B become matrices.
+absl::Status ReadOperands(const MatmulFlags& flags, client::MatmulArgs& args, bool& a_vector,
+                          bool& b_vector) {
+  absl::StatusOr<client::Tensor> a = ReadTensor(flags.a);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<client::Tensor> b = ReadTensor(flags.b);
+  if (!b.ok()) return b.status();
+  a_vector = a->rank() == 1;
+  b_vector = b->rank() == 1;
+  if (a_vector) (void)a->Reshape({1, a->shape()[0]});
+  if (b_vector) (void)b->Reshape({b->shape()[0], 1});
+  args.a = *std::move(a);
+  args.b = *std::move(b);
+  for (auto [path, slot] : {std::pair{&flags.c, &args.c}, std::pair{&flags.bias, &args.bias}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<client::Tensor> t = ReadTensor(*path);
+    if (!t.ok()) return t.status();
+    *slot = *std::move(t);
+  }
+  return absl::OkStatus();
+}
+
+// Sets the non-file fields of `args`; INVALID_ARGUMENT for an unknown name.
+absl::Status ApplyFlags(const MatmulFlags& flags, const CLI::App& command,
+                        client::MatmulArgs& args) {
+  args.transpose_a = flags.transpose_a;
+  args.transpose_b = flags.transpose_b;
+  if (command.count("--alpha") > 0) args.alpha = flags.alpha;
+  if (command.count("--beta") > 0) args.beta = flags.beta;
+  absl::StatusOr<client::Epilogue> epilogue = client::ParseEpilogue(flags.epilogue);
+  if (!epilogue.ok()) return epilogue.status();
+  args.epilogue = *epilogue;
+  absl::StatusOr<client::ComputeMode> mode = client::ParseComputeMode(flags.compute);
+  if (!mode.ok()) return mode.status();
+  args.compute_mode = *mode;
+  if (!flags.out_dtype.empty()) {
+    absl::StatusOr<client::DType> dtype = client::ParseDType(flags.out_dtype);
+    if (!dtype.ok()) return dtype.status();
+    args.output_dtype = *dtype;
+  }
+  args.allow_non_finite = flags.allow_non_finite;
+  return absl::OkStatus();
+}
+
+// Drops the dimensions that BuildArgs added for rank-1 operands.
+void SqueezeVectors(client::Tensor& out, bool a_vector, bool b_vector) {
+  std::vector<int64_t> shape = out.shape();
+  if (b_vector && !shape.empty()) shape.pop_back();
+  if (a_vector && !shape.empty()) shape.erase(shape.end() - (b_vector ? 1 : 2));
+  (void)out.Reshape(std::move(shape));
+}
+
+}  // namespace
+
+CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& f) {
+  CLI::App* cmd = app.add_subcommand("matmul", "out = epilogue(alpha op(A) op(B) + beta C + bias)");
+  cmd->add_option("A", f.a, "A.npy")->required();
+  cmd->add_option("B", f.b, "B.npy")->required();
+  cmd->add_option("-o,--out", f.out, "output .npy")->required();
+  cmd->add_flag("--trans-a", f.transpose_a, "use A with its last two dims swapped");
+  cmd->add_flag("--trans-b", f.transpose_b, "use B with its last two dims swapped");
+  cmd->add_option("--alpha", f.alpha, "scale of op(A) op(B) (server default 1)");
+  cmd->add_option("--beta", f.beta, "scale of C (server default 1 with --c)");
+  cmd->add_option("--c", f.c, "C.npy, broadcast to the output shape");
+  cmd->add_option("--epilogue", f.epilogue, "none|relu|gelu|bias|relu_bias|gelu_bias");
+  cmd->add_option("--bias", f.bias, "bias.npy: [N] or [M,1], for the *bias epilogues");
+  cmd->add_option("--compute", f.compute, "default|tf32|fast_16f|fast_16bf");
+  cmd->add_option("--out-dtype", f.out_dtype, "f32|f64|f16|bf16 (default: A's dtype)");
+  cmd->add_flag("--allow-non-finite", f.allow_non_finite, "accept NaN/Inf inputs");
+  return cmd;
+}
+
+int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,
+              const CLI::App& command) {
+  client::MatmulArgs args;
+  bool a_vector = false, b_vector = false;
+  if (absl::Status s = ApplyFlags(flags, command, args); !s.ok()) {
+    return ReportLocalError(s, kExitUsage);
+  }
+  if (absl::Status s = ReadOperands(flags, args, a_vector, b_vector); !s.ok()) {
+    return ReportLocalError(s, kExitFileError);
+  }
+  const absl::Time start = absl::Now();
+  absl::StatusOr<client::MatmulResult> result = client.Matmul(std::move(args), call);
+  const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
+  if (!result.ok()) return ReportServerError(result.status());
+  SqueezeVectors(result->out, a_vector, b_vector);
+  if (absl::Status s = WriteTensor(flags.out, result->out); !s.ok()) {
+    return ReportLocalError(s, kExitFileError);
+  }
+  const client::ExecutionInfo& info = result->info;
+  std::cout << absl::StrFormat("%s -> %s backend=%s queue=%s run=%s total=%s%s\n",
+                               result->out.DebugString(), flags.out, info.backend,
+                               FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns),
+                               FormatNanos(total_ns),
+                               info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
+  return kExitOk;
+}
+
+}  // namespace linalgd::cli

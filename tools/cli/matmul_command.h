@@ -1,0 +1,35 @@
+#ifndef LINALGD_TOOLS_CLI_MATMUL_COMMAND_H_
+#define LINALGD_TOOLS_CLI_MATMUL_COMMAND_H_
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "linalgd/client.h"
+
+namespace linalgd::cli {
+
+// Flags of `matmul A.npy B.npy -o C.npy [...]`, as typed.
+struct MatmulFlags {
+  std::string a, b, out;
+  bool transpose_a = false, transpose_b = false;
+  double alpha = 1, beta = 0;
+  std::string c, bias;
+  std::string epilogue = "none";
+  std::string compute = "default";
+  std::string out_dtype;
+  bool allow_non_finite = false;
+};
+
+// Adds the `matmul` subcommand to `app`, filling `flags` on parse.
+// `flags` must outlive `app`.
+CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& flags);
+
+// Runs it. Rank-1 operands follow numpy.matmul: a [K] is read as [1, K] and
+// b [K] as [K, 1], and the added dimension is removed from the result.
+// Prints one line (shape, backend, times) to stdout. Returns an ExitCode.
+int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,
+              const CLI::App& command);
+
+}  // namespace linalgd::cli
+
+#endif  // LINALGD_TOOLS_CLI_MATMUL_COMMAND_H_
