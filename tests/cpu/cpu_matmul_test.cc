@@ -1,0 +1,241 @@
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/backend/plan.h"
+#include "server/common/half.h"
+#include "server/cpu/cpu_backend.h"
+#include "tests/cpu/test_reference.h"
+
+namespace linalgd {
+namespace {
+
+using test_ref::RandomTensor;
+using test_ref::ReferenceMatmul;
+using test_ref::RelError;
+using test_ref::Values;
+
+double Tolerance(DType in) {
+  switch (in) {
+    case DType::kF32: return 1e-5;
+    case DType::kF64: return 1e-12;
+    default: return 2e-2;
+  }
+}
+
+// An op on a and b (f32 output unless told); tests set the other fields.
+MatmulOp MakeOp(const Tensor& a, const Tensor& b, DType out = DType::kF32) {
+  MatmulOp op;
+  op.a = a.view();
+  op.b = b.view();
+  op.out_dtype = out;
+  return op;
+}
+
+class CpuMatmulTest : public ::testing::Test {
+ protected:
+  // Runs op on the CPU backend and returns the output values (in double).
+  std::vector<double> Run(const MatmulOp& op, Shape* shape = nullptr) {
+    absl::StatusOr<MatmulPlan> plan = PlanMatmul(op);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return {};
+    absl::StatusOr<Tensor> out = backend_->Matmul(op, *plan);
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return {};
+    EXPECT_EQ(out->dtype(), op.out_dtype);
+    EXPECT_EQ(out->shape(), plan->out_shape);
+    if (shape) *shape = out->shape();
+    return Values(*out);
+  }
+
+  // Runs op and checks it against the float64 reference within `tol`.
+  void ExpectMatchesReference(const MatmulOp& op, double tol) {
+    Shape shape, ref_shape;
+    const std::vector<double> got = Run(op, &shape);
+    const std::vector<double> ref = ReferenceMatmul(op, &ref_shape);
+    ASSERT_EQ(shape, ref_shape);
+    EXPECT_LE(RelError(got, ref), tol);
+  }
+
+  std::mt19937 rng_{42};
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend({.blas_threads = 2, .batch_threads = 3});
+};
+
+TEST_F(CpuMatmulTest, EveryDtypeAndTranspose) {
+  for (DType dt : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      SCOPED_TRACE(testing::Message() << DTypeName(dt) << " trans_a=" << ta << " trans_b=" << tb);
+      const int m = 5, k = 7, n = 6;
+      Tensor a = RandomTensor(dt, ta ? Shape{k, m} : Shape{m, k}, rng_);
+      Tensor b = RandomTensor(dt, tb ? Shape{n, k} : Shape{k, n}, rng_);
+      MatmulOp op = MakeOp(a, b, dt);
+      op.trans_a = ta;
+      op.trans_b = tb;
+      ExpectMatchesReference(op, Tolerance(dt));
+    }
+  }
+}
+
+TEST_F(CpuMatmulTest, EpiloguesWithBothBiasFormsAlphaBeta) {
+  const int m = 6, k = 9, n = 5;
+  Tensor a = RandomTensor(DType::kF64, {m, k}, rng_);
+  Tensor b = RandomTensor(DType::kF64, {k, n}, rng_);
+  Tensor c = RandomTensor(DType::kF64, {m, n}, rng_);
+  const Tensor bias_col = RandomTensor(DType::kF64, {n}, rng_);
+  const Tensor bias_col2 = RandomTensor(DType::kF64, {1, n}, rng_);
+  const Tensor bias_row = RandomTensor(DType::kF64, {m, 1}, rng_);
+  for (Epilogue e : {Epilogue::kNone, Epilogue::kRelu, Epilogue::kGelu, Epilogue::kBias,
+                     Epilogue::kReluBias, Epilogue::kGeluBias}) {
+    for (const Tensor* bias : {&bias_col, &bias_col2, &bias_row}) {
+      SCOPED_TRACE(testing::Message() << EpilogueName(e) << " bias " << ShapeString(bias->shape()));
+      MatmulOp op = MakeOp(a, b, DType::kF64);
+      op.c = c.view();
+      op.alpha = 0.7;
+      op.beta = -0.3;
+      op.epilogue = e;
+      if (EpilogueHasBias(e)) op.bias = bias->view();
+      ExpectMatchesReference(op, 1e-12);
+      if (!EpilogueHasBias(e)) break;
+    }
+  }
+}
+
+TEST_F(CpuMatmulTest, ReluZeroesNegativesAndGeluIsTheTanhForm) {
+  // a = identity, so the product is b itself: the epilogue is seen directly.
+  Tensor a = test_ref::FromValues(DType::kF64, {1, 1}, {1.0});
+  Tensor b = test_ref::FromValues(DType::kF64, {1, 3}, {-2.0, 0.5, 3.0});
+  MatmulOp op = MakeOp(a, b, DType::kF64);
+  op.epilogue = Epilogue::kRelu;
+  EXPECT_EQ(Run(op), (std::vector<double>{0.0, 0.5, 3.0}));
+  op.epilogue = Epilogue::kGelu;
+  const std::vector<double> g = Run(op);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_NEAR(g[0], -0.04540230591222, 1e-12);  // tanh form; erf form gives -0.04550026
+  EXPECT_NEAR(g[1], 0.34571400982514394, 1e-12);
+  EXPECT_NEAR(g[2], 2.996362607918227, 1e-12);
+}
+
+TEST_F(CpuMatmulTest, BatchBroadcasting) {
+  for (DType dt : {DType::kF32, DType::kF64, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(dt));
+    Tensor a = RandomTensor(dt, {2, 1, 4, 3}, rng_);
+    Tensor b = RandomTensor(dt, {3, 3, 5}, rng_);
+    MatmulOp op = MakeOp(a, b, dt);
+    ExpectMatchesReference(op, Tolerance(dt));
+    Tensor a2 = RandomTensor(dt, {4, 3}, rng_);  // one a for every b
+    op.a = a2.view();
+    op.trans_b = true;
+    Tensor b2 = RandomTensor(dt, {4, 5, 3}, rng_);
+    op.b = b2.view();
+    ExpectMatchesReference(op, Tolerance(dt));
+  }
+}
+
+TEST_F(CpuMatmulTest, CBroadcasts) {
+  const int m = 4, k = 3, n = 5;
+  Tensor a = RandomTensor(DType::kF32, {2, 3, m, k}, rng_);
+  Tensor b = RandomTensor(DType::kF32, {k, n}, rng_);
+  for (const Shape& cs : {Shape{1, n}, Shape{m, n}, Shape{m, 1}, Shape{2, 3, m, n},
+                          Shape{3, m, n}, Shape{2, 1, 1, n}, Shape{n}}) {
+    SCOPED_TRACE(ShapeString(cs));
+    Tensor c = RandomTensor(DType::kF32, cs, rng_);
+    Tensor bias = RandomTensor(DType::kF32, {n}, rng_);
+    MatmulOp op = MakeOp(a, b);
+    op.c = c.view();
+    op.bias = bias.view();
+    op.alpha = 1.5;
+    op.beta = 2.0;
+    op.epilogue = Epilogue::kGeluBias;
+    ExpectMatchesReference(op, 1e-5);
+  }
+}
+
+TEST_F(CpuMatmulTest, HalfInputsWithF32AndHalfOutputs) {
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    for (DType out : {DType::kF32, dt}) {
+      SCOPED_TRACE(testing::Message() << DTypeName(dt) << " -> " << DTypeName(out));
+      Tensor a = RandomTensor(dt, {2, 8, 16}, rng_);
+      Tensor b = RandomTensor(dt, {16, 8}, rng_);
+      Tensor c = RandomTensor(out, {8, 8}, rng_);
+      Tensor bias = RandomTensor(out, {8, 1}, rng_);
+      MatmulOp op = MakeOp(a, b, out);
+      op.c = c.view();
+      op.bias = bias.view();
+      op.beta = 0.5;
+      op.epilogue = Epilogue::kReluBias;
+      // f32 output keeps the f32 accumulation: much tighter than 2e-2.
+      ExpectMatchesReference(op, out == DType::kF32 ? 1e-5 : 2e-2);
+    }
+  }
+}
+
+TEST_F(CpuMatmulTest, ComputeModesRoundTheInputs) {
+  const int m = 16, k = 64, n = 16;
+  Tensor a = RandomTensor(DType::kF32, {m, k}, rng_);
+  Tensor b = RandomTensor(DType::kF32, {k, n}, rng_);
+  MatmulOp op = MakeOp(a, b);
+  const std::vector<double> exact = Run(op);
+  struct Case { ComputeMode mode; float (*round)(float); double tol; };
+  for (const Case& cs : {Case{ComputeMode::kTf32, RoundToTf32, 5e-3},
+                         Case{ComputeMode::kFast16F, RoundToHalf, 2e-2},
+                         Case{ComputeMode::kFast16BF, RoundToBFloat16, 2e-2}}) {
+    SCOPED_TRACE(ComputeModeName(cs.mode));
+    op.compute = cs.mode;
+    Shape shape;
+    const std::vector<double> got = Run(op);
+    EXPECT_LE(RelError(got, exact), cs.tol);
+    EXPECT_GT(RelError(got, exact), 1e-6) << "mode had no effect";
+    // Equal to an f32 product of the rounded inputs.
+    std::vector<float> ra = ToFloatVector(a.view()), rb = ToFloatVector(b.view());
+    for (float& v : ra) v = cs.round(v);
+    for (float& v : rb) v = cs.round(v);
+    Tensor ta = FromFloats(DType::kF32, {m, k}, ra.data());
+    Tensor tb = FromFloats(DType::kF32, {k, n}, rb.data());
+    MatmulOp rounded = MakeOp(ta, tb);
+    EXPECT_LE(RelError(got, ReferenceMatmul(rounded, &shape)), 1e-5);
+  }
+}
+
+TEST_F(CpuMatmulTest, ManySmallAndFewLargeBatchElements) {
+  // 64 elements of 8^3 spread over the pool; 3 elements of 80^3 run in turn.
+  for (const auto& [batch, size] : {std::pair{64, 8}, std::pair{3, 80}}) {
+    SCOPED_TRACE(testing::Message() << batch << " x " << size);
+    Tensor a = RandomTensor(DType::kF32, {batch, size, size}, rng_);
+    Tensor b = RandomTensor(DType::kF32, {batch, size, size}, rng_);
+    Tensor c = RandomTensor(DType::kF32, {batch, size, size}, rng_);
+    MatmulOp op = MakeOp(a, b);
+    op.c = c.view();
+    op.beta = 1.0;
+    op.epilogue = Epilogue::kRelu;
+    ExpectMatchesReference(op, 1e-5);
+  }
+}
+
+TEST_F(CpuMatmulTest, ConcurrentCallsAreIndependent) {
+  Tensor a = RandomTensor(DType::kF64, {16, 12, 12}, rng_);
+  Tensor b = RandomTensor(DType::kF64, {12, 12}, rng_);
+  MatmulOp op = MakeOp(a, b, DType::kF64);
+  const MatmulPlan plan = *PlanMatmul(op);
+  Shape shape;
+  const std::vector<double> ref = ReferenceMatmul(op, &shape);
+  std::vector<double> errors(4, 1.0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep) {
+        absl::StatusOr<Tensor> out = backend_->Matmul(op, plan);
+        errors[t] = out.ok() ? std::max(rep ? errors[t] : 0.0, RelError(Values(*out), ref)) : 1.0;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (double e : errors) EXPECT_LE(e, 1e-12);
+}
+
+TEST(CpuBackendTest, NameIsCpu) { EXPECT_EQ(CreateCpuBackend({})->name(), "cpu"); }
+
+}  // namespace
+}  // namespace linalgd

@@ -1,0 +1,369 @@
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/backend/plan.h"
+#include "server/cpu/cpu_backend.h"
+#include "tests/cpu/test_reference.h"
+
+namespace linalgd {
+namespace {
+
+using test_ref::FromValues;
+using test_ref::RandomTensor;
+using test_ref::RelError;
+using test_ref::Values;
+using ::testing::HasSubstr;
+
+// Row-major dense matrices in double.
+using Mat = std::vector<double>;
+
+Mat Random(int rows, int cols, std::mt19937& rng) {
+  return test_ref::Values(RandomTensor(DType::kF64, {rows, cols}, rng));
+}
+
+// Well conditioned: random plus n on the diagonal.
+Mat WellConditioned(int n, std::mt19937& rng) {
+  Mat a = Random(n, n, rng);
+  for (int i = 0; i < n; ++i) a[i * n + i] += n;
+  return a;
+}
+
+Mat Spd(int n, std::mt19937& rng) {
+  const Mat m = Random(n, n, rng);
+  Mat a = test_ref::MatMul(m, test_ref::Transpose(m, n, n), n, n, n);
+  for (int i = 0; i < n; ++i) a[i * n + i] += 1;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];  // exactly symmetric
+  }
+  return a;
+}
+
+// [c, c]: rows x 2p of rank p.
+Mat DuplicatedColumns(const Mat& c, int rows, int p) {
+  Mat a(static_cast<size_t>(rows) * 2 * p);
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < p; ++j) a[i * 2 * p + j] = a[i * 2 * p + p + j] = c[i * p + j];
+  }
+  return a;
+}
+
+// The minimum-norm least-squares solution of [c, c] x = b: [y; y] / 2, with
+// y the least-squares solution of c y = b.
+Mat DuplicatedColumnsSolution(const Mat& c, const Mat& b, int rows, int p, int k) {
+  const Mat y = test_ref::NormalEquations(c, b, rows, p, k);
+  Mat x(static_cast<size_t>(2) * p * k);
+  for (int i = 0; i < p * k; ++i) x[i] = x[p * k + i] = y[i] / 2;
+  return x;
+}
+
+class CpuSolveTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<SolveResult> Solve(DType dt, const Shape& as, const Mat& a, const Shape& bs,
+                                    const Mat& b, SolveMethod method, bool fallback = true) {
+    a_ = FromValues(dt, as, a);
+    b_ = FromValues(dt, bs, b);
+    SolveOp op{.a = a_.view(), .b = b_.view(), .method = method, .allow_fallback = fallback};
+    absl::StatusOr<SolvePlan> plan = PlanSolve(op);
+    if (!plan.ok()) return plan.status();
+    absl::StatusOr<SolveResult> r = backend_->Solve(op, *plan);
+    if (r.ok()) {
+      EXPECT_EQ(r->x.shape(), plan->x_shape);
+      EXPECT_EQ(r->x.dtype(), dt);
+    }
+    return r;
+  }
+
+  std::mt19937 rng_{7};
+  Tensor a_, b_;
+  std::unique_ptr<Backend> backend_ = CreateCpuBackend({.blas_threads = 1, .batch_threads = 3});
+};
+
+TEST_F(CpuSolveTest, LuMatchesGaussianElimination) {
+  const int n = 8, k = 3;
+  const Mat a = WellConditioned(n, rng_), b = Random(n, k, rng_);
+  const Mat ref = test_ref::GaussSolve(a, b, n, k);
+  for (DType dt : {DType::kF64, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dt));
+    auto r = Solve(dt, {n, n}, a, {n, k}, b, SolveMethod::kLu);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, SolveMethod::kLu);
+    EXPECT_EQ(r->fallback, "");
+    // f32: the reference sees a and b rounded to f32 too.
+    const Mat ref_dt = dt == DType::kF64 ? ref
+        : test_ref::GaussSolve(Values(a_), Values(b_), n, k);
+    EXPECT_LE(RelError(Values(r->x), ref_dt), dt == DType::kF64 ? 1e-12 : 1e-5);
+    EXPECT_LE(r->residual, dt == DType::kF64 ? 1e-15 : 1e-7);
+    EXPECT_GT(r->residual, 0);
+  }
+}
+
+TEST_F(CpuSolveTest, CholeskyAndAutoOnSpd) {
+  const int n = 7, k = 2;
+  const Mat a = Spd(n, rng_), b = Random(n, k, rng_);
+  const Mat ref = test_ref::GaussSolve(a, b, n, k);
+  for (SolveMethod m : {SolveMethod::kCholesky, SolveMethod::kAuto}) {
+    auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, SolveMethod::kCholesky);
+    EXPECT_EQ(r->fallback, "");
+    EXPECT_LE(RelError(Values(r->x), ref), 1e-12);
+  }
+}
+
+TEST_F(CpuSolveTest, AutoPicksLuForNonSymmetricAndQrForNonSquare) {
+  const int n = 6;
+  auto r = Solve(DType::kF64, {n, n}, WellConditioned(n, rng_), {n, 1}, Random(n, 1, rng_),
+                 SolveMethod::kAuto);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_EQ(r->fallback, "");
+  r = Solve(DType::kF64, {9, 4}, Random(9, 4, rng_), {9, 2}, Random(9, 2, rng_),
+            SolveMethod::kAuto);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kQr);
+}
+
+TEST_F(CpuSolveTest, CholeskyOnIndefiniteFallsBackToLu) {
+  const int n = 5, k = 2;
+  Mat a(n * n, 0.1);  // symmetric; leading minor 3 is the first that is not > 0
+  const double diag[] = {4, 5, -6, 7, 8};
+  for (int i = 0; i < n; ++i) a[i * n + i] = diag[i];
+  const Mat b = Random(n, k, rng_);
+  auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kCholesky);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_EQ(r->fallback, "cholesky: leading minor 3 of a is not positive definite; used lu");
+  EXPECT_LE(RelError(Values(r->x), test_ref::GaussSolve(a, b, n, k)), 1e-12);
+
+  // AUTO takes the same step without counting it as a forbidden fallback.
+  r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kAuto, /*fallback=*/false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_THAT(r->fallback, HasSubstr("leading minor 3"));
+
+  r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kCholesky, /*fallback=*/false);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("cholesky: leading minor 3 of a is not positive definite"));
+}
+
+TEST_F(CpuSolveTest, CholeskyOnNonSymmetric) {
+  const int n = 4;
+  Mat a = Spd(n, rng_);
+  a[1 * n + 3] += 0.25;
+  const Mat b = Random(n, 1, rng_);
+  auto r = Solve(DType::kF64, {n, n}, a, {n, 1}, b, SolveMethod::kCholesky);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_THAT(r->fallback, HasSubstr("cholesky: a is not symmetric (|a[1,3] - a[3,1]| = 0.25"));
+  EXPECT_LE(RelError(Values(r->x), test_ref::GaussSolve(a, b, n, 1)), 1e-12);
+  r = Solve(DType::kF64, {n, n}, a, {n, 1}, b, SolveMethod::kCholesky, false);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("not symmetric"));
+}
+
+TEST_F(CpuSolveTest, ExactlySingularLuFallsBackToMinimumNorm) {
+  const int n = 6, k = 2;
+  Mat a = WellConditioned(n, rng_);
+  for (int i = 0; i < n; ++i) a[i * n + 2] = 0;  // column 2 is zero: U[2,2] == 0
+  const Mat b = Random(n, k, rng_);
+  auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+  EXPECT_EQ(r->fallback, "lu: U[2,2] is exactly zero in a; used lstsq");
+  // Minimum norm: x[2] = 0, the rest the least-squares solution without column 2.
+  Mat reduced;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) if (j != 2) reduced.push_back(a[i * n + j]);
+  }
+  Mat y = test_ref::NormalEquations(reduced, b, n, n - 1, k);
+  y.insert(y.begin() + 2 * k, k, 0.0);
+  EXPECT_LE(RelError(Values(r->x), y), 1e-10);
+
+  r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu, false);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("lu: U[2,2] is exactly zero in a"));
+  EXPECT_THAT(r.status().message(), HasSubstr("allow_fallback"));
+}
+
+TEST_F(CpuSolveTest, NumericallySingularLu) {
+  const int n = 5;
+  for (DType dt : {DType::kF64, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dt));
+    Mat a = WellConditioned(n, rng_);
+    for (int j = 0; j < n; ++j) a[(n - 1) * n + j] *= 1e-30;  // no zero pivot, cond 1e30
+    auto r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kLu);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+    EXPECT_THAT(r->fallback, HasSubstr("lu: reciprocal condition number"));
+    EXPECT_THAT(r->fallback, HasSubstr("is below machine epsilon"));
+    r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kAuto, false);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST_F(CpuSolveTest, QrLeastSquaresAndMinimumNorm) {
+  for (DType dt : {DType::kF64, DType::kF32}) {
+    SCOPED_TRACE(DTypeName(dt));
+    const double tol = dt == DType::kF64 ? 1e-10 : 1e-4;
+    // Over-determined: the normal equations' solution.
+    const Mat a = Random(10, 4, rng_), b = Random(10, 2, rng_);
+    auto r = Solve(dt, {10, 4}, a, {10, 2}, b, SolveMethod::kQr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, SolveMethod::kQr);
+    EXPECT_LE(RelError(Values(r->x), test_ref::NormalEquations(Values(a_), Values(b_), 10, 4, 2)),
+              tol);
+    // Under-determined: a^T (a a^T)^-1 b.
+    const Mat u = Random(3, 7, rng_), c = Random(3, 2, rng_);
+    r = Solve(dt, {3, 7}, u, {3, 2}, c, SolveMethod::kQr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(Values(a_), Values(b_), 3, 7, 2)),
+              tol);
+    EXPECT_EQ(r->fallback, "");
+  }
+}
+
+TEST_F(CpuSolveTest, RankDeficientQrFallsBackAndLstsqGivesPseudoInverse) {
+  const int rows = 8, p = 3, k = 2;
+  const Mat c = Random(rows, p, rng_), b = Random(rows, k, rng_);
+  const Mat a = DuplicatedColumns(c, rows, p);
+  const Mat ref = DuplicatedColumnsSolution(c, b, rows, p, k);
+  auto r = Solve(DType::kF64, {rows, 2 * p}, a, {rows, k}, b, SolveMethod::kQr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+  EXPECT_THAT(r->fallback, HasSubstr("qr: "));
+  EXPECT_THAT(r->fallback, HasSubstr("rank-deficient"));
+  EXPECT_THAT(r->fallback, HasSubstr("used lstsq"));
+  EXPECT_LE(RelError(Values(r->x), ref), 1e-10);
+  r = Solve(DType::kF64, {rows, 2 * p}, a, {rows, k}, b, SolveMethod::kLstsq);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+  EXPECT_EQ(r->fallback, "");
+  EXPECT_LE(RelError(Values(r->x), ref), 1e-10);
+  r = Solve(DType::kF64, {rows, 2 * p}, a, {rows, k}, b, SolveMethod::kQr, false);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("rank-deficient"));
+}
+
+TEST_F(CpuSolveTest, LstsqUnderDeterminedRankDeficientSquare) {
+  // Square [c, c] (6 x 6, rank 3) through LSTSQ and through LU's fallback.
+  const int rows = 6, p = 3;
+  const Mat c = Random(rows, p, rng_), b = Random(rows, 1, rng_);
+  const Mat a = DuplicatedColumns(c, rows, p);
+  const Mat ref = DuplicatedColumnsSolution(c, b, rows, p, 1);
+  for (SolveMethod m : {SolveMethod::kLstsq, SolveMethod::kLu, SolveMethod::kAuto}) {
+    SCOPED_TRACE(SolveMethodName(m));
+    auto r = Solve(DType::kF64, {rows, rows}, a, {rows, 1}, b, m);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+    EXPECT_LE(RelError(Values(r->x), ref), 1e-9);
+  }
+}
+
+// Checks every batch element of x against Gaussian elimination.
+void ExpectBatchSolved(const Tensor& x, const Mat& a, const Mat& b, int n, int k,
+                       const std::vector<int>& a_index, const std::vector<int>& b_index) {
+  const Mat xs = Values(x);
+  ASSERT_EQ(xs.size(), a_index.size() * n * k);
+  for (size_t e = 0; e < a_index.size(); ++e) {
+    const Mat ae(a.begin() + a_index[e] * n * n, a.begin() + (a_index[e] + 1) * n * n);
+    const Mat be(b.begin() + b_index[e] * n * k, b.begin() + (b_index[e] + 1) * n * k);
+    const Mat xe(xs.begin() + e * n * k, xs.begin() + (e + 1) * n * k);
+    EXPECT_LE(RelError(xe, test_ref::GaussSolve(ae, be, n, k)), 1e-12) << "element " << e;
+  }
+}
+
+TEST_F(CpuSolveTest, BatchedAndBroadcastBatches) {
+  const int n = 5, k = 2;
+  Mat a, b;
+  for (int i = 0; i < 2; ++i) {
+    const Mat ai = WellConditioned(n, rng_);
+    a.insert(a.end(), ai.begin(), ai.end());
+  }
+  b = Random(3 * n, k, rng_);
+  auto r = Solve(DType::kF64, {2, 1, n, n}, a, {3, n, k}, b, SolveMethod::kLu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->x.shape(), (Shape{2, 3, n, k}));
+  ExpectBatchSolved(r->x, a, b, n, k, {0, 0, 0, 1, 1, 1}, {0, 1, 2, 0, 1, 2});
+  EXPECT_LE(r->residual, 1e-15);
+  // One a for four b's: solved together, scattered back.
+  const Mat a1(a.begin(), a.begin() + n * n);
+  const Mat b4 = Random(4 * n, k, rng_);
+  r = Solve(DType::kF64, {n, n}, a1, {4, n, k}, b4, SolveMethod::kAuto);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectBatchSolved(r->x, a1, b4, n, k, {0, 0, 0, 0}, {0, 1, 2, 3});
+  // Four a's for one b.
+  Mat a4;
+  for (int i = 0; i < 4; ++i) {
+    const Mat ai = WellConditioned(n, rng_);
+    a4.insert(a4.end(), ai.begin(), ai.end());
+  }
+  const Mat b1 = Random(n, k, rng_);
+  r = Solve(DType::kF64, {4, n, n}, a4, {n, k}, b1, SolveMethod::kLu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectBatchSolved(r->x, a4, b1, n, k, {0, 1, 2, 3}, {0, 0, 0, 0});
+}
+
+TEST_F(CpuSolveTest, BatchedFallbackNamesTheElement) {
+  const int n = 4, k = 1;
+  Mat a;
+  for (int i = 0; i < 3; ++i) {
+    Mat ai = WellConditioned(n, rng_);
+    if (i == 1) {
+      for (int r = 0; r < n; ++r) ai[r * n + 3] = 0;  // a[1]: U[3,3] == 0
+    }
+    a.insert(a.end(), ai.begin(), ai.end());
+  }
+  const Mat b = Random(3 * n, k, rng_);
+  auto r = Solve(DType::kF64, {3, n, n}, a, {3, n, k}, b, SolveMethod::kLu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+  EXPECT_EQ(r->fallback, "lu: U[3,3] is exactly zero in a[1]; used lstsq");
+  const Mat xs = Values(r->x);
+  for (int e : {0, 2}) {
+    const Mat ae(a.begin() + e * n * n, a.begin() + (e + 1) * n * n);
+    const Mat be(b.begin() + e * n * k, b.begin() + (e + 1) * n * k);
+    EXPECT_LE(RelError(Mat(xs.begin() + e * n * k, xs.begin() + (e + 1) * n * k),
+                       test_ref::GaussSolve(ae, be, n, k)),
+              1e-12);
+  }
+  r = Solve(DType::kF64, {3, n, n}, a, {3, n, k}, b, SolveMethod::kLu, false);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("U[3,3] is exactly zero in a[1]"));
+}
+
+TEST_F(CpuSolveTest, ChainFromCholeskyToLstsq) {
+  const int n = 3;
+  const Mat a = {1, 2, 3, 2, 4, 6, 3, 6, 9};  // symmetric, rank 1
+  auto r = Solve(DType::kF64, {n, n}, a, {n, 1}, {1, 2, 3}, SolveMethod::kCholesky);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
+  EXPECT_THAT(r->fallback, HasSubstr("cholesky: leading minor 2 of a is not positive definite"));
+  EXPECT_THAT(r->fallback, HasSubstr("; lu: "));
+  EXPECT_THAT(r->fallback, HasSubstr("; used lstsq"));
+  // x = a^+ b = [1,2,3] / 14.
+  EXPECT_LE(RelError(Values(r->x), {1.0 / 14, 2.0 / 14, 3.0 / 14}), 1e-12);
+  EXPECT_LE(r->residual, 1e-15);
+}
+
+TEST_F(CpuSolveTest, ManySmallBatchElementsOverThePool) {
+  const int n = 3, k = 1, batch = 200;
+  Mat a, b = Random(batch * n, k, rng_);
+  for (int i = 0; i < batch; ++i) {
+    const Mat ai = Spd(n, rng_);
+    a.insert(a.end(), ai.begin(), ai.end());
+  }
+  auto r = Solve(DType::kF64, {batch, n, n}, a, {batch, n, k}, b, SolveMethod::kAuto);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kCholesky);
+  std::vector<int> idx(batch);
+  for (int i = 0; i < batch; ++i) idx[i] = i;
+  ExpectBatchSolved(r->x, a, b, n, k, idx, idx);
+}
+
+}  // namespace
+}  // namespace linalgd
