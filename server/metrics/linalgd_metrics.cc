@@ -74,6 +74,11 @@ absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
                                "Jobs waiting in the device's queue.",
                                {"device"}));
   LINALGD_ASSIGN_OR_RETURN(
+      queue_capacity_,
+      r.AddGauge("linalgd_queue_capacity",
+                 "Jobs the device's queue holds before RESOURCE_EXHAUSTED.",
+                 {"device"}));
+  LINALGD_ASSIGN_OR_RETURN(
       inflight_jobs_, r.AddGauge("linalgd_inflight_jobs",
                                  "Jobs running on the device.", {"device"}));
   LINALGD_ASSIGN_OR_RETURN(
@@ -175,6 +180,10 @@ void LinalgdMetrics::SetQueueDepth(absl::string_view device, int64_t jobs) {
 
 void LinalgdMetrics::SetInFlightJobs(absl::string_view device, int64_t jobs) {
   inflight_jobs_->With({device}).Set(static_cast<double>(jobs));
+}
+
+void LinalgdMetrics::SetQueueCapacity(absl::string_view device, int64_t jobs) {
+  queue_capacity_->With({device}).Set(static_cast<double>(jobs));
 }
 
 void LinalgdMetrics::SetDeviceMemoryBudget(absl::string_view device,

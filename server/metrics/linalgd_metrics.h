@@ -65,6 +65,8 @@ class LinalgdMetrics {
   // Jobs waiting in `device`'s queue, and jobs running on it.
   void SetQueueDepth(absl::string_view device, int64_t jobs);
   void SetInFlightJobs(absl::string_view device, int64_t jobs);
+  // Most jobs `device`'s queue holds before RESOURCE_EXHAUSTED (--max-queue).
+  void SetQueueCapacity(absl::string_view device, int64_t jobs);
   // GPU memory: the budget the server may use, bytes reserved by admitted
   // jobs and resident data, and bytes the device reports in use.
   void SetDeviceMemoryBudget(absl::string_view device, int64_t bytes);
@@ -101,6 +103,7 @@ class LinalgdMetrics {
   metrics::Family<metrics::Histogram>* batch_size_ = nullptr;
   metrics::Family<metrics::Gauge>* queue_depth_ = nullptr;
   metrics::Family<metrics::Gauge>* inflight_jobs_ = nullptr;
+  metrics::Family<metrics::Gauge>* queue_capacity_ = nullptr;
   metrics::Family<metrics::Gauge>* memory_budget_ = nullptr;
   metrics::Family<metrics::Gauge>* memory_reserved_ = nullptr;
   metrics::Family<metrics::Gauge>* memory_used_ = nullptr;

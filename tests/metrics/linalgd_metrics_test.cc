@@ -35,6 +35,7 @@ TEST_F(LinalgdMetricsTest, FamilyNamesFollowConventions) {
       "linalgd_batch_size",
       "linalgd_cpu_fallbacks_total",
       "linalgd_queue_depth",
+      "linalgd_queue_capacity",
       "linalgd_inflight_jobs",
       "linalgd_device_memory_budget_bytes",
       "linalgd_device_memory_reserved_bytes",
@@ -85,6 +86,7 @@ TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
   metrics_->ObserveBatchSize("Matmul", "gpu:0", 12);
   metrics_->SetQueueDepth("gpu:0", 3);
   metrics_->SetInFlightJobs("gpu:0", 1);
+  metrics_->SetQueueCapacity("gpu:0", 256);
   metrics_->SetDeviceMemoryBudget("gpu:0", 1000);
   metrics_->SetDeviceMemoryReserved("gpu:0", 400);
   metrics_->SetDeviceMemoryUsed("gpu:0", 450);
@@ -99,6 +101,7 @@ TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
                   "le=\"16\"} 1"));
   EXPECT_TRUE(Has("linalgd_queue_depth{device=\"gpu:0\"} 3"));
   EXPECT_TRUE(Has("linalgd_inflight_jobs{device=\"gpu:0\"} 1"));
+  EXPECT_TRUE(Has("linalgd_queue_capacity{device=\"gpu:0\"} 256"));
   EXPECT_TRUE(Has("linalgd_device_memory_budget_bytes{device=\"gpu:0\"} 1000"));
   EXPECT_TRUE(Has("linalgd_device_memory_reserved_bytes{device=\"gpu:0\"} 400"));
   EXPECT_TRUE(Has("linalgd_device_memory_used_bytes{device=\"gpu:0\"} 450"));
