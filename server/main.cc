@@ -57,6 +57,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-elements", o.max_elements, "largest tensor, in elements")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
+  app.add_option("--inject-faults", o.inject_faults,
+                 "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
   app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "server/backend/fault_injection.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "server/scheduler/scheduler.h"
@@ -38,6 +39,8 @@ class ServerImpl : public Server {
   ~ServerImpl() override { Shutdown(absl::Seconds(5)); }
 
   absl::Status Init();
+  // The backends the scheduler uses: the engines, wrapped by fault rules.
+  absl::StatusOr<std::vector<Backend*>> ScheduledBackends();
   int port() const override { return port_; }
   int metrics_port() const override { return 0; }
   void Shutdown(absl::Duration grace) override;
@@ -50,6 +53,7 @@ class ServerImpl : public Server {
   const ServerOptions options_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<GpuEngine> gpu_;
+  std::vector<std::unique_ptr<Backend>> faulty_;  // test-only wrappers
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LinalgService> service_;
   std::unique_ptr<grpc::Server> grpc_;
@@ -69,18 +73,39 @@ absl::Status ServerImpl::Init() {
   if (gpu_->backends().empty()) {
     spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());
   }
+  auto backends = ScheduledBackends();
+  if (!backends.ok()) return backends.status();
+  Backend* cpu = backends->front();
+  backends->erase(backends->begin());
   SchedulerOptions sched;
   sched.cpu_threshold = options_.cpu_threshold;
   sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
-  scheduler_ = std::make_unique<Scheduler>(sched, cpu_.get(), gpu_->backends());
+  scheduler_ = std::make_unique<Scheduler>(sched, cpu, *backends);
   CallEnv env;
   env.scheduler = scheduler_.get();
   env.limits.max_elements = options_.max_elements;
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   return StartGrpc();
+}
+
+absl::StatusOr<std::vector<Backend*>> ServerImpl::ScheduledBackends() {
+  std::vector<Backend*> all = {cpu_.get()};
+  for (Backend* b : gpu_->backends()) all.push_back(b);
+  auto rules = ParseFaultSpec(options_.inject_faults);
+  if (!rules.ok()) return rules.status();
+  if (rules->empty()) return all;
+  spdlog::warn("fault injection is on (--inject-faults={}): for testing only",
+               options_.inject_faults);
+  for (Backend*& b : all) {
+    if (auto wrapped = WrapWithFaults(b, *rules)) {
+      b = wrapped.get();
+      faulty_.push_back(std::move(wrapped));
+    }
+  }
+  return all;
 }
 
 absl::Status ServerImpl::StartGrpc() {

@@ -29,6 +29,8 @@ struct ServerOptions {
   // Connections are closed after this age so clients re-resolve and
   // rebalance (0: never).
   absl::Duration max_connection_age = absl::Minutes(5);
+  // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.
+  std::string inject_faults;
 };
 
 // The running linalgd server: gRPC service, health, reflection, scheduler and

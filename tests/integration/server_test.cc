@@ -1,0 +1,299 @@
+// The real server on a real port, called through the real client (and, for
+// malformed messages the client cannot produce, through the raw stub).
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "linalgd/v1/linalgd.grpc.pb.h"
+#include "tests/integration/test_server.h"
+
+namespace linalgd::testing {
+namespace {
+
+using ::linalgd::client::MatmulArgs;
+using ::linalgd::client::SolveArgs;
+using ::linalgd::client::Tensor;
+using ::testing::HasSubstr;
+
+// Naive float64 reference: [m,k] x [k,n].
+std::vector<double> RefMatmul(const std::vector<double>& a, const std::vector<double>& b,
+                              int m, int k, int n) {
+  std::vector<double> c(m * n, 0.0);
+  for (int i = 0; i < m; ++i)
+    for (int p = 0; p < k; ++p)
+      for (int j = 0; j < n; ++j) c[i * n + j] += a[i * k + p] * b[p * n + j];
+  return c;
+}
+
+double RelErr(const std::vector<double>& x, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - ref[i]) * (x[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
+class IntegrationTest : public ServerTest {
+ protected:
+  std::unique_ptr<v1::Linalg::Stub> Stub() {
+    return v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  }
+  // A well-formed f32 [2,2] tensor message.
+  static v1::Tensor Proto2x2() {
+    v1::Tensor t;
+    t.set_dtype(v1::DTYPE_F32);
+    t.add_shape(2);
+    t.add_shape(2);
+    const float v[4] = {1, 2, 3, 4};
+    t.set_data(std::string(reinterpret_cast<const char*>(v), sizeof v));
+    return t;
+  }
+  grpc::Status RawMatmul(const v1::MatmulRequest& req) {
+    grpc::ClientContext ctx;
+    v1::MatmulResponse resp;
+    return Stub()->Matmul(&ctx, req, &resp);
+  }
+  void ExpectStillServing() {
+    MatmulArgs args;
+    args.a = RandomTensor<double>({3, 3}, 1);
+    args.b = RandomTensor<double>({3, 3}, 2);
+    auto r = client_->Matmul(std::move(args));
+    EXPECT_TRUE(r.ok()) << r.status();
+  }
+};
+
+TEST_F(IntegrationTest, MatmulF64MatchesReference) {
+  MatmulArgs args;
+  args.a = RandomTensor<double>({2, 17, 9}, 1);
+  args.b = RandomTensor<double>({9, 5}, 2);  // broadcast over the batch
+  auto r = client_->Matmul(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->out.shape(), (std::vector<int64_t>{2, 17, 5}));
+  EXPECT_EQ(r->info.backend, "cpu");
+  const auto a = args.a.ToVector<double>(), b = args.b.ToVector<double>();
+  const auto out = r->out.ToVector<double>();
+  for (int batch = 0; batch < 2; ++batch) {
+    std::vector<double> ab(a.begin() + batch * 153, a.begin() + (batch + 1) * 153);
+    std::vector<double> got(out.begin() + batch * 85, out.begin() + (batch + 1) * 85);
+    EXPECT_LT(RelErr(got, RefMatmul(ab, b, 17, 9, 5)), 1e-12);
+  }
+}
+
+TEST_F(IntegrationTest, SolveReportsMethodResidualAndInfo) {
+  SolveArgs args;
+  args.a = RandomTensor<double>({8, 8}, 3);
+  args.b = RandomTensor<double>({8, 2}, 4);
+  auto r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, client::SolveMethod::kLu);
+  EXPECT_LT(r->residual, 1e-14);
+  EXPECT_EQ(r->info.backend, "cpu");
+  EXPECT_GT(r->info.run_time_ns, 0);
+}
+
+TEST_F(IntegrationTest, SingularWithoutFallbackIsFailedPrecondition) {
+  SolveArgs args;
+  args.a = Tensor::FromVector<double>({2, 2}, {1, 2, 2, 4}).value();
+  args.b = Tensor::FromVector<double>({2, 1}, {1, 2}).value();
+  args.method = client::SolveMethod::kLu;
+  args.no_fallback = true;
+  auto r = client_->Solve(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  args.no_fallback = false;
+  auto fb = client_->Solve(args);
+  ASSERT_TRUE(fb.ok()) << fb.status();
+  EXPECT_EQ(fb->method_used, client::SolveMethod::kLstsq);
+  EXPECT_THAT(fb->fallback, HasSubstr("lu"));
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, BadShapesAreInvalidArgumentNamingTheField) {
+  MatmulArgs args;
+  args.a = RandomTensor<float>({4, 3}, 1);
+  args.b = RandomTensor<float>({4, 3}, 2);
+  auto r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("b.shape"));
+  EXPECT_THAT(r.status().message(), HasSubstr("3 vs 4"));
+  args.a = RandomTensor<float>({4}, 1);
+  r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("a.shape: [4] has rank 1"));
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, BatchDimsThatDoNotBroadcastAreRejected) {
+  MatmulArgs args;
+  args.a = RandomTensor<float>({2, 3, 3}, 1);
+  args.b = RandomTensor<float>({4, 3, 3}, 2);
+  auto r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("do not broadcast (2 vs 4)"));
+}
+
+TEST_F(IntegrationTest, BiasShapeIsChecked) {
+  MatmulArgs args;
+  args.a = RandomTensor<float>({4, 3}, 1);
+  args.b = RandomTensor<float>({3, 5}, 2);
+  args.epilogue = client::Epilogue::kReluBias;
+  args.bias = RandomTensor<float>({4}, 3);
+  auto r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("bias.shape: [4] must be [5]"));
+  args.bias = RandomTensor<float>({4, 1}, 3);  // per row
+  EXPECT_TRUE(client_->Matmul(args).ok());
+}
+
+TEST_F(IntegrationTest, NanIsRejectedUnlessAllowed) {
+  MatmulArgs args;
+  args.a = Tensor::FromVector<float>({2, 2}, {1, 2, NAN, 4}).value();
+  args.b = Tensor::FromVector<float>({2, 2}, {1, 0, 0, 1}).value();
+  auto r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("a: element 2 is NaN"));
+  args.allow_non_finite = true;
+  EXPECT_TRUE(client_->Matmul(args).ok());
+  SolveArgs s;
+  s.a = Tensor::FromVector<double>({2, 2}, {1, 0, 0, 1}).value();
+  s.b = Tensor::FromVector<double>({2, 1}, {INFINITY, 0}).value();
+  EXPECT_THAT(client_->Solve(s).status().message(), HasSubstr("b: element 0 is +Inf"));
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, ByteCountMismatchIsInvalidArgument) {
+  v1::MatmulRequest req;
+  *req.mutable_a() = Proto2x2();
+  *req.mutable_b() = Proto2x2();
+  req.mutable_b()->mutable_data()->resize(15);
+  grpc::Status st = RawMatmul(req);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("b.data: 15 bytes, expected 16"));
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, UnknownEnumValuesAreInvalidArgument) {
+  v1::MatmulRequest req;
+  *req.mutable_a() = Proto2x2();
+  *req.mutable_b() = Proto2x2();
+  req.set_epilogue(static_cast<v1::Epilogue>(42));
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("epilogue: unknown value 42"));
+  req.set_epilogue(v1::EPILOGUE_NONE);
+  req.set_compute_mode(static_cast<v1::ComputeMode>(7));
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("compute_mode: unknown value 7"));
+  req.set_compute_mode(v1::COMPUTE_MODE_DEFAULT);
+  req.mutable_a()->set_dtype(static_cast<v1::DType>(9));
+  grpc::Status st = RawMatmul(req);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("a.dtype: unknown dtype value 9"));
+  v1::SolveRequest sreq;
+  *sreq.mutable_a() = Proto2x2();
+  *sreq.mutable_b() = Proto2x2();
+  sreq.set_method(static_cast<v1::SolveMethod>(17));
+  grpc::ClientContext ctx;
+  v1::SolveResponse sresp;
+  EXPECT_THAT(Stub()->Solve(&ctx, sreq, &sresp).error_message(),
+              HasSubstr("method: unknown value 17"));
+}
+
+TEST_F(IntegrationTest, ZeroDimensionAndMissingOperandAreInvalidArgument) {
+  v1::MatmulRequest req;
+  *req.mutable_a() = Proto2x2();
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b: required"));
+  *req.mutable_b() = Proto2x2();
+  req.mutable_b()->set_shape(0, 0);
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b.shape: [0, 2] has dimension 0 = 0"));
+  req.mutable_b()->set_shape(0, int64_t{1} << 40);
+  req.mutable_b()->set_shape(1, int64_t{1} << 40);
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("elements, the per-tensor limit"));
+}
+
+TEST_F(IntegrationTest, DeadlineExceeded) {
+  MatmulArgs args;
+  args.a = RandomTensor<double>({640, 640}, 1);
+  args.b = RandomTensor<double>({640, 640}, 2);
+  client::CallOptions call;
+  call.timeout = absl::Milliseconds(1);
+  auto r = client_->Matmul(args, call);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, ServerInfoAndHealth) {
+  auto info = client_->ServerInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->version, "0.1.0");
+  EXPECT_EQ(info->backends.at(0), "cpu");
+  EXPECT_EQ(info->limits.cpu_threshold, 512);
+  auto health = client_->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, client::HealthStatus::kServing);
+}
+
+TEST_F(IntegrationTest, ShutdownLetsCallsInFlightFinishAndRefusesNewOnes) {
+  server_->Shutdown(absl::Seconds(1));
+  ServerOptions slow;
+  slow.inject_faults = "cpu:matmul:stall=400ms";  // every matmul takes 400 ms
+  StartServer(slow);
+  MatmulArgs args;
+  args.a = RandomTensor<double>({8, 8}, 1);
+  args.b = RandomTensor<double>({8, 8}, 2);
+  std::vector<absl::Status> results(4);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i) {
+    callers.emplace_back([&, i] { results[i] = client_->Matmul(args).status(); });
+  }
+  absl::SleepFor(absl::Milliseconds(150));  // 2 running, 2 queued
+  const absl::Time shutdown_started = absl::Now();
+  server_->Shutdown(absl::Seconds(30));
+  // Shutdown returned only after every call in flight had finished.
+  EXPECT_GT(absl::Now() - shutdown_started, absl::Milliseconds(500));
+  for (auto& t : callers) t.join();
+  for (const auto& s : results) EXPECT_TRUE(s.ok()) << s;
+  client::CallOptions call;
+  call.timeout = absl::Seconds(1);
+  EXPECT_FALSE(client_->Matmul(args, call).ok());
+}
+
+TEST_F(IntegrationTest, InjectedFaultIsReturnedWithItsCode) {
+  server_->Shutdown(absl::Seconds(1));
+  ServerOptions faulty;
+  faulty.inject_faults = "cpu:solve:fail=internal";
+  StartServer(faulty);
+  SolveArgs s;
+  s.a = RandomTensor<double>({4, 4}, 1);
+  s.b = RandomTensor<double>({4, 1}, 2);
+  auto r = client_->Solve(s);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(r.status().message(), HasSubstr("injected fault"));
+  ExpectStillServing();  // matmul is not affected
+}
+
+TEST(FaultSpecTest, BadRulesNameTheProblem) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "";
+  o.inject_faults = "cpu:matmul:explode=now";
+  auto s = Server::Start(o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("action must be stall=DURATION or fail=CODE"));
+}
+
+TEST_F(IntegrationTest, MessageLargerThanTheLimitIsRefused) {
+  server_->Shutdown(absl::Seconds(1));
+  ServerOptions small;
+  small.max_message_bytes = 64 * 1024;
+  StartServer(small);
+  MatmulArgs args;
+  args.a = RandomTensor<double>({100, 100}, 1);  // 80 KB
+  args.b = RandomTensor<double>({100, 1}, 2);
+  auto r = client_->Matmul(args);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  args.a = RandomTensor<double>({10, 100}, 1);
+  EXPECT_TRUE(client_->Matmul(args).ok());
+}
+
+}  // namespace
+}  // namespace linalgd::testing
