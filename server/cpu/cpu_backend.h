@@ -13,7 +13,11 @@ struct CpuBackendOptions {
 };
 
 // The CPU engine: OpenBLAS gemm, LAPACK(E) factorizations and solves. Also the
-// rollback path for every GPU failure. Thread-safe.
+// rollback path for every GPU failure. Thread-safe. Creating one sets
+// OpenBLAS's process-wide thread count (openblas_set_num_threads): create
+// backends before work starts. Batches are spread over batch_threads threads
+// only when their elements are small enough that OpenBLAS runs each call on
+// one thread (see cpu_execution.h), so the two never multiply.
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options);
 
 }  // namespace linalgd

@@ -25,13 +25,15 @@ struct CpuExecution {
   }
 };
 
-// OpenBLAS 0.3.21 (interface/gemm.c) runs a gemm on one thread when
-// m * n * k <= SMP_THRESHOLD_MIN (65536) * GEMM_MULTITHREAD_THRESHOLD (4).
-inline constexpr double kSingleThreadGemmMnk = 65536.0 * 4;
+// Debian 12's OpenBLAS 0.3.21 (pthreads) ran sgemm cubes up to 62^3 on one
+// thread and 64^3 on every thread (tests/cpu/openblas_threading_probe, cpu/wall
+// ratio; the source's rule is m*n*k against 65536 * 4). Elements up to 56^3
+// count as small, with a margin.
+inline constexpr double kSingleThreadGemmMnk = 56.0 * 56.0 * 56.0;
 
-// Its getrf runs on one thread when m * n < 10000, and potrf below about the
-// same order; solves of matrices up to this order count as small.
-inline constexpr int64_t kSingleThreadSolveOrder = 96;
+// Its getrf runs on one thread when m * n < 10000 and potrf when n < 128;
+// solves whose a and right-hand sides are at most this wide count as small.
+inline constexpr int64_t kSingleThreadSolveOrder = 64;
 
 }  // namespace linalgd
 

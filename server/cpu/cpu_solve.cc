@@ -241,7 +241,10 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
   Tensor x(op.a.dtype, plan.x_shape);
   T* x_out = x.mutable_as<T>();
   std::vector<GroupOutcome> outcomes(groups.size());
-  const bool small = std::max(plan.m, plan.n) <= kSingleThreadSolveOrder;
+  size_t widest = 0;
+  for (const Group& g : groups) widest = std::max(widest, g.elements.size());
+  const bool small = std::max({plan.m, plan.n, plan.k * static_cast<int64_t>(widest)}) <=
+                     kSingleThreadSolveOrder;
   exec.pool->ParallelFor(
       groups.size(), exec.BatchParallelism(groups.size(), small),
       [&](int64_t i) { outcomes[i] = SolveGroup<T>(op, plan, groups[i], x_out); });
