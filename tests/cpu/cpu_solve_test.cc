@@ -365,5 +365,19 @@ TEST_F(CpuSolveTest, ManySmallBatchElementsOverThePool) {
   ExpectBatchSolved(r->x, a, b, n, k, idx, idx);
 }
 
+TEST_F(CpuSolveTest, LargerBatchElementsRunInTurn) {
+  const int n = 70, k = 3;  // over kSingleThreadSolveOrder: one after another
+  Mat a;
+  for (int i = 0; i < 2; ++i) {
+    const Mat ai = WellConditioned(n, rng_);
+    a.insert(a.end(), ai.begin(), ai.end());
+  }
+  const Mat b = Random(2 * n, k, rng_);
+  auto r = Solve(DType::kF64, {2, n, n}, a, {2, n, k}, b, SolveMethod::kAuto);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  ExpectBatchSolved(r->x, a, b, n, k, {0, 1}, {0, 1});
+}
+
 }  // namespace
 }  // namespace linalgd
