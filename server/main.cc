@@ -1,5 +1,9 @@
 // linalgd: flags -> ServerOptions -> Server::Start -> Wait.
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -14,6 +18,14 @@
 #include "spdlog/spdlog.h"
 
 namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+// Async-signal-safe: only write(2).
+void OnSignal(int sig) {
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
 
 // "10", "10s", "250ms", "1m" -> duration; a bare number is seconds.
 bool ParseSeconds(const std::string& text, absl::Duration* out) {
@@ -96,12 +108,18 @@ int main(int argc, char** argv) {
   absl::Duration grace;
   if (!Finalize(flags, &grace)) return 2;
 
-  // Signals are taken by one thread with sigwait; block them everywhere else.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Libraries start threads before main (OpenBLAS's pool), so signals cannot
+  // be masked for one sigwait thread: a handler writes the signal number to a
+  // pipe that a watcher thread reads.
+  if (pipe(g_signal_pipe) != 0) {
+    spdlog::critical("pipe: {}", std::strerror(errno));
+    return 1;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 
   auto server = linalgd::Server::Start(flags.options);
   if (!server.ok()) {
@@ -109,9 +127,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    spdlog::info("signal {} received", sig);
+    unsigned char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    spdlog::info("signal {} received", static_cast<int>(sig));
     (*server)->Shutdown(grace);
   }).detach();
   (*server)->Wait();

@@ -23,7 +23,9 @@ absl::StatusOr<FaultRule> ParseRule(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("--inject-faults: rule '", text, "': ", why));
   };
   if (parts.size() != 3) return bad("expected BACKEND:OP:ACTION");
-  FaultRule rule{parts[0], parts[1]};
+  FaultRule rule;
+  rule.backend = parts[0];
+  rule.op = parts[1];
   if (rule.backend != "cpu" && rule.backend != "gpu" && rule.backend != "all") {
     return bad("backend must be cpu, gpu or all");
   }
