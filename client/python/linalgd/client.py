@@ -49,7 +49,7 @@ class Client:
         close()).
     """
 
-    def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=3, retry_policy=None,
+    def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
                  credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=()):
         if timeout is not None and timeout <= 0:
@@ -63,8 +63,17 @@ class Client:
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
         if channel is None:
+            # gRPC's own reconnect backoff (1 s, growing to 120 s) and its re-resolution
+            # delay (the resolver waits seconds after a failed connect, even for an IP
+            # literal) would make every retry of a restarting server fail fast; pace
+            # them like the retry policy.
+            policy = self.retry_policy
+            pace_ms = max(10, int(policy.initial_backoff * 1000))
             options = [("grpc.max_send_message_length", self.max_message_bytes),
                        ("grpc.max_receive_message_length", self.max_message_bytes),
+                       ("grpc.initial_reconnect_backoff_ms", pace_ms),
+                       ("grpc.dns_min_time_between_resolutions_ms", pace_ms),
+                       ("grpc.max_reconnect_backoff_ms", max(10, int(policy.max_backoff * 1000))),
                        *channel_options]
             channel = (grpc.secure_channel(target, credentials, options) if credentials
                        else grpc.insecure_channel(target, options))

@@ -19,8 +19,8 @@ _LOCAL_SIZE_ERRORS = ("larger than max", "message too large")
 @dataclasses.dataclass(frozen=True)
 class RetryPolicy:
     """retries: extra attempts after the first; delays in seconds."""
-    retries: int = 3
-    initial_backoff: float = 0.05
+    retries: int = 5  # waits of about 0.1, 0.2, 0.4, 0.8, 1.6 s
+    initial_backoff: float = 0.1
     max_backoff: float = 2.0
     multiplier: float = 2.0
     jitter: float = 0.2  # +- fraction applied to the computed delay

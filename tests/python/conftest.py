@@ -1,0 +1,128 @@
+"""Fixtures: the real linalgd server on a free port, and a Client connected to it.
+
+The server binary is $LINALGD_SERVER (ctest sets it), else build-py/bin/linalgd
+or build/bin/linalgd of the repository. Without one, server tests fail.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLIENT_DIR = os.path.join(REPO, "client", "python")
+EXAMPLES_DIR = os.path.join(REPO, "examples")
+sys.path.insert(0, CLIENT_DIR)  # the source tree, not an installed copy
+
+import linalgd  # noqa: E402  (generates the stubs from proto/ if stale)
+
+
+def server_binary():
+    env = os.environ.get("LINALGD_SERVER")
+    if env:
+        return env
+    for build in ("build-py", "build"):
+        path = os.path.join(REPO, build, "bin", "linalgd")
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One linalgd process on 127.0.0.1:<free port>, SERVING when start() returns."""
+
+    def __init__(self, *extra_flags):
+        self.extra_flags = list(extra_flags)
+        self.proc = None
+        self.port = None
+        self.log = tempfile.NamedTemporaryFile(prefix="linalgd-", suffix=".log", delete=False)
+
+    @property
+    def target(self):
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, port=None, timeout=20.0):
+        binary = server_binary()
+        if not binary or not os.access(binary, os.X_OK):
+            pytest.fail(f"no linalgd server binary (LINALGD_SERVER={binary!r}); build the "
+                        "linalgd target or set LINALGD_SERVER")
+        for _ in range(3):  # a free port can be taken before the server binds it
+            self.port = port or free_port()
+            cmd = [binary, "--listen", self.target, "--metrics-listen", "",
+                   "--log-level", "warn", "--shutdown-grace", "1s", "--cpu-workers", "2",
+                   "--blas-threads", "1", *self.extra_flags]
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+            if self._wait_serving(timeout):
+                return self
+            if port:
+                break
+        pytest.fail(f"linalgd did not become SERVING: {' '.join(cmd)}\n{self.output()}")
+
+    def _wait_serving(self, timeout):
+        deadline = time.monotonic() + timeout
+        policy = linalgd.RetryPolicy(retries=0, initial_backoff=0.02, max_backoff=0.1)
+        with linalgd.Client(self.target, timeout=1.0, retry_policy=policy) as c:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    return False
+                try:
+                    if c.health(timeout=0.5) == "SERVING":
+                        return True
+                except linalgd.LinalgdError:
+                    pass
+                time.sleep(0.02)
+        self.stop()
+        return False
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def output(self):
+        self.log.flush()
+        with open(self.log.name, errors="replace") as f:
+            return f.read()[-4000:]
+
+
+@pytest.fixture(scope="session")
+def server():
+    s = Server().start()
+    yield s
+    s.stop()
+    os.unlink(s.log.name)
+
+
+@pytest.fixture
+def start_server():
+    """Starts extra servers (own flags) for a test; stops them afterwards."""
+    started = []
+
+    def start(*flags, port=None):
+        s = Server(*flags)
+        started.append(s)
+        return s.start(port=port)
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+@pytest.fixture
+def client(server):
+    with linalgd.Client(server.target, timeout=10.0) as c:
+        yield c

@@ -1,0 +1,22 @@
+"""Each example runs against the real server, exits 0 and says ok."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import CLIENT_DIR, EXAMPLES_DIR
+
+
+@pytest.mark.parametrize("name,expect", [
+    ("ridge_regression.py", "ok: ridge weights match numpy"),
+    ("second_order_step.py", "ok: 8 steps, 10 right-hand sides each"),
+    ("linear_layer.py", "ok: linear layer matches numpy"),
+])
+def test_example(server, name, expect):
+    env = dict(os.environ, PYTHONPATH=CLIENT_DIR)
+    p = subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, name), "--target", server.target],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert expect in p.stdout, p.stdout
+    assert "backend=" in p.stdout

@@ -1,0 +1,105 @@
+"""server_info, health, and the mapping of failures onto the LinalgdError hierarchy."""
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+import linalgd
+from conftest import free_port
+
+
+def test_health(client):
+    assert client.health() == "SERVING"
+    assert client.health("linalgd.v1.Linalg") == "SERVING"
+    with pytest.raises(linalgd.NotFound):  # the standard answer for an unknown service
+        client.health("no.such.Service")
+
+
+def test_server_info(client):
+    info = client.server_info()
+    assert isinstance(info, linalgd.ServerInfo)
+    assert info.version and "cpu" in info.backends
+    assert info.limits.max_message_bytes > 0 and info.limits.max_elements > 0
+    assert info.limits.op_timeout_seconds > 0
+    assert all(isinstance(d, linalgd.Device) for d in info.devices)
+    if not any(b.startswith("gpu") for b in info.backends):
+        assert info.gpu_status  # says why no GPU is used
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda c: c.matmul(np.ones((3, 4)), np.ones((3, 4))), "b.shape"),
+    (lambda c: c.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5))), "batch dims"),
+    (lambda c: c.matmul(np.ones((3, 4)), np.ones((4, 5)), c=np.ones((2, 2))), "c"),
+    (lambda c: c.matmul(np.ones((3, 4)), np.ones((4, 5)), bias=np.ones(4)), "bias"),
+    (lambda c: c.matmul(np.ones((3, 4)), np.ones((4, 5)), epilogue="bias"), "bias"),
+    (lambda c: c.matmul(np.ones((3, 4)), np.ones((4, 5), np.float32)), "dtype"),
+    (lambda c: c.solve(np.ones((3, 4)), np.ones((3, 1)), method="lu"), "a"),
+    (lambda c: c.solve(np.eye(3), np.ones((4, 1))), "b"),
+    (lambda c: c.solve(np.eye(3, dtype=np.float16), np.ones((3, 1), np.float16)), "dtype"),
+])
+def test_bad_requests_are_invalid_argument(client, call, field):
+    with pytest.raises(linalgd.InvalidArgument) as e:
+        call(client)
+    err = e.value
+    assert err.code == grpc.StatusCode.INVALID_ARGUMENT and field in err.message
+    assert err.attempts == 1 and err.method in ("Matmul", "Solve")
+    assert isinstance(err, ValueError) and isinstance(err, linalgd.LinalgdError)
+    assert str(err).startswith("INVALID_ARGUMENT: ")
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda c: c.matmul(np.ones((2, 2), np.int32), np.ones((2, 2))), "a: dtype int32"),
+    (lambda c: c.matmul(np.ones((2, 2), np.complex64), np.ones((2, 2))), "complex64"),
+    (lambda c: c.matmul(np.float64(1.0), np.ones((2, 2))), "scalar"),
+    (lambda c: c.matmul(np.ones((2, 2)), np.ones((2, 2)), epilogue="swish"), "epilogue"),
+    (lambda c: c.matmul(np.ones((2, 2)), np.ones((2, 2)), compute_mode="fp8"), "compute_mode"),
+    (lambda c: c.matmul(np.ones((2, 2)), np.ones((2, 2)), output_dtype=np.int8), "output_dtype"),
+    (lambda c: c.solve(np.eye(2), np.ones(2), method="gauss"), "method"),
+])
+def test_client_side_validation(client, call, match):
+    with pytest.raises(linalgd.InvalidArgument, match=match):
+        call(client)
+
+
+def test_deadline_exceeded(client):
+    a = np.ones((1500, 1500))
+    t0 = time.monotonic()
+    with pytest.raises(linalgd.DeadlineExceeded) as e:
+        client.matmul(a, a, timeout=0.002)
+    assert time.monotonic() - t0 < 2.0
+    assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and isinstance(e.value, TimeoutError)
+
+
+def test_request_over_client_limit_is_refused_locally():
+    port = free_port()  # nothing listens: the error must come before any call
+    with linalgd.Client(f"127.0.0.1:{port}", max_message_bytes=1024) as c:
+        with pytest.raises(linalgd.ResourceExhausted, match="PutTensor") as e:
+            c.matmul(np.ones((16, 16)), np.ones((16, 16)))
+    assert e.value.attempts == 1
+
+
+def test_message_over_server_limit_is_not_retried(start_server):
+    s = start_server("--max-message-bytes", "4096")
+    with linalgd.Client(s.target, retries=5) as c:
+        assert c.matmul(np.ones((4, 4)), np.ones((4, 4))).shape == (4, 4)
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(np.ones((32, 32)), np.ones((32, 32)))
+    assert e.value.attempts == 1
+
+
+def test_unavailable_after_retries():
+    port = free_port()
+    policy = linalgd.RetryPolicy(retries=2, initial_backoff=0.01)
+    with linalgd.Client(f"127.0.0.1:{port}", retry_policy=policy, timeout=5) as c:
+        with pytest.raises(linalgd.Unavailable) as e:
+            c.server_info()
+    assert e.value.attempts == 3 and e.value.code == grpc.StatusCode.UNAVAILABLE
+    assert isinstance(e.value, ConnectionError) and "3 attempts" in str(e.value)
+
+
+def test_error_class_for_every_code():
+    for code in grpc.StatusCode:
+        if code != grpc.StatusCode.OK:
+            cls = linalgd.error_class(code)
+            assert issubclass(cls, linalgd.LinalgdError) and cls.code == code, code
