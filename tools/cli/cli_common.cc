@@ -40,9 +40,7 @@ int ReportLocalError(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
-absl::StatusOr<client::Tensor> ReadTensor(const std::string& path) {
-  return client::ReadNpy(path);
-}
+absl::StatusOr<client::Tensor> ReadTensor(const std::string& path) { return client::ReadNpy(path); }
 
 absl::Status WriteTensor(const std::string& path, const client::Tensor& tensor) {
   if (tensor.dtype() != client::DType::kBF16) return client::WriteNpy(path, tensor);

@@ -14,11 +14,11 @@ namespace linalgd::cli {
 // Process exit codes of linalgd-cli, one per failure class.
 enum ExitCode : int {
   kExitOk = 0,
-  kExitServerError = 1,   // the server answered with an error status
-  kExitUsage = 2,         // bad flags or arguments
-  kExitFileError = 3,     // a .npy file could not be read or written
-  kExitNotServing = 4,    // health: the server is up but not SERVING
-  kExitUnreachable = 5,   // UNAVAILABLE or DEADLINE_EXCEEDED
+  kExitServerError = 1,  // the server answered with an error status
+  kExitUsage = 2,        // bad flags or arguments
+  kExitFileError = 3,    // a .npy file could not be read or written
+  kExitNotServing = 4,   // health: the server is up but not SERVING
+  kExitUnreachable = 5,  // UNAVAILABLE or DEADLINE_EXCEEDED
 };
 
 // Parses a --timeout value: plain seconds ("30", "0.5") or an absl duration

@@ -21,7 +21,8 @@ void PrintDevices(const client::ServerInfo& info) {
   for (const client::DeviceInfo& d : info.devices) {
     std::cout << absl::StrFormat("  gpu:%d %s (cc %s) memory %s budget %s %s\n", d.index, d.name,
                                  d.compute_capability, GiB(d.total_memory_bytes),
-                                 GiB(d.budget_bytes), d.healthy ? "healthy" : "unhealthy: " + d.status);
+                                 GiB(d.budget_bytes),
+                                 d.healthy ? "healthy" : "unhealthy: " + d.status);
   }
   if (!info.gpu_status.empty()) std::cout << "gpu status: " << info.gpu_status << "\n";
 }

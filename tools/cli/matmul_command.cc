@@ -100,11 +100,10 @@ int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags
     return ReportLocalError(s, kExitFileError);
   }
   const client::ExecutionInfo& info = result->info;
-  std::cout << absl::StrFormat("%s -> %s backend=%s queue=%s run=%s total=%s%s\n",
-                               result->out.DebugString(), flags.out, info.backend,
-                               FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns),
-                               FormatNanos(total_ns),
-                               info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
+  std::cout << absl::StrFormat(
+      "%s -> %s backend=%s queue=%s run=%s total=%s%s\n", result->out.DebugString(), flags.out,
+      info.backend, FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns),
+      FormatNanos(total_ns), info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
   return kExitOk;
 }
 

@@ -1,0 +1,31 @@
+#ifndef LINALGD_TOOLS_BENCH_BENCH_OPTIONS_H_
+#define LINALGD_TOOLS_BENCH_BENCH_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace linalgd::bench {
+
+// Everything a run of linalgd-bench is told, filled from flags. The defaults
+// keep a run under a minute on a 2-core machine.
+struct BenchOptions {
+  std::string target;     // empty: start linalgd in-process on 127.0.0.1:0
+  std::string json_path;  // empty: no JSON file
+  std::vector<std::string> workloads = {"latency", "throughput", "large"};
+  int64_t max_message_bytes = int64_t{1} << 30;
+  // (a) small-call latency and (b) throughput: an n x n x n f32 product.
+  int small_n = 64;
+  int small_warmup = 200;
+  int small_iterations = 2000;
+  int concurrency = 4;            // callers of the throughput workload
+  double throughput_seconds = 2;  // measured phase, per target
+  // (c) one large f32 product, end to end.
+  int large_n = 2048;
+  int large_warmup = 1;
+  int large_iterations = 3;
+};
+
+}  // namespace linalgd::bench
+
+#endif  // LINALGD_TOOLS_BENCH_BENCH_OPTIONS_H_

@@ -1,0 +1,63 @@
+#ifndef LINALGD_TOOLS_BENCH_CALLERS_H_
+#define LINALGD_TOOLS_BENCH_CALLERS_H_
+
+#include <cstdint>
+
+#include "absl/types/optional.h"
+#include "linalgd/client.h"
+#include "tools/bench/caller.h"
+#include "tools/bench/echo.grpc.pb.h"
+
+namespace linalgd::bench {
+
+// An f32 [rows, cols] tensor of uniform values in [-1, 1) from `seed`.
+client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed);
+
+// The two operands of an f32 M x K by K x N product, shared read-only by
+// every MatmulCaller that points at them.
+struct MatmulOperands {
+  MatmulOperands(int64_t m, int64_t n, int64_t k);
+  int64_t m, n, k;
+  client::Tensor a, b;
+  int64_t request_bytes() const { return (m * k + k * n) * 4; }
+  int64_t response_bytes() const { return m * n * 4; }
+};
+
+// linalgd Matmul of fixed operands through a shared Client. Prepare() copies
+// the operands into the next request (untimed); Call() sends it (timed).
+class MatmulCaller final : public Caller {
+ public:
+  MatmulCaller(Client& client, const MatmulOperands& operands);
+  absl::Status Prepare() override;
+  absl::Status Call() override;
+  // ExecutionInfo of the last successful call.
+  const client::ExecutionInfo& last_info() const { return last_info_; }
+  // Sums over the successful calls since construction or ResetCounters().
+  int64_t calls() const { return calls_; }
+  int64_t total_run_ns() const { return total_run_ns_; }
+  int64_t total_queue_ns() const { return total_queue_ns_; }
+  void ResetCounters() { calls_ = total_run_ns_ = total_queue_ns_ = 0; }
+
+ private:
+  Client& client_;
+  const MatmulOperands& operands_;
+  client::MatmulArgs next_;
+  client::ExecutionInfo last_info_;
+  int64_t calls_ = 0, total_run_ns_ = 0, total_queue_ns_ = 0;
+};
+
+// The raw gRPC echo of a request of `request_bytes`, answered with
+// `response_bytes`, through a shared stub (thread-safe).
+class EchoCaller final : public Caller {
+ public:
+  EchoCaller(echo::Echo::Stub& stub, int64_t request_bytes, int64_t response_bytes);
+  absl::Status Call() override;
+
+ private:
+  echo::Echo::Stub& stub_;
+  echo::EchoRequest request_;
+};
+
+}  // namespace linalgd::bench
+
+#endif  // LINALGD_TOOLS_BENCH_CALLERS_H_

@@ -1,0 +1,126 @@
+// linalgd-bench: linalgd against its floors. By default it starts linalgd
+// in-process (127.0.0.1:0, metrics off); --target measures a running server.
+// The raw gRPC echo (transport floor) is always served in-process.
+#include <iostream>
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "linalgd/client.h"
+#include "server/service/server.h"
+#include "tools/bench/bench_options.h"
+#include "tools/bench/echo_server.h"
+#include "tools/bench/workload.h"
+
+namespace linalgd::bench {
+namespace {
+
+void AddFlags(CLI::App& app, BenchOptions& o) {
+  app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
+  app.add_option("--json", o.json_path, "write every result to this JSON file");
+  app.add_option("--workloads", o.workloads, "latency, throughput, large")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
+  app.add_option("--small-warmup", o.small_warmup, "untimed small calls")->capture_default_str();
+  app.add_option("--small-iterations", o.small_iterations, "timed small calls")
+      ->capture_default_str();
+  app.add_option("--concurrency", o.concurrency, "callers of the throughput workload")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--throughput-seconds", o.throughput_seconds, "measured phase per target")
+      ->capture_default_str();
+  app.add_option("--large-n", o.large_n, "size of the large matmul")->capture_default_str();
+  app.add_option("--large-warmup", o.large_warmup, "untimed large calls")->capture_default_str();
+  app.add_option("--large-iterations", o.large_iterations, "timed large calls")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+// The workload called `name`, or nullptr.
+std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
+  if (name == "latency") return MakeLatencyWorkload();
+  if (name == "throughput") return MakeThroughputWorkload();
+  if (name == "large") return MakeLargeMatmulWorkload();
+  return nullptr;
+}
+
+namespace {
+
+void SetConfig(const BenchOptions& o, const std::string& target, Report& report) {
+  report.SetConfig("target", target);
+  report.SetConfig("in_process", o.target.empty() ? "true" : "false");
+  report.SetConfig("workloads", absl::StrJoin(o.workloads, ","));
+  report.SetConfig("small_n", absl::StrCat(o.small_n));
+  report.SetConfig("small_iterations", absl::StrCat(o.small_iterations));
+  report.SetConfig("concurrency", absl::StrCat(o.concurrency));
+  report.SetConfig("large_n", absl::StrCat(o.large_n));
+  report.SetConfig("large_iterations", absl::StrCat(o.large_iterations));
+}
+
+// Runs every requested workload against `target`; prints and writes results.
+int RunAll(const BenchOptions& o, const std::string& target) {
+  absl::StatusOr<std::unique_ptr<EchoServer>> echo_server = EchoServer::Start(o.max_message_bytes);
+  if (!echo_server.ok()) return std::cerr << "error: " << echo_server.status() << "\n", 1;
+  std::unique_ptr<echo::Echo::Stub> echo_stub = echo::Echo::NewStub((*echo_server)->NewChannel());
+  client::ClientOptions options;
+  options.target = target;
+  options.max_message_bytes = o.max_message_bytes;
+  options.default_timeout = absl::Minutes(5);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  if (!client.ok()) return std::cerr << "error: " << client.status() << "\n", 1;
+  BenchContext context{**client, *echo_stub, o};
+  Report report;
+  SetConfig(o, target, report);
+  for (const std::string& name : o.workloads) {
+    std::unique_ptr<Workload> workload = MakeWorkload(name);  // names checked in main
+    std::cerr << "running " << name << "...\n";
+    if (absl::Status s = workload->Run(context, report); !s.ok()) {
+      std::cerr << "error: " << name << ": " << absl::StatusCodeToString(s.code()) << ": "
+                << s.message() << "\n";
+      return 1;
+    }
+  }
+  report.PrintTable(std::cout);
+  if (!o.json_path.empty()) {
+    if (absl::Status s = report.WriteJson(o.json_path); !s.ok()) {
+      return std::cerr << "error: " << s.message() << "\n", 1;
+    }
+    std::cerr << "wrote " << o.json_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace linalgd::bench
+
+int main(int argc, char** argv) {
+  linalgd::bench::BenchOptions options;
+  CLI::App app("linalgd-bench: linalgd against a raw gRPC echo and in-process OpenBLAS");
+  linalgd::bench::AddFlags(app, options);
+  CLI11_PARSE(app, argc, argv);
+  for (const std::string& name : options.workloads) {
+    if (linalgd::bench::MakeWorkload(name) == nullptr) {
+      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large)\n";
+      return 2;
+    }
+  }
+  if (!options.target.empty()) return linalgd::bench::RunAll(options, options.target);
+
+  linalgd::ServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.metrics_listen = "";
+  server_options.max_message_bytes = options.max_message_bytes;
+  absl::StatusOr<std::unique_ptr<linalgd::Server>> server = linalgd::Server::Start(server_options);
+  if (!server.ok()) {
+    std::cerr << "error: cannot start linalgd in-process: " << server.status() << "\n";
+    return 1;
+  }
+  const int rc = linalgd::bench::RunAll(options, absl::StrCat("127.0.0.1:", (*server)->port()));
+  (*server)->Shutdown(absl::Seconds(5));
+  (*server)->Wait();
+  return rc;
+}

@@ -1,0 +1,87 @@
+#include "tools/bench/timing.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/mutex.h"
+
+namespace linalgd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One timed call; false (and `status` set) on error.
+bool TimedCall(Caller& caller, std::vector<double>& out, absl::Status& status) {
+  status = caller.Prepare();
+  if (!status.ok()) return false;
+  const Clock::time_point start = Clock::now();
+  status = caller.Call();
+  out.push_back(SecondsSince(start));
+  return status.ok();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<double>> TimeCalls(Caller& caller, int warmup, int iterations) {
+  std::vector<double> seconds;
+  seconds.reserve(iterations);
+  absl::Status status;
+  for (int i = 0; i < warmup; ++i) {
+    if (!TimedCall(caller, seconds, status)) return status;
+  }
+  seconds.clear();
+  for (int i = 0; i < iterations; ++i) {
+    if (!TimedCall(caller, seconds, status)) return status;
+  }
+  return seconds;
+}
+
+absl::StatusOr<Throughput> RunConcurrently(std::vector<std::unique_ptr<Caller>>& callers,
+                                           int warmup, absl::Duration duration) {
+  const int n = static_cast<int>(callers.size());
+  absl::Barrier* start = new absl::Barrier(n + 1);  // deleted by the last to pass
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  absl::Status first_error;
+  std::vector<std::vector<double>> latencies(n);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      absl::Status status;
+      std::vector<double> ignored;
+      for (int i = 0; i < warmup && status.ok(); ++i) TimedCall(*callers[t], ignored, status);
+      if (start->Block()) delete start;
+      while (status.ok() && !stop.load(std::memory_order_relaxed)) {
+        TimedCall(*callers[t], latencies[t], status);
+      }
+      if (!status.ok()) {
+        absl::MutexLock lock(&mu);
+        if (first_error.ok()) first_error = status;
+        stop = true;
+      }
+    });
+  }
+  if (start->Block()) delete start;
+  const Clock::time_point begin = Clock::now();
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(duration));
+  stop = true;
+  for (std::thread& th : threads) th.join();
+  Throughput out;
+  out.seconds = SecondsSince(begin);
+  if (!first_error.ok()) return first_error;
+  out.callers = n;
+  for (std::vector<double>& l : latencies) {
+    out.calls += static_cast<int64_t>(l.size());
+    out.latencies.insert(out.latencies.end(), l.begin(), l.end());
+  }
+  out.calls_per_second = out.calls / out.seconds;
+  return out;
+}
+
+}  // namespace linalgd::bench

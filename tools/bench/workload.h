@@ -1,0 +1,43 @@
+#ifndef LINALGD_TOOLS_BENCH_WORKLOAD_H_
+#define LINALGD_TOOLS_BENCH_WORKLOAD_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "linalgd/client.h"
+#include "tools/bench/bench_options.h"
+#include "tools/bench/echo.grpc.pb.h"
+#include "tools/bench/report.h"
+
+namespace linalgd::bench {
+
+// What every workload may use. The client and the echo stub are thread-safe
+// and outlive the run.
+struct BenchContext {
+  Client& client;
+  echo::Echo::Stub& echo;
+  const BenchOptions& options;
+};
+
+// A family of measurements: linalgd and, beside it, the floors that explain
+// it. A new family (e.g. GPU workloads) is one more implementation.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // The --workloads name, e.g. "latency".
+  virtual absl::string_view name() const = 0;
+  // Runs and adds its measurements and comparisons to `report`.
+  virtual absl::Status Run(BenchContext& context, Report& report) = 0;
+};
+
+// (a) p50/p99 of small matmuls from one caller, beside the echo and sgemm.
+std::unique_ptr<Workload> MakeLatencyWorkload();
+// (b) calls/s of small matmuls from K callers, beside the echo.
+std::unique_ptr<Workload> MakeThroughputWorkload();
+// (c) one large matmul end to end, split into transfer and compute.
+std::unique_ptr<Workload> MakeLargeMatmulWorkload();
+
+}  // namespace linalgd::bench
+
+#endif  // LINALGD_TOOLS_BENCH_WORKLOAD_H_
