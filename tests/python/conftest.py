@@ -104,6 +104,8 @@ def server():
     s = Server().start()
     yield s
     s.stop()
+    # A crash during the session (or an unclean SIGTERM) fails the run here.
+    assert s.proc.returncode == 0, f"server exit status {s.proc.returncode}\n{s.output()}"
     os.unlink(s.log.name)
 
 

@@ -20,3 +20,15 @@ def test_example(server, name, expect):
     assert p.returncode == 0, p.stdout + p.stderr
     assert expect in p.stdout, p.stdout
     assert "backend=" in p.stdout
+
+
+def test_readme_five_lines(server):
+    with open(os.path.join(CLIENT_DIR, "README.md")) as f:
+        text = f.read()
+    code = text.split("## Five lines", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) == 5
+    code = code.replace("localhost:50051", server.target)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=CLIENT_DIR), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("float32 (64, 16) 32.0 [0.5 0.5 0.5] cholesky "), p.stdout
