@@ -11,6 +11,30 @@
 namespace linalgd::bench {
 namespace {
 
+// Means per timed call, in milliseconds, and the bytes one call moves.
+struct LargeTimes {
+  double e2e_ms = 0, e2e_p50_ms = 0, compute_ms = 0, queue_ms = 0, transfer_ms = 0;
+  double echo_ms = 0, sgemm_ms = 0, bytes = 0;
+};
+
+void AddResults(const std::string& w, int n, const LargeTimes& t, Report& report) {
+  report.Add({w, "linalgd.e2e_mean", t.e2e_ms, "ms"});
+  report.Add({w, "linalgd.e2e_p50", t.e2e_p50_ms, "ms"});
+  report.Add({w, "linalgd.compute_mean", t.compute_ms, "ms"});
+  report.Add({w, "linalgd.queue_mean", t.queue_ms, "ms"});
+  report.Add({w, "linalgd.transfer_mean", t.transfer_ms, "ms"});
+  report.Add({w, "linalgd.transfer_rate", t.bytes / (t.transfer_ms * 1e-3) / 1e9, "GB/s"});
+  report.Add({w, "echo.mean", t.echo_ms, "ms"});
+  report.Add({w, "echo.rate", t.bytes / (t.echo_ms * 1e-3) / 1e9, "GB/s"});
+  report.Add({w, "sgemm.mean", t.sgemm_ms, "ms"});
+  report.Add({w, "sgemm.gflops", 2.0 * n * n * n / (t.sgemm_ms * 1e-3) / 1e9, "GFLOP/s"});
+  report.Add({w, "bytes_moved", t.bytes, "bytes"});
+  const std::string shape = absl::StrCat(n, "^3 f32 matmul");
+  report.Compare({shape + " end to end", t.e2e_ms, "in-process sgemm", t.sgemm_ms, "ms"});
+  report.Compare({shape + " server compute", t.compute_ms, "in-process sgemm", t.sgemm_ms, "ms"});
+  report.Compare({shape + " transfer", t.transfer_ms, "grpc echo, same bytes", t.echo_ms, "ms"});
+}
+
 class LargeMatmulWorkload final : public Workload {
  public:
   absl::string_view name() const override { return "large"; }
@@ -28,37 +52,20 @@ class LargeMatmulWorkload final : public Workload {
     absl::StatusOr<std::vector<double>> echoes =
         TimeCalls(echo, o.large_warmup, o.large_iterations);
     if (!echoes.ok()) return echoes.status();
-    const Summary e2e = Summarize(*calls);
-    const Summary wire = Summarize(*std::move(echoes));
-    const Summary blas = Summarize(TimeSgemm(operands, o.large_warmup, o.large_iterations));
 
-    // Means per timed call.
+    const Summary e2e = Summarize(*std::move(calls));
     const double n = static_cast<double>(std::max<int64_t>(1, linalgd.calls()));
-    const double compute_ms = linalgd.total_run_ns() / n / 1e6;
-    const double queue_ms = linalgd.total_queue_ns() / n / 1e6;
-    const double e2e_ms = e2e.mean * 1e3;
-    const double transfer_ms = e2e_ms - compute_ms - queue_ms;
-    const double bytes = static_cast<double>(operands.request_bytes() + operands.response_bytes());
-    const std::string w(name());
-    report.Add({w, "linalgd.e2e_mean", e2e_ms, "ms"});
-    report.Add({w, "linalgd.e2e_p50", e2e.p50 * 1e3, "ms"});
-    report.Add({w, "linalgd.compute_mean", compute_ms, "ms"});
-    report.Add({w, "linalgd.queue_mean", queue_ms, "ms"});
-    report.Add({w, "linalgd.transfer_mean", transfer_ms, "ms"});
-    report.Add({w, "linalgd.transfer_rate", bytes / (transfer_ms * 1e-3) / 1e9, "GB/s"});
-    report.Add({w, "echo.mean", wire.mean * 1e3, "ms"});
-    report.Add({w, "echo.rate", bytes / wire.mean / 1e9, "GB/s"});
-    report.Add({w, "sgemm.mean", blas.mean * 1e3, "ms"});
-    report.Add(
-        {w, "sgemm.gflops", 2.0 * o.large_n * o.large_n * o.large_n / blas.mean / 1e9, "GFLOP/s"});
-    report.Add({w, "bytes_moved", bytes, "bytes"});
-    report.SetConfig(w + ".backend", linalgd.last_info().backend);
-    const std::string shape = absl::StrCat(o.large_n, "^3 f32 matmul");
-    report.Compare({shape + " end to end", e2e_ms, "in-process sgemm", blas.mean * 1e3, "ms"});
-    report.Compare(
-        {shape + " server compute", compute_ms, "in-process sgemm", blas.mean * 1e3, "ms"});
-    report.Compare(
-        {shape + " transfer", transfer_ms, "grpc echo, same bytes", wire.mean * 1e3, "ms"});
+    LargeTimes t;
+    t.e2e_ms = e2e.mean * 1e3;
+    t.e2e_p50_ms = e2e.p50 * 1e3;
+    t.compute_ms = linalgd.total_run_ns() / n / 1e6;
+    t.queue_ms = linalgd.total_queue_ns() / n / 1e6;
+    t.transfer_ms = t.e2e_ms - t.compute_ms - t.queue_ms;
+    t.echo_ms = Summarize(*std::move(echoes)).mean * 1e3;
+    t.sgemm_ms = Summarize(TimeSgemm(operands, o.large_warmup, o.large_iterations)).mean * 1e3;
+    t.bytes = static_cast<double>(operands.request_bytes() + operands.response_bytes());
+    AddResults(std::string(name()), o.large_n, t, report);
+    report.SetConfig(std::string(name()) + ".backend", linalgd.last_info().backend);
     return absl::OkStatus();
   }
 };

@@ -42,39 +42,56 @@ absl::StatusOr<std::vector<double>> TimeCalls(Caller& caller, int warmup, int it
   return seconds;
 }
 
+namespace {
+
+// What the threads of RunConcurrently share.
+struct SharedRun {
+  explicit SharedRun(int threads) : start(new absl::Barrier(threads + 1)) {}
+  absl::Barrier* start;  // deleted by the last thread through it
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  absl::Status first_error ABSL_GUARDED_BY(mu);
+};
+
+// One thread: warm-up, wait for the start, call until stopped or failing.
+void CallLoop(Caller& caller, int warmup, SharedRun& run, std::vector<double>& latencies) {
+  absl::Status status;
+  std::vector<double> ignored;
+  for (int i = 0; i < warmup && status.ok(); ++i) TimedCall(caller, ignored, status);
+  if (run.start->Block()) delete run.start;
+  while (status.ok() && !run.stop.load(std::memory_order_relaxed)) {
+    TimedCall(caller, latencies, status);
+  }
+  if (!status.ok()) {
+    absl::MutexLock lock(&run.mu);
+    if (run.first_error.ok()) run.first_error = status;
+    run.stop = true;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Throughput> RunConcurrently(std::vector<std::unique_ptr<Caller>>& callers,
                                            int warmup, absl::Duration duration) {
   const int n = static_cast<int>(callers.size());
-  absl::Barrier* start = new absl::Barrier(n + 1);  // deleted by the last to pass
-  std::atomic<bool> stop{false};
-  absl::Mutex mu;
-  absl::Status first_error;
+  SharedRun run(n);
   std::vector<std::vector<double>> latencies(n);
   std::vector<std::thread> threads;
   for (int t = 0; t < n; ++t) {
-    threads.emplace_back([&, t] {
-      absl::Status status;
-      std::vector<double> ignored;
-      for (int i = 0; i < warmup && status.ok(); ++i) TimedCall(*callers[t], ignored, status);
-      if (start->Block()) delete start;
-      while (status.ok() && !stop.load(std::memory_order_relaxed)) {
-        TimedCall(*callers[t], latencies[t], status);
-      }
-      if (!status.ok()) {
-        absl::MutexLock lock(&mu);
-        if (first_error.ok()) first_error = status;
-        stop = true;
-      }
-    });
+    threads.emplace_back(CallLoop, std::ref(*callers[t]), warmup, std::ref(run),
+                         std::ref(latencies[t]));
   }
-  if (start->Block()) delete start;
+  if (run.start->Block()) delete run.start;
   const Clock::time_point begin = Clock::now();
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(duration));
-  stop = true;
+  run.stop = true;
   for (std::thread& th : threads) th.join();
   Throughput out;
   out.seconds = SecondsSince(begin);
-  if (!first_error.ok()) return first_error;
+  {
+    absl::MutexLock lock(&run.mu);
+    if (!run.first_error.ok()) return run.first_error;
+  }
   out.callers = n;
   for (std::vector<double>& l : latencies) {
     out.calls += static_cast<int64_t>(l.size());
