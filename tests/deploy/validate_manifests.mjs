@@ -1,0 +1,131 @@
+// Validates rendered Kubernetes manifests offline: every object against its
+// JSON schema (kubernetes-models, with the prometheus-operator and KEDA
+// models), then linalgd's own deployment rules. Prints one PASS/FAIL line per
+// check; exits 1 if any failed.
+//   node validate_manifests.mjs --variant gpu|cpu rendered.yaml
+import { readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
+
+const MODULES = {
+  "": "kubernetes-models",
+  "monitoring.coreos.com": "@kubernetes-models/prometheus-operator",
+  "keda.sh": "@kubernetes-models/keda",
+};
+
+let failed = 0;
+function check(name, ok, detail = "") {
+  if (!ok) failed++;
+  console.log(`${ok ? "PASS" : "FAIL"}: ${name}${detail ? ": " + detail : ""}`);
+}
+
+async function modelFor(apiVersion, kind) {
+  const slash = apiVersion.indexOf("/");
+  const group = slash < 0 ? "" : apiVersion.slice(0, slash);
+  const pkg = MODULES[group] ?? MODULES[""];
+  try {
+    const mod = await import(`${pkg}/${apiVersion}/${kind}`);
+    return mod[kind];
+  } catch {
+    return undefined;
+  }
+}
+
+async function validateSchemas(objects) {
+  for (const obj of objects) {
+    const id = `${obj.kind}/${obj.metadata?.name}`;
+    const Model = await modelFor(obj.apiVersion, obj.kind);
+    if (!Model) {
+      check(`schema ${id}`, false, `no model for ${obj.apiVersion} ${obj.kind}`);
+      continue;
+    }
+    try {
+      new Model(obj).validate();
+      check(`schema ${id} (${obj.apiVersion})`, true);
+    } catch (e) {
+      check(`schema ${id} (${obj.apiVersion})`, false, e.message);
+    }
+  }
+}
+
+function seconds(text) {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text ?? "");
+  if (!m) return NaN;
+  const scale = { ms: 0.001, s: 1, m: 60, h: 3600 }[m[2] ?? "s"];
+  return Number(m[1]) * scale;
+}
+
+function flag(args, name) {
+  const hit = (args ?? []).find((a) => a.startsWith(`--${name}=`));
+  return hit?.slice(name.length + 3);
+}
+
+function checkDeployment(dep, variant) {
+  const pod = dep.spec.template.spec;
+  const c = pod.containers.find((x) => x.name === "linalgd");
+  check("deployment has container linalgd", !!c);
+  if (!c) return;
+  check("pod runs as non-root", pod.securityContext?.runAsNonRoot === true &&
+        pod.securityContext?.runAsUser > 0);
+  check("container drops privileges", c.securityContext?.allowPrivilegeEscalation === false &&
+        c.securityContext?.capabilities?.drop?.includes("ALL"));
+  for (const p of ["readinessProbe", "livenessProbe", "startupProbe"]) {
+    check(`${p} is a gRPC health probe on 50051`, c[p]?.grpc?.port === 50051);
+  }
+  check("readiness probes the Linalg service", c.readinessProbe.grpc.service === "linalgd.v1.Linalg");
+  for (const [f, want] of [["listen", "0.0.0.0:50051"], ["metrics-listen", "0.0.0.0:9464"],
+                           ["log-level", "info"]]) {
+    check(`--${f}=${want}`, flag(c.args, f) === want);
+  }
+  check("--max-connection-age set", seconds(flag(c.args, "max-connection-age")) > 0);
+  const grace = seconds(flag(c.args, "shutdown-grace"));
+  const preStop = Number(c.lifecycle?.preStop?.exec?.command?.at(-1));
+  check("preStop delay before SIGTERM", preStop > 0);
+  check("terminationGracePeriodSeconds > preStop + --shutdown-grace",
+        pod.terminationGracePeriodSeconds > preStop + grace,
+        `${pod.terminationGracePeriodSeconds} vs ${preStop} + ${grace}`);
+  const live = c.livenessProbe;
+  check("liveness outlasts the drain", live.periodSeconds * live.failureThreshold > preStop + grace);
+  check("cpu and memory requested", !!c.resources?.requests?.cpu && !!c.resources?.requests?.memory);
+  const gpus = Number(c.resources?.limits?.["nvidia.com/gpu"] ?? 0);
+  const disabled = (c.env ?? []).some((e) => e.name === "LINALGD_DISABLE_GPU" && e.value === "1");
+  if (variant === "gpu") {
+    check("gpu: limits nvidia.com/gpu >= 1", gpus >= 1);
+    check("gpu: GPU not disabled", !disabled);
+  } else {
+    check("cpu: no nvidia.com/gpu", gpus === 0 && !c.resources?.requests?.["nvidia.com/gpu"]);
+    check("cpu: LINALGD_DISABLE_GPU=1", disabled);
+  }
+}
+
+function checkObjects(objects, variant) {
+  const of = (kind) => objects.filter((o) => o.kind === kind);
+  const deps = of("Deployment");
+  check("one Deployment", deps.length === 1);
+  if (deps.length) checkDeployment(deps[0], variant);
+  const services = of("Service");
+  check("a headless Service", services.some((s) => s.spec.clusterIP === "None"));
+  check("a ClusterIP Service", services.some((s) => (s.spec.type ?? "ClusterIP") === "ClusterIP" &&
+        s.spec.clusterIP !== "None"));
+  const sm = of("ServiceMonitor")[0];
+  const scraped = services.filter((s) => Object.entries(sm?.spec.selector.matchLabels ?? {})
+    .every(([k, v]) => s.metadata.labels?.[k] === v));
+  check("ServiceMonitor selects exactly one Service", scraped.length === 1);
+  check("ServiceMonitor scrapes port metrics at /metrics",
+        sm?.spec.endpoints.some((e) => e.port === "metrics" && e.path === "/metrics"));
+  const so = of("ScaledObject")[0];
+  const hpa = of("HorizontalPodAutoscaler")[0];
+  check("autoscaling on queue depth", (so?.spec.triggers ?? []).some((t) =>
+        t.type === "prometheus" && /linalgd_queue_depth/.test(t.metadata.query)) || !!hpa);
+  check("ScaledObject targets the Deployment", so?.spec.scaleTargetRef.name === deps[0]?.metadata.name);
+  check("a PodDisruptionBudget", of("PodDisruptionBudget").length === 1);
+  check("every object in one namespace", new Set(objects.map((o) => o.metadata.namespace)).size === 1);
+}
+
+const args = process.argv.slice(2);
+const variant = args[args.indexOf("--variant") + 1];
+const file = args.at(-1);
+const objects = parseAllDocuments(readFileSync(file, "utf8")).map((d) => d.toJS()).filter(Boolean);
+console.log(`--- ${file}: ${objects.length} objects (${variant})`);
+await validateSchemas(objects);
+checkObjects(objects, variant);
+process.exit(failed ? 1 : 0);
