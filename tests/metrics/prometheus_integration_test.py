@@ -203,15 +203,18 @@ def drive_fixture(proc, prom):
 
 
 def generate_stubs(workdir):
-    """Python gRPC stubs for proto/linalgd/v1/linalgd.proto, in workdir."""
-    from grpc_tools import protoc  # python3-grpc-tools
-    import grpc_tools
-    include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
-    args = ["protoc", f"-I{os.path.join(REPO, 'proto')}", f"-I{include}",
-            f"--python_out={workdir}", f"--grpc_python_out={workdir}",
-            os.path.join(REPO, "proto/linalgd/v1/linalgd.proto")]
-    if protoc.main(args) != 0:
-        raise RuntimeError("protoc failed")
+    """Python gRPC stubs for proto/linalgd/v1/linalgd.proto, in workdir: with
+    Debian's protoc + grpc_python_plugin, else python3-grpc-tools."""
+    proto = os.path.join(REPO, "proto/linalgd/v1/linalgd.proto")
+    protoc, plugin = shutil.which("protoc"), shutil.which("grpc_python_plugin")
+    if protoc and plugin:
+        cmd = [protoc, f"-I{os.path.join(REPO, 'proto')}", f"--python_out={workdir}",
+               f"--grpc_out={workdir}", f"--plugin=protoc-gen-grpc={plugin}", proto]
+    else:
+        cmd = [sys.executable, "-m", "grpc_tools.protoc", "--experimental_allow_proto3_optional",
+               f"-I{os.path.join(REPO, 'proto')}", f"--python_out={workdir}",
+               f"--grpc_python_out={workdir}", proto]
+    subprocess.run(cmd, check=True)
     sys.path.insert(0, workdir)
     from linalgd.v1 import linalgd_pb2, linalgd_pb2_grpc
     return linalgd_pb2, linalgd_pb2_grpc
@@ -302,6 +305,11 @@ def server_checks(prom, t_end, n_ok, n_bad, payload):
                   q('sum(linalgd_requests_total{op="Matmul",code="OK",backend="cpu"})'), n_ok)
     checks.expect("received bytes >= payload",
                   q('sum(linalgd_received_bytes_total)'), lambda v: v >= payload)
+    checks.expect("sent bytes >= results", q('sum(linalgd_sent_bytes_total)'),
+                  lambda v: v >= n_ok * 16)
+    checks.expect("queue waits observed", q('sum(linalgd_queue_wait_seconds_count{backend="cpu"})'), n_ok)
+    checks.expect("computes observed", q('sum(linalgd_compute_seconds_count{op="Matmul",backend="cpu"})'), n_ok)
+    checks.expect("cpu lane exported", q('count(linalgd_queue_capacity{device="cpu"})'), 1)
     checks.expect("build info", q('count(linalgd_build_info)'), 1)
     return checks.summary()
 
