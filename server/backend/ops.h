@@ -42,6 +42,9 @@ struct SolveOp {
   TensorView b;  // [..., M, K]
   SolveMethod method = SolveMethod::kAuto;
   bool allow_fallback = true;
+  // F64, square a, method auto or lu: LU with mixed-precision iterative
+  // refinement (GPU: cusolverDnIRSXgesv). Backends without it solve plainly.
+  bool refine = false;
 };
 
 struct SolveResult {
@@ -49,6 +52,9 @@ struct SolveResult {
   SolveMethod method_used = SolveMethod::kAuto;
   std::string fallback;  // empty, or what failed and what was used instead
   double residual = 0;   // max over batch of ||ax-b|| / (||a|| ||x|| + ||b||)
+  // With refine: the largest refinement iteration count over the batch;
+  // negative when the refinement gave up and a full-precision solve was used.
+  int refine_iterations = 0;
 };
 
 }  // namespace linalgd

@@ -1,0 +1,38 @@
+#include "server/gpu/device_tensor.h"
+
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/kernels.h"
+#include "server/gpu/transfer.h"
+
+namespace linalgd::gpu {
+
+absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t) {
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(t.num_bytes())));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, t.data, t.num_bytes(), d.data()));
+  return d;
+}
+
+absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,
+                                           const std::vector<int64_t>& offsets, int64_t elems) {
+  const int64_t batch = static_cast<int64_t>(offsets.size());
+  bool dense = batch * elems == t.num_elements();
+  for (int64_t i = 0; dense && i < batch; ++i) dense = offsets[i] == i * elems;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer raw, Upload(ctx, t));
+  if (dense) return raw;
+  const size_t es = DTypeSize(t.dtype);
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer out, ctx.Alloc(batch * elems * es));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d_off, ctx.Alloc(batch * sizeof(int64_t)));
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(d_off.data(), offsets.data(), batch * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(Gather(t.dtype, raw.data(), d_off.as<int64_t>(), elems, batch,
+                                 out.data(), ctx.hs.stream));
+  return out;
+}
+
+absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape) {
+  Tensor out(dtype, std::move(shape));
+  LINALGD_RETURN_IF_ERROR(CopyToHost(ctx.hs, ctx.pinned, src, out.num_bytes(), out.mutable_data()));
+  return out;
+}
+
+}  // namespace linalgd::gpu

@@ -1,0 +1,28 @@
+#ifndef LINALGD_SERVER_GPU_DEVICE_TENSOR_H_
+#define LINALGD_SERVER_GPU_DEVICE_TENSOR_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/common/tensor.h"
+#include "server/gpu/gpu_context.h"
+
+namespace linalgd::gpu {
+
+// A copy of `t`'s bytes on the device (staged through pinned memory).
+absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t);
+
+// The matrices of `t` that start at `offsets` (elements; one per batch
+// element, repeats allowed), `elems` elements each, laid out one after the
+// other on the device: [offsets.size(), elems]. Uploads t once and gathers on
+// the device; no gather when the offsets already are 0, elems, 2 elems, ...
+absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,
+                                           const std::vector<int64_t>& offsets, int64_t elems);
+
+// A host tensor of `dtype` and `shape` holding `src`'s bytes.
+absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape);
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_DEVICE_TENSOR_H_

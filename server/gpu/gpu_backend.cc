@@ -1,0 +1,110 @@
+#include "server/gpu/gpu_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/gpu_ops.h"
+#include "server/gpu/kernels.h"
+#include "spdlog/spdlog.h"
+
+namespace linalgd::gpu {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt on Hopper
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(int device, int64_t budget_bytes,
+                                                               int handle_sets,
+                                                               PinnedPool* pinned) {
+  LINALGD_GPU_CHECK(cudaSetDevice(device));
+  // The handle sets' workspaces come out of the budget.
+  const int64_t fixed = static_cast<int64_t>(handle_sets) * kWorkspaceBytes;
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceMemory> memory,
+                           DeviceMemory::Create(device, budget_bytes - fixed));
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<HandlePool> handles,
+                           HandlePool::Create(device, handle_sets, kWorkspaceBytes));
+  return std::unique_ptr<GpuBackend>(
+      new GpuBackend(device, std::move(memory), std::move(handles), pinned));
+}
+
+GpuBackend::GpuBackend(int device, std::unique_ptr<DeviceMemory> memory,
+                       std::unique_ptr<HandlePool> handles, PinnedPool* pinned)
+    : device_(device),
+      name_(absl::StrCat("gpu:", device)),
+      pinned_(pinned),
+      memory_(std::move(memory)),
+      handles_(std::move(handles)) {}
+
+GpuBackend::~GpuBackend() {
+  cudaSetDevice(device_);
+  handles_.reset();  // synchronizes and destroys the streams first
+  memory_.reset();
+  cudaGetLastError();
+}
+
+bool GpuBackend::fenced() const {
+  absl::MutexLock lock(&mu_);
+  return !fence_reason_.empty();
+}
+
+std::string GpuBackend::fence_reason() const {
+  absl::MutexLock lock(&mu_);
+  return fence_reason_;
+}
+
+void GpuBackend::Fence(const std::string& reason) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!fence_reason_.empty()) return;
+    fence_reason_ = reason;
+  }
+  spdlog::error("{} fenced: no more jobs go to it: {}", name_, reason);
+}
+
+absl::Status GpuBackend::BeginJob() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!fence_reason_.empty()) {
+      return absl::UnavailableError(absl::StrCat(name_, " is fenced: ", fence_reason_));
+    }
+  }
+  return CheckCuda(cudaSetDevice(device_), "cudaSetDevice", __FILE__, __LINE__);
+}
+
+// A failed job: wait for what it queued, and fence the device when the
+// context is gone (a sticky error from the job or from the stream).
+absl::Status GpuBackend::FinishJob(HandleSet& hs, absl::Status status) {
+  const cudaError_t e = cudaStreamSynchronize(hs.stream);
+  const bool sticky = status.code() == absl::StatusCode::kUnavailable ||
+                      IsStickyCudaError(e) || IsStickyCudaError(cudaPeekAtLastError());
+  if (!sticky) {
+    if (e != cudaSuccess) cudaGetLastError();
+    return absl::Status(status.code(), absl::StrCat(name_, ": ", status.message()));
+  }
+  const std::string reason =
+      status.code() == absl::StatusCode::kUnavailable
+          ? std::string(status.message())
+          : absl::StrCat(status.message(), "; then ", cudaGetErrorName(e));
+  Fence(reason);
+  return absl::UnavailableError(absl::StrCat(name_, " is fenced after a sticky CUDA error: ",
+                                             reason));
+}
+
+absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
+  return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
+}
+
+absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
+  return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolve(ctx, op, plan); });
+}
+
+absl::Status GpuBackend::InjectStickyErrorForTesting() {
+  return RunJob<bool>([&](GpuContext& ctx) -> absl::StatusOr<bool> {
+           LINALGD_RETURN_IF_ERROR(LaunchIllegalAddressKernel(ctx.hs.stream));
+           LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+           return true;
+         })
+      .status();
+}
+
+}  // namespace linalgd::gpu

@@ -1,0 +1,82 @@
+#ifndef LINALGD_SERVER_GPU_GPU_BACKEND_H_
+#define LINALGD_SERVER_GPU_GPU_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/backend/backend.h"
+#include "server/common/status_macros.h"
+#include "server/gpu/device_memory.h"
+#include "server/gpu/gpu_context.h"
+#include "server/gpu/handle_pool.h"
+#include "server/gpu/lt_matmul.h"
+#include "server/gpu/pinned_pool.h"
+
+namespace linalgd::gpu {
+
+// The Backend of one GPU ("gpu:N"). Each call leases a handle set for its
+// whole run (calls beyond the pool size wait for one). A sticky CUDA error
+// fences the device: that call and every later one return UNAVAILABLE, and
+// fenced() / fence_reason() say so. Thread-safe.
+class GpuBackend : public Backend {
+ public:
+  // REQUIRES: `pinned` outlives the backend.
+  static absl::StatusOr<std::unique_ptr<GpuBackend>> Create(int device, int64_t budget_bytes,
+                                                            int handle_sets,
+                                                            PinnedPool* pinned);
+  ~GpuBackend() override;
+
+  std::string name() const override { return name_; }
+  absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override;
+  absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override;
+
+  int device() const { return device_; }
+  bool fenced() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::string fence_reason() const ABSL_LOCKS_EXCLUDED(mu_);
+  DeviceMemory& memory() { return *memory_; }
+  HandlePool& handles() { return *handles_; }
+  LtAlgoCache& algo_cache() { return cache_; }
+  PinnedPool& pinned() { return *pinned_; }
+
+  // Runs `body(ctx)` as a job: device made current, a handle set leased,
+  // errors classified (and the device fenced on a sticky one).
+  template <typename T, typename F>
+  absl::StatusOr<T> RunJob(F&& body);
+
+  // Test hook: launches a kernel that writes through an invalid address, as
+  // a job; the device ends up fenced.
+  absl::Status InjectStickyErrorForTesting();
+
+ private:
+  GpuBackend(int device, std::unique_ptr<DeviceMemory> memory,
+             std::unique_ptr<HandlePool> handles, PinnedPool* pinned);
+  absl::Status BeginJob() const;
+  absl::Status FinishJob(HandleSet& hs, absl::Status status);
+  void Fence(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const int device_;
+  const std::string name_;
+  PinnedPool* const pinned_;
+  LtAlgoCache cache_;
+  std::unique_ptr<DeviceMemory> memory_;  // destroyed after handles_' streams
+  std::unique_ptr<HandlePool> handles_;
+  mutable absl::Mutex mu_;
+  std::string fence_reason_ ABSL_GUARDED_BY(mu_);  // empty: healthy
+};
+
+template <typename T, typename F>
+absl::StatusOr<T> GpuBackend::RunJob(F&& body) {
+  LINALGD_RETURN_IF_ERROR(BeginJob());
+  HandlePool::Lease lease = handles_->Acquire();
+  GpuContext ctx{*lease, *memory_, *pinned_, cache_};
+  absl::StatusOr<T> result = body(ctx);
+  if (result.ok()) return result;
+  return FinishJob(*lease, result.status());
+}
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_GPU_BACKEND_H_

@@ -1,0 +1,24 @@
+#ifndef LINALGD_SERVER_GPU_GPU_CONTEXT_H_
+#define LINALGD_SERVER_GPU_GPU_CONTEXT_H_
+
+#include "server/gpu/device_memory.h"
+#include "server/gpu/handle_pool.h"
+#include "server/gpu/lt_matmul.h"
+#include "server/gpu/pinned_pool.h"
+
+namespace linalgd::gpu {
+
+// What one job on one device works with: its leased handle set and the
+// device's shared (thread-safe) memory, staging pool and algorithm cache.
+struct GpuContext {
+  HandleSet& hs;
+  DeviceMemory& mem;
+  PinnedPool& pinned;
+  LtAlgoCache& cache;
+
+  absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return mem.Allocate(bytes, hs.stream); }
+};
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_GPU_CONTEXT_H_

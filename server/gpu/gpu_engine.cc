@@ -1,0 +1,93 @@
+// The GPU engine of a CUDA build: device registry, one GpuBackend per usable
+// device, one pinned staging pool for all.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/gpu/device_registry.h"
+#include "server/gpu/gpu_backend.h"
+#include "server/gpu/gpu_engine.h"
+#include "server/gpu/pinned_pool.h"
+#include "spdlog/spdlog.h"
+
+namespace linalgd {
+namespace {
+
+constexpr size_t kPinnedBlockBytes = size_t{8} << 20;
+
+class CudaGpuEngine : public GpuEngine {
+ public:
+  explicit CudaGpuEngine(const GpuOptions& options);
+
+  std::vector<Backend*> backends() override;
+  std::vector<DeviceInfo> Devices() const override;
+  std::string status() const override;
+
+ private:
+  gpu::DeviceScan scan_;
+  std::unique_ptr<gpu::PinnedPool> pinned_;  // outlives the backends
+  std::vector<std::unique_ptr<gpu::GpuBackend>> backends_;
+};
+
+CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices(options)) {
+  const int sets = std::max(1, options.handles_per_device);
+  pinned_ = std::make_unique<gpu::PinnedPool>(
+      kPinnedBlockBytes, 2 * sets * std::max<int>(1, scan_.selected.size()));
+  for (DeviceInfo& info : scan_.devices) {
+    if (!info.healthy) {
+      spdlog::info("gpu:{} ({}) skipped: {}", info.index, info.name, info.status);
+      continue;
+    }
+    auto backend = gpu::GpuBackend::Create(info.index, info.budget_bytes, sets, pinned_.get());
+    if (!backend.ok()) {
+      info.healthy = false;
+      info.status = absl::StrCat("start-up failed: ", backend.status().message());
+      spdlog::error("gpu:{} ({}) not used: {}", info.index, info.name, info.status);
+      continue;
+    }
+    spdlog::info("gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets) in service",
+                 info.index, info.name, info.cc_major, info.cc_minor,
+                 info.total_memory_bytes >> 20, info.budget_bytes >> 20, sets);
+    backends_.push_back(*std::move(backend));
+  }
+  if (backends_.empty() && scan_.why_none.empty()) {
+    scan_.why_none = "no CUDA device could be brought up (see devices)";
+  }
+  if (!scan_.why_none.empty()) spdlog::warn("no GPU in service: {}; serving from the CPU",
+                                            scan_.why_none);
+}
+
+std::vector<Backend*> CudaGpuEngine::backends() {
+  std::vector<Backend*> out;
+  for (auto& b : backends_) out.push_back(b.get());
+  return out;
+}
+
+std::vector<DeviceInfo> CudaGpuEngine::Devices() const {
+  std::vector<DeviceInfo> out = scan_.devices;
+  for (DeviceInfo& info : out) {
+    for (const auto& b : backends_) {
+      if (b->device() != info.index || !b->fenced()) continue;
+      info.healthy = false;
+      info.status = absl::StrCat("fenced: ", b->fence_reason());
+    }
+  }
+  return out;
+}
+
+std::string CudaGpuEngine::status() const {
+  if (!scan_.why_none.empty()) return scan_.why_none;
+  for (const auto& b : backends_) {
+    if (!b->fenced()) return "";
+  }
+  return "every GPU is fenced after a device error";
+}
+
+}  // namespace
+
+std::unique_ptr<GpuEngine> StartGpuEngine(const GpuOptions& options) {
+  return std::make_unique<CudaGpuEngine>(options);
+}
+
+}  // namespace linalgd

@@ -1,0 +1,99 @@
+// Matmul on one device: operands uploaded as they are (row-major, broadcast
+// batches unexpanded), one strided-batched cuBLASLt call when every operand
+// has a uniform batch stride, else one call per batch element.
+#include <optional>
+
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/device_tensor.h"
+#include "server/gpu/gpu_ops.h"
+#include "server/gpu/lt_matmul.h"
+
+namespace linalgd::gpu {
+namespace {
+
+Activation ActivationOf(Epilogue e) {
+  switch (e) {
+    case Epilogue::kRelu:
+    case Epilogue::kReluBias: return Activation::kRelu;
+    case Epilogue::kGelu:
+    case Epilogue::kGeluBias: return Activation::kGelu;
+    default: return Activation::kNone;
+  }
+}
+
+// d = c broadcast to the output shape (then the product accumulates into d
+// with beta, in place).
+absl::Status FillFromC(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan, void* d) {
+  const int64_t mn = plan.m * plan.n;
+  DeviceBuffer c;
+  if (plan.c_full_matrix) {
+    LINALGD_ASSIGN_OR_RETURN(c, UploadBatched(ctx, *op.c, plan.c_offsets, mn));
+  } else {
+    const Tensor expanded = BroadcastTo(*op.c, plan.out_shape);
+    LINALGD_ASSIGN_OR_RETURN(c, Upload(ctx, expanded.view()));
+  }
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(d, c.data(), plan.batch * mn * DTypeSize(op.out_dtype),
+                                    cudaMemcpyDeviceToDevice, ctx.hs.stream));
+  return absl::OkStatus();
+}
+
+LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
+  LtMatmulArgs x;
+  x.in_dtype = op.a.dtype;
+  x.out_dtype = op.out_dtype;
+  x.compute = op.compute;
+  x.act = ActivationOf(op.epilogue);
+  x.trans_a = op.trans_a;
+  x.trans_b = op.trans_b;
+  x.m = plan.m;
+  x.n = plan.n;
+  x.k = plan.k;
+  x.alpha = op.alpha;
+  x.beta = op.beta;
+  x.bias_per_row = plan.bias_per_row;
+  return x;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan) {
+  const int64_t mn = plan.m * plan.n;
+  if (plan.batch * mn == 0) return Tensor(op.out_dtype, plan.out_shape);
+  const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer a, Upload(ctx, op.a));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, Upload(ctx, op.b));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
+  const bool use_c = op.c.has_value() && op.beta != 0;
+  if (use_c) LINALGD_RETURN_IF_ERROR(FillFromC(ctx, op, plan, d.data()));
+  DeviceBuffer bias;
+  if (op.bias) {
+    LINALGD_ASSIGN_OR_RETURN(bias, Upload(ctx, *op.bias));
+  }
+  LtMatmulArgs x = BaseArgs(op, plan);
+  x.bias = op.bias ? bias.data() : nullptr;
+  const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
+  const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
+  if (sa && sb) {
+    x.batch = plan.batch;
+    x.a = a.data();
+    x.a_stride = *sa;
+    x.b = b.data();
+    x.b_stride = *sb;
+    x.d = d.data();
+    x.c = use_c ? d.data() : nullptr;
+    x.c_stride = mn;
+    LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
+  } else {
+    for (int64_t i = 0; i < plan.batch; ++i) {
+      x.batch = 1;
+      x.a = a.as<char>() + plan.a_offsets[i] * in_es;
+      x.b = b.as<char>() + plan.b_offsets[i] * in_es;
+      x.d = d.as<char>() + i * mn * out_es;
+      x.c = use_c ? x.d : nullptr;
+      LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
+    }
+  }
+  return Download(ctx, d.data(), op.out_dtype, plan.out_shape);
+}
+
+}  // namespace linalgd::gpu

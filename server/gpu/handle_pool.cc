@@ -1,0 +1,84 @@
+#include "server/gpu/handle_pool.h"
+
+#include "server/gpu/cuda_check.h"
+
+namespace linalgd::gpu {
+
+absl::StatusOr<std::unique_ptr<HandleSet>> HandleSet::Create(int device,
+                                                             size_t workspace_bytes) {
+  std::unique_ptr<HandleSet> set(new HandleSet());
+  LINALGD_RETURN_IF_ERROR(set->Init(device, workspace_bytes));
+  return set;
+}
+
+absl::Status HandleSet::Init(int dev, size_t ws_bytes) {
+  device = dev;
+  LINALGD_GPU_CHECK(cudaSetDevice(dev));
+  LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  LINALGD_GPU_CHECK(cublasCreate(&blas));
+  LINALGD_GPU_CHECK(cublasSetStream(blas, stream));
+  LINALGD_GPU_CHECK(cublasLtCreate(&lt));
+  LINALGD_GPU_CHECK(cusolverDnCreate(&solver));
+  LINALGD_GPU_CHECK(cusolverDnSetStream(solver, stream));
+  LINALGD_GPU_CHECK(cusolverDnCreateParams(&solver_params));
+  LINALGD_GPU_CHECK(cusparseCreate(&sparse));
+  LINALGD_GPU_CHECK(cusparseSetStream(sparse, stream));
+  LINALGD_GPU_CHECK(cudaMalloc(&workspace, ws_bytes));
+  workspace_bytes = ws_bytes;
+  LINALGD_GPU_CHECK(cublasSetWorkspace(blas, workspace, workspace_bytes));
+  for (cudaEvent_t& e : copy_events) {
+    LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  return absl::OkStatus();
+}
+
+// Destruction errors are ignored: after a sticky error every call fails, and
+// there is nothing left to release then.
+HandleSet::~HandleSet() {
+  cudaSetDevice(device);
+  if (stream != nullptr) cudaStreamSynchronize(stream);
+  for (cudaEvent_t e : copy_events) {
+    if (e != nullptr) cudaEventDestroy(e);
+  }
+  if (sparse != nullptr) cusparseDestroy(sparse);
+  if (solver_params != nullptr) cusolverDnDestroyParams(solver_params);
+  if (solver != nullptr) cusolverDnDestroy(solver);
+  if (lt != nullptr) cublasLtDestroy(lt);
+  if (blas != nullptr) cublasDestroy(blas);
+  if (workspace != nullptr) cudaFree(workspace);
+  if (stream != nullptr) cudaStreamDestroy(stream);
+  cudaGetLastError();
+}
+
+absl::StatusOr<std::unique_ptr<HandlePool>> HandlePool::Create(int device, int count,
+                                                               size_t workspace_bytes) {
+  std::unique_ptr<HandlePool> pool(new HandlePool());
+  for (int i = 0; i < count; ++i) {
+    auto set = HandleSet::Create(device, workspace_bytes);
+    if (!set.ok()) return set.status();
+    pool->sets_.push_back(*std::move(set));
+  }
+  absl::MutexLock lock(&pool->mu_);
+  for (auto& s : pool->sets_) pool->free_.push_back(s.get());
+  return pool;
+}
+
+HandlePool::Lease HandlePool::Acquire() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](std::vector<HandleSet*>* f) { return !f->empty(); }, &free_));
+  HandleSet* set = free_.back();
+  free_.pop_back();
+  return Lease(this, set);
+}
+
+void HandlePool::Return(HandleSet* set) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(set);
+}
+
+HandlePool::Lease::~Lease() {
+  if (pool_ != nullptr) pool_->Return(set_);
+}
+
+}  // namespace linalgd::gpu

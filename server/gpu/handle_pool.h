@@ -1,0 +1,83 @@
+#ifndef LINALGD_SERVER_GPU_HANDLE_POOL_H_
+#define LINALGD_SERVER_GPU_HANDLE_POOL_H_
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <cusparse.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace linalgd::gpu {
+
+// What one job on one device needs: a non-blocking stream with its library
+// handles bound to it, a cuBLAS(Lt) workspace and two events for staged
+// copies. Created once, owned by a HandlePool, used by one job at a time.
+struct HandleSet {
+  static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes);
+  ~HandleSet();
+  HandleSet(const HandleSet&) = delete;
+  HandleSet& operator=(const HandleSet&) = delete;
+
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cusolverDnHandle_t solver = nullptr;
+  cusolverDnParams_t solver_params = nullptr;
+  cusparseHandle_t sparse = nullptr;
+  void* workspace = nullptr;  // shared by cuBLAS and cuBLASLt (stream-ordered)
+  size_t workspace_bytes = 0;
+  cudaEvent_t copy_events[2] = {nullptr, nullptr};
+
+ private:
+  HandleSet() = default;
+  absl::Status Init(int device, size_t workspace_bytes);
+};
+
+// A fixed set of HandleSets of one device, leased one job at a time.
+// Thread-safe.
+class HandlePool {
+ public:
+  // An exclusive lease; returns the set to the pool when destroyed.
+  class Lease {
+   public:
+    Lease(Lease&& other) noexcept : pool_(other.pool_), set_(other.set_) { other.pool_ = nullptr; }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease();
+    HandleSet& operator*() const { return *set_; }
+    HandleSet* operator->() const { return set_; }
+
+   private:
+    friend class HandlePool;
+    Lease(HandlePool* pool, HandleSet* set) : pool_(pool), set_(set) {}
+    HandlePool* pool_;
+    HandleSet* set_;
+  };
+
+  static absl::StatusOr<std::unique_ptr<HandlePool>> Create(int device, int count,
+                                                            size_t workspace_bytes);
+
+  // Blocks until a set is free. No GPU call is made under the pool's lock.
+  Lease Acquire() ABSL_LOCKS_EXCLUDED(mu_);
+  int size() const { return static_cast<int>(sets_.size()); }
+
+ private:
+  HandlePool() = default;
+  void Return(HandleSet* set) ABSL_LOCKS_EXCLUDED(mu_);
+
+  std::vector<std::unique_ptr<HandleSet>> sets_;  // fixed after Create
+  absl::Mutex mu_;
+  std::vector<HandleSet*> free_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_HANDLE_POOL_H_

@@ -1,0 +1,90 @@
+#include "server/gpu/kernels.h"
+
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/kernels_impl.h"
+
+namespace linalgd::gpu {
+namespace {
+
+impl::Elem ToElem(DType t) {
+  switch (t) {
+    case DType::kF32: return impl::Elem::kF32;
+    case DType::kF64: return impl::Elem::kF64;
+    case DType::kF16: return impl::Elem::kF16;
+    case DType::kBF16: return impl::Elem::kBF16;
+  }
+  return impl::Elem::kF32;
+}
+
+}  // namespace
+
+absl::Status Transpose(DType t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
+                       int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
+                       int64_t batch, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Transpose(ToElem(t), src, rows, cols, src_ld, src_stride, dst, dst_ld,
+                                    dst_stride, batch, stream));
+  return absl::OkStatus();
+}
+
+absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n,
+                           const void* bias, bool bias_per_row, Activation act,
+                           cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Epilogue(ToElem(t), d, batch, m, n, bias, bias_per_row,
+                                   static_cast<int>(act), stream));
+  return absl::OkStatus();
+}
+
+absl::Status SymmetryStats(DType t, const void* a, int64_t n, int64_t batch, double* asym,
+                           double* colsum, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::SymmetryStats(ToElem(t), a, n, batch, asym, colsum, stream));
+  return absl::OkStatus();
+}
+
+absl::Status PseudoInverseValues(DType t, const void* s, int64_t count, double rcond, void* inv,
+                                 int* rank, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::PseudoInverse(ToElem(t), s, count, rcond, inv, rank, stream));
+  return absl::OkStatus();
+}
+
+absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld,
+                       const void* scale, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::ScaleRows(ToElem(t), x, rows, cols, ld, scale, stream));
+  return absl::OkStatus();
+}
+
+absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems,
+                    int64_t batch, void* dst, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Gather(ToElem(t), src, offsets, elems, batch, dst, stream));
+  return absl::OkStatus();
+}
+
+absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride,
+                             int64_t batch, double* out, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::SquaredNorms(ToElem(t), x, elems, stride, batch, out, stream));
+  return absl::OkStatus();
+}
+
+absl::Status FillRandom(DType t, void* x, int64_t count, uint64_t seed, double lo, double hi,
+                        cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::FillRandom(ToElem(t), x, count, seed, lo, hi, stream));
+  return absl::OkStatus();
+}
+
+absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, double shift,
+                                cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::SymmetrizeAndShift(ToElem(t), a, n, batch, shift, stream));
+  return absl::OkStatus();
+}
+
+absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride,
+                       int64_t batch, double* out, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Diagonal(ToElem(t), a, n, ld, stride, batch, out, stream));
+  return absl::OkStatus();
+}
+
+absl::Status LaunchIllegalAddressKernel(cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::IllegalAddress(stream));
+  return absl::OkStatus();
+}
+
+}  // namespace linalgd::gpu

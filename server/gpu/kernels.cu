@@ -1,0 +1,391 @@
+// linalgd's CUDA kernels. Launch configurations cap grid dimensions; every
+// kernel loops (grid-stride) over what one launch does not cover.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "server/gpu/kernels_impl.h"
+
+namespace linalgd::gpu::impl {
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kMaxGridY = 65535;
+
+template <typename T> __device__ float ToF(T v) { return static_cast<float>(v); }
+template <> __device__ float ToF<__half>(__half v) { return __half2float(v); }
+template <> __device__ float ToF<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+
+template <typename T, typename A> __device__ T FromAcc(A v) { return static_cast<T>(v); }
+template <> __device__ __half FromAcc<__half, float>(float v) { return __float2half_rn(v); }
+template <> __device__ __nv_bfloat16 FromAcc<__nv_bfloat16, float>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T> __device__ typename Acc<T>::type Load(const T* p) {
+  return static_cast<typename Acc<T>::type>(ToF(*p));
+}
+template <> __device__ double Load<double>(const double* p) { return *p; }
+
+template <typename T>
+__global__ void TransposeKernel(const T* src, int64_t rows, int64_t cols, int64_t src_ld,
+                                int64_t src_stride, T* dst, int64_t dst_ld, int64_t dst_stride,
+                                int64_t batch) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    for (int64_t t = blockIdx.x; t < col_tiles * row_tiles; t += gridDim.x) {
+      const int64_t r0 = (t / col_tiles) * kTile, c0 = (t % col_tiles) * kTile;
+      const T* s = src + b * src_stride;
+      T* d = dst + b * dst_stride;
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const int64_t r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = s[r * src_ld + c];
+      }
+      __syncthreads();
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const int64_t c = c0 + i, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) d[c * dst_ld + r] = tile[threadIdx.x][i];
+      }
+      __syncthreads();
+    }
+  }
+}
+
+template <typename T>
+__global__ void EpilogueKernel(T* d, int64_t total, int64_t m, int64_t n, const T* bias,
+                               bool per_row, int act) {
+  using A = typename Acc<T>::type;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    A v = Load(d + i);
+    if (bias != nullptr) v += Load(bias + (per_row ? (i / n) % m : i % n));
+    if (act == 1) {
+      v = v > A(0) ? v : A(0);
+    } else if (act == 2) {
+      const A k0 = A(0.7978845608028654), k1 = A(0.044715);
+      v = A(0.5) * v * (A(1) + tanh(k0 * (v + k1 * v * v * v)));
+    }
+    d[i] = FromAcc<T, A>(v);
+  }
+}
+
+// Block (bx, by) compares tile (by, bx) of a with the transpose of tile
+// (bx, by): asym = max |a[i,j] - a[j,i]| (as the bits of a non-negative
+// double, which order like the values).
+template <typename T>
+__global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch,
+                                unsigned long long* asym) {
+  __shared__ T t1[kTile][kTile + 1], t2[kTile][kTile + 1];
+  __shared__ double worst[kTile * 8];
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T* m = a + b * n * n;
+    double w = 0;
+    for (int64_t t = blockIdx.x; t < tiles * tiles; t += gridDim.x) {
+      const int64_t r0 = (t / tiles) * kTile, c0 = (t % tiles) * kTile;
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const int64_t r = r0 + i, c = c0 + threadIdx.x;
+        t1[i][threadIdx.x] = (r < n && c < n) ? m[r * n + c] : T(0);
+        const int64_t r2 = c0 + i, c2 = r0 + threadIdx.x;
+        t2[i][threadIdx.x] = (r2 < n && c2 < n) ? m[r2 * n + c2] : T(0);
+      }
+      __syncthreads();
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const double d = fabs(static_cast<double>(t1[i][threadIdx.x]) -
+                              static_cast<double>(t2[threadIdx.x][i]));
+        w = d > w ? d : w;
+      }
+      __syncthreads();
+    }
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    worst[tid] = w;
+    __syncthreads();
+    for (int s = blockDim.x * blockDim.y / 2; s > 0; s /= 2) {
+      if (tid < s && worst[tid + s] > worst[tid]) worst[tid] = worst[tid + s];
+      __syncthreads();
+    }
+    if (tid == 0) atomicMax(asym + b, static_cast<unsigned long long>(__double_as_longlong(worst[0])));
+    __syncthreads();
+  }
+}
+
+// colsum[b * n + j] += sum over a chunk of rows of |a[i, j]|.
+template <typename T>
+__global__ void ColumnAbsSumKernel(const T* a, int64_t n, int64_t batch, int64_t rows_per,
+                                   double* colsum) {
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T* m = a + b * n * n;
+    for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+         j += int64_t{gridDim.x} * blockDim.x) {
+      for (int64_t r0 = blockIdx.y * rows_per; r0 < n; r0 += gridDim.y * rows_per) {
+        double s = 0;
+        for (int64_t i = r0; i < r0 + rows_per && i < n; ++i) {
+          s += fabs(static_cast<double>(m[i * n + j]));
+        }
+        atomicAdd(colsum + b * n + j, s);
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void PseudoInverseKernel(const T* s, int64_t count, double rcond, T* inv, int* rank) {
+  const T cutoff = static_cast<T>(rcond) * s[0];
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const bool keep = s[i] > cutoff;
+    inv[i] = keep ? T(1) / s[i] : T(0);
+    if (keep) atomicAdd(rank, 1);
+  }
+}
+
+template <typename T>
+__global__ void ScaleRowsKernel(T* x, int64_t rows, int64_t cols, int64_t ld, const T* scale) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < rows * cols;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t i = idx % rows, j = idx / rows;
+    x[j * ld + i] *= scale[i];
+  }
+}
+
+template <typename T>
+__global__ void GatherKernel(const T* src, const int64_t* offsets, int64_t elems, int64_t batch,
+                             T* dst) {
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < elems;
+         i += int64_t{gridDim.x} * blockDim.x) {
+      dst[b * elems + i] = src[offsets[b] + i];
+    }
+  }
+}
+
+template <typename T>
+__global__ void SquaredNormsKernel(const T* x, int64_t elems, int64_t stride, int64_t batch,
+                                   double* out) {
+  __shared__ double partial[256];
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    double sum = 0;
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < elems;
+         i += int64_t{gridDim.x} * blockDim.x) {
+      const double v = static_cast<double>(x[b * stride + i]);
+      sum += v * v;
+    }
+    partial[threadIdx.x] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+      if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) atomicAdd(out + b, partial[0]);
+    __syncthreads();
+  }
+}
+
+__device__ uint64_t Mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <typename T>
+__global__ void FillRandomKernel(T* x, int64_t count, uint64_t seed, double lo, double hi) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const double u = static_cast<double>(Mix(seed * 0x100000001b3ull + i) >> 11) * 0x1.0p-53;
+    x[i] = FromAcc<T, typename Acc<T>::type>(
+        static_cast<typename Acc<T>::type>(lo + (hi - lo) * u));
+  }
+}
+
+template <typename T>
+__global__ void SymmetrizeKernel(T* a, int64_t n, int64_t batch, T shift) {
+  for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
+    T* m = a + b * n * n;
+    for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * n;
+         idx += int64_t{gridDim.x} * blockDim.x) {
+      const int64_t i = idx / n, j = idx % n;
+      if (j > i) {
+        const T v = (m[i * n + j] + m[j * n + i]) / T(2);
+        m[i * n + j] = v;
+        m[j * n + i] = v;
+      } else if (j == i) {
+        m[i * n + i] += shift;
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void DiagonalKernel(const T* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
+                               double* out) {
+  for (int64_t idx = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; idx < n * batch;
+       idx += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = idx / n, i = idx % n;
+    out[idx] = static_cast<double>(a[b * stride + i * (ld + 1)]);
+  }
+}
+
+__global__ void IllegalAddressKernel(int* p) { *p = 1; }
+
+int Blocks(int64_t work, int threads) {
+  const int64_t b = (work + threads - 1) / threads;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(b, 65535)));
+}
+
+int GridY(int64_t batch) { return static_cast<int>(std::min<int64_t>(batch, kMaxGridY)); }
+
+// Calls f(T*) with the pointer type of `t`; F32/F64 only unless `halves`.
+template <typename F>
+cudaError_t Dispatch(Elem t, bool halves, F&& f) {
+  switch (t) {
+    case Elem::kF32: f(static_cast<float*>(nullptr)); break;
+    case Elem::kF64: f(static_cast<double*>(nullptr)); break;
+    case Elem::kF16:
+      if (!halves) return cudaErrorInvalidValue;
+      f(static_cast<__half*>(nullptr));
+      break;
+    case Elem::kBF16:
+      if (!halves) return cudaErrorInvalidValue;
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t Transpose(Elem t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
+                      int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
+                      int64_t batch, cudaStream_t stream) {
+  if (rows == 0 || cols == 0 || batch == 0) return cudaSuccess;
+  const int64_t tiles = ((rows + kTile - 1) / kTile) * ((cols + kTile - 1) / kTile);
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20)), 1,
+                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  const dim3 block(kTile, 8);
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    TransposeKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), rows, cols,
+                                                   src_ld, src_stride, static_cast<T*>(dst),
+                                                   dst_ld, dst_stride, batch);
+  });
+}
+
+cudaError_t Epilogue(Elem t, void* d, int64_t batch, int64_t m, int64_t n, const void* bias,
+                     bool bias_per_row, int act, cudaStream_t stream) {
+  const int64_t total = batch * m * n;
+  if (total == 0) return cudaSuccess;
+  return Dispatch(t, true, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    EpilogueKernel<T><<<Blocks(total, 256), 256, 0, stream>>>(
+        static_cast<T*>(d), total, m, n, static_cast<const T*>(bias), bias_per_row, act);
+  });
+}
+
+cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, double* asym,
+                          double* colsum, cudaStream_t stream) {
+  if (n == 0 || batch == 0) return cudaSuccess;
+  const int64_t tiles = ((n + kTile - 1) / kTile) * ((n + kTile - 1) / kTile);
+  const unsigned z = static_cast<unsigned>(std::min<int64_t>(batch, 65535));
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 4096)), 1, z);
+  cudaError_t e = Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    AsymmetryKernel<T><<<grid, dim3(kTile, 8), 0, stream>>>(
+        static_cast<const T*>(a), n, batch, reinterpret_cast<unsigned long long*>(asym));
+  });
+  if (e != cudaSuccess) return e;
+  const int64_t rows_per = 256;
+  const dim3 grid2(Blocks(n, 256), static_cast<unsigned>((n + rows_per - 1) / rows_per), z);
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    ColumnAbsSumKernel<T><<<grid2, 256, 0, stream>>>(static_cast<const T*>(a), n, batch,
+                                                     rows_per, colsum);
+  });
+}
+
+cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv,
+                          int* rank, cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(rank, 0, sizeof(int), stream);
+  if (e != cudaSuccess || count == 0) return e;
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    PseudoInverseKernel<T><<<Blocks(count, 256), 256, 0, stream>>>(
+        static_cast<const T*>(s), count, rcond, static_cast<T*>(inv), rank);
+  });
+}
+
+cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld,
+                      const void* scale, cudaStream_t stream) {
+  if (rows * cols == 0) return cudaSuccess;
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    ScaleRowsKernel<T><<<Blocks(rows * cols, 256), 256, 0, stream>>>(
+        static_cast<T*>(x), rows, cols, ld, static_cast<const T*>(scale));
+  });
+}
+
+cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems,
+                   int64_t batch, void* dst, cudaStream_t stream) {
+  if (elems == 0 || batch == 0) return cudaSuccess;
+  const dim3 grid(Blocks(elems, 256), GridY(batch));
+  return Dispatch(t, true, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    GatherKernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(src), offsets, elems, batch,
+                                              static_cast<T*>(dst));
+  });
+}
+
+cudaError_t SquaredNorms(Elem t, const void* x, int64_t elems, int64_t stride, int64_t batch,
+                         double* out, cudaStream_t stream) {
+  if (elems == 0 || batch == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(std::min(Blocks(elems, 256), 1024)), GridY(batch));
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    SquaredNormsKernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(x), elems, stride,
+                                                    batch, out);
+  });
+}
+
+cudaError_t FillRandom(Elem t, void* x, int64_t count, uint64_t seed, double lo, double hi,
+                       cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return Dispatch(t, true, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    FillRandomKernel<T><<<Blocks(count, 256), 256, 0, stream>>>(static_cast<T*>(x), count, seed,
+                                                                lo, hi);
+  });
+}
+
+cudaError_t SymmetrizeAndShift(Elem t, void* a, int64_t n, int64_t batch, double shift,
+                               cudaStream_t stream) {
+  if (n == 0 || batch == 0) return cudaSuccess;
+  const dim3 grid(Blocks(n * n, 256), GridY(batch));
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    SymmetrizeKernel<T><<<grid, 256, 0, stream>>>(static_cast<T*>(a), n, batch,
+                                                  static_cast<T>(shift));
+  });
+}
+
+cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride,
+                     int64_t batch, double* out, cudaStream_t stream) {
+  if (n == 0 || batch == 0) return cudaSuccess;
+  return Dispatch(t, false, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    DiagonalKernel<T><<<Blocks(n * batch, 256), 256, 0, stream>>>(static_cast<const T*>(a), n,
+                                                                   ld, stride, batch, out);
+  });
+}
+
+cudaError_t IllegalAddress(cudaStream_t stream) {
+  IllegalAddressKernel<<<1, 1, 0, stream>>>(reinterpret_cast<int*>(uintptr_t{0x10}));
+  return cudaGetLastError();
+}
+
+}  // namespace linalgd::gpu::impl

@@ -1,0 +1,76 @@
+#ifndef LINALGD_SERVER_GPU_KERNELS_H_
+#define LINALGD_SERVER_GPU_KERNELS_H_
+
+// linalgd's own CUDA kernels (kernels.cu). Every function launches on
+// `stream`, checks the launch and returns without synchronizing. Matrices are
+// dense; "row-major r x c with ld" means element (i, j) at i * ld + j.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "server/common/dtype.h"
+
+namespace linalgd::gpu {
+
+// dst (row-major cols x rows, ld dst_ld) = transpose of src (row-major
+// rows x cols, ld src_ld), for `batch` matrices at the given strides.
+// F32 or F64.
+absl::Status Transpose(DType t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
+                       int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
+                       int64_t batch, cudaStream_t stream);
+
+enum class Activation { kNone, kRelu, kGelu };
+
+// d (row-major [batch, m, n], dtype t) = act(d + bias), bias one value per
+// column ([n]) or per row ([m]); bias may be null. Any dtype.
+absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n,
+                           const void* bias, bool bias_per_row, Activation act,
+                           cudaStream_t stream);
+
+// For a[i] (n x n, contiguous batch): asym[i] = max |a[r,c] - a[c,r]| and
+// colsum[i * n + j] = sum_r |a[r, j]| (for the 1-norm). REQUIRES: asym and
+// colsum zeroed by the caller. F32 or F64.
+absl::Status SymmetryStats(DType t, const void* a, int64_t n, int64_t batch, double* asym,
+                           double* colsum, cudaStream_t stream);
+
+// inv[i] = 1 / s[i] when s[i] > rcond * s[0], else 0 (s descending, count
+// values); *rank (device int, set to 0 first by the call) counts the kept.
+absl::Status PseudoInverseValues(DType t, const void* s, int64_t count, double rcond, void* inv,
+                                 int* rank, cudaStream_t stream);
+
+// Column-major rows x cols matrix (ld): row i scaled by scale[i].
+absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld,
+                       const void* scale, cudaStream_t stream);
+
+// dst[i] = src[offsets[i] .. + elems) for batch i (offsets in elements,
+// device array); dst contiguous. Any dtype.
+absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems,
+                    int64_t batch, void* dst, cudaStream_t stream);
+
+// out[i] += sum of squares of x[i * stride .. + elems) for each batch i
+// (out: device doubles, zeroed by the caller). F32 or F64.
+absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride,
+                             int64_t batch, double* out, cudaStream_t stream);
+
+// Uniform values in [lo, hi) from a counter hash of (seed, index). Any dtype.
+absl::Status FillRandom(DType t, void* x, int64_t count, uint64_t seed, double lo, double hi,
+                        cudaStream_t stream);
+
+// a (n x n, contiguous batch) = (a + a^T) / 2 + shift * I. F32 or F64.
+absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, double shift,
+                                cudaStream_t stream);
+
+// out[b * n + i] = a[b * stride + i * (ld + 1)] (the diagonals of `batch`
+// matrices with leading dim ld), as doubles. F32 or F64.
+absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride,
+                       int64_t batch, double* out, cudaStream_t stream);
+
+// Test hook: a kernel that writes through an invalid device address, leaving
+// the context with cudaErrorIllegalAddress (sticky).
+absl::Status LaunchIllegalAddressKernel(cudaStream_t stream);
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_KERNELS_H_

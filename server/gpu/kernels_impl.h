@@ -1,0 +1,41 @@
+#ifndef LINALGD_SERVER_GPU_KERNELS_IMPL_H_
+#define LINALGD_SERVER_GPU_KERNELS_IMPL_H_
+
+// Raw launchers compiled by nvcc (kernels.cu), wrapped by kernels.cc. Each
+// returns cudaGetLastError() right after its launch. Only CUDA headers here,
+// so that nvcc never parses abseil. Contracts: see kernels.h.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace linalgd::gpu::impl {
+
+enum class Elem { kF32, kF64, kF16, kBF16 };
+
+cudaError_t Transpose(Elem t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
+                      int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
+                      int64_t batch, cudaStream_t stream);
+cudaError_t Epilogue(Elem t, void* d, int64_t batch, int64_t m, int64_t n, const void* bias,
+                     bool bias_per_row, int act, cudaStream_t stream);
+cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, double* asym,
+                          double* colsum, cudaStream_t stream);
+cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv,
+                          int* rank, cudaStream_t stream);
+cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld,
+                      const void* scale, cudaStream_t stream);
+cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems,
+                   int64_t batch, void* dst, cudaStream_t stream);
+cudaError_t SquaredNorms(Elem t, const void* x, int64_t elems, int64_t stride, int64_t batch,
+                         double* out, cudaStream_t stream);
+cudaError_t FillRandom(Elem t, void* x, int64_t count, uint64_t seed, double lo, double hi,
+                       cudaStream_t stream);
+cudaError_t SymmetrizeAndShift(Elem t, void* a, int64_t n, int64_t batch, double shift,
+                               cudaStream_t stream);
+cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride,
+                     int64_t batch, double* out, cudaStream_t stream);
+cudaError_t IllegalAddress(cudaStream_t stream);
+
+}  // namespace linalgd::gpu::impl
+
+#endif  // LINALGD_SERVER_GPU_KERNELS_IMPL_H_
