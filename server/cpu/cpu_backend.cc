@@ -1,5 +1,7 @@
 #include "server/cpu/cpu_backend.h"
 
+#include <lapacke.h>
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -24,6 +26,9 @@ class CpuBackend : public Backend {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     const int blas = options.blas_threads > 0 ? options.blas_threads : AllCores();
     openblas_set_num_threads(blas);
+    // Inputs are validated by the service; with allow_non_finite a NaN must
+    // flow through the math (as on the GPU), not be refused by LAPACKE.
+    LAPACKE_set_nancheck(0);
     exec_ = CpuExecution{&pool_, batch_threads_, std::max(1, openblas_get_num_threads())};
   }
 

@@ -20,15 +20,24 @@ bool RetryableOnCpu(const absl::Status& status) {
   }
 }
 
+absl::string_view OpKindName(OpKind kind) {
+  return kind == OpKind::kMatmul ? "Matmul" : "Solve";
+}
+
 Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu,
-                     std::vector<Backend*> gpus)
-    : options_(options) {
+                     std::vector<Backend*> gpus, LinalgdMetrics* metrics)
+    : options_(options), metrics_(metrics) {
   auto add_lane = [&](Backend* backend, bool is_gpu, int workers) {
     auto lane = std::make_unique<Lane>();
     lane->backend = backend;
     lane->is_gpu = is_gpu;
     lane->queue = std::make_unique<JobQueue>(options_.max_queue);
     Lane* raw = lane.get();
+    if (metrics_) {
+      metrics_->SetQueueCapacity(backend->name(), options_.max_queue);
+      metrics_->SetQueueDepth(backend->name(), 0);
+      metrics_->SetInFlightJobs(backend->name(), 0);
+    }
     for (int i = 0; i < std::max(1, workers); ++i) {
       raw->workers.emplace_back([this, raw] { WorkerLoop(*raw); });
     }
@@ -67,6 +76,7 @@ void Scheduler::Refuse(QueuedJob item, absl::Status status) {
 void Scheduler::Submit(std::unique_ptr<Job> job) {
   Lane& lane = Route(job->spec());
   auto refused = lane.queue->Push(QueuedJob{std::move(job), absl::Now(), ""});
+  if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;
   const int depth = lane.queue->size();
   if (depth < lane.queue->capacity()) {
@@ -102,9 +112,13 @@ void Scheduler::Execute(Lane& lane, QueuedJob item) {
                info);
     return;
   }
+  lane.running.fetch_add(1);
   absl::Status status = job.Run(*lane.backend);
+  lane.running.fetch_sub(1);
   info.run_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
+  RecordRun(lane, job, info);
   if (!status.ok() && lane.is_gpu && RetryableOnCpu(status)) {
+    RecordFallback(job, status);
     spdlog::warn("{} failed ({}); rerunning on cpu", info.backend, status.ToString());
     item.fallback_reason = absl::StrCat(info.backend, ": ", status.message(), "; ran on cpu");
     auto refused = lanes_[0]->queue->Push(std::move(item), /*force=*/true);
@@ -112,6 +126,26 @@ void Scheduler::Execute(Lane& lane, QueuedJob item) {
     return;
   }
   job.Finish(status, info);
+}
+
+void Scheduler::RecordRun(Lane& lane, const Job& job, const ExecutionInfo& info) {
+  if (!metrics_) return;
+  const std::string& name = info.backend;
+  const double run_s = info.run_ns * 1e-9;
+  metrics_->SetQueueDepth(name, lane.queue->size());
+  metrics_->SetInFlightJobs(name, lane.running.load());
+  metrics_->ObserveQueueWait(name, info.queue_ns * 1e-9);
+  metrics_->ObserveCompute(OpKindName(job.spec().kind), name, run_s);
+  metrics_->ObserveBatchSize(OpKindName(job.spec().kind), name, info.batch_size);
+  metrics_->AddDeviceBusySeconds(name, run_s);
+}
+
+void Scheduler::RecordFallback(const Job& job, const absl::Status& status) {
+  if (!metrics_) return;
+  absl::string_view reason = kFallbackDeviceError;
+  if (status.code() == absl::StatusCode::kResourceExhausted) reason = "device_out_of_memory";
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) reason = kFallbackTimeout;
+  metrics_->RecordFallback(OpKindName(job.spec().kind), reason);
 }
 
 std::vector<std::pair<std::string, int>> Scheduler::QueueDepths() const {

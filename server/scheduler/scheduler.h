@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_SCHEDULER_SCHEDULER_H_
 #define LINALGD_SERVER_SCHEDULER_SCHEDULER_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
+#include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/job.h"
 #include "server/scheduler/job_queue.h"
 
@@ -32,9 +34,10 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 // the CPU and reports why. Thread-safe.
 class Scheduler {
  public:
-  // `cpu` is required; `gpus` may be empty. Backends are not owned and must
-  // outlive the scheduler.
-  Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<Backend*> gpus);
+  // `cpu` is required; `gpus` may be empty. Backends and `metrics` (may be
+  // null) are not owned and must outlive the scheduler.
+  Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<Backend*> gpus,
+            LinalgdMetrics* metrics = nullptr);
   ~Scheduler();  // Shutdown()
 
   Scheduler(const Scheduler&) = delete;
@@ -57,20 +60,27 @@ class Scheduler {
     bool is_gpu;
     std::unique_ptr<JobQueue> queue;
     std::vector<std::thread> workers;
+    std::atomic<int> running{0};
   };
 
   Lane& Route(const JobSpec& spec);
   void WorkerLoop(Lane& lane);
   void Execute(Lane& lane, QueuedJob item);
   static void Refuse(QueuedJob item, absl::Status status);
+  void RecordRun(Lane& lane, const Job& job, const ExecutionInfo& info);
+  void RecordFallback(const Job& job, const absl::Status& status);
 
   const SchedulerOptions options_;
+  LinalgdMetrics* const metrics_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
 };
 
 // True for the errors after which a GPU job is rerun on the CPU.
 bool RetryableOnCpu(const absl::Status& status);
+
+// "Matmul", "Solve": the op label of metrics.
+absl::string_view OpKindName(OpKind kind);
 
 }  // namespace linalgd
 

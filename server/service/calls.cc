@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "server/common/logging.h"
 #include "spdlog/spdlog.h"
 #include "server/service/requests.h"
 #include "server/service/status_map.h"
@@ -42,9 +43,9 @@ std::string ShapesOf(const TensorView& a, const TensorView& b) {
 template <typename Request, typename Response, typename Prepared, typename Result>
 class CallJob : public Job {
  public:
-  CallJob(JobSpec spec, absl::string_view op_name, grpc::CallbackServerContext* context,
+  CallJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
           CallReactor* reactor, Response* response, Prepared prepared)
-      : Job(spec), op_name_(op_name), context_(context), reactor_(reactor),
+      : Job(spec), metrics_(env.metrics), context_(context), reactor_(reactor),
         response_(response), prepared_(std::move(prepared)) {}
 
   absl::Status Run(Backend& backend) override {
@@ -60,14 +61,14 @@ class CallJob : public Job {
   }
 
   void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    if (status.ok()) {
-      Fill(info);
-    }
+    int64_t sent = 0;
+    if (status.ok()) sent = Fill(info);
+    Record(status, info, sent);
     if (!spdlog::should_log(spdlog::level::debug)) {
       reactor_->Finish(ToGrpcStatus(status, context_));
       return;
     }
-    spdlog::debug("{} {} {} -> {} on {} queue {} us run {} us{}", op_name_,
+    spdlog::debug("{} {} {} -> {} on {} queue {} us run {} us{}", OpKindName(spec().kind),
                  ShapesOf(prepared_.op.a, prepared_.op.b),
                  std::string(DTypeName(prepared_.op.a.dtype)), status.ok() ? "OK" : status.ToString(),
                  info.backend, info.queue_ns / 1000, info.run_ns / 1000,
@@ -77,9 +78,23 @@ class CallJob : public Job {
 
  private:
   absl::StatusOr<Result> Compute(Backend& backend);
-  void Fill(const ExecutionInfo& info);
+  // Fills the response; returns the payload bytes sent.
+  int64_t Fill(const ExecutionInfo& info);
 
-  const std::string op_name_;
+  void Record(const absl::Status& status, const ExecutionInfo& info, int64_t sent) const {
+    if (!metrics_) return;
+    const absl::string_view op = OpKindName(spec().kind);
+    const std::string backend = info.backend.empty() ? std::string(kNoBackendLabel) : info.backend;
+    metrics_->RecordRequest(op, status.code(), backend,
+                            absl::ToDoubleSeconds(absl::Now() - received_));
+    metrics_->AddBytesReceived(kTransportGrpc, PayloadBytes(prepared_));
+    if (!status.ok()) return;
+    metrics_->AddBytesSent(kTransportGrpc, sent);
+    metrics_->AddFlops(op, backend, Flops(prepared_));
+  }
+
+  LinalgdMetrics* const metrics_;
+  const absl::Time received_ = absl::Now();
   grpc::CallbackServerContext* const context_;
   CallReactor* const reactor_;
   Response* const response_;
@@ -97,9 +112,11 @@ absl::StatusOr<Tensor> MatmulJob::Compute(Backend& backend) {
 }
 
 template <>
-void MatmulJob::Fill(const ExecutionInfo& info) {
+int64_t MatmulJob::Fill(const ExecutionInfo& info) {
+  const int64_t bytes = result_.num_bytes();
   MoveToProto(std::move(result_), response_->mutable_out());
   InfoToProto(info, response_->mutable_info());
+  return bytes;
 }
 
 template <>
@@ -108,21 +125,27 @@ absl::StatusOr<SolveResult> SolveJob::Compute(Backend& backend) {
 }
 
 template <>
-void SolveJob::Fill(const ExecutionInfo& info) {
+int64_t SolveJob::Fill(const ExecutionInfo& info) {
+  const int64_t bytes = result_.x.num_bytes();
   MoveToProto(std::move(result_.x), response_->mutable_x());
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);
   response_->set_residual(result_.residual);
   InfoToProto(info, response_->mutable_info());
+  return bytes;
 }
 
 template <typename JobT, typename Prepared, typename Response>
-grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, absl::string_view op_name, OpKind kind,
-                                  int priority, grpc::CallbackServerContext* context,
-                                  Response* response, absl::StatusOr<Prepared> prepared) {
+grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
+                                  grpc::CallbackServerContext* context, Response* response,
+                                  absl::StatusOr<Prepared> prepared, absl::Time received) {
   auto* reactor = new CallReactor();
   if (!prepared.ok()) {
-    spdlog::debug("{} rejected: {}", std::string(op_name), prepared.status().ToString());
+    spdlog::debug("{} rejected: {}", OpKindName(kind), prepared.status().ToString());
+    if (env.metrics) {
+      env.metrics->RecordRequest(OpKindName(kind), prepared.status().code(), kNoBackendLabel,
+                                 absl::ToDoubleSeconds(absl::Now() - received));
+    }
     reactor->Finish(ToGrpcStatus(prepared.status(), context));
     return reactor;
   }
@@ -131,7 +154,7 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, absl::string_view op_name,
   spec.largest_dim = LargestDim(*prepared);
   spec.priority = priority;
   spec.deadline = DeadlineOf(context);
-  auto job = std::make_unique<JobT>(spec, op_name, context, reactor, response,
+  auto job = std::make_unique<JobT>(spec, env, context, reactor, response,
                                     std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());
   env.scheduler->Submit(std::move(job));
@@ -143,15 +166,17 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, absl::string_view op_name,
 grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::MatmulRequest* request,
                                       v1::MatmulResponse* response) {
-  return Enqueue<MatmulJob>(env, "matmul", OpKind::kMatmul, request->priority(), context,
-                            response, PrepareMatmul(*request, env.limits));
+  const absl::Time received = absl::Now();
+  return Enqueue<MatmulJob>(env, OpKind::kMatmul, request->priority(), context, response,
+                            PrepareMatmul(*request, env.limits), received);
 }
 
 grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                      const v1::SolveRequest* request,
                                      v1::SolveResponse* response) {
-  return Enqueue<SolveJob>(env, "solve", OpKind::kSolve, request->priority(), context,
-                           response, PrepareSolve(*request, env.limits));
+  const absl::Time received = absl::Now();
+  return Enqueue<SolveJob>(env, OpKind::kSolve, request->priority(), context, response,
+                           PrepareSolve(*request, env.limits), received);
 }
 
 }  // namespace linalgd

@@ -13,6 +13,7 @@ namespace linalgd {
 // What the unary compute handlers share. Not owned.
 struct CallEnv {
   Scheduler* scheduler = nullptr;
+  LinalgdMetrics* metrics = nullptr;  // may be null
   TensorLimits limits;
 };
 

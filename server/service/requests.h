@@ -34,6 +34,14 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& request,
 absl::Status CheckInputsFinite(const PreparedMatmul& p);
 absl::Status CheckInputsFinite(const PreparedSolve& p);
 
+// Tensor payload bytes of the inputs.
+int64_t PayloadBytes(const PreparedMatmul& p);
+int64_t PayloadBytes(const PreparedSolve& p);
+
+// Floating-point operations the op performs (approximate for solves: one LU).
+double Flops(const PreparedMatmul& p);
+double Flops(const PreparedSolve& p);
+
 // Largest matrix dimension of the op, for routing.
 int64_t LargestDim(const PreparedMatmul& p);
 int64_t LargestDim(const PreparedSolve& p);

@@ -8,9 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "server/common/status_macros.h"
 #include "server/backend/fault_injection.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
+#include "server/metrics/http_exposer.h"
+#include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/linalg_service.h"
 #include "spdlog/spdlog.h"
@@ -42,15 +45,23 @@ class ServerImpl : public Server {
   // The backends the scheduler uses: the engines, wrapped by fault rules.
   absl::StatusOr<std::vector<Backend*>> ScheduledBackends();
   int port() const override { return port_; }
-  int metrics_port() const override { return 0; }
+  int metrics_port() const override { return exposer_ ? exposer_->port() : 0; }
   void Shutdown(absl::Duration grace) override;
   void Wait() override { done_.WaitForNotification(); }
 
  private:
   void ServerInfo(v1::GetServerInfoResponse* out) const;
   absl::Status StartGrpc();
+  absl::Status StartMetrics();
+  // Publishes device health and budgets every second until shutdown.
+  void MonitorDevices();
 
   const ServerOptions options_;
+  metrics::Registry registry_;
+  std::unique_ptr<LinalgdMetrics> metrics_;
+  std::unique_ptr<metrics::HttpExposer> exposer_;
+  std::thread monitor_;
+  absl::Notification stop_monitor_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<GpuEngine> gpu_;
   std::vector<std::unique_ptr<Backend>> faulty_;  // test-only wrappers
@@ -63,6 +74,9 @@ class ServerImpl : public Server {
 };
 
 absl::Status ServerImpl::Init() {
+  auto metrics = LinalgdMetrics::Create(&registry_, kVersion);
+  if (!metrics.ok()) return metrics.status();
+  metrics_ = std::move(*metrics);
   cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers});
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
@@ -82,13 +96,43 @@ absl::Status ServerImpl::Init() {
   sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
-  scheduler_ = std::make_unique<Scheduler>(sched, cpu, *backends);
+  scheduler_ = std::make_unique<Scheduler>(sched, cpu, *backends, metrics_.get());
   CallEnv env;
   env.scheduler = scheduler_.get();
+  env.metrics = metrics_.get();
   env.limits.max_elements = options_.max_elements;
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
+  LINALGD_RETURN_IF_ERROR(StartMetrics());
   return StartGrpc();
+}
+
+absl::Status ServerImpl::StartMetrics() {
+  metrics_->AddDevice(kCpuLabel, true);
+  for (const DeviceInfo& d : gpu_->Devices()) {
+    metrics_->AddDevice(GpuLabel(d.index), d.healthy);
+    metrics_->SetDeviceMemoryBudget(GpuLabel(d.index), d.budget_bytes);
+  }
+  monitor_ = std::thread([this] { MonitorDevices(); });
+  if (options_.metrics_listen.empty()) return absl::OkStatus();
+  metrics::HttpExposerOptions eo;
+  eo.listen = options_.metrics_listen;
+  auto exposer = metrics::HttpExposer::Start(eo, &registry_);
+  if (!exposer.ok()) {
+    return absl::Status(exposer.status().code(),
+                        absl::StrCat("--metrics-listen: ", exposer.status().message()));
+  }
+  exposer_ = std::move(*exposer);
+  spdlog::info("metrics on http://{}/metrics", exposer_->address());
+  return absl::OkStatus();
+}
+
+void ServerImpl::MonitorDevices() {
+  while (!stop_monitor_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+    for (const DeviceInfo& d : gpu_->Devices()) {
+      metrics_->SetDeviceHealthy(GpuLabel(d.index), d.healthy);
+    }
+  }
 }
 
 absl::StatusOr<std::vector<Backend*>> ServerImpl::ScheduledBackends() {
@@ -144,6 +188,11 @@ void ServerImpl::Shutdown(absl::Duration grace) {
     }
     if (scheduler_) scheduler_->Shutdown();
     if (grpc_) grpc_->Wait();
+    if (monitor_.joinable()) {
+      stop_monitor_.Notify();
+      monitor_.join();
+    }
+    if (exposer_) exposer_->Stop();
     spdlog::info("shut down");
     done_.Notify();
   });

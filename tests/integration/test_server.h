@@ -23,10 +23,11 @@ class ServerTest : public ::testing::Test {
     if (server_) server_->Shutdown(absl::Seconds(5));
   }
 
-  // REQUIRES: no server running. Overrides listen and metrics_listen.
+  // REQUIRES: no server running. Listens on a free loopback port; metrics
+  // are off unless `options` names a metrics address other than the default.
   void StartServer(ServerOptions options) {
     options.listen = "127.0.0.1:0";
-    options.metrics_listen = "";
+    if (options.metrics_listen == ServerOptions{}.metrics_listen) options.metrics_listen = "";
     options.cpu_workers = 2;
     options.blas_threads = 2;
     auto server = Server::Start(options);

@@ -94,9 +94,6 @@ def test_non_finite_rejected_by_default(client):
         client.solve(spd(3), nan_rhs())
 
 
-@pytest.mark.xfail(strict=True, raises=linalgd.Internal,
-                   reason="server bug: LAPACKE's NaN check makes potrs/getrs fail (INTERNAL "
-                          "'argument 7 is invalid') once allow_non_finite lets a NaN through")
 def test_allow_non_finite(client):
     x = client.solve(spd(3), nan_rhs(), allow_non_finite=True)
     assert x.shape == (3, 1) and np.isnan(x).any()
