@@ -135,13 +135,16 @@ absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alig
                                         pref, 1, &result, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) {
+  if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
+    *algo = result.algo;
+    return true;
+  }
+  // Unsupported combinations come back as NOT_SUPPORTED or INVALID_VALUE.
+  if (st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED ||
+      st == CUBLAS_STATUS_INVALID_VALUE) {
     return false;
   }
-  LINALGD_RETURN_IF_ERROR(
-      CheckCuda(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__));
-  *algo = result.algo;
-  return true;
+  return CheckCuda(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
 }
 
 // Plans `x` (fused epilogue first, then the plain product), through the cache.
@@ -154,8 +157,8 @@ absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache,
   if (can_fuse) {
     LtDescs fused;
     LINALGD_RETURN_IF_ERROR(BuildDescs(x, FusedEpilogue(x), fused));
-    LINALGD_ASSIGN_OR_RETURN(bool ok, Heuristic(hs, fused, alignment, &entry.algo));
-    entry.fused = ok;
+    absl::StatusOr<bool> ok = Heuristic(hs, fused, alignment, &entry.algo);
+    entry.fused = ok.ok() && *ok;
   } else {
     entry.fused = false;
   }

@@ -1,0 +1,281 @@
+#include "tools/gpu_bench/bench_cases.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "server/backend/plan.h"
+#include "server/gpu/blas_calls.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/dense_solver.h"
+#include "server/gpu/kernels.h"
+#include "server/gpu/lt_matmul.h"
+
+namespace linalgd::bench {
+namespace {
+
+constexpr int kWarmup = 3;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Median GPU time of f() (an absl::Status-returning call on `stream`).
+template <typename F>
+absl::StatusOr<double> TimeMs(cudaStream_t stream, int reps, F&& f) {
+  cudaEvent_t start, stop;
+  LINALGD_GPU_CHECK(cudaEventCreate(&start));
+  LINALGD_GPU_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  absl::Status s;
+  for (int r = 0; r < kWarmup + reps && s.ok(); ++r) {
+    s = gpu::CheckCuda(cudaEventRecord(start, stream), "cudaEventRecord", __FILE__, __LINE__);
+    if (s.ok()) s = f();
+    if (s.ok()) s = gpu::CheckCuda(cudaEventRecord(stop, stream), "cudaEventRecord", __FILE__, __LINE__);
+    if (s.ok()) s = gpu::CheckCuda(cudaEventSynchronize(stop), "cudaEventSynchronize", __FILE__, __LINE__);
+    float t = 0;
+    if (s.ok()) s = gpu::CheckCuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime", __FILE__, __LINE__);
+    if (s.ok() && r >= kWarmup) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (!s.ok()) return s;
+  return Median(ms);
+}
+
+struct Mode {
+  const char* name;
+  DType dtype;
+  ComputeMode compute;
+  cublasComputeType_t direct_compute;
+};
+
+const Mode kModes[] = {
+    {"f64", DType::kF64, ComputeMode::kDefault, CUBLAS_COMPUTE_64F},
+    {"f32", DType::kF32, ComputeMode::kDefault, CUBLAS_COMPUTE_32F},
+    {"tf32", DType::kF32, ComputeMode::kTf32, CUBLAS_COMPUTE_32F_FAST_TF32},
+    {"f16", DType::kF16, ComputeMode::kDefault, CUBLAS_COMPUTE_32F},
+    {"bf16", DType::kBF16, ComputeMode::kDefault, CUBLAS_COMPUTE_32F},
+};
+
+// cublasGemmEx on a handle of its own (default workspace), same stream.
+absl::Status DirectGemm(cublasHandle_t h, const Mode& mode, int n, const void* a, const void* b,
+                        void* d) {
+  const double one = 1, zero = 0;
+  const float onef = 1, zerof = 0;
+  const bool f64 = mode.dtype == DType::kF64;
+  const cudaDataType_t t = gpu::CudaType(mode.dtype);
+  LINALGD_GPU_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n,
+                                 f64 ? static_cast<const void*>(&one) : &onef, a, t, n, b, t, n,
+                                 f64 ? static_cast<const void*>(&zero) : &zerof, d, t, n,
+                                 mode.direct_compute, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Row> GemmCase(gpu::GpuContext& ctx, cublasHandle_t direct, const Mode& mode,
+                             int64_t n, int reps) {
+  const size_t bytes = n * n * DTypeSize(mode.dtype);
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, ctx.Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(bytes));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(mode.dtype, a.data(), n * n, 1, -1, 1, ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(mode.dtype, b.data(), n * n, 2, -1, 1, ctx.hs.stream));
+  gpu::LtMatmulArgs x;
+  x.in_dtype = x.out_dtype = mode.dtype;
+  x.compute = mode.compute;
+  x.m = x.n = x.k = n;
+  x.a = a.data();
+  x.b = b.data();
+  x.d = d.data();
+  Row row{"gemm", mode.name, n, 0, 0, 2.0 * n * n * n};
+  LINALGD_ASSIGN_OR_RETURN(row.ours_ms, TimeMs(ctx.hs.stream, reps, [&] {
+                             return gpu::LtMatmul(ctx.hs, ctx.cache, x);
+                           }));
+  LINALGD_ASSIGN_OR_RETURN(row.direct_ms, TimeMs(ctx.hs.stream, reps, [&] {
+                             return DirectGemm(direct, mode, static_cast<int>(n), a.data(),
+                                               b.data(), d.data());
+                           }));
+  return row;
+}
+
+// Direct cuSOLVER: copy a (factorizations overwrite it), factor, solve.
+struct DirectSolver {
+  cusolverDnHandle_t h = nullptr;
+  cusolverDnParams_t p = nullptr;
+  ~DirectSolver() {
+    if (p != nullptr) cusolverDnDestroyParams(p);
+    if (h != nullptr) cusolverDnDestroy(h);
+  }
+};
+
+absl::Status DirectLu(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, const void* a, void* w,
+                      int64_t* ipiv, void* x, const void* b, gpu::DeviceBuffer& work,
+                      size_t host_bytes, int* info) {
+  std::vector<char> host(host_bytes);
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(w, a, n * n * 8, cudaMemcpyDeviceToDevice, st));
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(x, b, n * 8, cudaMemcpyDeviceToDevice, st));
+  LINALGD_GPU_CHECK(cusolverDnXgetrf(s.h, s.p, n, n, CUDA_R_64F, w, n, ipiv, CUDA_R_64F,
+                                     work.data(), work.bytes(), host.data(), host_bytes, info));
+  LINALGD_GPU_CHECK(cusolverDnXgetrs(s.h, s.p, CUBLAS_OP_N, n, 1, CUDA_R_64F, w, n, ipiv,
+                                     CUDA_R_64F, x, n, info));
+  return absl::OkStatus();
+}
+
+absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, const void* a,
+                            void* w, void* x, const void* b, gpu::DeviceBuffer& work,
+                            size_t host_bytes, int* info) {
+  std::vector<char> host(host_bytes);
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(w, a, n * n * 8, cudaMemcpyDeviceToDevice, st));
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(x, b, n * 8, cudaMemcpyDeviceToDevice, st));
+  LINALGD_GPU_CHECK(cusolverDnXpotrf(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, w, n,
+                                     CUDA_R_64F, work.data(), work.bytes(), host.data(),
+                                     host_bytes, info));
+  LINALGD_GPU_CHECK(cusolverDnXpotrs(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, 1, CUDA_R_64F, w, n,
+                                     CUDA_R_64F, x, n, info));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer w, ctx.Alloc(n * n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer ipiv, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer info, ctx.Alloc(8));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(DType::kF64, a.data(), n * n, 3, -1, 1, st));
+  LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(DType::kF64, a.data(), n, 1, n, st));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(DType::kF64, b.data(), n, 4, -1, 1, st));
+  DirectSolver s;
+  LINALGD_GPU_CHECK(cusolverDnCreate(&s.h));
+  LINALGD_GPU_CHECK(cusolverDnSetStream(s.h, st));
+  LINALGD_GPU_CHECK(cusolverDnCreateParams(&s.p));
+  size_t lu_dev = 0, lu_host = 0, ch_dev = 0, ch_host = 0;
+  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(s.h, s.p, n, n, CUDA_R_64F, w.data(), n,
+                                                CUDA_R_64F, &lu_dev, &lu_host));
+  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F,
+                                                w.data(), n, CUDA_R_64F, &ch_dev, &ch_host));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer work, ctx.Alloc(std::max(lu_dev, ch_dev)));
+  const double n3 = static_cast<double>(n) * n * n;
+  Row lu{"lu_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
+  LINALGD_ASSIGN_OR_RETURN(lu.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+    return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data()).status();
+  }));
+  LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] {
+    return DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(), x.data(), b.data(), work,
+                    lu_host, info.as<int>());
+  }));
+  Row ch{"cholesky_solve", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+    return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data()).status();
+  }));
+  LINALGD_ASSIGN_OR_RETURN(ch.direct_ms, TimeMs(st, reps, [&] {
+    return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(), b.data(), work, ch_host,
+                          info.as<int>());
+  }));
+  Row irs{"lu_irs_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
+  int iters = 0;
+  LINALGD_ASSIGN_OR_RETURN(irs.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+    return gpu::IrsSolve(ctx, n, 1, a.data(), b.data(), x.data(), &iters).status();
+  }));
+  irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
+  return std::vector<Row>{lu, ch, irs};
+}
+
+template <typename F>
+double WallMs(int reps, F&& f) {
+  std::vector<double> ms;
+  for (int r = 0; r < 1 + reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (r >= 1) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return Median(ms);
+}
+
+Tensor HostRandom(DType t, Shape shape, std::mt19937& rng, double shift_diag) {
+  Tensor out(t, shape);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int64_t n = shape.back();
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    const double v = u(rng) + ((i / n == i % n) ? shift_diag : 0);
+    if (t == DType::kF64) {
+      out.mutable_as<double>()[i] = v;
+    } else {
+      out.mutable_as<float>()[i] = static_cast<float>(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> BenchGemm(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                           int reps) {
+  return gpu.RunJob<std::vector<Row>>([&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+    cublasHandle_t direct = nullptr;
+    LINALGD_GPU_CHECK(cublasCreate(&direct));
+    std::vector<Row> rows;
+    absl::Status s = gpu::CheckCuda(cublasSetStream(direct, ctx.hs.stream), "cublasSetStream",
+                                    __FILE__, __LINE__);
+    for (int64_t n : sizes) {
+      for (const Mode& mode : kModes) {
+        if (!s.ok()) break;
+        absl::StatusOr<Row> r = GemmCase(ctx, direct, mode, n, reps);
+        if (r.ok()) rows.push_back(*r);
+        s = r.status();
+      }
+    }
+    cublasDestroy(direct);
+    if (!s.ok()) return s;
+    return rows;
+  });
+}
+
+absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
+                                             const std::vector<int64_t>& sizes, int reps) {
+  return gpu.RunJob<std::vector<Row>>([&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+    std::vector<Row> rows;
+    for (int64_t n : sizes) {
+      LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, SolveCases(ctx, n, reps));
+      rows.insert(rows.end(), r.begin(), r.end());
+    }
+    return rows;
+  });
+}
+
+absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps) {
+  std::mt19937 rng(5);
+  std::vector<Row> rows;
+  for (DType t : {DType::kF32, DType::kF64}) {
+    const Tensor a = HostRandom(t, {n, n}, rng, 0), b = HostRandom(t, {n, n}, rng, 0);
+    MatmulOp op;
+    op.a = a.view();
+    op.b = b.view();
+    op.out_dtype = t;
+    LINALGD_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(op));
+    absl::Status s;
+    Row row{"e2e_matmul", std::string(DTypeName(t)), n, 0, 0, 2.0 * n * n * n};
+    row.ours_ms = WallMs(reps, [&] { s.Update(gpu.Matmul(op, plan).status()); });
+    LINALGD_RETURN_IF_ERROR(s);
+    rows.push_back(row);
+  }
+  const Tensor a = HostRandom(DType::kF64, {n, n}, rng, n), b = HostRandom(DType::kF64, {n, 1}, rng, 0);
+  SolveOp op;
+  op.a = a.view();
+  op.b = b.view();
+  op.method = SolveMethod::kLu;
+  LINALGD_ASSIGN_OR_RETURN(SolvePlan plan, PlanSolve(op));
+  absl::Status s;
+  Row row{"e2e_lu_solve", "f64", n, 0, 0, 2.0 / 3.0 * n * n * n};
+  row.ours_ms = WallMs(reps, [&] { s.Update(gpu.Solve(op, plan).status()); });
+  LINALGD_RETURN_IF_ERROR(s);
+  rows.push_back(row);
+  return rows;
+}
+
+}  // namespace linalgd::bench

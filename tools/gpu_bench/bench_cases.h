@@ -1,0 +1,31 @@
+#ifndef LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_
+#define LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/gpu/gpu_backend.h"
+
+namespace linalgd::bench {
+
+// One measured case: linalgd's GPU path against the library called directly,
+// both timed with CUDA events on one stream (median of `reps` after warm-up).
+struct Row {
+  std::string op;    // "gemm", "lu_solve", "cholesky_solve", "e2e_matmul", ...
+  std::string mode;  // "f64", "f32", "tf32", "f16", "bf16"
+  int64_t n = 0;
+  double ours_ms = 0, direct_ms = 0;  // direct_ms 0: no direct counterpart
+  double flops = 0;                   // per call
+};
+
+absl::StatusOr<std::vector<Row>> BenchGemm(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                           int reps);
+absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
+                                             const std::vector<int64_t>& sizes, int reps);
+// Whole Backend calls (host operands in, host result out), wall clock.
+absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
+
+}  // namespace linalgd::bench
+
+#endif  // LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_

@@ -1,0 +1,121 @@
+// linalgd-gpu-bench: device time of linalgd's GPU engine (the code paths the
+// backend runs, on device-resident random data) against direct cuBLAS /
+// cuSOLVER calls in the same process, plus whole Backend calls with host
+// operands. CUDA events, median of --reps after 3 warm-up runs.
+//
+//   linalgd-gpu-bench [--json FILE] [--reps N] [--commit SHA] [--quick]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/gpu/gpu_backend.h"
+#include "server/gpu/gpu_engine.h"
+#include "tools/gpu_bench/bench_cases.h"
+
+namespace linalgd::bench {
+namespace {
+
+struct Flags {
+  std::string json, commit;
+  int reps = 10;
+  bool quick = false;
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) f.json = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) f.reps = std::atoi(argv[++i]);
+    else if (a == "--commit" && i + 1 < argc) f.commit = argv[++i];
+    else if (a == "--quick") f.quick = true;
+  }
+  return f;
+}
+
+double Tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
+
+std::string Json(const Flags& f, const std::string& device, const std::vector<Row>& rows,
+                 int argc, char** argv) {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::string cmd;
+  for (int i = 0; i < argc; ++i) absl::StrAppend(&cmd, i ? " " : "", argv[i]);
+  std::string out = absl::StrCat("{\n  \"date\": \"", date, "\",\n  \"host\": \"1x H200\",\n",
+                                 "  \"device\": \"", device, "\",\n  \"command\": \"", cmd,
+                                 "\",\n  \"commit\": \"", f.commit, "\",\n  \"reps\": ", f.reps,
+                                 ",\n  \"rows\": [\n");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    absl::StrAppend(&out, "    {\"op\": \"", r.op, "\", \"mode\": \"", r.mode, "\", \"n\": ",
+                    r.n, ", \"ours_ms\": ", r.ours_ms, ", \"direct_ms\": ", r.direct_ms,
+                    ", \"ours_tflops\": ", Tflops(r.flops, r.ours_ms),
+                    ", \"direct_tflops\": ", Tflops(r.flops, r.direct_ms),
+                    ", \"rate_ratio\": ", r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0, "}",
+                    i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(&out, "  ]\n}\n");
+  return out;
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  std::printf("\n%-15s %-5s %6s %11s %11s %9s %9s %7s\n", "op", "mode", "n", "ours_ms",
+              "direct_ms", "ours_TF", "direct_TF", "ratio");
+  for (const Row& r : rows) {
+    std::printf("%-15s %-5s %6lld %11.3f %11.3f %9.1f %9.1f %7.3f\n", r.op.c_str(),
+                r.mode.c_str(), static_cast<long long>(r.n), r.ours_ms, r.direct_ms,
+                Tflops(r.flops, r.ours_ms), Tflops(r.flops, r.direct_ms),
+                r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0.0);
+  }
+}
+
+int Main(int argc, char** argv) {
+  const Flags flags = ParseFlags(argc, argv);
+  auto engine = StartGpuEngine(GpuOptions{});
+  if (engine->backends().empty()) {
+    std::fprintf(stderr, "no GPU: %s\n", engine->status().c_str());
+    return 2;
+  }
+  auto* gpu = dynamic_cast<gpu::GpuBackend*>(engine->backends()[0]);
+  const std::string device = engine->Devices()[0].name;
+  std::vector<Row> rows;
+  const std::vector<int64_t> gemm_sizes =
+      flags.quick ? std::vector<int64_t>{2048} : std::vector<int64_t>{2048, 4096, 8192};
+  const std::vector<int64_t> solve_sizes =
+      flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 8192};
+  for (auto part : {BenchGemm(*gpu, gemm_sizes, flags.reps),
+                    BenchSolves(*gpu, solve_sizes, flags.reps),
+                    BenchEndToEnd(*gpu, 4096, 3)}) {
+    if (!part.ok()) {
+      std::fprintf(stderr, "benchmark failed: %s\n", std::string(part.status().message()).c_str());
+      PrintTable(rows);
+      return 1;
+    }
+    rows.insert(rows.end(), part->begin(), part->end());
+  }
+  if (!flags.json.empty()) {
+    FILE* f = std::fopen(flags.json.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "cannot write %s\n", flags.json.c_str());
+      return 1;
+    }
+    const std::string j = Json(flags, device, rows, argc, argv);
+    std::fwrite(j.data(), 1, j.size(), f);
+    std::fclose(f);
+  }
+  std::printf("device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's)\n",
+              device.c_str());
+  PrintTable(rows);
+  return 0;
+}
+
+}  // namespace
+}  // namespace linalgd::bench
+
+int main(int argc, char** argv) { return linalgd::bench::Main(argc, argv); }
