@@ -153,7 +153,10 @@ absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache,
   const LtAlgoCache::Key key = MakeKey(x, alignment);
   LtAlgoCache::Entry entry;
   if (cache.Lookup(key, &entry)) return entry;
-  const bool can_fuse = !(x.bias != nullptr && x.bias_per_row);
+  // cuBLASLt fuses a per-column bias only; its fp64 GELU is not accurate to
+  // fp64 (~3e-11 relative), so fp64 GELU runs in our kernel.
+  const bool can_fuse = !(x.bias != nullptr && x.bias_per_row) &&
+                        !(x.out_dtype == DType::kF64 && x.act == Activation::kGelu);
   if (can_fuse) {
     LtDescs fused;
     LINALGD_RETURN_IF_ERROR(BuildDescs(x, FusedEpilogue(x), fused));
