@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
     metrics::Registry* registry, absl::string_view version) {
   std::unique_ptr<LinalgdMetrics> out(new LinalgdMetrics(registry));
   LINALGD_RETURN_IF_ERROR(out->RegisterRequestFamilies());
+  LINALGD_RETURN_IF_ERROR(out->RegisterQueueFamilies());
   LINALGD_RETURN_IF_ERROR(out->RegisterDeviceFamilies());
   LINALGD_RETURN_IF_ERROR(out->RegisterDataFamilies(version));
   return out;
@@ -67,7 +68,7 @@ absl::Status LinalgdMetrics::RegisterRequestFamilies() {
   return absl::OkStatus();
 }
 
-absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
+absl::Status LinalgdMetrics::RegisterQueueFamilies() {
   metrics::Registry& r = *registry_;
   LINALGD_ASSIGN_OR_RETURN(
       queue_depth_, r.AddGauge("linalgd_queue_depth",
@@ -81,6 +82,11 @@ absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
   LINALGD_ASSIGN_OR_RETURN(
       inflight_jobs_, r.AddGauge("linalgd_inflight_jobs",
                                  "Jobs running on the device.", {"device"}));
+  return absl::OkStatus();
+}
+
+absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
+  metrics::Registry& r = *registry_;
   LINALGD_ASSIGN_OR_RETURN(
       memory_budget_,
       r.AddGauge("linalgd_device_memory_budget_bytes",

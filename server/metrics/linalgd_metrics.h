@@ -92,6 +92,7 @@ class LinalgdMetrics {
  private:
   explicit LinalgdMetrics(metrics::Registry* registry) : registry_(registry) {}
   absl::Status RegisterRequestFamilies();
+  absl::Status RegisterQueueFamilies();
   absl::Status RegisterDeviceFamilies();
   absl::Status RegisterDataFamilies(absl::string_view version);
 
