@@ -1,0 +1,22 @@
+#ifndef LINALGD_SERVER_STORE_CRC32C_H_
+#define LINALGD_SERVER_STORE_CRC32C_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace linalgd {
+
+// CRC32C (Castagnoli, reflected polynomial 0x82F63B78, as iSCSI, ext4 and
+// google-crc32c compute it). Extend(Extend(0, a), b) == Crc32c(a + b), so a
+// tensor's checksum is computed chunk by chunk. Uses the SSE4.2 crc32
+// instruction when the CPU has it (three interleaved streams), else a
+// slicing-by-8 table. Thread-safe.
+uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n);
+inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data, n); }
+
+// The portable table path, for tests that compare the two.
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_STORE_CRC32C_H_

@@ -1,0 +1,258 @@
+#include "server/store/resident_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/resident_id.h"
+
+namespace linalgd {
+namespace {
+
+constexpr size_t kGoneMemory = 4096;  // removed ids remembered for messages
+
+}  // namespace
+
+absl::string_view ResidentKindName(ResidentKind kind) {
+  return kind == ResidentKind::kTensor ? "tensor" : "factor";
+}
+
+StoreReservation& StoreReservation::operator=(StoreReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    used_ = std::move(other.used_);
+    bytes_ = other.bytes_;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void StoreReservation::Release() {
+  if (used_ && bytes_ > 0) used_->fetch_sub(bytes_);
+  used_.reset();
+  bytes_ = 0;
+}
+
+// One stored object. The index holds one reference; leases alias it, so
+// use_count() > 1 means leased.
+struct ResidentStore::Entry {
+  ResidentMeta meta;  // in_use is computed, not stored
+  Tensor tensor;      // kTensor
+  std::shared_ptr<const Factor> factor;  // kFactor
+  StoreReservation reservation;
+  absl::Time last_use;
+  std::list<std::string>::iterator lru_pos;
+};
+
+ResidentStore::ResidentStore(StoreOptions options)
+    : options_(std::move(options)), used_(std::make_shared<std::atomic<int64_t>>(0)) {}
+
+ResidentStore::~ResidentStore() = default;
+
+void ResidentStore::SetObserver(std::function<void(int64_t, int64_t)> observer) {
+  absl::MutexLock lock(&mu_);
+  observer_ = std::move(observer);
+  Notify();
+}
+
+void ResidentStore::Notify() {
+  if (observer_) observer_(stored_bytes_, static_cast<int64_t>(index_.size()));
+}
+
+absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
+  if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
+  std::vector<EntryPtr> dropped;  // destroyed after the lock is released
+  absl::MutexLock lock(&mu_);
+  DropExpired(options_.now(), dropped);
+  if (!MakeRoom(bytes, dropped)) {
+    int64_t leased = 0;
+    for (const auto& [id, e] : index_) {
+      if (e.use_count() > 1) leased += e->meta.bytes;
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "store: ", bytes, " bytes do not fit in --store-bytes=", options_.capacity_bytes, " (",
+        used_->load(), " bytes used, ", leased, " of them by objects in use, which are "
+        "never evicted)"));
+  }
+  used_->fetch_add(bytes);
+  return StoreReservation(used_, bytes);
+}
+
+bool ResidentStore::MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) {
+  if (bytes > options_.capacity_bytes) return false;
+  auto it = lru_.begin();
+  while (used_->load() + bytes > options_.capacity_bytes && it != lru_.end()) {
+    const std::string id = *it++;
+    auto found = index_.find(id);
+    if (found->second.use_count() > 1) continue;  // leased: pinned
+    Remove(id, "evicted (least recently used, beyond --store-bytes)", dropped);
+  }
+  return used_->load() + bytes <= options_.capacity_bytes;
+}
+
+void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) {
+  std::vector<std::string> expired;
+  for (const auto& [id, e] : index_) {
+    if (e->last_use + e->meta.ttl <= now) expired.push_back(id);
+  }
+  for (const std::string& id : expired) {
+    Remove(id, absl::StrCat("expired (TTL ", absl::FormatDuration(index_[id]->meta.ttl), ")"),
+           dropped);
+  }
+}
+
+void ResidentStore::Remove(const std::string& id, absl::string_view why,
+                           std::vector<EntryPtr>& dropped) {
+  auto it = index_.find(id);
+  if (it == index_.end()) return;
+  EntryPtr e = std::move(it->second);
+  index_.erase(it);
+  lru_.erase(e->lru_pos);
+  stored_bytes_ -= e->meta.bytes;
+  // Unleased: its bytes are free now (the memory goes when `dropped` does).
+  // Leased: they stay counted until the last lease ends.
+  if (e.use_count() == 1) e->reservation.Release();
+  if (gone_order_.size() >= kGoneMemory) {
+    gone_.erase(gone_order_.front());
+    gone_order_.pop_front();
+  }
+  gone_[id] = absl::StrCat(ResidentKindName(e->meta.kind), " ", id, " was ", why);
+  gone_order_.push_back(id);
+  dropped.push_back(std::move(e));
+  Notify();
+}
+
+absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration ttl) {
+  entry->meta.ttl = ttl > absl::ZeroDuration() ? ttl : options_.default_ttl;
+  absl::StatusOr<std::string> id = NewResidentId();
+  if (!id.ok()) return id.status();
+  absl::MutexLock lock(&mu_);
+  while (index_.contains(*id)) {  // p = 2^-128 per id: never, but cheap to rule out
+    id = NewResidentId();
+    if (!id.ok()) return id.status();
+  }
+  entry->meta.id = *id;
+  entry->last_use = options_.now();
+  entry->lru_pos = lru_.insert(lru_.end(), *id);
+  stored_bytes_ += entry->meta.bytes;
+  index_.emplace(*id, std::move(entry));
+  Notify();
+  return *id;
+}
+
+absl::StatusOr<std::string> ResidentStore::PutTensor(Tensor tensor, std::string placement,
+                                                     uint32_t crc32c, absl::Duration ttl,
+                                                     StoreReservation reservation) {
+  auto e = std::make_shared<Entry>();
+  e->meta.kind = ResidentKind::kTensor;
+  e->meta.dtype = tensor.dtype();
+  e->meta.shape = tensor.shape();
+  e->meta.bytes = static_cast<int64_t>(tensor.num_bytes());
+  e->meta.placement = placement.empty() ? "host" : std::move(placement);
+  e->meta.crc32c = crc32c;
+  e->tensor = std::move(tensor);
+  e->reservation = std::move(reservation);
+  return Insert(std::move(e), ttl);
+}
+
+absl::StatusOr<std::string> ResidentStore::PutFactor(std::shared_ptr<const Factor> factor,
+                                                     absl::Duration ttl,
+                                                     StoreReservation reservation) {
+  auto e = std::make_shared<Entry>();
+  const FactorInfo& info = factor->info();
+  e->meta.kind = ResidentKind::kFactor;
+  e->meta.dtype = info.dtype;
+  e->meta.shape = {info.n, info.n};
+  e->meta.bytes = info.bytes;
+  e->meta.placement = info.placement;
+  e->factor = std::move(factor);
+  e->reservation = std::move(reservation);
+  return Insert(std::move(e), ttl);
+}
+
+absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view id) {
+  const std::string key(id);
+  auto it = index_.find(key);
+  const absl::Time now = options_.now();
+  if (it != index_.end() && it->second->last_use + it->second->meta.ttl <= now) {
+    std::vector<EntryPtr> dropped;  // leased or not, its id is gone; see DropExpired
+    Remove(key, absl::StrCat("expired (TTL ", absl::FormatDuration(it->second->meta.ttl), ")"),
+           dropped);
+    return absl::NotFoundError(gone_[key]);
+  }
+  if (it == index_.end()) {
+    auto gone = gone_.find(key);
+    if (gone != gone_.end()) return absl::NotFoundError(gone->second);
+    if (!IsResidentId(id)) {
+      return absl::NotFoundError(
+          absl::StrCat("resident id '", id, "' is not 32 hex digits (an id from PutTensor, "
+                       "Factorize or keep_result)"));
+    }
+    return absl::NotFoundError(absl::StrCat("resident id ", id, " is unknown"));
+  }
+  EntryPtr e = it->second;
+  e->last_use = now;
+  lru_.splice(lru_.end(), lru_, e->lru_pos);
+  return e;
+}
+
+absl::StatusOr<TensorLease> ResidentStore::GetTensor(absl::string_view id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<EntryPtr> e = Lookup(id);
+  if (!e.ok()) return e.status();
+  if ((*e)->meta.kind != ResidentKind::kTensor) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resident id ", id, " names a factor (use it as SolveRequest.factor_id), not a tensor"));
+  }
+  TensorLease lease;
+  lease.tensor = std::shared_ptr<const Tensor>(*e, &(*e)->tensor);
+  lease.meta = MetaOf(**e, true);
+  return lease;
+}
+
+absl::StatusOr<std::shared_ptr<const Factor>> ResidentStore::GetFactor(absl::string_view id) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<EntryPtr> e = Lookup(id);
+  if (!e.ok()) return e.status();
+  if ((*e)->meta.kind != ResidentKind::kFactor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resident id ", id, " names a tensor, not a factor (from Factorize)"));
+  }
+  return std::shared_ptr<const Factor>(*e, (*e)->factor.get());
+}
+
+absl::Status ResidentStore::Delete(absl::string_view id, ResidentKind kind) {
+  std::vector<EntryPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<EntryPtr> e = Lookup(id);
+  if (!e.ok()) return e.status();
+  if ((*e)->meta.kind != kind) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resident id ", id, " names a ", ResidentKindName((*e)->meta.kind), ", not a ",
+        ResidentKindName(kind)));
+  }
+  e->reset();
+  Remove(std::string(id), "deleted", dropped);
+  return absl::OkStatus();
+}
+
+ResidentMeta ResidentStore::MetaOf(const Entry& e, bool in_use) const {
+  ResidentMeta m = e.meta;
+  m.expires = e.last_use + e.meta.ttl;
+  m.in_use = in_use;
+  return m;
+}
+
+std::vector<ResidentMeta> ResidentStore::List() {
+  std::vector<EntryPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  DropExpired(options_.now(), dropped);
+  std::vector<ResidentMeta> out;
+  out.reserve(index_.size());
+  for (const std::string& id : lru_) {
+    const EntryPtr& e = index_.at(id);
+    out.push_back(MetaOf(*e, e.use_count() > 1));
+  }
+  return out;
+}
+
+}  // namespace linalgd

@@ -1,0 +1,152 @@
+#ifndef LINALGD_SERVER_STORE_RESIDENT_STORE_H_
+#define LINALGD_SERVER_STORE_RESIDENT_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/backend/factor.h"
+#include "server/common/tensor.h"
+
+namespace linalgd {
+
+struct StoreOptions {
+  int64_t capacity_bytes = int64_t{8} << 30;  // --store-bytes
+  absl::Duration default_ttl = absl::Hours(1);  // --store-ttl
+  std::function<absl::Time()> now = [] { return absl::Now(); };  // injectable clock
+};
+
+enum class ResidentKind { kTensor, kFactor };
+absl::string_view ResidentKindName(ResidentKind kind);  // "tensor", "factor"
+
+// What ListTensors reports about one resident object.
+struct ResidentMeta {
+  std::string id;
+  ResidentKind kind = ResidentKind::kTensor;
+  DType dtype = DType::kF32;
+  Shape shape;
+  int64_t bytes = 0;
+  std::string placement;  // "host", "cpu", "gpu:N"
+  uint32_t crc32c = 0;    // tensors only
+  absl::Duration ttl;     // counted from the last use
+  absl::Time expires;
+  bool in_use = false;
+};
+
+// Bytes counted against a store's capacity until destroyed (or handed to
+// the store with the object they are for). Move-only; may outlive the store.
+class StoreReservation {
+ public:
+  StoreReservation() = default;
+  StoreReservation(StoreReservation&& other) noexcept { *this = std::move(other); }
+  StoreReservation& operator=(StoreReservation&& other) noexcept;
+  ~StoreReservation() { Release(); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  friend class ResidentStore;
+  StoreReservation(std::shared_ptr<std::atomic<int64_t>> used, int64_t bytes)
+      : used_(std::move(used)), bytes_(bytes) {}
+  void Release();
+  std::shared_ptr<std::atomic<int64_t>> used_;
+  int64_t bytes_ = 0;
+};
+
+// A resident tensor kept alive, and never evicted, while the lease is held.
+struct TensorLease {
+  std::shared_ptr<const Tensor> tensor;
+  ResidentMeta meta;
+};
+
+// Resident tensors and cached factorizations under 128-bit random ids, in
+// one LRU over --store-bytes. An object expires `ttl` after its last use
+// (lookups refresh it). Space is made by dropping expired objects, then the
+// least recently used ones, but never an object leased by an operation
+// (a TensorLease or a factor shared_ptr held outside the store): leased
+// objects are pinned. Delete and expiry of a leased object remove its id at
+// once; its memory goes when the last lease ends. Thread-safe.
+class ResidentStore {
+ public:
+  explicit ResidentStore(StoreOptions options);
+  ~ResidentStore();
+  ResidentStore(const ResidentStore&) = delete;
+  ResidentStore& operator=(const ResidentStore&) = delete;
+
+  // Counts `bytes` against the capacity, evicting as above to make room.
+  // RESOURCE_EXHAUSTED naming --store-bytes and the numbers when it cannot.
+  absl::StatusOr<StoreReservation> Reserve(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Stores and returns the new id. `ttl` zero: the default. REQUIRES:
+  // `reservation` covers the object's bytes.
+  absl::StatusOr<std::string> PutTensor(Tensor tensor, std::string placement, uint32_t crc32c,
+                                        absl::Duration ttl, StoreReservation reservation)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> PutFactor(std::shared_ptr<const Factor> factor, absl::Duration ttl,
+                                        StoreReservation reservation) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // NOT_FOUND for an unknown, expired, evicted or deleted id (saying which
+  // when it is recent); INVALID_ARGUMENT when the id names the other kind.
+  absl::StatusOr<TensorLease> GetTensor(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<const Factor>> GetFactor(absl::string_view id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Delete(absl::string_view id, ResidentKind kind) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Every live object, least recently used first (expired ones are dropped).
+  std::vector<ResidentMeta> List() ABSL_LOCKS_EXCLUDED(mu_);
+
+  int64_t capacity_bytes() const { return options_.capacity_bytes; }
+  // Bytes reserved: stored objects, uploads in progress, objects deleted but
+  // still leased.
+  int64_t used_bytes() const { return used_->load(); }
+  absl::Duration default_ttl() const { return options_.default_ttl; }
+
+  // Called (under the store's lock: keep it cheap) with the stored bytes and
+  // object count after every change; e.g. the resident-store gauges.
+  void SetObserver(std::function<void(int64_t bytes, int64_t objects)> observer)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Entry;
+  using EntryPtr = std::shared_ptr<Entry>;
+
+  absl::StatusOr<std::string> Insert(EntryPtr entry, absl::Duration ttl)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The live entry for `id`, refreshed; NOT_FOUND as GetTensor.
+  absl::StatusOr<EntryPtr> Lookup(absl::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes `id` from the index; the entry moves to `dropped` (destroyed by
+  // the caller outside the lock).
+  void Remove(const std::string& id, absl::string_view why, std::vector<EntryPtr>& dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropExpired(absl::Time now, std::vector<EntryPtr>& dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts unleased LRU entries until `bytes` more fit; false if they cannot.
+  bool MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ResidentMeta MetaOf(const Entry& e, bool in_use) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const StoreOptions options_;
+  const std::shared_ptr<std::atomic<int64_t>> used_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, EntryPtr> index_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // front: least recently used
+  int64_t stored_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Recently removed ids and why ("deleted", "expired", "evicted"), bounded.
+  absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
+  std::function<void(int64_t, int64_t)> observer_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_STORE_RESIDENT_STORE_H_

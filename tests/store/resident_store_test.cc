@@ -1,0 +1,169 @@
+#include "server/store/resident_store.h"
+
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/resident_id.h"
+
+namespace linalgd {
+namespace {
+
+using ::testing::HasSubstr;
+
+Tensor Filled(int64_t rows, int64_t cols, float value) {
+  Tensor t(DType::kF32, {rows, cols});
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_as<float>()[i] = value;
+  return t;
+}
+
+class ResidentStoreTest : public ::testing::Test {
+ protected:
+  ResidentStore& MakeStore(int64_t capacity) {
+    StoreOptions o;
+    o.capacity_bytes = capacity;
+    o.default_ttl = absl::Seconds(60);
+    o.now = [this] { return now_; };
+    store_ = std::make_unique<ResidentStore>(o);
+    return *store_;
+  }
+  std::string Put(ResidentStore& s, Tensor t, absl::Duration ttl = absl::ZeroDuration()) {
+    auto r = s.Reserve(static_cast<int64_t>(t.num_bytes()));
+    EXPECT_TRUE(r.ok()) << r.status();
+    auto id = s.PutTensor(std::move(t), "", 0, ttl, std::move(*r));
+    EXPECT_TRUE(id.ok()) << id.status();
+    return *id;
+  }
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  std::unique_ptr<ResidentStore> store_;
+};
+
+TEST(ResidentIdTest, RandomHex128) {
+  auto a = NewResidentId(), b = NewResidentId();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(IsResidentId(*a));
+  EXPECT_NE(*a, *b);
+  EXPECT_FALSE(IsResidentId("xyz"));
+  EXPECT_FALSE(IsResidentId(std::string(32, 'G')));
+}
+
+TEST_F(ResidentStoreTest, PutGetDeleteAndUnknownIds) {
+  ResidentStore& s = MakeStore(1 << 20);
+  const std::string id = Put(s, Filled(4, 4, 2.0f));
+  auto lease = s.GetTensor(id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->tensor->as<float>()[15], 2.0f);
+  EXPECT_EQ(lease->meta.bytes, 64);
+  EXPECT_EQ(lease->meta.placement, "host");
+  EXPECT_EQ(s.used_bytes(), 64);
+  ASSERT_TRUE(s.Delete(id, ResidentKind::kTensor).ok());
+  EXPECT_THAT(s.GetTensor(id).status().message(), HasSubstr("deleted"));
+  EXPECT_EQ(s.GetTensor(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.GetTensor(std::string(32, 'a')).status().message(), HasSubstr("unknown"));
+  EXPECT_THAT(s.GetTensor("nope").status().message(), HasSubstr("32 hex digits"));
+  // The deleted tensor was leased: its bytes stay counted, its memory intact.
+  EXPECT_EQ(s.used_bytes(), 64);
+  EXPECT_EQ(lease->tensor->as<float>()[0], 2.0f);
+  lease->tensor.reset();
+  EXPECT_EQ(s.used_bytes(), 0);
+}
+
+TEST_F(ResidentStoreTest, ExpiresAfterTtlFromLastUse) {
+  ResidentStore& s = MakeStore(1 << 20);
+  const std::string id = Put(s, Filled(2, 2, 1.0f), absl::Seconds(10));
+  now_ += absl::Seconds(8);
+  ASSERT_TRUE(s.GetTensor(id).ok());  // refreshes
+  now_ += absl::Seconds(8);
+  ASSERT_TRUE(s.GetTensor(id).ok());
+  now_ += absl::Seconds(11);
+  absl::Status st = s.GetTensor(id).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(st.message(), HasSubstr("expired"));
+  EXPECT_EQ(s.used_bytes(), 0);
+  EXPECT_TRUE(s.List().empty());
+}
+
+TEST_F(ResidentStoreTest, EvictsLeastRecentlyUsed) {
+  ResidentStore& s = MakeStore(3 * 64);
+  const std::string a = Put(s, Filled(4, 4, 1)), b = Put(s, Filled(4, 4, 2)),
+                    c = Put(s, Filled(4, 4, 3));
+  ASSERT_TRUE(s.GetTensor(a).ok());  // b is now the least recently used
+  const std::string d = Put(s, Filled(4, 4, 4));
+  EXPECT_THAT(s.GetTensor(b).status().message(), HasSubstr("evicted"));
+  EXPECT_TRUE(s.GetTensor(a).ok());
+  EXPECT_TRUE(s.GetTensor(c).ok());
+  EXPECT_TRUE(s.GetTensor(d).ok());
+  EXPECT_EQ(s.used_bytes(), 3 * 64);
+}
+
+TEST_F(ResidentStoreTest, NeverEvictsALeasedTensor) {
+  ResidentStore& s = MakeStore(2 * 64);
+  const std::string a = Put(s, Filled(4, 4, 7));
+  auto lease = s.GetTensor(a);  // an operation uses a
+  ASSERT_TRUE(lease.ok());
+  const std::string b = Put(s, Filled(4, 4, 8));
+  // Room for one more only by evicting a (older) or b: b goes, a stays.
+  ASSERT_TRUE(s.GetTensor(a).ok());
+  const std::string c = Put(s, Filled(4, 4, 9));
+  EXPECT_THAT(s.GetTensor(b).status().message(), HasSubstr("evicted"));
+  lease = s.GetTensor(a);
+  ASSERT_TRUE(lease.ok());
+  auto lease_c = s.GetTensor(c);
+  // Both leased: nothing can be evicted.
+  auto r = s.Reserve(64);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("--store-bytes=128"));
+  EXPECT_THAT(r.status().message(), HasSubstr("in use"));
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(lease->tensor->as<float>()[i], 7.0f);
+  lease->tensor.reset();
+  EXPECT_TRUE(s.Reserve(64).ok());  // a is free to go now
+  EXPECT_THAT(s.GetTensor(a).status().message(), HasSubstr("evicted"));
+}
+
+TEST_F(ResidentStoreTest, TooLargeForCapacity) {
+  ResidentStore& s = MakeStore(100);
+  auto r = s.Reserve(101);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(s.Reserve(100).ok());
+  EXPECT_EQ(s.used_bytes(), 0);  // the reservation was dropped
+}
+
+TEST_F(ResidentStoreTest, ListReportsMetaAndUse) {
+  ResidentStore& s = MakeStore(1 << 20);
+  int64_t seen_bytes = -1, seen_objects = -1;
+  s.SetObserver([&](int64_t b, int64_t o) { seen_bytes = b, seen_objects = o; });
+  const std::string a = Put(s, Filled(2, 3, 1));
+  auto lease = s.GetTensor(a);
+  auto list = s.List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id, a);
+  EXPECT_EQ(list[0].shape, (Shape{2, 3}));
+  EXPECT_TRUE(list[0].in_use);
+  EXPECT_EQ(seen_bytes, 24);
+  EXPECT_EQ(seen_objects, 1);
+  EXPECT_EQ(s.GetFactor(a).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.Delete(a, ResidentKind::kFactor).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ResidentStoreTest, FactorsShareTheLru) {
+  ResidentStore& s = MakeStore(1000);
+  FactorInfo info;
+  info.n = 10;
+  info.bytes = 800;
+  info.placement = "cpu";
+  auto r = s.Reserve(800);
+  ASSERT_TRUE(r.ok());
+  auto id = s.PutFactor(std::make_shared<Factor>(info, nullptr), absl::ZeroDuration(),
+                        std::move(*r));
+  ASSERT_TRUE(id.ok());
+  auto f = s.GetFactor(*id);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->info().n, 10);
+  EXPECT_EQ(s.Reserve(400).status().code(), absl::StatusCode::kResourceExhausted);  // leased
+  f->reset();
+  EXPECT_TRUE(s.Reserve(400).ok());
+  EXPECT_THAT(s.GetFactor(*id).status().message(), HasSubstr("evicted"));
+}
+
+}  // namespace
+}  // namespace linalgd
