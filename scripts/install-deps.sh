@@ -14,7 +14,10 @@ packages=(
   python3-setuptools python3-pip
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(python3-pytest prometheus curl xz-utils nodejs npm)
+  packages+=(python3-pytest prometheus curl xz-utils)
+  # A Node.js from elsewhere (e.g. NodeSource, which bundles npm) conflicts
+  # with Debian's npm package: only install Debian's when there is no npm.
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 fi
 extra="${LINALGD_EXTRA_PACKAGES:-}"
 # shellcheck disable=SC2206
