@@ -24,6 +24,10 @@ struct BenchOptions {
   int large_n = 2048;
   int large_warmup = 1;
   int large_iterations = 3;
+  // e2e64: f64 matmuls and LU solves through the service vs in-process
+  // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
+  std::vector<int> e2e_matmul_sizes = {256, 1024};
+  std::vector<int> e2e_solve_sizes = {512, 1024};
 };
 
 }  // namespace linalgd::bench

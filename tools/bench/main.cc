@@ -19,7 +19,7 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large")
+  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -33,6 +33,10 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--large-n", o.large_n, "size of the large matmul")->capture_default_str();
   app.add_option("--large-warmup", o.large_warmup, "untimed large calls")->capture_default_str();
+  app.add_option("--e2e-matmul-sizes", o.e2e_matmul_sizes, "e2e64: f64 matmul sizes")
+      ->capture_default_str();
+  app.add_option("--e2e-solve-sizes", o.e2e_solve_sizes, "e2e64: f64 LU solve sizes")
+      ->capture_default_str();
   app.add_option("--large-iterations", o.large_iterations, "timed large calls")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -45,6 +49,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "latency") return MakeLatencyWorkload();
   if (name == "throughput") return MakeThroughputWorkload();
   if (name == "large") return MakeLargeMatmulWorkload();
+  if (name == "e2e64") return MakeF64EndToEndWorkload();
   return nullptr;
 }
 

@@ -37,6 +37,8 @@ std::unique_ptr<Workload> MakeLatencyWorkload();
 std::unique_ptr<Workload> MakeThroughputWorkload();
 // (c) one large matmul end to end, split into transfer and compute.
 std::unique_ptr<Workload> MakeLargeMatmulWorkload();
+// f64 matmuls and solves end to end vs in-process OpenBLAS/LAPACK.
+std::unique_ptr<Workload> MakeF64EndToEndWorkload();
 
 }  // namespace linalgd::bench
 
