@@ -1,0 +1,136 @@
+// The real server with its GPU engine, called through the real client: routing
+// by size, CPU rollback on a device failure and on a job that cannot fit, and
+// results against float64 references. Skips without a GPU.
+#include <cmath>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "linalgd/client.h"
+#include "server/service/server.h"
+
+namespace linalgd {
+namespace {
+
+using ::testing::HasSubstr;
+
+client::Tensor Random(std::vector<int64_t> shape, unsigned seed, double diag = 0) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(gen);
+  if (diag != 0) {
+    const int64_t m = shape.back();
+    for (int64_t i = 0; i < m; ++i) v[i * m + i] += diag;
+  }
+  return client::Tensor::FromVector<double>(std::move(shape), absl::MakeConstSpan(v)).value();
+}
+
+// max |x - ref| / max |ref| of an f64 [m,n] product against a naive reference.
+double MatmulError(const client::Tensor& a, const client::Tensor& b, const client::Tensor& c) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  auto av = a.ToVector<double>(), bv = b.ToVector<double>(), cv = c.ToVector<double>();
+  double err = 0, ref_max = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = 0;
+      for (int64_t p = 0; p < k; ++p) ref += av[i * k + p] * bv[p * n + j];
+      err = std::max(err, std::abs(cv[i * n + j] - ref));
+      ref_max = std::max(ref_max, std::abs(ref));
+    }
+  }
+  return err / ref_max;
+}
+
+class GpuServerTest : public ::testing::Test {
+ protected:
+  void Start(ServerOptions options) {
+    options.listen = "127.0.0.1:0";
+    options.metrics_listen = "";
+    auto server = Server::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    client::ClientOptions co;
+    co.target = "127.0.0.1:" + std::to_string(server_->port());
+    client_ = Client::Create(co).value();
+    auto info = client_->ServerInfo();
+    ASSERT_TRUE(info.ok()) << info.status();
+    if (info->backends.size() < 2) GTEST_SKIP() << "no GPU: " << info->gpu_status;
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::Seconds(10));
+  }
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
+  Start(ServerOptions{});
+  client::MatmulArgs big;
+  big.a = Random({1024, 600}, 1);
+  big.b = Random({600, 700}, 2);
+  auto r = client_->Matmul(big);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "gpu:0");
+  EXPECT_LT(MatmulError(big.a, big.b, r->out), 1e-12);
+  client::MatmulArgs small;
+  small.a = Random({64, 32}, 3);
+  small.b = Random({32, 16}, 4);
+  auto s = client_->Matmul(small);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->info.backend, "cpu");
+  EXPECT_LT(MatmulError(small.a, small.b, s->out), 1e-12);
+}
+
+TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
+  Start(ServerOptions{});
+  client::SolveArgs args;
+  args.a = Random({1024, 1024}, 5, 1024);
+  args.b = Random({1024, 3}, 6);
+  auto r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "gpu:0");
+  EXPECT_LT(r->residual, 1e-15);
+}
+
+TEST_F(GpuServerTest, DeviceFailureIsRerunOnCpuWithReason) {
+  ServerOptions o;
+  o.inject_faults = "gpu:matmul:fail=internal";
+  Start(o);
+  client::MatmulArgs big;
+  big.a = Random({600, 600}, 7);
+  big.b = Random({600, 600}, 8);
+  auto r = client_->Matmul(big);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "cpu");
+  EXPECT_THAT(r->info.fallback_reason, HasSubstr("gpu:0: injected fault"));
+  EXPECT_LT(MatmulError(big.a, big.b, r->out), 1e-12);
+}
+
+TEST_F(GpuServerTest, JobThatCannotFitComesBackCorrectFromCpu) {
+  ServerOptions o;
+  o.gpu_memory_fraction = 0.002;  // ~280 MB of an H200, most of it workspaces
+  Start(o);
+  client::MatmulArgs big;  // output 6000 x 6000 f64 = 288 MB
+  big.a = Random({6000, 2}, 9);
+  big.b = Random({2, 6000}, 10);
+  auto r = client_->Matmul(big);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "cpu");
+  EXPECT_FALSE(r->info.fallback_reason.empty());
+  EXPECT_LT(MatmulError(big.a, big.b, r->out), 1e-12);
+}
+
+TEST_F(GpuServerTest, ServerInfoDescribesTheDevice) {
+  Start(ServerOptions{});
+  auto info = client_->ServerInfo().value();
+  ASSERT_FALSE(info.devices.empty());
+  EXPECT_TRUE(info.devices[0].healthy);
+  EXPECT_GT(info.devices[0].budget_bytes, 0);
+  EXPECT_LE(info.devices[0].budget_bytes, info.devices[0].total_memory_bytes * 0.8 + 1);
+}
+
+}  // namespace
+}  // namespace linalgd
