@@ -44,6 +44,13 @@ double MatmulError(const client::Tensor& a, const client::Tensor& b, const clien
   return err / ref_max;
 }
 
+// Starts the server; returns from the test when it failed or has no GPU.
+#define START_OR_SKIP(options)                  \
+  do {                                          \
+    ASSERT_NO_FATAL_FAILURE(Start(options));    \
+    if (IsSkipped()) return;                    \
+  } while (0)
+
 class GpuServerTest : public ::testing::Test {
  protected:
   void Start(ServerOptions options) {
@@ -67,7 +74,7 @@ class GpuServerTest : public ::testing::Test {
 };
 
 TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
-  Start(ServerOptions{});
+  START_OR_SKIP(ServerOptions{});
   client::MatmulArgs big;
   big.a = Random({1024, 600}, 1);
   big.b = Random({600, 700}, 2);
@@ -85,7 +92,7 @@ TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
 }
 
 TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
-  Start(ServerOptions{});
+  START_OR_SKIP(ServerOptions{});
   client::SolveArgs args;
   args.a = Random({1024, 1024}, 5, 1024);
   args.b = Random({1024, 3}, 6);
@@ -98,7 +105,7 @@ TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
 TEST_F(GpuServerTest, DeviceFailureIsRerunOnCpuWithReason) {
   ServerOptions o;
   o.inject_faults = "gpu:matmul:fail=internal";
-  Start(o);
+  START_OR_SKIP(o);
   client::MatmulArgs big;
   big.a = Random({600, 600}, 7);
   big.b = Random({600, 600}, 8);
@@ -112,7 +119,7 @@ TEST_F(GpuServerTest, DeviceFailureIsRerunOnCpuWithReason) {
 TEST_F(GpuServerTest, JobThatCannotFitComesBackCorrectFromCpu) {
   ServerOptions o;
   o.gpu_memory_fraction = 0.002;  // ~280 MB of an H200, most of it workspaces
-  Start(o);
+  START_OR_SKIP(o);
   client::MatmulArgs big;  // output 6000 x 6000 f64 = 288 MB
   big.a = Random({6000, 2}, 9);
   big.b = Random({2, 6000}, 10);
@@ -124,7 +131,7 @@ TEST_F(GpuServerTest, JobThatCannotFitComesBackCorrectFromCpu) {
 }
 
 TEST_F(GpuServerTest, ServerInfoDescribesTheDevice) {
-  Start(ServerOptions{});
+  START_OR_SKIP(ServerOptions{});
   auto info = client_->ServerInfo().value();
   ASSERT_FALSE(info.devices.empty());
   EXPECT_TRUE(info.devices[0].healthy);
