@@ -57,6 +57,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")->capture_default_str();
   app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->capture_default_str();
   app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->capture_default_str();
+  app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold, "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
   app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction, "GPU memory budget, of each device's total")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "client/src/health_check.h"
+#include "client/src/sparse_convert.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -94,6 +95,17 @@ absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const 
   grpc::ClientContext context;
   impl_->SetDeadline(call, context);
   const grpc::Status status = impl_->stub().Solve(&context, request, &response);
+  if (!status.ok()) return client::internal::FromGrpc(status);
+  return client::internal::FromProto(&response);
+}
+
+absl::StatusOr<client::SparseSolveResult> Client::SparseSolve(client::SparseSolveArgs args,
+                                                              const CallOptions& call) {
+  const v1::SparseSolveRequest request = client::internal::ToProto(std::move(args));
+  v1::SparseSolveResponse response;
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  const grpc::Status status = impl_->stub().SparseSolve(&context, request, &response);
   if (!status.ok()) return client::internal::FromGrpc(status);
   return client::internal::FromProto(&response);
 }

@@ -2,10 +2,15 @@
 #define LINALGD_SERVER_BACKEND_BACKEND_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/backend/factor.h"
 #include "server/backend/ops.h"
 #include "server/backend/plan.h"
+#include "server/backend/sparse_ops.h"
+#include "server/backend/sparse_plan.h"
 
 namespace linalgd {
 
@@ -33,6 +38,55 @@ class Backend {
 
   // REQUIRES: `plan` is PlanSolve(op).
   virtual absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) = 0;
+
+  // One library call for a batch of independent matmuls of identical shapes
+  // and options (the scheduler's dynamic batcher): (*outs)[i] is ops[i]'s
+  // result. REQUIRES: every op has the same plan, `plan`; ops non-empty.
+  // A non-ok status covers the whole batch (the scheduler then reruns each
+  // op alone). The default calls Matmul for each op in turn.
+  virtual absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops,
+                                   const MatmulPlan& plan, std::vector<Tensor>* outs) {
+    outs->clear();
+    for (const MatmulOp* op : ops) {
+      absl::StatusOr<Tensor> out = Matmul(*op, plan);
+      if (!out.ok()) return out.status();
+      outs->push_back(*std::move(out));
+    }
+    return absl::OkStatus();
+  }
+
+  // As MatmulBatch, for solves sharing one plan. A singular element fails
+  // the call; the scheduler then reruns each op alone.
+  virtual absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
+                                  std::vector<SolveResult>* outs) {
+    outs->clear();
+    for (const SolveOp* op : ops) {
+      absl::StatusOr<SolveResult> out = Solve(*op, plan);
+      if (!out.ok()) return out.status();
+      outs->push_back(*std::move(out));
+    }
+    return absl::OkStatus();
+  }
+
+  // REQUIRES: `plan` is PlanSparseSolve(op). A backend without sparse
+  // solvers returns UNIMPLEMENTED (final).
+  virtual absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
+                                                        const SparseSolvePlan& plan) {
+    return absl::UnimplementedError(name() + ": sparse solves are not implemented");
+  }
+
+  // Factorizes op.a for later SolveWithFactor calls (factor.h); the factors
+  // stay on this backend's device (host memory for the CPU) and the factor's
+  // owner() is this backend. A backend without it returns UNIMPLEMENTED.
+  virtual absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) {
+    return absl::UnimplementedError(name() + ": factorizations are not implemented");
+  }
+
+  // x = a^-1 b for each [n, k] matrix of b ([..., n, k], the factor's dtype).
+  // REQUIRES: factor.owner() == this. residual is -1 (a is not kept).
+  virtual absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor, const TensorView& b) {
+    return absl::UnimplementedError(name() + ": factorizations are not implemented");
+  }
 };
 
 }  // namespace linalgd

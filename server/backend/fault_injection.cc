@@ -29,8 +29,9 @@ absl::StatusOr<FaultRule> ParseRule(absl::string_view text) {
   if (rule.backend != "cpu" && rule.backend != "gpu" && rule.backend != "all") {
     return bad("backend must be cpu, gpu or all");
   }
-  if (rule.op != "matmul" && rule.op != "solve" && rule.op != "all") {
-    return bad("op must be matmul, solve or all");
+  if (rule.op != "matmul" && rule.op != "solve" && rule.op != "sparse_solve" &&
+      rule.op != "all") {
+    return bad("op must be matmul, solve, sparse_solve or all");
   }
   std::vector<std::string> action = absl::StrSplit(parts[2], absl::MaxSplits('=', 1));
   if (action.size() != 2) return bad("action must be stall=DURATION or fail=CODE");
@@ -68,6 +69,13 @@ class FaultyBackend : public Backend {
     absl::Status s = Apply("solve");
     if (!s.ok()) return s;
     return inner_->Solve(op, plan);
+  }
+
+  absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
+                                                const SparseSolvePlan& plan) override {
+    absl::Status s = Apply("sparse_solve");
+    if (!s.ok()) return s;
+    return inner_->SparseSolve(op, plan);
   }
 
  private:

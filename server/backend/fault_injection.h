@@ -15,12 +15,12 @@ namespace linalgd {
 // that rollback, timeouts and shutdown can be exercised on real servers.
 //
 // Spec: comma-separated rules "BACKEND:OP:ACTION" where BACKEND is cpu, gpu
-// (every GPU) or all; OP is matmul, solve or all; ACTION is stall=DURATION
+// (every GPU) or all; OP is matmul, solve, sparse_solve or all; ACTION is stall=DURATION
 // (sleep, then run normally) or fail=CODE (resource_exhausted, internal,
 // unavailable, deadline_exceeded). Example: "gpu:matmul:fail=internal".
 struct FaultRule {
   std::string backend;  // "cpu", "gpu" or "all"
-  std::string op;       // "matmul", "solve" or "all"
+  std::string op;       // "matmul", "solve", "sparse_solve" or "all"
   absl::Duration stall = absl::ZeroDuration();
   absl::Status fail;    // ok: no failure
 };

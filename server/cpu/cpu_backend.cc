@@ -11,6 +11,7 @@
 #include "server/cpu/cpu_execution.h"
 #include "server/cpu/cpu_matmul.h"
 #include "server/cpu/cpu_solve.h"
+#include "server/cpu/cpu_sparse_solve.h"
 #include "server/cpu/thread_pool.h"
 
 namespace linalgd {
@@ -40,6 +41,11 @@ class CpuBackend : public Backend {
 
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
     return CpuSolve(op, plan, exec_);
+  }
+
+  absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
+                                                const SparseSolvePlan& plan) override {
+    return CpuSparseSolve(op, plan);
   }
 
  private:

@@ -15,6 +15,7 @@ struct CallEnv {
   Scheduler* scheduler = nullptr;
   LinalgdMetrics* metrics = nullptr;  // may be null
   TensorLimits limits;
+  double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
 };
 
 // Validate the request, enqueue a job and return at once (the worker that

@@ -6,6 +6,7 @@
 
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
+#include "server/service/sparse_call.h"
 
 namespace linalgd {
 
@@ -28,6 +29,12 @@ class LinalgService final : public v1::Linalg::CallbackService {
                                   const v1::SolveRequest* request,
                                   v1::SolveResponse* response) override {
     return StartSolve(env_, context, request, response);
+  }
+
+  grpc::ServerUnaryReactor* SparseSolve(grpc::CallbackServerContext* context,
+                                        const v1::SparseSolveRequest* request,
+                                        v1::SparseSolveResponse* response) override {
+    return StartSparseSolve(env_, context, request, response);
   }
 
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,

@@ -101,6 +101,7 @@ absl::Status ServerImpl::Init() {
   env.scheduler = scheduler_.get();
   env.metrics = metrics_.get();
   env.limits.max_elements = options_.max_elements;
+  env.sparse_dense_threshold = options_.sparse_dense_threshold;
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());

@@ -17,6 +17,7 @@ struct ServerOptions {
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
   int64_t max_message_bytes = int64_t{1} << 30;
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
+  double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   absl::Duration op_timeout = absl::Seconds(10);
   double gpu_memory_fraction = 0.8;
   std::vector<int> devices;  // empty: all usable

@@ -9,6 +9,7 @@
 #include "tools/cli/info_command.h"
 #include "tools/cli/matmul_command.h"
 #include "tools/cli/solve_command.h"
+#include "tools/cli/sparse_solve_command.h"
 
 namespace linalgd::cli {
 namespace {
@@ -21,7 +22,7 @@ struct GlobalFlags {
 
 // Dispatches to the parsed subcommand.
 int Run(CLI::App& app, const GlobalFlags& global, const MatmulFlags& matmul,
-        const SolveFlags& solve) {
+        const SolveFlags& solve, const SparseSolveFlags& sparse) {
   absl::StatusOr<absl::Duration> timeout = ParseTimeout(global.timeout);
   if (!timeout.ok()) return ReportLocalError(timeout.status(), kExitUsage);
   client::ClientOptions options;
@@ -36,6 +37,7 @@ int Run(CLI::App& app, const GlobalFlags& global, const MatmulFlags& matmul,
   if (app.got_subcommand("matmul")) {
     return RunMatmul(**client, call, matmul, *app.get_subcommand("matmul"));
   }
+  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, sparse);
   return RunSolve(**client, call, solve);
 }
 
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   GlobalFlags global;
   MatmulFlags matmul;
   SolveFlags solve;
+  SparseSolveFlags sparse;
   app.add_option("--target", global.target, "server address host:port")->capture_default_str();
   app.add_option("--timeout", global.timeout, "per-call deadline: seconds or 30s, 500ms, 2m")
       ->capture_default_str();
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
   AddMatmulCommand(app, matmul);
   AddSolveCommand(app, solve);
+  AddSparseSolveCommand(app, sparse);
   app.require_subcommand(1);
   app.fallthrough();  // global flags may also follow the subcommand
   try {
@@ -65,5 +69,5 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  return Run(app, global, matmul, solve);
+  return Run(app, global, matmul, solve, sparse);
 }

@@ -8,6 +8,7 @@
 #include "linalgd/options.h"
 #include "linalgd/server_info.h"
 #include "linalgd/solve.h"
+#include "linalgd/sparse.h"
 
 namespace linalgd {
 namespace client {
@@ -36,6 +37,9 @@ class Client {
                                               const client::CallOptions& call = {});
   absl::StatusOr<client::SolveResult> Solve(client::SolveArgs args,
                                             const client::CallOptions& call = {});
+  // A sparse a (CSR) and dense b; see linalgd/sparse.h.
+  absl::StatusOr<client::SparseSolveResult> SparseSolve(client::SparseSolveArgs args,
+                                                        const client::CallOptions& call = {});
   absl::StatusOr<client::ServerInfo> ServerInfo(const client::CallOptions& call = {});
   // The grpc.health.v1 Check of service "". A server that cannot be reached is
   // an error status (UNAVAILABLE, DEADLINE_EXCEEDED), not kNotServing.

@@ -1,0 +1,43 @@
+#include "server/backend/sparse_chain.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace linalgd {
+
+absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
+                                                 const SparseSolvePlan& plan,
+                                                 const SparseMethodRunner& run) {
+  std::vector<std::string> notes;
+  SparseMethod m = plan.first;
+  while (true) {
+    absl::StatusOr<SparseAttempt> attempt = run(m);
+    if (attempt.ok()) {
+      SparseSolveResult r;
+      r.x = std::move(attempt->x);
+      r.method_used = m;
+      r.preconditioner_used = IsIterative(m) ? op.preconditioner : Preconditioner::kNone;
+      r.iterations = attempt->iterations;
+      if (!attempt->note.empty()) notes.push_back(attempt->note);
+      r.fallback = absl::StrJoin(notes, "; ");
+      return r;
+    }
+    if (attempt.status().code() != absl::StatusCode::kFailedPrecondition) {
+      return attempt.status();
+    }
+    const bool auto_step = op.method == SparseMethod::kAuto && m == SparseMethod::kCholesky;
+    const SparseMethod next = SparseFallback(m, plan);
+    notes.push_back(std::string(attempt.status().message()));
+    if ((!op.allow_fallback && !auto_step) || next == SparseMethod::kAuto) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          absl::StrJoin(notes, "; "),
+          op.allow_fallback ? "" : " (no_fallback is set)"));
+    }
+    notes.back() += absl::StrCat("; used ", SparseMethodName(next));
+    m = next;
+  }
+}
+
+}  // namespace linalgd

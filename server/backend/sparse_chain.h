@@ -1,0 +1,39 @@
+#ifndef LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_
+#define LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/backend/sparse_ops.h"
+#include "server/backend/sparse_plan.h"
+
+namespace linalgd {
+
+// One backend's attempt at one method.
+struct SparseAttempt {
+  Tensor x;                // [n, k], a's dtype
+  int64_t iterations = 0;  // iterative methods: the largest over the columns
+  std::string note;        // e.g. "qr: a is rank deficient ..."; joins the fallback text
+};
+
+// Runs `method` on the backend. FAILED_PRECONDITION means the method failed
+// on this matrix (not positive definite, singular, no convergence): its
+// message ("cholesky: ...") explains why and the chain may fall back. Any
+// other error ends the solve.
+using SparseMethodRunner = std::function<absl::StatusOr<SparseAttempt>(SparseMethod)>;
+
+// The method sequence both backends share: plan.first, then SparseFallback
+// while op.allow_fallback (AUTO's cholesky -> lu step is part of AUTO and is
+// taken even without it). The result carries the last method's x, the
+// fallback text ("cholesky: ...; used lu") and preconditioner_used; the
+// caller fills residual. Without a further method: FAILED_PRECONDITION with
+// every failure's message.
+absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
+                                                 const SparseSolvePlan& plan,
+                                                 const SparseMethodRunner& run);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_

@@ -1,0 +1,41 @@
+#ifndef LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
+#define LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "server/backend/csr.h"
+
+// Sparse test systems (canonical CSR, owned) shared by the CPU and GPU tests.
+namespace linalgd::sparse_test {
+
+struct Csr {
+  int64_t n = 0;
+  std::vector<int32_t> offsets{0}, indices;
+  std::vector<double> values;
+  std::vector<float> values32;  // filled by View(kF32)
+
+  // A view in `dtype` (f32 values are converted once and kept here).
+  CsrView View(DType dtype);
+  // Row-major n x n.
+  std::vector<double> Dense() const;
+};
+
+// Builds a canonical CSR from row-major dense values (zeros dropped).
+Csr FromDense(const std::vector<double>& a, int64_t n);
+
+// The 5-point Laplacian on an m x m grid (n = m^2), SPD.
+Csr Poisson2D(int64_t m);
+// The 7-point Laplacian on an m x m x m grid (n = m^3), SPD.
+Csr Poisson3D(int64_t m);
+// Random non-symmetric, about `per_row` off-diagonal entries per row,
+// diagonally dominant (non-singular).
+Csr RandomNonsymmetric(int64_t n, int per_row, std::mt19937& rng);
+// The Laplacian of a random graph (about `degree` edges per vertex) plus
+// `shift` times the identity: SPD for shift > 0.
+Csr GraphLaplacian(int64_t n, int degree, double shift, std::mt19937& rng);
+
+}  // namespace linalgd::sparse_test
+
+#endif  // LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
