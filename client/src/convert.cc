@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 namespace linalgd::client::internal {
 
@@ -116,12 +117,33 @@ SolveMethod FromProto(v1::SolveMethod method) {
   }
 }
 
+namespace {
+
+// A resident id replaces whatever the tensor carried.
+void SetResident(const std::string& id, v1::Tensor* t) {
+  if (id.empty()) return;
+  t->Clear();
+  t->set_resident_id(id);
+}
+
+}  // namespace
+
 v1::MatmulRequest ToProto(MatmulArgs args) {
   v1::MatmulRequest req;
+  SetResident(args.c_resident_id, req.mutable_c());
+  SetResident(args.bias_resident_id, req.mutable_bias());
+  if (args.c_resident_id.empty()) req.clear_c();
+  if (args.bias_resident_id.empty()) req.clear_bias();
   ToProto(std::move(args.a), req.mutable_a());
   ToProto(std::move(args.b), req.mutable_b());
-  if (args.c.has_value()) ToProto(std::move(*args.c), req.mutable_c());
-  if (args.bias.has_value()) ToProto(std::move(*args.bias), req.mutable_bias());
+  if (args.c.has_value() && args.c_resident_id.empty()) ToProto(std::move(*args.c), req.mutable_c());
+  if (args.bias.has_value() && args.bias_resident_id.empty()) {
+    ToProto(std::move(*args.bias), req.mutable_bias());
+  }
+  SetResident(args.a_resident_id, req.mutable_a());
+  SetResident(args.b_resident_id, req.mutable_b());
+  req.set_keep_result(args.keep_result);
+  req.set_result_ttl_seconds(absl::ToDoubleSeconds(args.result_ttl));
   req.set_transpose_a(args.transpose_a);
   req.set_transpose_b(args.transpose_b);
   if (args.alpha.has_value()) req.set_alpha(*args.alpha);
@@ -138,6 +160,14 @@ v1::SolveRequest ToProto(SolveArgs args) {
   v1::SolveRequest req;
   ToProto(std::move(args.a), req.mutable_a());
   ToProto(std::move(args.b), req.mutable_b());
+  SetResident(args.a_resident_id, req.mutable_a());
+  SetResident(args.b_resident_id, req.mutable_b());
+  if (!args.factor_id.empty()) {
+    req.clear_a();
+    req.set_factor_id(args.factor_id);
+  }
+  req.set_keep_result(args.keep_result);
+  req.set_result_ttl_seconds(absl::ToDoubleSeconds(args.result_ttl));
   req.set_method(ToProto(args.method));
   req.set_no_fallback(args.no_fallback);
   req.set_allow_non_finite(args.allow_non_finite);
@@ -156,16 +186,29 @@ ExecutionInfo FromProto(const v1::ExecutionInfo& info) {
 }
 
 absl::StatusOr<MatmulResult> FromProto(v1::MatmulResponse* response) {
+  if (response->out().source_case() == v1::Tensor::kResidentId) {
+    MatmulResult kept;
+    kept.info = FromProto(response->info());
+    kept.out_resident_id = response->out().resident_id();
+    return kept;
+  }
   absl::StatusOr<Tensor> out = FromProto(response->mutable_out());
   if (!out.ok()) return out.status();
-  return MatmulResult{*std::move(out), FromProto(response->info())};
+  MatmulResult result;
+  result.out = *std::move(out);
+  result.info = FromProto(response->info());
+  return result;
 }
 
 absl::StatusOr<SolveResult> FromProto(v1::SolveResponse* response) {
-  absl::StatusOr<Tensor> x = FromProto(response->mutable_x());
-  if (!x.ok()) return x.status();
   SolveResult result;
-  result.x = *std::move(x);
+  if (response->x().source_case() == v1::Tensor::kResidentId) {
+    result.x_resident_id = response->x().resident_id();
+  } else {
+    absl::StatusOr<Tensor> x = FromProto(response->mutable_x());
+    if (!x.ok()) return x.status();
+    result.x = *std::move(x);
+  }
   result.method_used = FromProto(response->method_used());
   result.fallback = response->fallback();
   result.residual = response->residual();

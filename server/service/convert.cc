@@ -56,8 +56,8 @@ v1::DType DTypeToProto(DType dtype) {
   return v1::DTYPE_UNSPECIFIED;
 }
 
-absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
-                                  const TensorLimits& limits, int min_rank) {
+absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view field,
+                                      const TensorLimits& limits, int min_rank) {
   TensorView view;
   auto dtype = DTypeFromProto(t.dtype(), absl::StrCat(field, ".dtype"));
   if (!dtype.ok()) return dtype.status();
@@ -79,16 +79,26 @@ absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
     }
     elements *= d;
   }
+  view.shape.assign(t.shape().begin(), t.shape().end());
+  return view;
+}
+
+absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
+                                  const TensorLimits& limits, int min_rank) {
+  auto header = ViewHeader(t, field, limits, min_rank);
+  if (!header.ok()) return header.status();
+  TensorView view = std::move(*header);
   if (t.source_case() != v1::Tensor::kData) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": no content (set data)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": no content (set data, resident_id or shm)"));
   }
+  const int64_t elements = view.num_elements();
   const uint64_t expected = static_cast<uint64_t>(elements) * DTypeSize(view.dtype);
   if (t.data().size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".data: ", t.data().size(), " bytes, expected ", expected, " (", elements,
         " elements of ", DTypeName(view.dtype), ")"));
   }
-  view.shape.assign(t.shape().begin(), t.shape().end());
   view.data = reinterpret_cast<const std::byte*>(t.data().data());
   return view;
 }

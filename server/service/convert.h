@@ -23,6 +23,10 @@ struct TensorLimits {
 absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
                                   const TensorLimits& limits, int min_rank = 2);
 
+// ViewOf's dtype and shape checks alone: the view's data is null.
+absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view field,
+                                      const TensorLimits& limits, int min_rank = 2);
+
 // INVALID_ARGUMENT naming `field` and the first NaN or Inf element.
 absl::Status CheckFinite(const TensorView& t, absl::string_view field);
 

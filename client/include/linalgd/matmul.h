@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "linalgd/dtype.h"
 #include "linalgd/execution_info.h"
@@ -35,11 +36,19 @@ struct MatmulArgs {
   absl::optional<DType> output_dtype;  // default: a's dtype
   bool allow_non_finite = false;       // else NaN/Inf inputs are rejected
   int32_t priority = 0;                // higher runs first
+  // Resident tensors (Client::PutTensor) used instead of a, b, c, bias when
+  // set. Operands above ClientOptions.stream_threshold_bytes are uploaded
+  // this way automatically and deleted after the call.
+  std::string a_resident_id, b_resident_id, c_resident_id, bias_resident_id;
+  // Keep out on the server; MatmulResult.out_resident_id names it.
+  bool keep_result = false;
+  absl::Duration result_ttl = absl::ZeroDuration();  // zero: the server default
 };
 
 struct MatmulResult {
-  Tensor out;  // [batch..., M, N]
+  Tensor out;  // [batch..., M, N]; empty when kept on the server
   ExecutionInfo info;
+  std::string out_resident_id;  // with keep_result
 };
 
 // Names as the CLI spells them: "none", "relu", "gelu", "bias", "relu_bias",

@@ -16,6 +16,17 @@ struct ClientOptions {
   int64_t max_message_bytes = int64_t{1} << 30;
   // Deadline of a call that sets none; absl::InfiniteDuration(): no deadline.
   absl::Duration default_timeout = absl::Seconds(30);
+  // Matmul/Solve operands of at least this many bytes are streamed with
+  // PutTensor (chunk_bytes per message, one stream per operand, in parallel)
+  // and referred to by id; a result of at least this size is kept on the
+  // server and streamed back with GetTensor. 0: never.
+  int64_t stream_threshold_bytes = int64_t{64} << 20;
+  int64_t chunk_bytes = int64_t{2} << 20;
+  // When > 0 and the server runs on this host with --allow-shm: a POSIX
+  // shared-memory region of this size, registered once, carries operands and
+  // results above the threshold instead of the socket (falls back to
+  // streaming when the server cannot map it, or a call does not fit).
+  int64_t shared_memory_bytes = 0;
 };
 
 // Per-call settings. `deadline` wins over `timeout`; with neither, the

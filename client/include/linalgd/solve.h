@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "linalgd/execution_info.h"
 #include "linalgd/tensor.h"
 
@@ -24,6 +25,11 @@ struct SolveArgs {
   bool no_fallback = false;
   bool allow_non_finite = false;
   int32_t priority = 0;
+  // Resident tensors instead of a, b; a cached factorization (Client::
+  // Factorize) instead of a (method and no_fallback are then ignored).
+  std::string a_resident_id, b_resident_id, factor_id;
+  bool keep_result = false;  // keep x on the server: SolveResult.x_resident_id
+  absl::Duration result_ttl = absl::ZeroDuration();
 };
 
 struct SolveResult {
@@ -31,8 +37,9 @@ struct SolveResult {
   SolveMethod method_used = SolveMethod::kAuto;  // after any fallback
   std::string fallback;                          // empty, or why the requested method was not used
   // max over batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F).
-  double residual = 0;
+  double residual = 0;  // -1 with a factor (a is not kept)
   ExecutionInfo info;
+  std::string x_resident_id;  // with keep_result
 };
 
 // "auto", "lu", "cholesky", "qr", "lstsq".

@@ -1,0 +1,271 @@
+#include "client/src/transfer.h"
+
+#include <algorithm>
+#include <future>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "client/src/convert.h"
+#include "grpcpp/support/sync_stream.h"
+#include "server/store/crc32c.h"
+
+namespace linalgd::client::internal {
+namespace {
+
+// Temporaries made by automatic streaming live this long if a call dies
+// before deleting them.
+constexpr absl::Duration kTemporaryTtl = absl::Minutes(10);
+
+int64_t BatchOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+// Bytes of a matmul's output, from the operand shapes (an estimate that
+// ignores broadcasting beyond the larger batch).
+int64_t MatmulOutBytes(const MatmulArgs& a) {
+  const auto& sa = a.a.shape();
+  const auto& sb = a.b.shape();
+  if (sa.size() < 2 || sb.size() < 2) return 0;
+  const int64_t m = a.transpose_a ? sa.back() : sa[sa.size() - 2];
+  const int64_t n = a.transpose_b ? sb[sb.size() - 2] : sb.back();
+  const DType out = a.output_dtype.value_or(a.a.dtype());
+  return std::max(BatchOf(sa), BatchOf(sb)) * m * n * static_cast<int64_t>(DTypeSize(out));
+}
+
+}  // namespace
+
+TensorInfo FromProto(const v1::TensorInfo& in) {
+  TensorInfo t;
+  t.id = in.id();
+  t.dtype = FromProto(in.dtype()).value_or(DType::kF32);
+  t.shape.assign(in.shape().begin(), in.shape().end());
+  t.bytes = in.bytes();
+  t.placement = in.placement();
+  t.crc32c = in.crc32c();
+  t.ttl_seconds = in.ttl_seconds();
+  t.expires_in_seconds = in.expires_in_seconds();
+  t.kind = in.kind();
+  t.in_use = in.in_use();
+  return t;
+}
+
+absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions& put,
+                                         const CallOptions& call) {
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::PutTensorResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer =
+      stub_.PutTensor(&context, &response);
+  const std::string& bytes = tensor.bytes();
+  v1::PutTensorRequest message;
+  v1::PutTensorHeader* header = message.mutable_header();
+  header->set_dtype(ToProto(tensor.dtype()));
+  for (int64_t d : tensor.shape()) header->add_shape(d);
+  header->set_placement(put.placement);
+  header->set_ttl_seconds(absl::ToDoubleSeconds(put.ttl));
+  header->set_total_bytes(static_cast<int64_t>(bytes.size()));
+  header->set_crc32c(Crc32c(bytes.data(), bytes.size()));
+  bool ok = writer->Write(message);
+  const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_bytes));
+  for (size_t off = 0; ok && off < bytes.size(); off += chunk) {
+    message.set_chunk(bytes.data() + off, std::min(chunk, bytes.size() - off));
+    ok = writer->Write(message);
+  }
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  return FromProto(response.tensor());
+}
+
+absl::StatusOr<Tensor> Transfer::Get(const std::string& id, const CallOptions& call,
+                                     TensorInfo* info) {
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::GetTensorRequest request;
+  request.set_id(id);
+  request.set_chunk_bytes(options_.chunk_bytes);
+  std::unique_ptr<grpc::ClientReader<v1::GetTensorResponse>> reader =
+      stub_.GetTensor(&context, request);
+  v1::GetTensorResponse message;
+  TensorInfo meta;
+  std::string bytes;
+  bool first = true;
+  while (reader->Read(&message)) {
+    if (first) {
+      meta = FromProto(message.info());
+      bytes.reserve(static_cast<size_t>(meta.bytes));
+      first = false;
+    }
+    bytes.append(message.chunk());
+  }
+  const grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  if (first) return absl::DataLossError("GetTensor: the stream carried no message");
+  if (Crc32c(bytes.data(), bytes.size()) != meta.crc32c && meta.crc32c != 0) {
+    return absl::DataLossError(absl::StrCat("GetTensor ", id, ": CRC32C mismatch"));
+  }
+  if (info) *info = meta;
+  return Tensor::FromBytes(meta.dtype, meta.shape, std::move(bytes));
+}
+
+absl::Status Transfer::Delete(const std::string& id, const CallOptions& call) {
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::DeleteTensorRequest request;
+  request.set_id(id);
+  v1::DeleteTensorResponse response;
+  return FromGrpc(stub_.DeleteTensor(&context, request, &response));
+}
+
+absl::StatusOr<StoreListing> Transfer::List(const CallOptions& call) {
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::ListTensorsResponse response;
+  const grpc::Status status = stub_.ListTensors(&context, v1::ListTensorsRequest(), &response);
+  if (!status.ok()) return FromGrpc(status);
+  StoreListing out;
+  for (const v1::TensorInfo& t : response.tensors()) out.objects.push_back(FromProto(t));
+  out.used_bytes = response.used_bytes();
+  out.capacity_bytes = response.capacity_bytes();
+  return out;
+}
+
+absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOptions& call) {
+  std::vector<std::string> uploaded;
+  absl::Status up = UploadLarge({&args.a}, {&args.a_resident_id}, call, uploaded);
+  if (!up.ok()) return up;
+  v1::FactorizeRequest request;
+  if (args.a_resident_id.empty()) {
+    ToProto(std::move(args.a), request.mutable_a());
+  } else {
+    request.mutable_a()->set_resident_id(args.a_resident_id);
+  }
+  request.set_method(ToProto(args.method));
+  request.set_no_fallback(args.no_fallback);
+  request.set_ttl_seconds(absl::ToDoubleSeconds(args.ttl));
+  request.set_allow_non_finite(args.allow_non_finite);
+  request.set_priority(args.priority);
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::FactorizeResponse response;
+  const grpc::Status status = stub_.Factorize(&context, request, &response);
+  DeleteAll(uploaded);
+  if (!status.ok()) return FromGrpc(status);
+  FactorInfo f;
+  f.factor_id = response.factor_id();
+  f.method = FromProto(response.method());
+  f.n = response.n();
+  f.dtype = FromProto(response.dtype()).value_or(DType::kF64);
+  f.rcond = response.rcond();
+  f.fallback = response.fallback();
+  f.placement = response.placement();
+  f.bytes = response.bytes();
+  f.info = FromProto(response.info());
+  return f;
+}
+
+absl::Status Transfer::ReleaseFactor(const std::string& id, const CallOptions& call) {
+  grpc::ClientContext context;
+  deadline_(call, context);
+  v1::ReleaseFactorRequest request;
+  request.set_factor_id(id);
+  v1::ReleaseFactorResponse response;
+  return FromGrpc(stub_.ReleaseFactor(&context, request, &response));
+}
+
+absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std::string*> ids,
+                                   const CallOptions& call, std::vector<std::string>& uploaded) {
+  std::vector<std::pair<size_t, std::future<absl::StatusOr<TensorInfo>>>> pending;
+  PutOptions put;
+  put.ttl = kTemporaryTtl;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i] == nullptr || !ids[i]->empty()) continue;
+    if (!Large(static_cast<int64_t>(tensors[i]->bytes().size()))) continue;
+    const Tensor* t = tensors[i];
+    pending.emplace_back(i, std::async(std::launch::async,
+                                       [this, t, put, call] { return Put(*t, put, call); }));
+  }
+  absl::Status first_error;
+  for (auto& [i, f] : pending) {
+    absl::StatusOr<TensorInfo> info = f.get();
+    if (!info.ok()) {
+      if (first_error.ok()) first_error = info.status();
+      continue;
+    }
+    *ids[i] = info->id;
+    *tensors[i] = Tensor();  // its bytes are on the server now
+    uploaded.push_back(info->id);
+  }
+  if (!first_error.ok()) DeleteAll(uploaded);
+  return first_error;
+}
+
+void Transfer::DeleteAll(const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    CallOptions quick;
+    quick.timeout = absl::Seconds(10);
+    (void)Delete(id, quick);  // best effort; the TTL covers a failure
+  }
+}
+
+absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions& call) {
+  const bool auto_keep = !args.keep_result && Large(MatmulOutBytes(args));
+  std::vector<std::string> uploaded;
+  absl::Status up = UploadLarge({&args.a, &args.b, args.c ? &*args.c : nullptr,
+                                 args.bias ? &*args.bias : nullptr},
+                                {&args.a_resident_id, &args.b_resident_id, &args.c_resident_id,
+                                 &args.bias_resident_id},
+                                call, uploaded);
+  if (!up.ok()) return up;
+  if (auto_keep) {
+    args.keep_result = true;
+    args.result_ttl = kTemporaryTtl;
+  }
+  v1::MatmulRequest request = ToProto(std::move(args));
+  v1::MatmulResponse response;
+  grpc::ClientContext context;
+  deadline_(call, context);
+  const grpc::Status status = stub_.Matmul(&context, request, &response);
+  DeleteAll(uploaded);
+  if (!status.ok()) return FromGrpc(status);
+  absl::StatusOr<MatmulResult> result = FromProto(&response);
+  if (!result.ok() || !auto_keep) return result;
+  absl::StatusOr<Tensor> out = Get(result->out_resident_id, call);
+  DeleteAll({result->out_resident_id});
+  if (!out.ok()) return out.status();
+  result->out = *std::move(out);
+  result->out_resident_id.clear();
+  return result;
+}
+
+absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& call) {
+  const int64_t x_bytes = static_cast<int64_t>(args.b.bytes().size());  // x is b-shaped (square a)
+  const bool auto_keep = !args.keep_result && Large(x_bytes);
+  std::vector<std::string> uploaded;
+  absl::Status up = UploadLarge({args.factor_id.empty() ? &args.a : nullptr, &args.b},
+                                {&args.a_resident_id, &args.b_resident_id}, call, uploaded);
+  if (!up.ok()) return up;
+  if (auto_keep) {
+    args.keep_result = true;
+    args.result_ttl = kTemporaryTtl;
+  }
+  v1::SolveRequest request = ToProto(std::move(args));
+  v1::SolveResponse response;
+  grpc::ClientContext context;
+  deadline_(call, context);
+  const grpc::Status status = stub_.Solve(&context, request, &response);
+  DeleteAll(uploaded);
+  if (!status.ok()) return FromGrpc(status);
+  absl::StatusOr<SolveResult> result = FromProto(&response);
+  if (!result.ok() || !auto_keep) return result;
+  absl::StatusOr<Tensor> x = Get(result->x_resident_id, call);
+  DeleteAll({result->x_resident_id});
+  if (!x.ok()) return x.status();
+  result->x = *std::move(x);
+  result->x_resident_id.clear();
+  return result;
+}
+
+}  // namespace linalgd::client::internal

@@ -1,0 +1,64 @@
+#ifndef LINALGD_CLIENT_SRC_TRANSFER_H_
+#define LINALGD_CLIENT_SRC_TRANSFER_H_
+
+// The client's large-data paths: PutTensor/GetTensor streaming, the store
+// and factor RPCs, and Matmul/Solve that stream big operands and results
+// automatically. Internal to the client library.
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/client_context.h"
+#include "linalgd/matmul.h"
+#include "linalgd/options.h"
+#include "linalgd/resident.h"
+#include "linalgd/solve.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
+
+namespace linalgd::client::internal {
+
+// Sets a call's deadline from its CallOptions (Client::Impl::SetDeadline).
+using DeadlineSetter = std::function<void(const CallOptions&, grpc::ClientContext&)>;
+
+// Thread-safe; the stub and options outlive it.
+class Transfer {
+ public:
+  Transfer(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline)
+      : stub_(stub), options_(options), deadline_(std::move(deadline)) {}
+
+  absl::StatusOr<TensorInfo> Put(const Tensor& tensor, const PutOptions& put,
+                                 const CallOptions& call);
+  absl::StatusOr<Tensor> Get(const std::string& id, const CallOptions& call,
+                             TensorInfo* info = nullptr);
+  absl::Status Delete(const std::string& id, const CallOptions& call);
+  absl::StatusOr<StoreListing> List(const CallOptions& call);
+  absl::StatusOr<FactorInfo> Factorize(FactorizeArgs args, const CallOptions& call);
+  absl::Status ReleaseFactor(const std::string& id, const CallOptions& call);
+
+  // Matmul / Solve: operands at or above the stream threshold are uploaded
+  // (in parallel, one stream each) and referred to by id; a result at or above
+  // it is kept and streamed back. Temporaries are deleted afterwards.
+  absl::StatusOr<MatmulResult> Matmul(MatmulArgs args, const CallOptions& call);
+  absl::StatusOr<SolveResult> Solve(SolveArgs args, const CallOptions& call);
+
+ private:
+  // Uploads the operands of `tensors` whose `ids` are empty and size is at or
+  // above the threshold, setting their ids; `uploaded` collects the new ids.
+  absl::Status UploadLarge(std::vector<Tensor*> tensors, std::vector<std::string*> ids,
+                           const CallOptions& call, std::vector<std::string>& uploaded);
+  void DeleteAll(const std::vector<std::string>& ids);
+  bool Large(int64_t bytes) const {
+    return options_.stream_threshold_bytes > 0 && bytes >= options_.stream_threshold_bytes;
+  }
+
+  v1::Linalg::Stub& stub_;
+  const ClientOptions& options_;
+  const DeadlineSetter deadline_;
+};
+
+TensorInfo FromProto(const v1::TensorInfo& info);
+
+}  // namespace linalgd::client::internal
+
+#endif  // LINALGD_CLIENT_SRC_TRANSFER_H_

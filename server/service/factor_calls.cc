@@ -1,0 +1,255 @@
+#include "server/service/factor_calls.h"
+
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/service/status_map.h"
+#include "server/service/store_calls.h"
+#include "server/service/tensor_sources.h"
+
+namespace linalgd {
+namespace {
+
+// Forwards cancellation to the job; deletes itself when the call is done.
+class FactorReactor : public grpc::ServerUnaryReactor {
+ public:
+  void set_cancel_token(std::shared_ptr<std::atomic<bool>> token) { token_ = std::move(token); }
+  void OnCancel() override {
+    if (token_) token_->store(true);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> token_;
+};
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  const auto d = context->deadline();
+  if (d >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(d);
+}
+
+JobSpec SpecFor(grpc::CallbackServerContext* context, int64_t largest_dim, int priority,
+                double flops) {
+  JobSpec spec;
+  spec.kind = OpKind::kSolve;
+  spec.largest_dim = largest_dim;
+  spec.priority = priority;
+  spec.flops = flops;
+  spec.deadline = DeadlineOf(context);
+  return spec;
+}
+
+struct PreparedFactorize {
+  FactorizeOp op;
+  InputLeases leases;
+  bool check_finite = true;
+  absl::Duration ttl;
+};
+
+absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r,
+                                                   const CallEnv& env) {
+  if (env.sources.store == nullptr) return absl::UnimplementedError("no tensor store");
+  if (!r.has_a()) return absl::InvalidArgumentError("a: required");
+  PreparedFactorize p;
+  LINALGD_ASSIGN_OR_RETURN(p.op.a, ResolveTensor(r.a(), "a", env.limits, env.sources, p.leases));
+  const TensorView& a = p.op.a;
+  if (a.shape.size() != 2 || a.rows() != a.cols()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.shape: ", ShapeString(a.shape), " is not one square matrix [n, n]"));
+  }
+  if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype: ", DTypeName(a.dtype), "; factorizations take f32 or f64"));
+  }
+  LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
+  if (p.op.method == SolveMethod::kQr || p.op.method == SolveMethod::kLstsq) {
+    return absl::InvalidArgumentError("method: Factorize takes AUTO, LU or CHOLESKY");
+  }
+  p.op.allow_fallback = !r.no_fallback();
+  p.check_finite = !r.allow_non_finite();
+  if (!(r.ttl_seconds() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("ttl_seconds: ", r.ttl_seconds(), " < 0"));
+  }
+  p.ttl = absl::Seconds(r.ttl_seconds());
+  return p;
+}
+
+class FactorizeJob : public Job {
+ public:
+  FactorizeJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
+               FactorReactor* reactor, v1::FactorizeResponse* response, PreparedFactorize p)
+      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+        p_(std::move(p)) {}
+
+  absl::Status Run(Backend& backend) override {
+    if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.op.a, "a"));
+    p_.check_finite = false;
+    LINALGD_ASSIGN_OR_RETURN(result_, backend.Factorize(p_.op));
+    return absl::OkStatus();
+  }
+
+  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
+    absl::Status s = status.ok() ? Store(info) : status;
+    reactor_->Finish(ToGrpcStatus(s, context_));
+  }
+
+ private:
+  absl::Status Store(const ExecutionInfo& info) {
+    const FactorInfo& f = result_.factor->info();
+    LINALGD_ASSIGN_OR_RETURN(StoreReservation r, env_.sources.store->Reserve(f.bytes));
+    LINALGD_ASSIGN_OR_RETURN(std::string id,
+                             env_.sources.store->PutFactor(result_.factor, p_.ttl, std::move(r)));
+    response_->set_factor_id(id);
+    response_->set_method(SolveMethodToProto(f.method));
+    response_->set_n(f.n);
+    response_->set_dtype(DTypeToProto(f.dtype));
+    response_->set_rcond(f.rcond);
+    response_->set_fallback(result_.fallback);
+    response_->set_placement(f.placement);
+    response_->set_bytes(f.bytes);
+    InfoToProto(info, response_->mutable_info());
+    return absl::OkStatus();
+  }
+
+  const CallEnv env_;
+  grpc::CallbackServerContext* const context_;
+  FactorReactor* const reactor_;
+  v1::FactorizeResponse* const response_;
+  PreparedFactorize p_;
+  FactorizeResult result_;
+};
+
+struct PreparedFactorSolve {
+  std::shared_ptr<const Factor> factor;
+  TensorView b;
+  InputLeases leases;
+  OutputSpec output;
+  bool check_finite = true;
+};
+
+absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r,
+                                                       const CallEnv& env) {
+  if (env.sources.store == nullptr) return absl::UnimplementedError("no tensor store");
+  if (r.has_a()) {
+    return absl::InvalidArgumentError("a: must be unset with factor_id (the factor replaces it)");
+  }
+  if (!r.has_b()) return absl::InvalidArgumentError("b: required");
+  PreparedFactorSolve p;
+  auto factor = env.sources.store->GetFactor(r.factor_id());
+  if (!factor.ok()) {
+    return absl::Status(factor.status().code(),
+                        absl::StrCat("factor_id: ", factor.status().message()));
+  }
+  p.factor = std::move(*factor);
+  LINALGD_ASSIGN_OR_RETURN(p.b, ResolveTensor(r.b(), "b", env.limits, env.sources, p.leases));
+  const FactorInfo& f = p.factor->info();
+  if (p.b.dtype != f.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(p.b.dtype),
+                                                   " but the factor is ", DTypeName(f.dtype)));
+  }
+  if (p.b.rows() != f.n) {
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(p.b.shape),
+                                                   " needs ", f.n, " rows (the factor is ", f.n,
+                                                   " x ", f.n, ")"));
+  }
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
+                                                   r.has_out_shm(), r.out_shm(), "x",
+                                                   env.sources));
+  p.check_finite = !r.allow_non_finite();
+  return p;
+}
+
+class FactorSolveJob : public Job {
+ public:
+  FactorSolveJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
+                 FactorReactor* reactor, v1::SolveResponse* response, PreparedFactorSolve p)
+      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+        p_(std::move(p)) {}
+
+  absl::Status Run(Backend& /*lane*/) override {
+    if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.b, "b"));
+    p_.check_finite = false;
+    Backend* owner = p_.factor->owner();
+    if (owner == nullptr) return absl::InternalError("factor without a backend");
+    LINALGD_ASSIGN_OR_RETURN(result_, owner->SolveWithFactor(*p_.factor, p_.b));
+    return absl::OkStatus();
+  }
+
+  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
+    absl::Status s = status;
+    int64_t sent = 0;
+    if (s.ok()) {
+      s = DeliverTensor(std::move(result_.x), p_.output, env_.sources, response_->mutable_x(),
+                        &sent);
+    }
+    if (s.ok()) {
+      response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
+      response_->set_residual(result_.residual);
+      ExecutionInfo where = info;
+      where.backend = p_.factor->info().placement;  // the factor's backend did the work
+      InfoToProto(where, response_->mutable_info());
+    }
+    if (env_.metrics && s.ok()) env_.metrics->AddBytesSent(kTransportGrpc, sent);
+    reactor_->Finish(ToGrpcStatus(s, context_));
+  }
+
+ private:
+  const CallEnv env_;
+  grpc::CallbackServerContext* const context_;
+  FactorReactor* const reactor_;
+  v1::SolveResponse* const response_;
+  PreparedFactorSolve p_;
+  SolveResult result_;
+};
+
+template <typename JobT, typename Prepared, typename Response>
+grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext* context,
+                                 Response* response, absl::StatusOr<Prepared> prepared,
+                                 int64_t largest_dim, int priority, double flops) {
+  auto* reactor = new FactorReactor();
+  if (!prepared.ok()) {
+    reactor->Finish(ToGrpcStatus(prepared.status(), context));
+    return reactor;
+  }
+  auto job = std::make_unique<JobT>(SpecFor(context, largest_dim, priority, flops), env, context,
+                                    reactor, response, std::move(*prepared));
+  reactor->set_cancel_token(job->cancel_token());
+  env.scheduler->Submit(std::move(job));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServerContext* context,
+                                         const v1::FactorizeRequest* request,
+                                         v1::FactorizeResponse* response) {
+  auto p = PrepareFactorize(*request, env);
+  const int64_t n = p.ok() ? p->op.a.rows() : 0;
+  const double flops = 2.0 / 3.0 * n * n * n;
+  return Submit<FactorizeJob>(env, context, response, std::move(p), n, request->priority(), flops);
+}
+
+grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
+                                           grpc::CallbackServerContext* context,
+                                           const v1::SolveRequest* request,
+                                           v1::SolveResponse* response) {
+  auto p = PrepareFactorSolve(*request, env);
+  // A CPU factor goes to the CPU lane; any other to a GPU lane.
+  int64_t route = 0;
+  double flops = 0;
+  if (p.ok()) {
+    const FactorInfo& f = p->factor->info();
+    route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
+    flops = 2.0 * f.n * f.n * (p->b.num_elements() / f.n);
+  }
+  return Submit<FactorSolveJob>(env, context, response, std::move(p), route,
+                                request->priority(), flops);
+}
+
+}  // namespace linalgd

@@ -1,0 +1,268 @@
+#include "server/service/store_calls.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/service/status_map.h"
+#include "server/store/crc32c.h"
+#include "spdlog/spdlog.h"
+
+namespace linalgd {
+namespace {
+
+constexpr int64_t kDefaultChunkBytes = int64_t{2} << 20;
+constexpr int64_t kMessageOverhead = 4096;  // room for the non-chunk fields
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s, context));
+  return reactor;
+}
+
+absl::Status NeedStore(const CallEnv& env) {
+  if (env.sources.store == nullptr) return absl::UnimplementedError("no tensor store");
+  return absl::OkStatus();
+}
+
+class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
+ public:
+  PutTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
+                   v1::PutTensorResponse* response)
+      : env_(env), context_(context), response_(response) {
+    StartRead(&message_);
+  }
+
+  void OnReadDone(bool ok) override {
+    absl::Status s = !ok ? Complete() : (header_seen_ ? OnChunk() : OnHeader());
+    if (!ok || !s.ok()) {
+      Finish(ToGrpcStatus(s, context_));
+      return;
+    }
+    StartRead(&message_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status OnHeader();
+  absl::Status OnChunk();
+  absl::Status Complete();
+
+  const CallEnv env_;
+  grpc::CallbackServerContext* const context_;
+  v1::PutTensorResponse* const response_;
+  v1::PutTensorRequest message_;
+  bool header_seen_ = false;
+  v1::PutTensorHeader header_;
+  TensorView shape_;  // dtype and shape, no data
+  StoreReservation reservation_;
+  std::string bytes_;  // reserved at the header, appended chunk by chunk
+  int64_t total_ = 0;
+  uint32_t crc_ = 0;
+};
+
+absl::Status PutTensorReactor::OnHeader() {
+  LINALGD_RETURN_IF_ERROR(NeedStore(env_));
+  if (message_.part_case() != v1::PutTensorRequest::kHeader) {
+    return absl::InvalidArgumentError("PutTensor: the first message must carry the header");
+  }
+  header_seen_ = true;
+  header_ = message_.header();
+  v1::Tensor t;
+  t.set_dtype(header_.dtype());
+  *t.mutable_shape() = header_.shape();
+  LINALGD_ASSIGN_OR_RETURN(shape_, ViewHeader(t, "header", env_.limits, /*min_rank=*/1));
+  LINALGD_RETURN_IF_ERROR(CheckPlacement(header_.placement()));
+  if (!(header_.ttl_seconds() >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.ttl_seconds: ", header_.ttl_seconds(), " must be >= 0"));
+  }
+  total_ = static_cast<int64_t>(shape_.num_bytes());
+  if (header_.total_bytes() != total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.total_bytes: ", header_.total_bytes(), ", but ", ShapeString(shape_.shape),
+        " of ", DTypeName(shape_.dtype), " is ", total_, " bytes"));
+  }
+  LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_));
+  bytes_.reserve(static_cast<size_t>(total_));
+  return absl::OkStatus();
+}
+
+absl::Status PutTensorReactor::OnChunk() {
+  if (message_.part_case() != v1::PutTensorRequest::kChunk) {
+    return absl::InvalidArgumentError("PutTensor: a second header; later messages carry chunks");
+  }
+  const std::string& chunk = message_.chunk();
+  if (static_cast<int64_t>(bytes_.size() + chunk.size()) > total_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
+        bytes_.size() + chunk.size(), " so far)"));
+  }
+  crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
+  bytes_.append(chunk);
+  message_.clear_chunk();
+  return absl::OkStatus();
+}
+
+absl::Status PutTensorReactor::Complete() {
+  if (!header_seen_) return absl::InvalidArgumentError("PutTensor: no header");
+  if (static_cast<int64_t>(bytes_.size()) != total_) {
+    return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", bytes_.size(),
+                                                   " bytes, header.total_bytes is ", total_));
+  }
+  if (crc_ != header_.crc32c()) {
+    return absl::DataLossError(absl::StrCat("PutTensor: CRC32C of the received bytes is ", crc_,
+                                            ", header.crc32c is ", header_.crc32c()));
+  }
+  Tensor tensor(shape_.dtype, shape_.shape, std::move(bytes_));
+  LINALGD_ASSIGN_OR_RETURN(
+      std::string id, env_.sources.store->PutTensor(std::move(tensor), header_.placement(), crc_,
+                                                    absl::Seconds(header_.ttl_seconds()),
+                                                    std::move(reservation_)));
+  if (env_.metrics) env_.metrics->AddBytesReceived(kTransportGrpc, total_);
+  LINALGD_ASSIGN_OR_RETURN(TensorLease lease, env_.sources.store->GetTensor(id));
+  MetaToProto(lease.meta, response_->mutable_tensor());
+  response_->mutable_tensor()->set_in_use(false);
+  return absl::OkStatus();
+}
+
+class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> {
+ public:
+  GetTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
+                   const v1::GetTensorRequest* request)
+      : env_(env), context_(context) {
+    absl::Status s = Start(*request);
+    if (!s.ok()) {
+      Finish(ToGrpcStatus(s, context_));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "GetTensor: the client went away"));
+      return;
+    }
+    if (sent_ >= static_cast<int64_t>(lease_.tensor->num_bytes())) {
+      if (env_.metrics) env_.metrics->AddBytesSent(kTransportGrpc, sent_);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Start(const v1::GetTensorRequest& request) {
+    LINALGD_RETURN_IF_ERROR(NeedStore(env_));
+    if (request.chunk_bytes() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk_bytes: ", request.chunk_bytes(), " must be >= 0"));
+    }
+    LINALGD_ASSIGN_OR_RETURN(lease_, env_.sources.store->GetTensor(request.id()));
+    chunk_ = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
+    chunk_ = std::max<int64_t>(1, std::min(chunk_, env_.max_message_bytes - kMessageOverhead));
+    return absl::OkStatus();
+  }
+
+  void WriteNext() {
+    message_.Clear();
+    if (sent_ == 0) MetaToProto(lease_.meta, message_.mutable_info());
+    const int64_t total = static_cast<int64_t>(lease_.tensor->num_bytes());
+    const int64_t n = std::min(chunk_, total - sent_);
+    message_.set_chunk(reinterpret_cast<const char*>(lease_.tensor->as<char>()) + sent_,
+                       static_cast<size_t>(n));
+    sent_ += n;
+    StartWrite(&message_);
+  }
+
+  const CallEnv env_;
+  grpc::CallbackServerContext* const context_;
+  TensorLease lease_;
+  int64_t chunk_ = kDefaultChunkBytes;
+  int64_t sent_ = 0;
+  v1::GetTensorResponse message_;
+};
+
+}  // namespace
+
+void MetaToProto(const ResidentMeta& meta, v1::TensorInfo* out) {
+  out->set_id(meta.id);
+  out->set_dtype(DTypeToProto(meta.dtype));
+  for (int64_t d : meta.shape) out->add_shape(d);
+  out->set_bytes(meta.bytes);
+  out->set_placement(meta.placement);
+  out->set_crc32c(meta.crc32c);
+  out->set_ttl_seconds(absl::ToDoubleSeconds(meta.ttl));
+  out->set_expires_in_seconds(std::max(0.0, absl::ToDoubleSeconds(meta.expires - absl::Now())));
+  out->set_kind(std::string(ResidentKindName(meta.kind)));
+  out->set_in_use(meta.in_use);
+}
+
+grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(
+    const CallEnv& env, grpc::CallbackServerContext* context, v1::PutTensorResponse* response) {
+  return new PutTensorReactor(env, context, response);
+}
+
+grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
+    const CallEnv& env, grpc::CallbackServerContext* context,
+    const v1::GetTensorRequest* request) {
+  return new GetTensorReactor(env, context, request);
+}
+
+grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
+                                       const v1::DeleteTensorRequest* request) {
+  absl::Status s = NeedStore(env);
+  if (s.ok()) s = env.sources.store->Delete(request->id(), ResidentKind::kTensor);
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
+                                        const v1::ReleaseFactorRequest* request) {
+  absl::Status s = NeedStore(env);
+  if (s.ok()) s = env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor);
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      v1::ListTensorsResponse* response) {
+  absl::Status s = NeedStore(env);
+  if (s.ok()) {
+    for (const ResidentMeta& m : env.sources.store->List()) MetaToProto(m, response->add_tensors());
+    response->set_used_bytes(env.sources.store->used_bytes());
+    response->set_capacity_bytes(env.sources.store->capacity_bytes());
+  }
+  return Done(context, s);
+}
+
+grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
+                                               grpc::CallbackServerContext* context,
+                                               const v1::RegisterSharedMemoryRequest* request,
+                                               v1::RegisterSharedMemoryResponse* response) {
+  if (env.sources.shm == nullptr) {
+    return Done(context, absl::FailedPreconditionError(
+                             "shared memory is disabled (start linalgd with --allow-shm)"));
+  }
+  auto info = env.sources.shm->Register(request->name(), request->key(), request->size());
+  if (info.ok()) {
+    response->set_size(info->size);
+    response->set_pinned(info->pinned);
+    spdlog::info("shared-memory region '{}' ({}, {} bytes{}) registered", request->name(),
+                 request->key(), info->size, info->pinned ? ", pinned" : "");
+  }
+  return Done(context, info.status());
+}
+
+grpc::ServerUnaryReactor* UnregisterSharedMemory(
+    const CallEnv& env, grpc::CallbackServerContext* context,
+    const v1::UnregisterSharedMemoryRequest* request) {
+  if (env.sources.shm == nullptr) {
+    return Done(context, absl::FailedPreconditionError(
+                             "shared memory is disabled (start linalgd with --allow-shm)"));
+  }
+  return Done(context, env.sources.shm->Unregister(request->name()));
+}
+
+}  // namespace linalgd

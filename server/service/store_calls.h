@@ -1,0 +1,45 @@
+#ifndef LINALGD_SERVER_SERVICE_STORE_CALLS_H_
+#define LINALGD_SERVER_SERVICE_STORE_CALLS_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "linalgd/v1/linalgd.pb.h"
+#include "server/service/calls.h"
+
+namespace linalgd {
+
+// The resident-tensor and shared-memory RPCs. Store operations are short
+// (index updates, bounded by a lock); the streaming reactors copy one chunk
+// per callback, so no gRPC thread blocks on a whole tensor.
+
+// Client streaming: header, then chunks appended as they arrive; the CRC32C
+// is checked at the end (DATA_LOSS on a mismatch; INVALID_ARGUMENT when the
+// byte count differs from total_bytes). Space is reserved at the header.
+grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(
+    const CallEnv& env, grpc::CallbackServerContext* context, v1::PutTensorResponse* response);
+
+// Server streaming, chunk by chunk; the tensor is leased (never evicted)
+// until the stream ends.
+grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
+    const CallEnv& env, grpc::CallbackServerContext* context, const v1::GetTensorRequest* request);
+
+grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
+                                       const v1::DeleteTensorRequest* request);
+grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      v1::ListTensorsResponse* response);
+grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
+                                        const v1::ReleaseFactorRequest* request);
+grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
+                                               grpc::CallbackServerContext* context,
+                                               const v1::RegisterSharedMemoryRequest* request,
+                                               v1::RegisterSharedMemoryResponse* response);
+grpc::ServerUnaryReactor* UnregisterSharedMemory(
+    const CallEnv& env, grpc::CallbackServerContext* context,
+    const v1::UnregisterSharedMemoryRequest* request);
+
+// A ResidentMeta as the API reports it.
+void MetaToProto(const ResidentMeta& meta, v1::TensorInfo* out);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_STORE_CALLS_H_

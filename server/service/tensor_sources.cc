@@ -1,0 +1,161 @@
+#include "server/service/tensor_sources.h"
+
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "server/common/status_macros.h"
+#include "server/store/crc32c.h"
+
+namespace linalgd {
+namespace {
+
+absl::StatusOr<TensorView> ResolveResident(const v1::Tensor& t, absl::string_view field,
+                                           const TensorSources& sources, InputLeases& leases,
+                                           int min_rank) {
+  if (sources.store == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".resident_id: no tensor store"));
+  }
+  absl::StatusOr<TensorLease> lease = sources.store->GetTensor(t.resident_id());
+  if (!lease.ok()) {
+    return absl::Status(lease.status().code(),
+                        absl::StrCat(field, ".resident_id: ", lease.status().message()));
+  }
+  const Tensor& stored = *lease->tensor;
+  if (t.dtype() != v1::DTYPE_UNSPECIFIED && t.dtype() != DTypeToProto(stored.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".dtype: ", v1::DType_Name(t.dtype()), " but resident tensor ", t.resident_id(),
+        " is ", DTypeName(stored.dtype())));
+  }
+  const Shape shape(t.shape().begin(), t.shape().end());
+  if (!shape.empty() && shape != stored.shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".shape: ", ShapeString(shape),
+                                                   " but resident tensor ", t.resident_id(),
+                                                   " is ", ShapeString(stored.shape())));
+  }
+  if (static_cast<int>(stored.shape().size()) < min_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": resident tensor ", t.resident_id(), " has rank ", stored.shape().size(),
+        "; at least ", min_rank, " dimensions are required"));
+  }
+  TensorView view = stored.view();
+  leases.resident_bytes += static_cast<int64_t>(view.num_bytes());
+  leases.held.push_back(std::move(lease->tensor));
+  return view;
+}
+
+absl::StatusOr<TensorView> ResolveShm(const v1::Tensor& t, absl::string_view field,
+                                      const TensorLimits& limits, const TensorSources& sources,
+                                      InputLeases& leases, int min_rank) {
+  if (sources.shm == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(field, ".shm: shared memory is disabled (start linalgd with --allow-shm)"));
+  }
+  LINALGD_ASSIGN_OR_RETURN(TensorView view, ViewHeader(t, field, limits, min_rank));
+  const int64_t expected = static_cast<int64_t>(view.num_bytes());
+  if (t.shm().bytes() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".shm.bytes: ", t.shm().bytes(),
+                                                   ", expected ", expected, " (",
+                                                   view.num_elements(), " elements of ",
+                                                   DTypeName(view.dtype), ")"));
+  }
+  LINALGD_ASSIGN_OR_RETURN(
+      ShmRange range, sources.shm->Resolve(t.shm().region(), t.shm().offset(), expected,
+                                           static_cast<int64_t>(DTypeSize(view.dtype)), field));
+  view.data = range.data;
+  leases.shm_bytes += expected;
+  leases.held.push_back(std::move(range.keep));
+  return view;
+}
+
+}  // namespace
+
+absl::StatusOr<TensorView> ResolveTensor(const v1::Tensor& t, absl::string_view field,
+                                         const TensorLimits& limits,
+                                         const TensorSources& sources, InputLeases& leases,
+                                         int min_rank) {
+  switch (t.source_case()) {
+    case v1::Tensor::kResidentId:
+      return ResolveResident(t, field, sources, leases, min_rank);
+    case v1::Tensor::kShm:
+      return ResolveShm(t, field, limits, sources, leases, min_rank);
+    default:
+      return ViewOf(t, field, limits, min_rank);
+  }
+}
+
+absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has_shm,
+                                         const v1::SharedMemoryRef& shm, absl::string_view field,
+                                         const TensorSources& sources) {
+  OutputSpec spec;
+  if (keep && has_shm) {
+    return absl::InvalidArgumentError("keep_result and out_shm cannot both be set");
+  }
+  if (!(ttl_seconds >= 0) || ttl_seconds > 1e9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("result_ttl_seconds: ", ttl_seconds, " must be >= 0"));
+  }
+  spec.keep = keep;
+  spec.ttl = absl::Seconds(ttl_seconds);
+  if (keep && sources.store == nullptr) {
+    return absl::InvalidArgumentError("keep_result: no tensor store");
+  }
+  if (!has_shm) return spec;
+  if (sources.shm == nullptr) {
+    return absl::FailedPreconditionError(
+        "out_shm: shared memory is disabled (start linalgd with --allow-shm)");
+  }
+  LINALGD_ASSIGN_OR_RETURN(ShmRange range, sources.shm->Resolve(shm.region(), shm.offset(),
+                                                                shm.bytes(), 1, "out"));
+  spec.shm = std::move(range);
+  spec.shm_region = shm.region();
+  spec.shm_offset = shm.offset();
+  return spec;
+}
+
+absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
+                           v1::Tensor* out, int64_t* inline_bytes) {
+  *inline_bytes = 0;
+  const int64_t bytes = static_cast<int64_t>(result.num_bytes());
+  if (!spec.keep && !spec.shm) {
+    *inline_bytes = bytes;
+    MoveToProto(std::move(result), out);
+    return absl::OkStatus();
+  }
+  out->set_dtype(DTypeToProto(result.dtype()));
+  for (int64_t d : result.shape()) out->add_shape(d);
+  if (spec.shm) {
+    if (bytes > spec.shm->bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("out_shm.bytes: ", spec.shm->bytes,
+                                                     ", but the result ",
+                                                     ShapeString(result.shape()), " needs ",
+                                                     bytes));
+    }
+    std::memcpy(spec.shm->data, result.mutable_data(), static_cast<size_t>(bytes));
+    v1::SharedMemoryRef* ref = out->mutable_shm();
+    ref->set_region(spec.shm_region);
+    ref->set_offset(spec.shm_offset);
+    ref->set_bytes(bytes);
+    return absl::OkStatus();
+  }
+  LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes));
+  const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
+  LINALGD_ASSIGN_OR_RETURN(std::string id, sources.store->PutTensor(std::move(result), "", crc,
+                                                                    spec.ttl, std::move(r)));
+  out->set_resident_id(id);
+  return absl::OkStatus();
+}
+
+absl::Status CheckPlacement(absl::string_view placement) {
+  if (placement.empty() || placement == "host" || placement == "cpu") return absl::OkStatus();
+  int device = 0;
+  if (absl::StartsWith(placement, "gpu:") && absl::SimpleAtoi(placement.substr(4), &device) &&
+      device >= 0) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "placement: '", placement, "' is not \"host\", \"cpu\" or \"gpu:N\""));
+}
+
+}  // namespace linalgd

@@ -1,0 +1,72 @@
+#ifndef LINALGD_SERVER_SERVICE_TENSOR_SOURCES_H_
+#define LINALGD_SERVER_SERVICE_TENSOR_SOURCES_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "linalgd/v1/linalgd.pb.h"
+#include "server/common/tensor.h"
+#include "server/service/convert.h"
+#include "server/store/resident_store.h"
+#include "server/store/shm_registry.h"
+
+namespace linalgd {
+
+// Where tensors other than inline bytes come from. Not owned; null members:
+// that source is refused (shm is null unless --allow-shm).
+struct TensorSources {
+  ResidentStore* store = nullptr;
+  ShmRegistry* shm = nullptr;
+};
+
+// What an op's views point into besides its request message: leases on
+// resident tensors and shared-memory ranges, held until the job is destroyed
+// (after Finish), so eviction, DeleteTensor and UnregisterSharedMemory never
+// free memory an operation still reads or writes.
+struct InputLeases {
+  std::vector<std::shared_ptr<const void>> held;
+  int64_t resident_bytes = 0;  // input bytes read from the store
+  int64_t shm_bytes = 0;       // input bytes read from shared memory
+};
+
+// ViewOf for every source: inline data, a resident id (dtype and shape may be
+// left unset; set, they must match), or a shared-memory range (dtype and
+// shape required; bytes must match). The lease goes into `leases`.
+absl::StatusOr<TensorView> ResolveTensor(const v1::Tensor& t, absl::string_view field,
+                                         const TensorLimits& limits,
+                                         const TensorSources& sources, InputLeases& leases,
+                                         int min_rank = 2);
+
+// Where an op's result goes: the response (default), the store (keep), or a
+// shared-memory range.
+struct OutputSpec {
+  bool keep = false;
+  absl::Duration ttl = absl::ZeroDuration();  // zero: the store's default
+  std::optional<ShmRange> shm;  // leased at Prepare time
+  std::string shm_region;
+  int64_t shm_offset = 0;
+};
+
+// Validates keep_result / out_shm of a request (`field`: "out", "x").
+absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has_shm,
+                                         const v1::SharedMemoryRef& shm, absl::string_view field,
+                                         const TensorSources& sources);
+
+// Puts `result` where `spec` says, describing it in `out`; *inline_bytes
+// gets the bytes placed in the response. RESOURCE_EXHAUSTED when the store is
+// full; INVALID_ARGUMENT when the shm range is too small.
+absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
+                           v1::Tensor* out, int64_t* inline_bytes);
+
+// "", "host", "cpu" or "gpu:N": the placement strings PutTensor accepts.
+absl::Status CheckPlacement(absl::string_view placement);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_TENSOR_SOURCES_H_

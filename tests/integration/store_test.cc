@@ -1,0 +1,488 @@
+// Resident tensors, streaming, cached factors and shared memory on the real
+// server through the real client (and the raw stub for malformed streams).
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include "linalgd/v1/linalgd.grpc.pb.h"
+#include "server/store/crc32c.h"
+#include "tests/integration/test_server.h"
+
+namespace linalgd::testing {
+namespace {
+
+using ::linalgd::client::MatmulArgs;
+using ::linalgd::client::SolveArgs;
+using ::linalgd::client::Tensor;
+using ::testing::HasSubstr;
+
+double MaxAbsDiff(const Tensor& x, const Tensor& y) {
+  const std::vector<double> a = x.ToVector<double>(), b = y.ToVector<double>();
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+class StoreTest : public ServerTest {
+ protected:
+  void SetUp() override {}  // each test starts its own server
+
+  void Start(ServerOptions o = {}, int64_t client_max_message = 0, int64_t threshold = -1,
+             int64_t chunk = 0) {
+    StartServer(o);
+    if (client_max_message > 0 || threshold >= 0 || chunk > 0) {
+      client::ClientOptions co;
+      co.target = target();
+      if (client_max_message > 0) co.max_message_bytes = client_max_message;
+      if (threshold >= 0) co.stream_threshold_bytes = threshold;
+      if (chunk > 0) co.chunk_bytes = chunk;
+      client_ = Client::Create(co).value();
+    }
+    stub_ = v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  }
+
+  // A raw PutTensor stream of `data` split in `chunk`-byte messages.
+  grpc::Status RawPut(const v1::PutTensorHeader& header, const std::string& data, size_t chunk,
+                      v1::PutTensorResponse* response) {
+    grpc::ClientContext ctx;
+    auto writer = stub_->PutTensor(&ctx, response);
+    v1::PutTensorRequest m;
+    *m.mutable_header() = header;
+    writer->Write(m);
+    for (size_t off = 0; off < data.size(); off += chunk) {
+      m.set_chunk(data.substr(off, chunk));
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+  static v1::PutTensorHeader HeaderFor(const Tensor& t) {
+    v1::PutTensorHeader h;
+    h.set_dtype(t.dtype() == client::DType::kF64 ? v1::DTYPE_F64 : v1::DTYPE_F32);
+    for (int64_t d : t.shape()) h.add_shape(d);
+    h.set_total_bytes(static_cast<int64_t>(t.bytes().size()));
+    h.set_crc32c(Crc32c(t.bytes().data(), t.bytes().size()));
+    return h;
+  }
+
+  std::string Put(const Tensor& t, absl::Duration ttl = absl::ZeroDuration()) {
+    client::PutOptions put;
+    put.ttl = ttl;
+    auto info = client_->PutTensor(t, put);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return info.ok() ? info->id : "";
+  }
+
+  std::unique_ptr<v1::Linalg::Stub> stub_;
+};
+
+TEST_F(StoreTest, RoundTripOddSizesAndChunkBoundaries) {
+  for (int64_t chunk : {1000, 777, 4096}) {
+    Start({}, 0, -1, chunk);
+    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+             {3, 1001}, {1, 1}, {1024, 1}, {7}, {2, 3, 5}}) {
+      const Tensor t = RandomTensor<float>(shape, 11);
+      auto info = client_->PutTensor(t);
+      ASSERT_TRUE(info.ok()) << info.status();
+      EXPECT_EQ(info->bytes, static_cast<int64_t>(t.bytes().size()));
+      EXPECT_EQ(info->crc32c, Crc32c(t.bytes().data(), t.bytes().size()));
+      EXPECT_EQ(info->id.size(), 32u);
+      client::TensorInfo got_info;
+      auto got = client_->GetTensor(info->id, {}, &got_info);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(*got, t);
+      EXPECT_EQ(got_info.shape, t.shape());
+    }
+    TearDown();
+  }
+}
+
+TEST_F(StoreTest, WrongChecksumAndSizesAreRefused) {
+  Start();
+  const Tensor t = RandomTensor<float>({10, 10}, 3);
+  v1::PutTensorResponse response;
+  v1::PutTensorHeader h = HeaderFor(t);
+  h.set_crc32c(h.crc32c() ^ 1);
+  grpc::Status s = RawPut(h, t.bytes(), 64, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DATA_LOSS);
+  EXPECT_THAT(s.error_message(), HasSubstr("CRC32C"));
+
+  h = HeaderFor(t);
+  h.set_total_bytes(399);
+  s = RawPut(h, t.bytes(), 64, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("total_bytes"));
+
+  h = HeaderFor(t);
+  s = RawPut(h, t.bytes().substr(0, 396), 64, &response);  // short
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("received 396"));
+  s = RawPut(h, t.bytes() + "xxxx", 64, &response);  // long
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  h = HeaderFor(t);
+  s = RawPut(h, t.bytes(), 64, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto listing = client_->ListTensors();
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->objects.size(), 1u);  // the refused uploads left nothing
+  EXPECT_EQ(listing->used_bytes, 400);
+}
+
+TEST_F(StoreTest, TensorsLargerThanTheMessageLimitStream) {
+  ServerOptions o;
+  o.max_message_bytes = 1 << 20;
+  Start(o, 1 << 20, 256 << 10, 256 << 10);
+  const Tensor a = RandomTensor<float>({512, 600}, 1);  // 1.2 MB each
+  const Tensor b = RandomTensor<float>({600, 512}, 2);
+  MatmulArgs args;
+  args.a = a;
+  args.b = b;
+  auto streamed = client_->Matmul(args);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(streamed->out.shape(), (std::vector<int64_t>{512, 512}));
+  EXPECT_TRUE(client_->ListTensors()->objects.empty());  // temporaries deleted
+
+  // The same call inline does not fit one message.
+  client::ClientOptions co;
+  co.target = target();
+  co.stream_threshold_bytes = 0;
+  auto inline_client = Client::Create(co).value();
+  auto refused = inline_client->Matmul(args);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+
+  // Reference: the same product from two halves of a small enough size.
+  MatmulArgs half;
+  half.a = RandomTensor<float>({512, 600}, 1);
+  half.b = RandomTensor<float>({600, 512}, 2);
+  half.keep_result = true;
+  auto kept = client_->Matmul(half);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  auto out = client_->GetTensor(kept->out_resident_id);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxAbsDiff(*out, streamed->out), 1e-4);
+}
+
+TEST_F(StoreTest, UnknownExpiredAndDeletedIds) {
+  Start();
+  MatmulArgs args;
+  args.a_resident_id = std::string(32, 'a');
+  args.b = RandomTensor<float>({4, 4}, 1);
+  auto r = client_->Matmul(args);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("a.resident_id"));
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown"));
+
+  const std::string short_lived = Put(RandomTensor<float>({4, 4}, 2), absl::Milliseconds(200));
+  absl::SleepFor(absl::Milliseconds(400));
+  args.a_resident_id = short_lived;
+  r = client_->Matmul(args);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("expired"));
+
+  const std::string deleted = Put(RandomTensor<float>({4, 4}, 3));
+  ASSERT_TRUE(client_->DeleteTensor(deleted).ok());
+  args.a_resident_id = deleted;
+  r = client_->Matmul(args);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("deleted"));
+  EXPECT_EQ(client_->DeleteTensor(deleted).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(client_->GetTensor("not-an-id").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, ResidentInputsAndKeptResultsChain) {
+  Start();
+  const Tensor a = RandomTensor<double>({8, 6}, 1), b = RandomTensor<double>({6, 5}, 2);
+  MatmulArgs first;
+  first.a_resident_id = Put(a);
+  first.b_resident_id = Put(b);
+  first.keep_result = true;
+  auto kept = client_->Matmul(first);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_FALSE(kept->out_resident_id.empty());
+  MatmulArgs inline_args;
+  inline_args.a = a;
+  inline_args.b = b;
+  const Tensor ab = client_->Matmul(inline_args)->out;
+  EXPECT_EQ(client_->GetTensor(kept->out_resident_id).value(), ab);
+  // The kept result feeds the next call; a shape that disagrees is refused.
+  MatmulArgs second;
+  second.a_resident_id = kept->out_resident_id;
+  second.b = RandomTensor<double>({5, 2}, 3);
+  auto chained = client_->Matmul(second);
+  ASSERT_TRUE(chained.ok()) << chained.status();
+  EXPECT_EQ(chained->out.shape(), (std::vector<int64_t>{8, 2}));
+  v1::MatmulRequest req;
+  req.mutable_a()->set_resident_id(kept->out_resident_id);
+  req.mutable_a()->add_shape(5);
+  req.mutable_a()->add_shape(8);
+  *req.mutable_b() = req.a();
+  grpc::ClientContext ctx;
+  v1::MatmulResponse resp;
+  grpc::Status s = stub_->Matmul(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("is [8, 5]"));
+}
+
+TEST_F(StoreTest, EvictionNeverFreesATensorInUse) {
+  ServerOptions o;
+  const Tensor a = RandomTensor<float>({64, 64}, 1);  // 16 KiB
+  o.store_bytes = 2 * 16384;
+  o.inject_faults = "cpu:matmul:stall=1s";
+  Start(o);
+  const std::string a_id = Put(a);
+  MatmulArgs args;
+  args.a_resident_id = a_id;
+  args.b = RandomTensor<float>({64, 64}, 2);
+  auto running = std::async(std::launch::async, [&] { return client_->Matmul(args); });
+  absl::SleepFor(absl::Milliseconds(300));  // the job holds its lease on a
+  const std::string b_id = Put(RandomTensor<float>({64, 64}, 3));
+  const std::string c_id = Put(RandomTensor<float>({64, 64}, 4));  // evicts b, not a
+  const std::string d_id = Put(RandomTensor<float>({64, 64}, 5));  // evicts c, not a
+  EXPECT_THAT(client_->GetTensor(b_id).status().message(), HasSubstr("evicted"));
+  EXPECT_THAT(client_->GetTensor(c_id).status().message(), HasSubstr("evicted"));
+  auto listing = client_->ListTensors().value();
+  ASSERT_EQ(listing.objects.size(), 2u);
+  auto result = running.get();
+  ASSERT_TRUE(result.ok()) << result.status();
+  MatmulArgs inline_args;
+  inline_args.a = a;
+  inline_args.b = args.b;
+  o.inject_faults = "";
+  EXPECT_LT(MaxAbsDiff(result->out, client_->Matmul(inline_args)->out), 1e-5);
+  EXPECT_EQ(client_->GetTensor(a_id).value(), a);
+  EXPECT_TRUE(client_->GetTensor(d_id).ok());
+}
+
+// A well-conditioned n x n matrix (diagonally dominant), symmetric if asked.
+Tensor TestMatrix(int n, bool symmetric, unsigned seed) {
+  std::vector<double> v = RandomValues(static_cast<size_t>(n) * n, seed);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i && symmetric; ++j) v[i * n + j] = v[j * n + i];
+    v[i * n + i] += n;
+  }
+  return Tensor::FromVector<double>({n, n}, absl::MakeConstSpan(v)).value();
+}
+
+TEST_F(StoreTest, FactorReuseMatchesFreshSolves) {
+  Start();
+  const int n = 96;
+  for (auto method : {client::SolveMethod::kLu, client::SolveMethod::kCholesky,
+                      client::SolveMethod::kAuto}) {
+    const Tensor a = TestMatrix(n, method != client::SolveMethod::kLu, 5);
+    client::FactorizeArgs fa;
+    fa.a = a;
+    fa.method = method;
+    auto factor = client_->Factorize(fa);
+    ASSERT_TRUE(factor.ok()) << factor.status();
+    EXPECT_EQ(factor->n, n);
+    EXPECT_EQ(factor->placement, "cpu");
+    EXPECT_GT(factor->rcond, 0.01);
+    EXPECT_EQ(factor->method, method == client::SolveMethod::kLu ? client::SolveMethod::kLu
+                                                                 : client::SolveMethod::kCholesky);
+    for (unsigned rhs = 0; rhs < 25; ++rhs) {
+      SolveArgs with_factor;
+      with_factor.factor_id = factor->factor_id;
+      with_factor.b = RandomTensor<double>({n, 1 + rhs % 4}, 100 + rhs);
+      SolveArgs fresh;
+      fresh.a = a;
+      fresh.b = with_factor.b;
+      auto x1 = client_->Solve(with_factor);
+      ASSERT_TRUE(x1.ok()) << x1.status();
+      auto x2 = client_->Solve(fresh);
+      ASSERT_TRUE(x2.ok()) << x2.status();
+      EXPECT_LT(MaxAbsDiff(x1->x, x2->x), 1e-12);
+    }
+    ASSERT_TRUE(client_->ReleaseFactor(factor->factor_id).ok());
+    SolveArgs gone;
+    gone.factor_id = factor->factor_id;
+    gone.b = RandomTensor<double>({n, 1}, 1);
+    EXPECT_EQ(client_->Solve(gone).status().code(), absl::StatusCode::kNotFound);
+  }
+}
+
+TEST_F(StoreTest, FactorizeErrors) {
+  Start();
+  client::FactorizeArgs fa;
+  fa.a = RandomTensor<double>({4, 5}, 1);
+  EXPECT_EQ(client_->Factorize(fa).status().code(), absl::StatusCode::kInvalidArgument);
+  std::vector<double> singular(16, 1.0);
+  fa.a = Tensor::FromVector<double>({4, 4}, absl::MakeConstSpan(singular)).value();
+  fa.method = client::SolveMethod::kLu;
+  EXPECT_EQ(client_->Factorize(fa).status().code(), absl::StatusCode::kFailedPrecondition);
+  fa.a = TestMatrix(8, false, 2);  // not symmetric: Cholesky falls back to LU
+  fa.method = client::SolveMethod::kCholesky;
+  auto f = client_->Factorize(fa);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->method, client::SolveMethod::kLu);
+  EXPECT_THAT(f->fallback, HasSubstr("used lu"));
+  fa.no_fallback = true;
+  EXPECT_EQ(client_->Factorize(fa).status().code(), absl::StatusCode::kFailedPrecondition);
+  SolveArgs bad;
+  bad.factor_id = f->factor_id;
+  bad.b = RandomTensor<double>({7, 1}, 1);
+  EXPECT_THAT(client_->Solve(bad).status().message(), HasSubstr("needs 8 rows"));
+  bad.b = RandomTensor<float>({8, 1}, 1);
+  EXPECT_THAT(client_->Solve(bad).status().message(), HasSubstr("b.dtype"));
+  MatmulArgs as_tensor;  // a factor id is not a tensor
+  as_tensor.a_resident_id = f->factor_id;
+  as_tensor.b = RandomTensor<double>({8, 8}, 1);
+  EXPECT_EQ(client_->Matmul(as_tensor).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A POSIX shared-memory object mapped by the test (the "caller").
+class ShmObject {
+ public:
+  explicit ShmObject(size_t size)
+      : key_("/linalgd-it-" + std::to_string(getpid()) + "-" + std::to_string(counter_++)),
+        size_(size) {
+    const int fd = shm_open(key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
+    base_ = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    close(fd);
+  }
+  ~ShmObject() {
+    munmap(base_, size_);
+    shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  char* base() const { return base_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string key_;
+  size_t size_;
+  char* base_;
+};
+
+class ShmTest : public StoreTest {
+ protected:
+  grpc::Status Register(const std::string& name, const std::string& key, int64_t size) {
+    v1::RegisterSharedMemoryRequest req;
+    req.set_name(name);
+    req.set_key(key);
+    req.set_size(size);
+    v1::RegisterSharedMemoryResponse resp;
+    grpc::ClientContext ctx;
+    return stub_->RegisterSharedMemory(&ctx, req, &resp);
+  }
+  grpc::Status Unregister(const std::string& name) {
+    v1::UnregisterSharedMemoryRequest req;
+    req.set_name(name);
+    v1::UnregisterSharedMemoryResponse resp;
+    grpc::ClientContext ctx;
+    return stub_->UnregisterSharedMemory(&ctx, req, &resp);
+  }
+  static v1::Tensor ShmTensor(const std::string& region, int64_t offset, int64_t rows,
+                              int64_t cols) {
+    v1::Tensor t;
+    t.set_dtype(v1::DTYPE_F32);
+    t.add_shape(rows);
+    t.add_shape(cols);
+    t.mutable_shm()->set_region(region);
+    t.mutable_shm()->set_offset(offset);
+    t.mutable_shm()->set_bytes(rows * cols * 4);
+    return t;
+  }
+  grpc::Status Matmul(const v1::MatmulRequest& req, v1::MatmulResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->Matmul(&ctx, req, resp);
+  }
+};
+
+TEST_F(ShmTest, MatmulThroughSharedMemory) {
+  ServerOptions o;
+  o.allow_shm = true;
+  Start(o);
+  ShmObject obj(1 << 20);
+  ASSERT_TRUE(Register("r", obj.key(), 1 << 20).ok());
+  const Tensor a = RandomTensor<float>({32, 48}, 1), b = RandomTensor<float>({48, 16}, 2);
+  std::memcpy(obj.base(), a.bytes().data(), a.bytes().size());
+  std::memcpy(obj.base() + 8192, b.bytes().data(), b.bytes().size());
+  v1::MatmulRequest req;
+  *req.mutable_a() = ShmTensor("r", 0, 32, 48);
+  *req.mutable_b() = ShmTensor("r", 8192, 48, 16);
+  req.mutable_out_shm()->set_region("r");
+  req.mutable_out_shm()->set_offset(65536);
+  req.mutable_out_shm()->set_bytes(32 * 16 * 4);
+  v1::MatmulResponse resp;
+  grpc::Status s = Matmul(req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.out().source_case(), v1::Tensor::kShm);
+  EXPECT_EQ(resp.out().shm().bytes(), 32 * 16 * 4);
+  MatmulArgs inline_args;
+  inline_args.a = a;
+  inline_args.b = b;
+  const Tensor ref = client_->Matmul(inline_args)->out;
+  EXPECT_EQ(std::memcmp(obj.base() + 65536, ref.bytes().data(), ref.bytes().size()), 0);
+
+  // Out of range, misaligned, too small for the result, unregistered.
+  *req.mutable_a() = ShmTensor("r", (1 << 20) - 32 * 48 * 4 + 4, 32, 48);
+  EXPECT_THAT(Matmul(req, &resp).error_message(), HasSubstr("outside region"));
+  *req.mutable_a() = ShmTensor("r", 2, 32, 48);
+  EXPECT_THAT(Matmul(req, &resp).error_message(), HasSubstr("multiple of the element size"));
+  *req.mutable_a() = ShmTensor("r", 0, 32, 48);
+  req.mutable_out_shm()->set_bytes(100);
+  EXPECT_THAT(Matmul(req, &resp).error_message(), HasSubstr("needs 2048"));
+  req.mutable_out_shm()->set_bytes(2048);
+  *req.mutable_b() = ShmTensor("nope", 0, 48, 16);
+  s = Matmul(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("not registered"));
+  EXPECT_EQ(Register("r", obj.key(), 1 << 20).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(Register("big", obj.key(), 2 << 20).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Register("x", "/linalgd-no-such", 10).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ShmTest, UnregisterWhileInUseIsDeferred) {
+  ServerOptions o;
+  o.allow_shm = true;
+  o.inject_faults = "cpu:matmul:stall=1s";
+  Start(o);
+  ShmObject obj(1 << 16);
+  ASSERT_TRUE(Register("r", obj.key(), 1 << 16).ok());
+  const Tensor a = RandomTensor<float>({16, 16}, 1);
+  std::memcpy(obj.base(), a.bytes().data(), a.bytes().size());
+  v1::MatmulRequest req;
+  *req.mutable_a() = ShmTensor("r", 0, 16, 16);
+  *req.mutable_b() = ShmTensor("r", 0, 16, 16);
+  req.mutable_out_shm()->set_region("r");
+  req.mutable_out_shm()->set_offset(4096);
+  req.mutable_out_shm()->set_bytes(1024);
+  v1::MatmulResponse resp;
+  auto running = std::async(std::launch::async, [&] { return Matmul(req, &resp); });
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE(Unregister("r").ok());  // while the matmul reads and will write it
+  v1::MatmulResponse other;
+  EXPECT_EQ(Matmul(req, &other).error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc::Status s = running.get();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  MatmulArgs inline_args;
+  inline_args.a = a;
+  inline_args.b = a;
+  const Tensor ref = client_->Matmul(inline_args)->out;
+  EXPECT_EQ(std::memcmp(obj.base() + 4096, ref.bytes().data(), ref.bytes().size()), 0);
+  EXPECT_TRUE(Register("r", obj.key(), 1 << 16).ok());  // the name is free again
+}
+
+TEST_F(ShmTest, DisabledWithoutAllowShm) {
+  Start();
+  ShmObject obj(4096);
+  EXPECT_EQ(Register("r", obj.key(), 4096).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  v1::MatmulRequest req;
+  *req.mutable_a() = ShmTensor("r", 0, 4, 4);
+  *req.mutable_b() = ShmTensor("r", 0, 4, 4);
+  v1::MatmulResponse resp;
+  EXPECT_THAT(Matmul(req, &resp).error_message(), HasSubstr("--allow-shm"));
+}
+
+}  // namespace
+}  // namespace linalgd::testing
