@@ -45,6 +45,9 @@ bool EnvIsOne(const char* name) {
 struct Flags {
   linalgd::ServerOptions options;
   std::string op_timeout = "10s";
+  std::string max_queue_delay = "200us";
+  std::string budget_wait = "1s";
+  bool no_cpu_fallback = false;
   std::string max_connection_age = "5m";
   std::string shutdown_grace = "30s";
   std::string devices;
@@ -68,6 +71,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")->capture_default_str();
   app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")->capture_default_str();
   app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-batch", o.max_batch, "compatible small jobs per batched backend call; 1: no batching")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-queue-delay", f.max_queue_delay, "how long a job may wait for others to batch with (200us, 1ms, ...)")->capture_default_str();
+  app.add_option("--batch-max-dim", o.batch_max_dim, "jobs whose largest dim is above are never batched")->capture_default_str();
+  app.add_option("--budget-wait", f.budget_wait, "longest wait for room in a GPU memory budget before the CPU takes the job")->capture_default_str();
+  app.add_flag("--no-cpu-fallback", f.no_cpu_fallback, "never move a GPU job to the CPU (no rollback on errors, timeouts, budget or deadlines)");
   app.add_option("--max-elements", o.max_elements, "largest tensor, in elements")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
@@ -84,6 +92,9 @@ bool Finalize(Flags& f, absl::Duration* grace) {
     return false;
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
+  if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay)) return bad("--max-queue-delay", f.max_queue_delay);
+  if (!ParseSeconds(f.budget_wait, &o.budget_wait)) return bad("--budget-wait", f.budget_wait);
+  o.cpu_fallback = !f.no_cpu_fallback;
   if (!ParseSeconds(f.max_connection_age, &o.max_connection_age)) return bad("--max-connection-age", f.max_connection_age);
   if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
   for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {

@@ -43,12 +43,43 @@ class CpuBackend : public Backend {
     return CpuSolve(op, plan, exec_);
   }
 
+  // The scheduler's batches: ops spread over the pool under the same
+  // oversubscription rule as batch elements (cpu_execution.h).
+  absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
+                           std::vector<Tensor>* outs) override {
+    const bool small = static_cast<double>(plan.m) * plan.n * plan.k <= kSingleThreadGemmMnk;
+    return RunEach<Tensor>(static_cast<int64_t>(ops.size()), small, outs,
+                           [&](int64_t i) { return CpuMatmul(*ops[i], plan, exec_); });
+  }
+
+  absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
+                          std::vector<SolveResult>* outs) override {
+    const bool small =
+        plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
+    return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs,
+                                [&](int64_t i) { return CpuSolve(*ops[i], plan, exec_); });
+  }
+
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
                                                 const SparseSolvePlan& plan) override {
     return CpuSparseSolve(op, plan);
   }
 
  private:
+  // Runs fn(i) for i in [0, n) on the pool; the first error wins.
+  template <typename Result, typename Fn>
+  absl::Status RunEach(int64_t n, bool small, std::vector<Result>* outs, Fn fn) {
+    std::vector<absl::StatusOr<Result>> results(n);
+    exec_.pool->ParallelFor(n, exec_.BatchParallelism(n, small),
+                            [&](int64_t i) { results[i] = fn(i); });
+    outs->clear();
+    for (absl::StatusOr<Result>& r : results) {
+      if (!r.ok()) return r.status();
+      outs->push_back(*std::move(r));
+    }
+    return absl::OkStatus();
+  }
+
   const int batch_threads_;
   ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
   CpuExecution exec_;

@@ -17,8 +17,8 @@ struct ExecutionInfo {
   std::string backend;  // "cpu" or "gpu:N"
   int64_t queue_ns = 0;
   int64_t run_ns = 0;
-  int batch_size = 1;
-  std::string fallback_reason;  // empty unless the first backend failed
+  int batch_size = 1;           // jobs served by the same backend call
+  std::string fallback_reason;  // empty unless the job left its first backend
 };
 
 enum class OpKind { kMatmul, kSolve };
@@ -27,15 +27,21 @@ enum class OpKind { kMatmul, kSolve };
 struct JobSpec {
   OpKind kind = OpKind::kMatmul;
   int64_t largest_dim = 0;  // routing: below --cpu-threshold runs on the CPU
-  double flops = 0;
+  double flops = 0;         // floating-point operations (routing estimates)
+  // Device bytes a GPU run needs at once (operands, outputs, workspace; see
+  // job_cost.h), reserved against the device's MemoryBudget before it runs.
+  int64_t device_bytes = 0;
   int priority = 0;         // higher first; FIFO within a level
-  absl::Time deadline = absl::InfiniteFuture();
+  absl::Time deadline = absl::InfiniteFuture();  // the caller's (gRPC) deadline
 };
 
 // One request's work. The scheduler owns a job from Submit until it has
 // called Finish, exactly once: from a worker thread, or from Submit itself
-// when the job is refused (queue full, shutting down). Run may be called more than once (a GPU attempt, then a
-// CPU rerun); each call replaces the previous result.
+// when the job is refused (queue full, shutting down). For a job that exposes
+// its matmul or solve (matmul_op(), solve_op()), the scheduler calls the
+// backends itself (alone, batched with compatible jobs, or split into pieces)
+// and hands the result back through SetMatmulResult/SetSolveResult before
+// Finish; any other job is run through Run().
 class Job {
  public:
   explicit Job(JobSpec spec)
@@ -44,15 +50,56 @@ class Job {
 
   const JobSpec& spec() const { return spec_; }
 
-  // Runs the operation on `backend`, keeping the result in the job.
-  virtual absl::Status Run(Backend& backend) = 0;
+  // The op and plan: non-null for kMatmul (matmul_*) or kSolve (solve_*).
+  // They and the memory they view stay valid until the job is destroyed and
+  // every PinInputs() token is released.
+  virtual const MatmulOp* matmul_op() const { return nullptr; }
+  virtual const MatmulPlan* matmul_plan() const { return nullptr; }
+  virtual const SolveOp* solve_op() const { return nullptr; }
+  virtual const SolvePlan* solve_plan() const { return nullptr; }
 
-  // Delivers the outcome: `status` is Run's last status (or why the job did
-  // not run). Called once; the job is destroyed right after.
+  // Checks that read the inputs (NaN scans). Called once, on a worker
+  // thread, before the first backend call; a non-ok status finishes the job.
+  virtual absl::Status Validate() { return absl::OkStatus(); }
+
+  // Keeps the inputs valid after Finish while the token lives: a GPU call
+  // that overran --op-timeout still reads them in the background. nullptr
+  // when the job itself owns its inputs (the scheduler then keeps the job).
+  virtual std::shared_ptr<void> PinInputs() { return nullptr; }
+
+  // The result of a successful run, set before Finish(ok).
+  virtual void SetMatmulResult(Tensor out) {}
+  virtual void SetSolveResult(SolveResult out) {}
+
+  // Runs the job on `backend`, keeping the result in the job. The scheduler
+  // calls it only for jobs that expose no op (factorizations, solves with a
+  // stored factor, ...): it runs them alone, inline on the lane's worker,
+  // never batched, split or abandoned after --op-timeout. Such a job may be
+  // run more than once (a GPU attempt, then a CPU rerun); each call replaces
+  // the previous result. The default runs the exposed op.
+  virtual absl::Status Run(Backend& backend) {
+    if (const MatmulOp* op = matmul_op()) {
+      absl::StatusOr<Tensor> out = backend.Matmul(*op, *matmul_plan());
+      if (!out.ok()) return out.status();
+      SetMatmulResult(*std::move(out));
+      return absl::OkStatus();
+    }
+    if (const SolveOp* op = solve_op()) {
+      absl::StatusOr<SolveResult> out = backend.Solve(*op, *solve_plan());
+      if (!out.ok()) return out.status();
+      SetSolveResult(*std::move(out));
+      return absl::OkStatus();
+    }
+    return absl::InternalError("job exposes no op and does not override Run");
+  }
+
+  // Delivers the outcome. Called once. The job may be destroyed later than
+  // Finish (when an abandoned backend call still holds it) but is not used
+  // by the scheduler again.
   virtual void Finish(const absl::Status& status, const ExecutionInfo& info) = 0;
 
   // Thread-safe. A cancelled job still queued is finished with CANCELLED
-  // without running; a running job's result is dropped.
+  // without running; a running job's result is dropped (CANCELLED).
   void Cancel() { cancelled_->store(true); }
   bool cancelled() const { return cancelled_->load(); }
   // The flag behind Cancel(), for whoever outlives the job (a gRPC reactor).

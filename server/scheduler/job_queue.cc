@@ -5,9 +5,16 @@ namespace linalgd {
 std::optional<QueuedJob> JobQueue::Push(QueuedJob item, bool force) {
   absl::MutexLock lock(&mu_);
   if (closed_ || (!force && size_ >= capacity_)) return item;
+  flops_ += item.job->spec().flops;
   levels_[item.job->spec().priority].push_back(std::move(item));
   ++size_;
+  ++pushes_;
   return std::nullopt;
+}
+
+void JobQueue::Removed(const QueuedJob& item) {
+  --size_;
+  flops_ = size_ == 0 ? 0 : flops_ - item.job->spec().flops;
 }
 
 std::optional<QueuedJob> JobQueue::Pop() {
@@ -20,8 +27,41 @@ std::optional<QueuedJob> JobQueue::Pop() {
   QueuedJob item = std::move(level->second.front());
   level->second.pop_front();
   if (level->second.empty()) levels_.erase(level);
-  --size_;
+  Removed(item);
   return item;
+}
+
+void JobQueue::TakeMatchingLocked(const BatchKey& key, int max, std::vector<QueuedJob>& out) {
+  for (auto level = levels_.begin(); level != levels_.end() && static_cast<int>(out.size()) < max;) {
+    auto& jobs = level->second;
+    for (auto it = jobs.begin(); it != jobs.end() && static_cast<int>(out.size()) < max;) {
+      if (it->key && *it->key == key) {
+        out.push_back(std::move(*it));
+        Removed(out.back());
+        it = jobs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    level = jobs.empty() ? levels_.erase(level) : std::next(level);
+  }
+}
+
+std::vector<QueuedJob> JobQueue::TakeMatching(const BatchKey& key, int max, absl::Time until) {
+  std::vector<QueuedJob> out;
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    TakeMatchingLocked(key, max, out);
+    if (!out.empty() || closed_ || absl::Now() >= until) return out;
+    struct Changed {
+      const JobQueue* q;
+      int64_t seen;
+      bool operator()() const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return q->pushes_ != seen || q->closed_;
+      }
+    } changed{this, pushes_};
+    mu_.AwaitWithDeadline(absl::Condition(&changed), until);
+  }
 }
 
 void JobQueue::Close() {
@@ -32,6 +72,11 @@ void JobQueue::Close() {
 int JobQueue::size() const {
   absl::MutexLock lock(&mu_);
   return size_;
+}
+
+double JobQueue::queued_flops() const {
+  absl::MutexLock lock(&mu_);
+  return flops_;
 }
 
 }  // namespace linalgd

@@ -6,18 +6,26 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/scheduler/batch_key.h"
 #include "server/scheduler/job.h"
 
 namespace linalgd {
 
 // A queued job and when it entered the scheduler.
 struct QueuedJob {
-  std::unique_ptr<Job> job;
+  std::shared_ptr<Job> job;
   absl::Time enqueued;
-  std::string fallback_reason;  // set when a job is requeued after a failure
+  // Queue expiry: the caller's deadline, capped by --op-timeout from the
+  // first Submit (a CPU rerun keeps only the caller's deadline).
+  absl::Time expires = absl::InfiniteFuture();
+  std::string fallback_reason;  // set when a job is moved off its first lane
+  std::optional<BatchKey> key;  // set when the job may be batched
+  bool validated = false;       // Job::Validate() has passed
 };
 
 // A bounded priority queue of jobs: strict priority levels, FIFO within a
@@ -35,18 +43,32 @@ class JobQueue {
   // (then returns nullopt).
   std::optional<QueuedJob> Pop() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Removes up to `max` queued jobs whose key equals `key` (any priority,
+  // oldest first within a level). When none is queued, waits until one
+  // arrives, `until` passes or the queue closes.
+  std::vector<QueuedJob> TakeMatching(const BatchKey& key, int max, absl::Time until)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // After Close, Push fails and Pop drains what is left.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
   int size() const ABSL_LOCKS_EXCLUDED(mu_);
   int capacity() const { return capacity_; }
+  // Sum of the queued jobs' JobSpec::flops.
+  double queued_flops() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  void TakeMatchingLocked(const BatchKey& key, int max, std::vector<QueuedJob>& out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Removed(const QueuedJob& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int capacity_;
   mutable absl::Mutex mu_;
   // Highest priority first.
   std::map<int, std::deque<QueuedJob>, std::greater<int>> levels_ ABSL_GUARDED_BY(mu_);
   int size_ ABSL_GUARDED_BY(mu_) = 0;
+  double flops_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 

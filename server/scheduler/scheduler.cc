@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/logging.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -24,47 +25,86 @@ absl::string_view OpKindName(OpKind kind) {
   return kind == OpKind::kMatmul ? "Matmul" : "Solve";
 }
 
-Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu,
-                     std::vector<Backend*> gpus, LinalgdMetrics* metrics)
-    : options_(options), metrics_(metrics) {
-  auto add_lane = [&](Backend* backend, bool is_gpu, int workers) {
-    auto lane = std::make_unique<Lane>();
-    lane->backend = backend;
-    lane->is_gpu = is_gpu;
-    lane->queue = std::make_unique<JobQueue>(options_.max_queue);
-    Lane* raw = lane.get();
-    if (metrics_) {
-      metrics_->SetQueueCapacity(backend->name(), options_.max_queue);
-      metrics_->SetQueueDepth(backend->name(), 0);
-      metrics_->SetInFlightJobs(backend->name(), 0);
-    }
-    for (int i = 0; i < std::max(1, workers); ++i) {
-      raw->workers.emplace_back([this, raw] { WorkerLoop(*raw); });
-    }
-    lanes_.push_back(std::move(lane));
-  };
-  add_lane(cpu, false, options_.cpu_workers);
-  for (Backend* gpu : gpus) add_lane(gpu, true, options_.gpu_workers_per_device);
+namespace {
+
+std::vector<GpuLane> WithoutBudgets(const std::vector<Backend*>& gpus) {
+  std::vector<GpuLane> lanes;
+  for (Backend* b : gpus) lanes.push_back(GpuLane{b, nullptr});
+  return lanes;
+}
+
+int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<Backend*> gpus,
+                     LinalgdMetrics* metrics)
+    : Scheduler(options, cpu, WithoutBudgets(gpus), metrics) {}
+
+Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<GpuLane> gpus,
+                     LinalgdMetrics* metrics)
+    : options_(options), metrics_(metrics), batcher_(options.batching) {
+  AddLane(cpu, nullptr, false, options_.cpu_workers);
+  for (const GpuLane& gpu : gpus) {
+    AddLane(gpu.backend, gpu.budget, true, options_.gpu_workers_per_device);
+  }
+}
+
+void Scheduler::AddLane(Backend* backend, MemoryBudget* budget, bool is_gpu, int workers) {
+  auto lane = std::make_unique<Lane>(
+      backend, budget, is_gpu, options_.max_queue,
+      is_gpu ? options_.gpu_flops_per_second : options_.cpu_flops_per_second);
+  Lane* raw = lane.get();
+  if (metrics_) {
+    metrics_->SetQueueCapacity(backend->name(), options_.max_queue);
+    metrics_->SetQueueDepth(backend->name(), 0);
+    metrics_->SetInFlightJobs(backend->name(), 0);
+    if (budget) metrics_->SetDeviceMemoryBudget(backend->name(), budget->budget());
+  }
+  for (int i = 0; i < std::max(1, workers); ++i) {
+    raw->workers.emplace_back([this, raw] { WorkerLoop(*raw); });
+  }
+  lanes_.push_back(std::move(lane));
 }
 
 Scheduler::~Scheduler() { Shutdown(); }
 
 void Scheduler::Shutdown() {
   std::call_once(shutdown_once_, [this] {
-    for (auto& lane : lanes_) lane->queue->Close();
-    for (auto& lane : lanes_) {
-      for (auto& t : lane->workers) t.join();
+    // GPU lanes drain first: their reruns still find the CPU lane open.
+    for (size_t i = 1; i < lanes_.size(); ++i) lanes_[i]->queue->Close();
+    for (size_t i = 1; i < lanes_.size(); ++i) {
+      for (auto& t : lanes_[i]->workers) t.join();
     }
+    lanes_[0]->queue->Close();
+    for (auto& t : lanes_[0]->workers) t.join();
+    abandoned_->WaitForNone();
   });
 }
 
-Scheduler::Lane& Scheduler::Route(const JobSpec& spec) {
-  if (lanes_.size() == 1 || spec.largest_dim < options_.cpu_threshold) return *lanes_[0];
+absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
+  return lane.estimate.Predict(lane.queue->queued_flops() +
+                               static_cast<double>(lane.running_flops.load()));
+}
+
+Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::string* reason) {
+  Lane& cpu = *lanes_[0];
+  if (lanes_.size() == 1 || spec.largest_dim < options_.cpu_threshold) return cpu;
   Lane* best = lanes_[1].get();
+  absl::Duration best_wait = PredictedWait(*best);
   for (size_t i = 2; i < lanes_.size(); ++i) {
-    if (lanes_[i]->queue->size() < best->queue->size()) best = lanes_[i].get();
+    const absl::Duration wait = PredictedWait(*lanes_[i]);
+    if (wait < best_wait) best = lanes_[i].get(), best_wait = wait;
   }
-  return *best;
+  if (!options_.cpu_fallback || spec.deadline == absl::InfiniteFuture()) return *best;
+  const absl::Duration gpu_run = best->estimate.Predict(spec.flops);
+  if (now + best_wait + gpu_run <= spec.deadline) return *best;
+  const absl::Duration cpu_total = PredictedWait(cpu) + cpu.estimate.Predict(spec.flops);
+  if (cpu_total >= best_wait + gpu_run) return *best;
+  *reason = absl::StrCat(best->backend->name(), ": predicted to finish after the deadline (wait ",
+                         Millis(best_wait), " ms, run ", Millis(gpu_run), " ms); ran on cpu");
+  RecordFallback(spec.kind, kFallbackDeadline);
+  return cpu;
 }
 
 void Scheduler::Refuse(QueuedJob item, absl::Status status) {
@@ -74,8 +114,14 @@ void Scheduler::Refuse(QueuedJob item, absl::Status status) {
 }
 
 void Scheduler::Submit(std::unique_ptr<Job> job) {
-  Lane& lane = Route(job->spec());
-  auto refused = lane.queue->Push(QueuedJob{std::move(job), absl::Now(), ""});
+  const absl::Time now = absl::Now();
+  QueuedJob item;
+  item.key = batcher_.KeyFor(*job);
+  item.job = std::move(job);
+  item.enqueued = now;
+  item.expires = std::min(item.job->spec().deadline, now + options_.op_timeout);
+  Lane& lane = Route(item.job->spec(), now, &item.fallback_reason);
+  auto refused = lane.queue->Push(std::move(item));
   if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;
   const int depth = lane.queue->size();
@@ -91,61 +137,59 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
 }
 
 void Scheduler::WorkerLoop(Lane& lane) {
-  while (auto item = lane.queue->Pop()) Execute(lane, std::move(*item));
+  TimedRunner runner(abandoned_);
+  while (auto item = lane.queue->Pop()) {
+    int max_count = batcher_.options().max_batch;
+    const int64_t bytes = item->job->spec().device_bytes;
+    if (lane.budget && bytes > 0) {
+      max_count = static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
+    }
+    const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
+    ExecuteGroup(lane, runner, batcher_.Form(std::move(*item), *lane.queue, max_count, run));
+  }
 }
 
-void Scheduler::Execute(Lane& lane, QueuedJob item) {
-  Job& job = *item.job;
-  ExecutionInfo info;
+void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status,
+                       ExecutionInfo info, absl::Time start) {
   info.backend = lane.backend->name();
   info.fallback_reason = item.fallback_reason;
-  const absl::Time start = absl::Now();
   info.queue_ns = absl::ToInt64Nanoseconds(start - item.enqueued);
-  if (job.cancelled()) {
-    job.Finish(absl::CancelledError("call cancelled while queued"), info);
-    return;
-  }
-  if (start > job.spec().deadline) {
-    job.Finish(absl::DeadlineExceededError(absl::StrCat(
-                   "deadline passed after ", info.queue_ns / 1000000, " ms in the queue of ",
-                   info.backend)),
-               info);
-    return;
-  }
-  lane.running.fetch_add(1);
-  absl::Status status = job.Run(*lane.backend);
-  lane.running.fetch_sub(1);
-  info.run_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
-  RecordRun(lane, job, info);
-  if (!status.ok() && lane.is_gpu && RetryableOnCpu(status)) {
-    RecordFallback(job, status);
-    spdlog::warn("{} failed ({}); rerunning on cpu", info.backend, status.ToString());
-    item.fallback_reason = absl::StrCat(info.backend, ": ", status.message(), "; ran on cpu");
-    auto refused = lanes_[0]->queue->Push(std::move(item), /*force=*/true);
-    if (refused) job.Finish(status, info);  // closed: report the GPU error
-    return;
-  }
-  job.Finish(status, info);
+  item.job->Finish(status, info);
 }
 
-void Scheduler::RecordRun(Lane& lane, const Job& job, const ExecutionInfo& info) {
+void Scheduler::MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status,
+                          std::string reason, absl::string_view why, absl::Time start) {
+  if (!options_.cpu_fallback || !from.is_gpu) {
+    Finish(from, item, status, ExecutionInfo{}, start);
+    return;
+  }
+  RecordFallback(item.job->spec().kind, why);
+  spdlog::warn("{}; rerunning on cpu", reason);
+  item.fallback_reason = absl::StrCat(reason, "; ran on cpu");
+  item.expires = item.job->spec().deadline;
+  auto refused = lanes_[0]->queue->Push(std::move(item), /*force=*/true);
+  if (refused) Finish(from, *refused, status, ExecutionInfo{}, start);  // closed
+}
+
+void Scheduler::RecordRun(Lane& lane, OpKind kind, const ExecutionInfo& info) {
   if (!metrics_) return;
   const std::string& name = info.backend;
   const double run_s = info.run_ns * 1e-9;
   metrics_->SetQueueDepth(name, lane.queue->size());
   metrics_->SetInFlightJobs(name, lane.running.load());
-  metrics_->ObserveQueueWait(name, info.queue_ns * 1e-9);
-  metrics_->ObserveCompute(OpKindName(job.spec().kind), name, run_s);
-  metrics_->ObserveBatchSize(OpKindName(job.spec().kind), name, info.batch_size);
+  metrics_->ObserveCompute(OpKindName(kind), name, run_s);
+  metrics_->ObserveBatchSize(OpKindName(kind), name, info.batch_size);
   metrics_->AddDeviceBusySeconds(name, run_s);
 }
 
-void Scheduler::RecordFallback(const Job& job, const absl::Status& status) {
-  if (!metrics_) return;
-  absl::string_view reason = kFallbackDeviceError;
-  if (status.code() == absl::StatusCode::kResourceExhausted) reason = "device_out_of_memory";
-  if (status.code() == absl::StatusCode::kDeadlineExceeded) reason = kFallbackTimeout;
-  metrics_->RecordFallback(OpKindName(job.spec().kind), reason);
+absl::string_view FallbackLabel(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kResourceExhausted) return "device_out_of_memory";
+  if (status.code() == absl::StatusCode::kDeadlineExceeded) return kFallbackTimeout;
+  return kFallbackDeviceError;
+}
+
+void Scheduler::RecordFallback(OpKind kind, absl::string_view why) {
+  if (metrics_) metrics_->RecordFallback(OpKindName(kind), why);
 }
 
 std::vector<std::pair<std::string, int>> Scheduler::QueueDepths() const {

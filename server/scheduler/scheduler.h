@@ -6,14 +6,20 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
+#include "server/backend/memory_budget.h"
 #include "server/metrics/linalgd_metrics.h"
+#include "server/scheduler/batcher.h"
 #include "server/scheduler/job.h"
 #include "server/scheduler/job_queue.h"
+#include "server/scheduler/matmul_split.h"
+#include "server/scheduler/throughput_estimate.h"
+#include "server/scheduler/timed_runner.h"
 
 namespace linalgd {
 
@@ -22,6 +28,28 @@ struct SchedulerOptions {
   int cpu_workers = 2;          // threads running CPU jobs
   int gpu_workers_per_device = 4;  // threads per GPU (one per handle set)
   int max_queue = 1024;         // per backend queue
+  // A GPU call still running after this is rerun on the CPU; queued jobs
+  // also expire this long after Submit (or at their deadline if earlier).
+  absl::Duration op_timeout = absl::InfiniteDuration();
+  BatcherOptions batching;      // --max-batch, --max-queue-delay, --batch-max-dim
+  // false (--no-cpu-fallback): a job routed to a GPU never moves to the CPU
+  // (no rollback on errors or timeouts, no rerouting for deadlines or budget).
+  bool cpu_fallback = true;
+  // Longest wait for room in a GPU's memory budget before the CPU takes the
+  // job (or, without CPU fallback, RESOURCE_EXHAUSTED).
+  absl::Duration budget_wait = absl::Seconds(1);
+  // Speeds assumed until a lane has measured its own (ThroughputEstimate).
+  double cpu_flops_per_second = 5e10;
+  double gpu_flops_per_second = 2e13;
+};
+
+struct BackendCallResult;  // scheduler_run.cc
+
+// A GPU for the scheduler: its backend and its memory budget (may be null:
+// no budget). Not owned; both outlive the scheduler.
+struct GpuLane {
+  Backend* backend = nullptr;
+  MemoryBudget* budget = nullptr;
 };
 
 // Status payload key whose value (milliseconds, decimal) says when a refused
@@ -29,13 +57,27 @@ struct SchedulerOptions {
 inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 
 // Routes jobs to backends and runs them on worker threads: one queue and
-// worker pool per backend. A GPU job that fails with a retryable error
-// (RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED) is rerun on
-// the CPU and reports why. Thread-safe.
+// worker pool (a lane) per backend.
+// - Routing: largest dim below cpu_threshold -> CPU; otherwise the GPU lane
+//   with the least predicted wait, unless that GPU would finish past the
+//   deadline and the CPU sooner.
+// - Batching: compatible small jobs are grouped into one backend call
+//   (batcher.h); each job reports the group size.
+// - Budget: a GPU lane reserves a group's device bytes before the call; a
+//   group that does not fit waits up to budget_wait (or goes to the CPU when
+//   that is predicted faster); a matmul that can never fit is split into
+//   pieces run in sequence, a solve runs on the CPU.
+// - Rollback: a GPU call failing with a retryable error (RESOURCE_EXHAUSTED,
+//   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED) or still running after
+//   op_timeout is rerun on the CPU; the response says why.
+// Every job is finished exactly once. Thread-safe.
 class Scheduler {
  public:
-  // `cpu` is required; `gpus` may be empty. Backends and `metrics` (may be
-  // null) are not owned and must outlive the scheduler.
+  // `cpu` is required; `gpus` may be empty. Backends, budgets and `metrics`
+  // (may be null) are not owned and must outlive the scheduler.
+  Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<GpuLane> gpus,
+            LinalgdMetrics* metrics = nullptr);
+  // GPU lanes without memory budgets.
   Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<Backend*> gpus,
             LinalgdMetrics* metrics = nullptr);
   ~Scheduler();  // Shutdown()
@@ -48,7 +90,9 @@ class Scheduler {
   // Submit returns.
   void Submit(std::unique_ptr<Job> job);
 
-  // Stops accepting jobs, runs what is queued, joins the workers. Idempotent.
+  // Stops accepting jobs, runs what is queued (GPU lanes first, so that their
+  // CPU reruns still run), joins the workers and waits for abandoned GPU
+  // calls to return. Idempotent.
   void Shutdown();
 
   // Jobs queued (not running) on each backend, by backend name.
@@ -56,28 +100,66 @@ class Scheduler {
 
  private:
   struct Lane {
-    Backend* backend;
-    bool is_gpu;
+    Lane(Backend* b, MemoryBudget* m, bool gpu, int max_queue, double flops_per_second)
+        : backend(b), budget(m), is_gpu(gpu), queue(std::make_unique<JobQueue>(max_queue)),
+          estimate(flops_per_second) {}
+    Backend* const backend;
+    MemoryBudget* const budget;  // GPU lanes only; may be null
+    const bool is_gpu;
     std::unique_ptr<JobQueue> queue;
     std::vector<std::thread> workers;
     std::atomic<int> running{0};
+    std::atomic<int64_t> running_flops{0};
+    ThroughputEstimate estimate;
   };
+  using Group = std::vector<QueuedJob>;
 
-  Lane& Route(const JobSpec& spec);
+  // scheduler.cc: placement and delivery.
+  void AddLane(Backend* backend, MemoryBudget* budget, bool is_gpu, int workers);
+  Lane& Route(const JobSpec& spec, absl::Time now, std::string* reason);
+  absl::Duration PredictedWait(const Lane& lane) const;
   void WorkerLoop(Lane& lane);
-  void Execute(Lane& lane, QueuedJob item);
+  void Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,
+              absl::Time start);
+  // Moves a GPU job to the CPU lane, or finishes it with `status` when CPU
+  // fallback is off (or the CPU lane is closed).
+  // `why` is the fallback metric's reason label.
+  void MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status, std::string reason,
+                 absl::string_view why, absl::Time start);
   static void Refuse(QueuedJob item, absl::Status status);
-  void RecordRun(Lane& lane, const Job& job, const ExecutionInfo& info);
-  void RecordFallback(const Job& job, const absl::Status& status);
+  void RecordRun(Lane& lane, OpKind kind, const ExecutionInfo& info);
+  void RecordFallback(OpKind kind, absl::string_view why);
+
+  // scheduler_run.cc: running groups.
+  void ExecuteGroup(Lane& lane, TimedRunner& runner, Group group);
+  Group Admissible(Lane& lane, Group group, absl::Time start);
+  absl::StatusOr<MemoryBudget::Reservation> Reserve(Lane& lane, const Group& group,
+                                                    int64_t bytes, absl::Time start);
+  void RunGroup(Lane& lane, TimedRunner& runner, Group group,
+                MemoryBudget::Reservation reservation, absl::Time start);
+  // `result` null: the jobs ran through Job::Run and hold their results.
+  void Deliver(Lane& lane, Group& group, BackendCallResult* result, ExecutionInfo info,
+               absl::Time start);
+  void RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
+  absl::Status RunPiece(Lane& lane, TimedRunner& runner, const QueuedJob& item,
+                        const MatmulSplitter& splitter, int64_t index, absl::Time end,
+                        Tensor& out);
+  void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
+  absl::Duration TimeoutFor(const Lane& lane) const;
 
   const SchedulerOptions options_;
   LinalgdMetrics* const metrics_;
+  const Batcher batcher_;
+  const std::shared_ptr<AbandonedCalls> abandoned_ = std::make_shared<AbandonedCalls>();
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
 };
 
 // True for the errors after which a GPU job is rerun on the CPU.
 bool RetryableOnCpu(const absl::Status& status);
+
+// The fallback metric's reason label for a GPU error.
+absl::string_view FallbackLabel(const absl::Status& status);
 
 // "Matmul", "Solve": the op label of metrics.
 absl::string_view OpKindName(OpKind kind);

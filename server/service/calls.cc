@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <type_traits>
 
+#include "absl/synchronization/mutex.h"
 #include "server/common/logging.h"
 #include "spdlog/spdlog.h"
 #include "server/service/requests.h"
@@ -20,10 +22,31 @@ class CallReactor : public grpc::ServerUnaryReactor {
   void OnCancel() override {
     if (token_) token_->store(true);
   }
-  void OnDone() override { delete this; }
+  // OnDone waits until no token is left: a GPU call abandoned after
+  // --op-timeout may still read the request, which gRPC frees after OnDone.
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](int* pins) { return *pins == 0; }, &pins_));
+    }
+    delete this;
+  }
+  // Keeps the request (and so the reactor) alive while the token lives.
+  std::shared_ptr<void> Pin() {
+    absl::MutexLock lock(&mu_);
+    ++pins_;
+    return std::shared_ptr<void>(this, [](void* self) {
+      auto* r = static_cast<CallReactor*>(self);
+      absl::MutexLock lock(&r->mu_);
+      --r->pins_;
+    });
+  }
 
  private:
   std::shared_ptr<std::atomic<bool>> token_;
+  absl::Mutex mu_;
+  int pins_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
@@ -47,6 +70,35 @@ class CallJob : public Job {
           CallReactor* reactor, Response* response, Prepared prepared)
       : Job(spec), metrics_(env.metrics), context_(context), reactor_(reactor),
         response_(response), prepared_(std::move(prepared)) {}
+
+  // The scheduler runs the op itself (batched, split, timed); Run() below is
+  // the path of the jobs it runs whole.
+  static constexpr bool kMatmul = std::is_same_v<Prepared, PreparedMatmul>;
+  const MatmulOp* matmul_op() const override { return Op<MatmulOp>(); }
+  const MatmulPlan* matmul_plan() const override { return Plan<MatmulPlan>(); }
+  const SolveOp* solve_op() const override { return Op<SolveOp>(); }
+  const SolvePlan* solve_plan() const override { return Plan<SolvePlan>(); }
+  absl::Status Validate() override {
+    finite_checked_ = true;
+    return CheckInputsFinite(prepared_);
+  }
+  std::shared_ptr<void> PinInputs() override { return reactor_->Pin(); }
+  void SetMatmulResult(Tensor out) override {
+    if constexpr (kMatmul) result_ = std::move(out);
+  }
+  void SetSolveResult(SolveResult out) override {
+    if constexpr (!kMatmul) result_ = std::move(out);
+  }
+  template <typename T>
+  const T* Op() const {
+    if constexpr (std::is_same_v<T, decltype(prepared_.op)>) return &prepared_.op;
+    return nullptr;
+  }
+  template <typename T>
+  const T* Plan() const {
+    if constexpr (std::is_same_v<T, decltype(prepared_.plan)>) return &prepared_.plan;
+    return nullptr;
+  }
 
   absl::Status Run(Backend& backend) override {
     if (!finite_checked_) {
@@ -152,6 +204,8 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
   JobSpec spec;
   spec.kind = kind;
   spec.largest_dim = LargestDim(*prepared);
+  spec.flops = Flops(*prepared);
+  spec.device_bytes = DeviceBytes(*prepared);
   spec.priority = priority;
   spec.deadline = DeadlineOf(context);
   auto job = std::make_unique<JobT>(spec, env, context, reactor, response,

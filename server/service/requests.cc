@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
+#include "server/scheduler/job_cost.h"
 
 namespace linalgd {
 namespace {
@@ -111,5 +112,9 @@ int64_t LargestDim(const PreparedMatmul& p) {
 int64_t LargestDim(const PreparedSolve& p) {
   return std::max({p.plan.m, p.plan.n, p.plan.k});
 }
+
+int64_t DeviceBytes(const PreparedMatmul& p) { return MatmulDeviceBytes(p.op, p.plan); }
+
+int64_t DeviceBytes(const PreparedSolve& p) { return SolveDeviceBytes(p.op, p.plan); }
 
 }  // namespace linalgd

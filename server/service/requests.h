@@ -46,6 +46,10 @@ double Flops(const PreparedSolve& p);
 int64_t LargestDim(const PreparedMatmul& p);
 int64_t LargestDim(const PreparedSolve& p);
 
+// Device bytes a GPU run reserves (server/scheduler/job_cost.h).
+int64_t DeviceBytes(const PreparedMatmul& p);
+int64_t DeviceBytes(const PreparedSolve& p);
+
 }  // namespace linalgd
 
 #endif  // LINALGD_SERVER_SERVICE_REQUESTS_H_

@@ -4,12 +4,14 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "server/common/status_macros.h"
 #include "server/backend/fault_injection.h"
+#include "server/backend/memory_budget.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "server/metrics/http_exposer.h"
@@ -25,6 +27,16 @@ constexpr char kVersion[] = "0.1.0";
 constexpr char kServiceName[] = "linalgd.v1.Linalg";
 
 int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// Timeouts, batching, budget waits and fallback, from the server options.
+void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
+  s.op_timeout = o.op_timeout > absl::ZeroDuration() ? o.op_timeout : absl::InfiniteDuration();
+  s.batching.max_batch = std::max(1, o.max_batch);
+  s.batching.max_queue_delay = o.max_queue_delay;
+  s.batching.max_dim = o.batch_max_dim;
+  s.budget_wait = o.budget_wait;
+  s.cpu_fallback = o.cpu_fallback;
+}
 
 void FillDevice(const DeviceInfo& d, v1::Device* out) {
   out->set_index(d.index);
@@ -44,6 +56,8 @@ class ServerImpl : public Server {
   absl::Status Init();
   // The backends the scheduler uses: the engines, wrapped by fault rules.
   absl::StatusOr<std::vector<Backend*>> ScheduledBackends();
+  // The GPU lanes: each backend with a memory budget created here.
+  std::vector<GpuLane> GpuLanes(const std::vector<Backend*>& gpus);
   int port() const override { return port_; }
   int metrics_port() const override { return exposer_ ? exposer_->port() : 0; }
   void Shutdown(absl::Duration grace) override;
@@ -65,6 +79,9 @@ class ServerImpl : public Server {
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<GpuEngine> gpu_;
   std::vector<std::unique_ptr<Backend>> faulty_;  // test-only wrappers
+  // One per GPU lane: --gpu-memory-fraction of the device's total memory.
+  // Every device allocation is to be charged to it (memory_budget.h).
+  std::vector<std::unique_ptr<MemoryBudget>> budgets_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<LinalgService> service_;
   std::unique_ptr<grpc::Server> grpc_;
@@ -96,7 +113,8 @@ absl::Status ServerImpl::Init() {
   sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
-  scheduler_ = std::make_unique<Scheduler>(sched, cpu, *backends, metrics_.get());
+  AddSchedulingOptions(options_, sched);
+  scheduler_ = std::make_unique<Scheduler>(sched, cpu, GpuLanes(*backends), metrics_.get());
   CallEnv env;
   env.scheduler = scheduler_.get();
   env.metrics = metrics_.get();
@@ -151,6 +169,23 @@ absl::StatusOr<std::vector<Backend*>> ServerImpl::ScheduledBackends() {
     }
   }
   return all;
+}
+
+std::vector<GpuLane> ServerImpl::GpuLanes(const std::vector<Backend*>& gpus) {
+  std::vector<GpuLane> lanes;
+  const std::vector<DeviceInfo> devices = gpu_->Devices();
+  for (Backend* b : gpus) {
+    const std::string name = b->name();
+    auto d = std::find_if(devices.begin(), devices.end(),
+                          [&](const DeviceInfo& i) { return GpuLabel(i.index) == name; });
+    const int64_t total = d == devices.end() ? 0 : d->total_memory_bytes;
+    LinalgdMetrics* metrics = metrics_.get();
+    budgets_.push_back(std::make_unique<MemoryBudget>(
+        name, static_cast<int64_t>(options_.gpu_memory_fraction * total),
+        [metrics, name](int64_t reserved) { metrics->SetDeviceMemoryReserved(name, reserved); }));
+    lanes.push_back(GpuLane{b, budgets_.back().get()});
+  }
+  return lanes;
 }
 
 absl::Status ServerImpl::StartGrpc() {

@@ -27,6 +27,15 @@ struct ServerOptions {
   int blas_threads = 0;      // OpenBLAS threads; 0: number of cores
   int64_t max_elements = int64_t{1} << 31;  // per tensor
   int max_queue = 1024;
+  // Dynamic batching: up to max_batch compatible jobs whose largest dim is at
+  // most batch_max_dim, arriving within max_queue_delay, share one call.
+  int max_batch = 64;
+  absl::Duration max_queue_delay = absl::Microseconds(200);
+  int64_t batch_max_dim = 1024;
+  // A job waits this long at most for room in a GPU's memory budget.
+  absl::Duration budget_wait = absl::Seconds(1);
+  // false: jobs routed to a GPU never move to the CPU (no rollback).
+  bool cpu_fallback = true;
   // Connections are closed after this age so clients re-resolve and
   // rebalance (0: never).
   absl::Duration max_connection_age = absl::Minutes(5);

@@ -1,72 +1,18 @@
+// Routing, queues, deadlines, cancellation, rollback and exactly-once
+// delivery, on fake backends.
 #include "server/scheduler/scheduler.h"
 
 #include <atomic>
 #include <memory>
+#include <random>
+#include <set>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "server/backend/fake_backend.h"
+#include "tests/scheduler/test_jobs.h"
 
-namespace linalgd {
+namespace linalgd::testing {
 namespace {
-
-// What a finished test job reported.
-struct Outcome {
-  absl::Mutex mu;
-  std::vector<std::pair<int, absl::Status>> finished;  // (job id, status)
-  std::vector<ExecutionInfo> infos;
-  std::atomic<int> finish_calls{0};
-
-  void Add(int id, absl::Status s, ExecutionInfo info) {
-    absl::MutexLock lock(&mu);
-    finished.emplace_back(id, std::move(s));
-    infos.push_back(std::move(info));
-  }
-  // Waits up to 10 s for n finished jobs.
-  bool WaitFor(size_t n) {
-    const absl::Time end = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < end) {
-      {
-        absl::MutexLock lock(&mu);
-        if (finished.size() >= n) return true;
-      }
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    return false;
-  }
-};
-
-class TestJob : public Job {
- public:
-  TestJob(int id, JobSpec spec, Outcome* out) : Job(spec), id_(id), out_(out) {
-    plan_.out_shape = {1, 1};
-  }
-  absl::Status Run(Backend& backend) override {
-    ++runs;
-    return backend.Matmul(op_, plan_).status();
-  }
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    out_->finish_calls.fetch_add(1);
-    out_->Add(id_, status, info);
-  }
-  int runs = 0;
-
- private:
-  int id_;
-  Outcome* out_;
-  MatmulOp op_;
-  MatmulPlan plan_;
-};
-
-JobSpec Spec(int64_t dim, int priority = 0, absl::Time deadline = absl::InfiniteFuture()) {
-  JobSpec s;
-  s.largest_dim = dim;
-  s.priority = priority;
-  s.deadline = deadline;
-  return s;
-}
 
 SchedulerOptions OneWorker(int max_queue = 16) {
   SchedulerOptions o;
@@ -74,14 +20,19 @@ SchedulerOptions OneWorker(int max_queue = 16) {
   o.cpu_workers = 1;
   o.gpu_workers_per_device = 1;
   o.max_queue = max_queue;
+  o.batching.max_batch = 1;
   return o;
+}
+
+void WaitForCalls(const FakeBackend& b, int n) {
+  while (b.calls() < n) absl::SleepFor(absl::Milliseconds(1));
 }
 
 TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
   {
-    Scheduler s(OneWorker(), &cpu, {&gpu});
+    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
     s.Submit(std::make_unique<TestJob>(1, Spec(64), &out));
     s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
     ASSERT_TRUE(out.WaitFor(2));
@@ -90,13 +41,14 @@ TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   for (size_t i = 0; i < out.finished.size(); ++i) {
     EXPECT_TRUE(out.finished[i].second.ok());
     EXPECT_EQ(out.infos[i].backend, out.finished[i].first == 1 ? "cpu" : "gpu:0");
+    EXPECT_EQ(out.infos[i].batch_size, 1);
   }
 }
 
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
   FakeBackend cpu("cpu");
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
   s.Submit(std::make_unique<TestJob>(1, Spec(100000), &out));
   ASSERT_TRUE(out.WaitFor(1));
   absl::MutexLock lock(&out.mu);
@@ -107,7 +59,7 @@ TEST(SchedulerTest, RetryableGpuErrorRerunsOnCpuWithReason) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::ZeroDuration(), absl::ResourceExhaustedError("out of memory"));
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {&gpu});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
   s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
   ASSERT_TRUE(out.WaitFor(1));
   absl::MutexLock lock(&out.mu);
@@ -118,11 +70,25 @@ TEST(SchedulerTest, RetryableGpuErrorRerunsOnCpuWithReason) {
   EXPECT_EQ(cpu.calls(), 1);
 }
 
+TEST(SchedulerTest, WithoutCpuFallbackTheGpuErrorIsReturned) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  gpu.SetBehaviour(absl::ZeroDuration(), absl::InternalError("cublas failed"));
+  SchedulerOptions o = OneWorker();
+  o.cpu_fallback = false;
+  Outcome out;
+  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(1));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(cpu.calls(), 0);
+}
+
 TEST(SchedulerTest, FinalGpuErrorIsReturned) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::ZeroDuration(), absl::FailedPreconditionError("U[2,2] is zero"));
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {&gpu});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
   s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
   ASSERT_TRUE(out.WaitFor(1));
   absl::MutexLock lock(&out.mu);
@@ -130,13 +96,83 @@ TEST(SchedulerTest, FinalGpuErrorIsReturned) {
   EXPECT_EQ(cpu.calls(), 0);
 }
 
+TEST(SchedulerTest, GpuCallPastOpTimeoutIsRerunOnCpuAndItsResultDropped) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  gpu.SetBehaviour(absl::Seconds(2), absl::OkStatus());
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(100);
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(1));
+    {
+      absl::MutexLock lock(&out.mu);
+      EXPECT_TRUE(out.finished[0].second.ok()) << out.finished[0].second;
+      EXPECT_EQ(out.infos[0].backend, "cpu");
+      EXPECT_EQ(out.infos[0].fallback_reason,
+                "gpu:0: still running after op-timeout 100ms; ran on cpu");
+    }
+    // The lane keeps serving while the abandoned call runs on.
+    gpu.SetBehaviour(absl::ZeroDuration(), absl::OkStatus());
+    s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(2));
+  }  // Shutdown waits for the abandoned call
+  EXPECT_EQ(out.finish_calls.load(), 2);
+  EXPECT_EQ(gpu.calls(), 2);
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.infos[1].backend, "gpu:0");
+}
+
+TEST(SchedulerTest, OpTimeoutWithoutCpuFallbackIsDeadlineExceeded) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  gpu.SetBehaviour(absl::Milliseconds(500), absl::OkStatus());
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  o.cpu_fallback = false;
+  Outcome out;
+  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(1));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(cpu.calls(), 0);
+}
+
+TEST(SchedulerTest, PredictedLateGpuJobGoesToCpuWhenCpuIsSooner) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  SchedulerOptions o = OneWorker();
+  o.gpu_flops_per_second = 1e9;   // 10 s for the job below
+  o.cpu_flops_per_second = 1e12;  // 10 ms
+  Outcome out;
+  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+  JobSpec late = Spec(4096, 0, absl::Now() + absl::Seconds(5));
+  late.flops = 1e10;
+  s.Submit(std::make_unique<TestJob>(1, late, &out));
+  JobSpec relaxed = Spec(4096);  // no deadline: stays on the GPU
+  relaxed.flops = 1e10;
+  s.Submit(std::make_unique<TestJob>(2, relaxed, &out));
+  ASSERT_TRUE(out.WaitFor(2));
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    if (out.finished[i].first == 1) {
+      EXPECT_EQ(out.infos[i].backend, "cpu");
+      EXPECT_NE(out.infos[i].fallback_reason.find("predicted to finish after the deadline"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(out.infos[i].backend, "gpu:0");
+    }
+  }
+}
+
 TEST(SchedulerTest, FullQueueIsResourceExhaustedWithRetryAfter) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());
   Outcome out;
-  Scheduler s(OneWorker(/*max_queue=*/2), &cpu, {});
+  Scheduler s(OneWorker(/*max_queue=*/2), &cpu, std::vector<Backend*>{});
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
-  while (cpu.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+  WaitForCalls(cpu, 1);
   for (int i = 1; i < 4; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(8), &out));
   // One runs, two are queued, the fourth is refused at once.
   ASSERT_TRUE(out.WaitFor(1));
@@ -155,9 +191,9 @@ TEST(SchedulerTest, HigherPriorityRunsFirstFifoWithinLevel) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(50), absl::OkStatus());
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));  // occupies the worker
-  while (cpu.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+  WaitForCalls(cpu, 1);
   s.Submit(std::make_unique<TestJob>(1, Spec(8, 0), &out));
   s.Submit(std::make_unique<TestJob>(2, Spec(8, 5), &out));
   s.Submit(std::make_unique<TestJob>(3, Spec(8, 0), &out));
@@ -173,7 +209,7 @@ TEST(SchedulerTest, DeadlinePassedInQueueIsDeadlineExceeded) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(100), absl::OkStatus());
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   s.Submit(std::make_unique<TestJob>(1, Spec(8, 0, absl::Now() + absl::Milliseconds(20)), &out));
   ASSERT_TRUE(out.WaitFor(2));
@@ -183,11 +219,27 @@ TEST(SchedulerTest, DeadlinePassedInQueueIsDeadlineExceeded) {
   EXPECT_EQ(cpu.calls(), 1);
 }
 
+TEST(SchedulerTest, OpTimeoutCapsTheTimeInTheQueue) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(300), absl::OkStatus());
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(20);
+  Outcome out;
+  Scheduler s(o, &cpu, std::vector<Backend*>{});
+  s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
+  s.Submit(std::make_unique<TestJob>(1, Spec(8), &out));  // no deadline of its own
+  ASSERT_TRUE(out.WaitFor(2));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_TRUE(out.finished[0].second.ok());
+  EXPECT_EQ(out.finished[1].second.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(out.finished[1].second.message().find("--op-timeout"), absl::string_view::npos);
+}
+
 TEST(SchedulerTest, CancelledJobLeavesQueueWithoutRunning) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(100), absl::OkStatus());
   Outcome out;
-  Scheduler s(OneWorker(), &cpu, {});
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   auto job = std::make_unique<TestJob>(1, Spec(8), &out);
   auto token = job->cancel_token();
@@ -197,6 +249,35 @@ TEST(SchedulerTest, CancelledJobLeavesQueueWithoutRunning) {
   absl::MutexLock lock(&out.mu);
   EXPECT_EQ(out.finished[1].second.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(cpu.calls(), 1);
+}
+
+TEST(SchedulerTest, CancelledRunningJobResultIsDropped) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());
+  Outcome out;
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
+  auto job = std::make_unique<TestJob>(1, Spec(8), &out);
+  auto token = job->cancel_token();
+  s.Submit(std::move(job));
+  WaitForCalls(cpu, 1);
+  token->store(true);
+  ASSERT_TRUE(out.WaitFor(1));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(out.results.count(1), 0u);
+}
+
+TEST(SchedulerTest, FailedValidationFinishesWithoutRunning) {
+  FakeBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
+  auto job = std::make_unique<TestJob>(1, Spec(8), &out);
+  job->set_validate(absl::InvalidArgumentError("a: NaN at [0, 0]"));
+  s.Submit(std::move(job));
+  ASSERT_TRUE(out.WaitFor(1));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cpu.calls(), 0);
 }
 
 TEST(SchedulerTest, ShutdownRunsQueuedJobsAndRefusesNewOnesExactlyOnce) {
@@ -214,5 +295,48 @@ TEST(SchedulerTest, ShutdownRunsQueuedJobsAndRefusesNewOnesExactlyOnce) {
   EXPECT_EQ(out.finished[20].second.code(), absl::StatusCode::kUnavailable);
 }
 
+// Many callers, two GPUs that fail or stall at random, batching on,
+// cancellations: every job is answered exactly once.
+TEST(SchedulerTest, NothingLostNothingAnsweredTwiceUnderFaults) {
+  FakeBackend cpu("cpu");
+  CountingBackend gpu0("gpu:0"), gpu1("gpu:1");
+  gpu0.SetBehaviour(absl::Milliseconds(1), absl::InternalError("injected"));
+  gpu1.SetBehaviour(absl::Milliseconds(1), absl::OkStatus());
+  gpu1.set_batch_error(absl::UnavailableError("batch failed"));
+  SchedulerOptions o;
+  o.cpu_workers = 2;
+  o.gpu_workers_per_device = 2;
+  o.max_queue = 10000;
+  o.op_timeout = absl::Seconds(30);
+  o.batching.max_batch = 8;
+  o.batching.max_queue_delay = absl::Milliseconds(1);
+  constexpr int kJobs = 400;
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu0, &gpu1});
+    std::mt19937 gen(7);
+    for (int i = 0; i < kJobs; ++i) {
+      const int64_t dim = gen() % 2 ? 8 : 600;
+      auto job = std::make_unique<TestJob>(i, Spec(dim), &out, 2, 2 + gen() % 2, 2);
+      if (i % 17 == 0) job->Cancel();
+      s.Submit(std::move(job));
+    }
+    ASSERT_TRUE(out.WaitFor(kJobs));
+  }
+  EXPECT_EQ(out.finish_calls.load(), kJobs);
+  absl::MutexLock lock(&out.mu);
+  std::set<int> ids;
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    const auto& [id, st] = out.finished[i];
+    EXPECT_TRUE(ids.insert(id).second) << "job " << id << " answered twice";
+    if (id % 17 == 0) {
+      EXPECT_EQ(st.code(), absl::StatusCode::kCancelled);
+    } else {
+      EXPECT_TRUE(st.ok()) << id << ": " << st;
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
+}
+
 }  // namespace
-}  // namespace linalgd
+}  // namespace linalgd::testing

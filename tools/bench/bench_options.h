@@ -24,6 +24,16 @@ struct BenchOptions {
   int large_n = 2048;
   int large_warmup = 1;
   int large_iterations = 3;
+  // (d) batching: batch_n^3 f32 matmuls from batch_callers callers against
+  // two in-process servers run one after the other (--max-batch=batch_max
+  // and --max-batch=1); then one caller's p50 on each (the added latency).
+  int batch_n = 128;
+  int batch_callers = 256;
+  double batch_seconds = 2;
+  int batch_max = 64;
+  double batch_delay_us = 200;
+  int batch_latency_iterations = 300;
+  int64_t batch_cpu_threshold = 0;  // 0: the matmuls go to a GPU when there is one
   // e2e64: f64 matmuls and LU solves through the service vs in-process
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};

@@ -19,7 +19,7 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64")
+  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -40,6 +40,19 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--large-iterations", o.large_iterations, "timed large calls")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--batch-n", o.batch_n, "size of the batching workload's matmul")->capture_default_str();
+  app.add_option("--batch-callers", o.batch_callers, "callers of the batching workload")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch-seconds", o.batch_seconds, "measured phase per setting")->capture_default_str();
+  app.add_option("--batch-max", o.batch_max, "--max-batch of the batching server")->capture_default_str();
+  app.add_option("--batch-delay-us", o.batch_delay_us, "--max-queue-delay of the batching server, us")
+      ->capture_default_str();
+  app.add_option("--batch-latency-iterations", o.batch_latency_iterations, "low-load timed calls")
+      ->capture_default_str();
+  app.add_option("--batch-cpu-threshold", o.batch_cpu_threshold,
+                 "--cpu-threshold of the batching servers (0: GPU when present)")
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -49,6 +62,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "latency") return MakeLatencyWorkload();
   if (name == "throughput") return MakeThroughputWorkload();
   if (name == "large") return MakeLargeMatmulWorkload();
+  if (name == "batching") return MakeBatchingWorkload();
   if (name == "e2e64") return MakeF64EndToEndWorkload();
   return nullptr;
 }
@@ -109,7 +123,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {
-      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large)\n";
+      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large, batching)\n";
       return 2;
     }
   }

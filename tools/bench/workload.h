@@ -37,6 +37,9 @@ std::unique_ptr<Workload> MakeLatencyWorkload();
 std::unique_ptr<Workload> MakeThroughputWorkload();
 // (c) one large matmul end to end, split into transfer and compute.
 std::unique_ptr<Workload> MakeLargeMatmulWorkload();
+// (d) the dynamic batcher: throughput of many callers with and without
+// batching, and the latency it adds at low load (its own servers).
+std::unique_ptr<Workload> MakeBatchingWorkload();
 // f64 matmuls and solves end to end vs in-process OpenBLAS/LAPACK.
 std::unique_ptr<Workload> MakeF64EndToEndWorkload();
 

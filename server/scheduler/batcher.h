@@ -1,0 +1,49 @@
+#ifndef LINALGD_SERVER_SCHEDULER_BATCHER_H_
+#define LINALGD_SERVER_SCHEDULER_BATCHER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/scheduler/batch_key.h"
+#include "server/scheduler/job_queue.h"
+
+namespace linalgd {
+
+struct BatcherOptions {
+  int max_batch = 64;  // jobs per backend call; 1: no batching
+  // How long the first job of a group may wait, from its Submit, for
+  // compatible jobs to join it.
+  absl::Duration max_queue_delay = absl::Microseconds(200);
+  int64_t max_dim = 1024;  // jobs whose largest dim is above are never batched
+};
+
+// The dynamic batcher: groups compatible small jobs (equal BatchKey) that
+// arrive within max_queue_delay of a group's first job into one backend
+// call of up to max_batch jobs. A group never waits past the latest time at
+// which its earliest-expiring member could still start. Thread-safe (const).
+class Batcher {
+ public:
+  explicit Batcher(const BatcherOptions& options) : options_(options) {}
+
+  const BatcherOptions& options() const { return options_; }
+
+  // The key under which `job` may be batched; nullopt when it may not.
+  std::optional<BatchKey> KeyFor(const Job& job) const;
+
+  // Forms a group around `first`, just popped from `queue`: takes queued
+  // and arriving jobs of the same key, up to `max_count` in all (at most
+  // max_batch), until first.enqueued + max_queue_delay, spending at most
+  // half of the time left before min(expires) - per_job_run * size of the
+  // members so far. Returns the group, `first` first.
+  std::vector<QueuedJob> Form(QueuedJob first, JobQueue& queue, int max_count,
+                              absl::Duration per_job_run) const;
+
+ private:
+  const BatcherOptions options_;
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SCHEDULER_BATCHER_H_

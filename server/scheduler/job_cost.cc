@@ -1,0 +1,25 @@
+#include "server/scheduler/job_cost.h"
+
+#include <algorithm>
+
+namespace linalgd {
+
+int64_t MatmulDeviceBytes(const MatmulOp& op, const MatmulPlan& plan) {
+  const int64_t out = plan.batch * plan.m * plan.n * static_cast<int64_t>(DTypeSize(op.out_dtype));
+  int64_t bytes = static_cast<int64_t>(op.a.num_bytes() + op.b.num_bytes()) + out;
+  if (op.c) bytes += out;
+  if (op.bias) bytes += static_cast<int64_t>(op.bias->num_bytes());
+  return bytes;
+}
+
+int64_t SolveDeviceBytes(const SolveOp& op, const SolvePlan& plan) {
+  constexpr int64_t kWorkspaceSlack = int64_t{1} << 20;
+  const int64_t elem = static_cast<int64_t>(DTypeSize(op.a.dtype));
+  const int64_t a = plan.batch * plan.m * plan.n * elem;
+  const int64_t b = plan.batch * plan.m * plan.k * elem;
+  const int64_t x = plan.batch * plan.n * plan.k * elem;
+  const int64_t pivots = plan.batch * (std::max(plan.m, plan.n) * 8 + 8);
+  return a + b + x + pivots + a + kWorkspaceSlack;
+}
+
+}  // namespace linalgd

@@ -1,0 +1,312 @@
+// Scheduler: running groups of jobs on a lane (admission against the memory
+// budget, the timed backend call, delivery, splitting, rollback).
+#include <algorithm>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/common/logging.h"
+#include "server/scheduler/job_cost.h"
+#include "server/scheduler/scheduler.h"
+#include "spdlog/spdlog.h"
+
+namespace linalgd {
+
+// What one backend call produced for its group, in group order.
+struct BackendCallResult {
+  absl::Status status = absl::InternalError("backend call did not run");
+  std::vector<Tensor> tensors;
+  std::vector<SolveResult> solves;
+};
+
+namespace {
+
+void CallMatmul(Backend& backend, const std::vector<std::shared_ptr<Job>>& jobs,
+                BackendCallResult& r) {
+  if (jobs.size() == 1) {
+    absl::StatusOr<Tensor> out = backend.Matmul(*jobs[0]->matmul_op(), *jobs[0]->matmul_plan());
+    r.status = out.status();
+    if (out.ok()) r.tensors.push_back(*std::move(out));
+    return;
+  }
+  std::vector<const MatmulOp*> ops;
+  for (const auto& job : jobs) ops.push_back(job->matmul_op());
+  r.status = backend.MatmulBatch(ops, *jobs[0]->matmul_plan(), &r.tensors);
+  if (r.status.ok() && r.tensors.size() != jobs.size()) {
+    r.status = absl::InternalError(absl::StrCat(backend.name(), ": MatmulBatch returned ",
+                                                r.tensors.size(), " results for ", jobs.size()));
+  }
+}
+
+void CallSolve(Backend& backend, const std::vector<std::shared_ptr<Job>>& jobs,
+               BackendCallResult& r) {
+  if (jobs.size() == 1) {
+    absl::StatusOr<SolveResult> out = backend.Solve(*jobs[0]->solve_op(), *jobs[0]->solve_plan());
+    r.status = out.status();
+    if (out.ok()) r.solves.push_back(*std::move(out));
+    return;
+  }
+  std::vector<const SolveOp*> ops;
+  for (const auto& job : jobs) ops.push_back(job->solve_op());
+  r.status = backend.SolveBatch(ops, *jobs[0]->solve_plan(), &r.solves);
+  if (r.status.ok() && r.solves.size() != jobs.size()) {
+    r.status = absl::InternalError(absl::StrCat(backend.name(), ": SolveBatch returned ",
+                                                r.solves.size(), " results for ", jobs.size()));
+  }
+}
+
+// "gpu:0: <message>" (the message itself when it already names the lane).
+std::string Reason(absl::string_view lane, const absl::Status& status) {
+  if (absl::StartsWith(status.message(), lane)) return std::string(status.message());
+  return absl::StrCat(lane, ": ", status.message());
+}
+
+int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+// A job that exposes no op: run through Job::Run.
+bool IsOpaque(const Job& job) { return job.matmul_op() == nullptr && job.solve_op() == nullptr; }
+
+std::vector<QueuedJob> Single(QueuedJob item) {
+  std::vector<QueuedJob> group;
+  group.push_back(std::move(item));
+  return group;
+}
+
+}  // namespace
+
+absl::Duration Scheduler::TimeoutFor(const Lane& lane) const {
+  return lane.is_gpu ? options_.op_timeout : absl::InfiniteDuration();
+}
+
+void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
+  const absl::Time start = absl::Now();
+  group = Admissible(lane, std::move(group), start);
+  if (group.empty()) return;
+  if (!lane.is_gpu || lane.budget == nullptr) {
+    RunGroup(lane, runner, std::move(group), MemoryBudget::Reservation(), start);
+    return;
+  }
+  int64_t bytes = 0;
+  for (const QueuedJob& item : group) bytes += item.job->spec().device_bytes;
+  if (!lane.budget->CanEverFit(bytes)) {
+    if (group.size() == 1) return NeverFits(lane, runner, std::move(group[0]), start);
+    for (QueuedJob& item : group) ExecuteGroup(lane, runner, Single(std::move(item)));
+    return;
+  }
+  absl::StatusOr<MemoryBudget::Reservation> reservation = Reserve(lane, group, bytes, start);
+  if (!reservation.ok()) {
+    absl::Status status = absl::ResourceExhaustedError(reservation.status().message());
+    status.SetPayload(kRetryAfterPayload, absl::Cord("100"));
+    for (QueuedJob& item : group) {
+      MoveToCpu(lane, std::move(item), status, Reason(lane.backend->name(), status),
+                kFallbackBudget, start);
+    }
+    return;
+  }
+  RunGroup(lane, runner, std::move(group), *std::move(reservation), start);
+}
+
+Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start) {
+  Group out;
+  for (QueuedJob& item : group) {
+    if (item.job->cancelled()) {
+      Finish(lane, item, absl::CancelledError("call cancelled while queued"), {}, start);
+      continue;
+    }
+    if (start > item.expires) {
+      const bool op_timeout = item.expires < item.job->spec().deadline;
+      Finish(lane, item,
+             absl::DeadlineExceededError(absl::StrCat(
+                 op_timeout ? "--op-timeout" : "deadline", " passed after ",
+                 Millis(start - item.enqueued), " ms in the queue of ", lane.backend->name())),
+             {}, start);
+      continue;
+    }
+    if (!item.validated) {
+      absl::Status valid = item.job->Validate();
+      if (!valid.ok()) {
+        Finish(lane, item, valid, {}, start);
+        continue;
+      }
+      item.validated = true;
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+absl::StatusOr<MemoryBudget::Reservation> Scheduler::Reserve(Lane& lane, const Group& group,
+                                                            int64_t bytes, absl::Time start) {
+  absl::StatusOr<MemoryBudget::Reservation> now = lane.budget->TryReserve(bytes);
+  if (now.ok()) return now;
+  absl::Time expires = absl::InfiniteFuture();
+  double flops = 0;
+  for (const QueuedJob& item : group) {
+    expires = std::min(expires, item.expires);
+    flops += item.job->spec().flops;
+  }
+  const absl::Duration wait =
+      std::max(absl::ZeroDuration(), std::min(options_.budget_wait, expires - start));
+  if (options_.cpu_fallback) {
+    const Lane& cpu = *lanes_[0];
+    if (PredictedWait(cpu) + cpu.estimate.Predict(flops) < wait) return now.status();
+  }
+  return lane.budget->TryReserveFor(bytes, wait);
+}
+
+void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
+                         MemoryBudget::Reservation reservation, absl::Time start) {
+  const int n = static_cast<int>(group.size());
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<std::shared_ptr<void>> pins;
+  double flops = 0;
+  for (const QueuedJob& item : group) {
+    jobs.push_back(item.job);
+    pins.push_back(item.job->PinInputs());
+    flops += item.job->spec().flops;
+  }
+  const OpKind kind = jobs[0]->spec().kind;
+  const bool opaque = IsOpaque(*jobs[0]);
+  auto result = std::make_shared<BackendCallResult>();
+  Backend* backend = lane.backend;
+  lane.running.fetch_add(n);
+  lane.running_flops.fetch_add(static_cast<int64_t>(flops));
+  const absl::Time run_start = absl::Now();
+  const bool returned = runner.Run(
+      [backend, kind, opaque, result, jobs = std::move(jobs), pins = std::move(pins),
+       reservation = std::move(reservation)]() mutable {
+        if (opaque) result->status = jobs[0]->Run(*backend);
+        else if (kind == OpKind::kMatmul) CallMatmul(*backend, jobs, *result);
+        else CallSolve(*backend, jobs, *result);
+      },
+      opaque ? absl::InfiniteDuration() : TimeoutFor(lane));
+  const absl::Duration took = absl::Now() - run_start;
+  lane.running.fetch_sub(n);
+  lane.running_flops.fetch_sub(static_cast<int64_t>(flops));
+  ExecutionInfo info;
+  info.backend = backend->name();
+  info.run_ns = absl::ToInt64Nanoseconds(took);
+  info.batch_size = n;
+  if (!returned) {
+    const absl::Status status = absl::DeadlineExceededError(absl::StrCat(
+        info.backend, ": still running after op-timeout ", absl::FormatDuration(options_.op_timeout)));
+    for (QueuedJob& item : group) {
+      MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackTimeout,
+                start);
+    }
+    return;
+  }
+  lane.estimate.Observe(flops, took);
+  RecordRun(lane, kind, info);
+  if (result->status.ok()) return Deliver(lane, group, opaque ? nullptr : result.get(), info, start);
+  if (n > 1) {  // the error is not attributed: each job runs alone
+    spdlog::debug("{}: batch of {} failed ({}); running each alone", info.backend, n,
+                  result->status.ToString());
+    for (QueuedJob& item : group) ExecuteGroup(lane, runner, Single(std::move(item)));
+    return;
+  }
+  if (lane.is_gpu && RetryableOnCpu(result->status)) {
+    MoveToCpu(lane, std::move(group[0]), result->status, Reason(info.backend, result->status),
+              FallbackLabel(result->status), start);
+    return;
+  }
+  Finish(lane, group[0], result->status, info, start);
+}
+
+void Scheduler::Deliver(Lane& lane, Group& group, BackendCallResult* result, ExecutionInfo info,
+                        absl::Time start) {
+  for (size_t i = 0; i < group.size(); ++i) {
+    QueuedJob& item = group[i];
+    if (metrics_) {
+      metrics_->ObserveQueueWait(info.backend, absl::ToDoubleSeconds(start - item.enqueued));
+    }
+    if (item.job->cancelled()) {
+      Finish(lane, item, absl::CancelledError("call cancelled while running; result dropped"),
+             info, start);
+      continue;
+    }
+    if (result == nullptr) {
+      // Run() kept the result in the job.
+    } else if (item.job->spec().kind == OpKind::kMatmul) {
+      item.job->SetMatmulResult(std::move(result->tensors[i]));
+    } else {
+      item.job->SetSolveResult(std::move(result->solves[i]));
+    }
+    Finish(lane, item, absl::OkStatus(), info, start);
+  }
+}
+
+void Scheduler::NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start) {
+  const JobSpec& spec = item.job->spec();
+  if (spec.kind == OpKind::kMatmul && !IsOpaque(*item.job)) {
+    return RunSplit(lane, runner, std::move(item), start);
+  }
+  const absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+      lane.backend->name(), " memory budget: the job needs ", spec.device_bytes,
+      " device bytes, more than the budget of ", lane.budget->budget(),
+      " bytes (--gpu-memory-fraction)",
+      options_.cpu_fallback ? "" : "; CPU runs are off (--no-cpu-fallback)"));
+  MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackBudget, start);
+}
+
+void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start) {
+  Job& job = *item.job;
+  const std::string name = lane.backend->name();
+  auto splitter = MatmulSplitter::Create(*job.matmul_op(), *job.matmul_plan(),
+                                         lane.budget->budget());
+  if (!splitter.ok()) {
+    return MoveToCpu(lane, std::move(item), splitter.status(), Reason(name, splitter.status()),
+                     kFallbackBudget, start);
+  }
+  Tensor out(job.matmul_op()->out_dtype, job.matmul_plan()->out_shape);
+  const absl::Time end = options_.op_timeout == absl::InfiniteDuration()
+                             ? absl::InfiniteFuture() : start + options_.op_timeout;
+  const absl::Time run_start = absl::Now();
+  for (int64_t i = 0; i < (*splitter)->num_pieces(); ++i) {
+    absl::Status status = RunPiece(lane, runner, item, **splitter, i, end, out);
+    if (status.ok()) continue;
+    if (job.cancelled() || !RetryableOnCpu(status)) return Finish(lane, item, status, {}, start);
+    return MoveToCpu(lane, std::move(item), status, Reason(name, status), FallbackLabel(status),
+                     start);
+  }
+  ExecutionInfo info;
+  info.run_ns = absl::ToInt64Nanoseconds(absl::Now() - run_start);
+  spdlog::debug("{}: ran a matmul in {} pieces to fit the memory budget", name,
+                (*splitter)->num_pieces());
+  if (job.cancelled()) {
+    return Finish(lane, item, absl::CancelledError("call cancelled while running; result dropped"),
+                  info, start);
+  }
+  job.SetMatmulResult(std::move(out));
+  Finish(lane, item, absl::OkStatus(), info, start);
+}
+
+absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJob& item,
+                                 const MatmulSplitter& splitter, int64_t index, absl::Time end,
+                                 Tensor& out) {
+  if (item.job->cancelled()) return absl::CancelledError("call cancelled while running");
+  const absl::Status timeout = absl::DeadlineExceededError(absl::StrCat(
+      lane.backend->name(), ": still running after op-timeout ",
+      absl::FormatDuration(options_.op_timeout)));
+  if (absl::Now() >= end) return timeout;
+  absl::StatusOr<std::unique_ptr<MatmulPiece>> made = splitter.Piece(index);
+  if (!made.ok()) return absl::InternalError(made.status().message());
+  std::shared_ptr<MatmulPiece> piece = *std::move(made);
+  absl::StatusOr<MemoryBudget::Reservation> reservation = lane.budget->TryReserveFor(
+      MatmulDeviceBytes(piece->op, piece->plan), std::min(options_.budget_wait, end - absl::Now()));
+  if (!reservation.ok()) return absl::ResourceExhaustedError(reservation.status().message());
+  auto result = std::make_shared<absl::StatusOr<Tensor>>(absl::InternalError("not run"));
+  Backend* backend = lane.backend;
+  lane.running.fetch_add(1);
+  const bool returned = runner.Run(
+      [backend, piece, result, job = item.job, pin = item.job->PinInputs(),
+       r = *std::move(reservation)]() mutable { *result = backend->Matmul(piece->op, piece->plan); },
+      end - absl::Now());
+  lane.running.fetch_sub(1);
+  if (!returned) return timeout;
+  if (!result->ok()) return result->status();
+  splitter.Place(*piece, **result, &out);
+  return absl::OkStatus();
+}
+
+}  // namespace linalgd

@@ -1,0 +1,187 @@
+// Dynamic batching on fake backends: formation, compatibility, size limit,
+// delay bound, deadline bound, size reporting, failures.
+#include "server/scheduler/batcher.h"
+
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/scheduler/scheduler.h"
+#include "tests/scheduler/test_jobs.h"
+
+namespace linalgd::testing {
+namespace {
+
+SchedulerOptions Batching(int max_batch, absl::Duration delay) {
+  SchedulerOptions o;
+  o.cpu_workers = 1;
+  o.gpu_workers_per_device = 1;
+  o.max_queue = 1000;
+  o.batching.max_batch = max_batch;
+  o.batching.max_queue_delay = delay;
+  return o;
+}
+
+// Occupies the single CPU worker with a job of another shape until released.
+void Block(Scheduler& s, CountingBackend& cpu, Outcome& out) {
+  cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());
+  s.Submit(std::make_unique<TestJob>(-1, Spec(8), &out, 7, 7, 7));
+  while (cpu.calls() == 0) absl::SleepFor(absl::Milliseconds(1));
+  cpu.SetBehaviour(absl::ZeroDuration(), absl::OkStatus());
+}
+
+TEST(BatcherTest, QueuedCompatibleJobsShareOneCallAndReportItsSize) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 8; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(8), &out, 4, 3, 5));
+  ASSERT_TRUE(out.WaitFor(9));
+  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{8});
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 1; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].batch_size, 8);
+    // Each caller gets its own result, of its own shape.
+    EXPECT_EQ(out.results[out.finished[i].first].shape(), (Shape{4, 3}));
+  }
+}
+
+TEST(BatcherTest, IncompatibleJobsAreNotGrouped) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  s.Submit(std::make_unique<TestJob>(0, Spec(8), &out, 4, 4, 4));
+  s.Submit(std::make_unique<TestJob>(1, Spec(8), &out, 4, 4, 5));  // other k
+  MatmulOp transposed;
+  transposed.trans_a = true;
+  s.Submit(std::make_unique<TestJob>(2, Spec(8), &out, Tensor(DType::kF32, {4, 4}),
+                                     Tensor(DType::kF32, {4, 4}), transposed));
+  MatmulOp scaled;
+  scaled.alpha = 2;
+  s.Submit(std::make_unique<TestJob>(3, Spec(8), &out, Tensor(DType::kF32, {4, 4}),
+                                     Tensor(DType::kF32, {4, 4}), scaled));
+  s.Submit(std::make_unique<TestJob>(4, Spec(8), &out, Tensor(DType::kF64, {4, 4}),
+                                     Tensor(DType::kF64, {4, 4})));
+  auto with_bias = std::make_unique<TestJob>(5, Spec(8), &out, 4, 4, 4);
+  MatmulOp relu;
+  relu.epilogue = Epilogue::kRelu;
+  s.Submit(std::make_unique<TestJob>(6, Spec(8), &out, Tensor(DType::kF32, {4, 4}),
+                                     Tensor(DType::kF32, {4, 4}), relu));
+  s.Submit(std::move(with_bias));
+  ASSERT_TRUE(out.WaitFor(8));
+  absl::MutexLock lock(&out.mu);
+  std::vector<int> sizes;
+  for (size_t i = 1; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    sizes.push_back(out.infos[i].batch_size);
+  }
+  // Only jobs 0 and 5 (same shapes and options) may share a call.
+  int grouped = 0;
+  for (int n : sizes) grouped += n == 2;
+  EXPECT_EQ(grouped, 2);
+}
+
+TEST(BatcherTest, GroupsNeverExceedMaxBatch) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(4, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 10; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(11));
+  int total = 0;
+  for (int n : cpu.batch_sizes()) {
+    EXPECT_LE(n, 4);
+    total += n;
+  }
+  // Batched calls plus single ones account for every job exactly once.
+  absl::MutexLock lock(&out.mu);
+  int singles = 0;
+  for (size_t i = 1; i < out.infos.size(); ++i) singles += out.infos[i].batch_size == 1;
+  EXPECT_EQ(total + singles, 10);
+  EXPECT_EQ(out.finish_calls.load(), 11);
+}
+
+TEST(BatcherTest, JobArrivingWithinTheDelayJoinsTheGroup) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  // A long window: the group closes when it is full (2), not on time.
+  Scheduler s(Batching(2, absl::Seconds(10)), &cpu, std::vector<Backend*>{});
+  s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
+  absl::SleepFor(absl::Milliseconds(50));
+  s.Submit(std::make_unique<TestJob>(1, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(2));
+  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{2});
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.infos[0].batch_size, 2);
+  EXPECT_EQ(out.infos[1].batch_size, 2);
+}
+
+TEST(BatcherTest, LoneJobWaitsAboutTheDelayThenRunsAlone) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(300)), &cpu, std::vector<Backend*>{});
+  const absl::Time start = absl::Now();
+  s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(1));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(290));  // it did wait for company
+  EXPECT_LT(took, absl::Seconds(5));          // and not much longer (loaded machines)
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.infos[0].batch_size, 1);
+}
+
+TEST(BatcherTest, BatchingNeverHoldsAJobPastItsDeadline) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(64, absl::Seconds(30)), &cpu, std::vector<Backend*>{});
+  const absl::Time start = absl::Now();
+  s.Submit(std::make_unique<TestJob>(0, Spec(8, 0, start + absl::Milliseconds(200)), &out));
+  ASSERT_TRUE(out.WaitFor(1));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_TRUE(out.finished[0].second.ok()) << out.finished[0].second;
+}
+
+TEST(BatcherTest, LargeJobsAreNotBatched) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  SchedulerOptions o = Batching(64, absl::Milliseconds(1));
+  o.batching.max_dim = 100;
+  Scheduler s(o, &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 4; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(200), &out));
+  ASSERT_TRUE(out.WaitFor(5));
+  EXPECT_TRUE(cpu.batch_sizes().empty());
+}
+
+TEST(BatcherTest, FailedBatchRerunsEachJobAlone) {
+  CountingBackend cpu("cpu");
+  cpu.set_batch_error(absl::InternalError("batched kernel failed"));
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 5; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(6));
+  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{5});
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 1; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].batch_size, 1);
+  }
+  EXPECT_EQ(out.finish_calls.load(), 6);
+}
+
+TEST(BatchKeyTest, EqualForCompatibleJobsAndHashedOnce) {
+  Outcome out;
+  TestJob a(0, Spec(8), &out, 4, 3, 5), b(1, Spec(8), &out, 4, 3, 5), c(2, Spec(8), &out, 4, 3, 6);
+  auto ka = BatchKeyOf(a), kb = BatchKeyOf(b), kc = BatchKeyOf(c);
+  ASSERT_TRUE(ka && kb && kc);
+  EXPECT_EQ(*ka, *kb);
+  EXPECT_EQ(ka->hash, kb->hash);
+  EXPECT_NE(*ka, *kc);
+}
+
+}  // namespace
+}  // namespace linalgd::testing

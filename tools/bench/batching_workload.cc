@@ -1,0 +1,108 @@
+// (d) The dynamic batcher: batch_n^3 f32 matmuls from batch_callers
+// concurrent callers against an in-process server with --max-batch=batch_max
+// and then one with --max-batch=1 (started one after the other, so that they
+// never share a device); then one caller's p50 latency on each, whose
+// difference is what the batcher adds at low load.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/service/server.h"
+#include "tools/bench/callers.h"
+#include "tools/bench/timing.h"
+#include "tools/bench/workload.h"
+
+namespace linalgd::bench {
+namespace {
+
+// What one server setting measured.
+struct Setting {
+  double calls_per_second = 0;
+  double mean_batch = 0;  // over each caller's last call
+  Summary latency;        // under load
+  Summary low_load;       // one caller
+  std::string backend;
+};
+
+absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int max_batch) {
+  ServerOptions so;
+  so.listen = "127.0.0.1:0";
+  so.metrics_listen = "";
+  so.max_batch = max_batch;
+  so.max_queue_delay = absl::Microseconds(o.batch_delay_us);
+  so.cpu_threshold = o.batch_cpu_threshold;
+  so.max_queue = std::max(1024, 2 * o.batch_callers);
+  return Server::Start(so);
+}
+
+absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
+  absl::StatusOr<std::unique_ptr<Server>> server = StartServer(o, max_batch);
+  if (!server.ok()) return server.status();
+  client::ClientOptions co;
+  co.target = absl::StrCat("127.0.0.1:", (*server)->port());
+  co.default_timeout = absl::Minutes(5);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(co);
+  if (!client.ok()) return client.status();
+  const MatmulOperands operands(o.batch_n, o.batch_n, o.batch_n);
+  std::vector<std::unique_ptr<Caller>> callers;
+  for (int i = 0; i < o.batch_callers; ++i) {
+    callers.push_back(std::make_unique<MatmulCaller>(**client, operands));
+  }
+  absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
+  if (!t.ok()) return t.status();
+  Setting s;
+  s.calls_per_second = t->calls_per_second;
+  s.latency = Summarize(t->latencies);
+  for (const auto& c : callers) {
+    s.mean_batch += static_cast<MatmulCaller&>(*c).last_info().batch_size;
+  }
+  s.mean_batch /= callers.size();
+  MatmulCaller one(**client, operands);
+  absl::StatusOr<std::vector<double>> calls = TimeCalls(one, 20, o.batch_latency_iterations);
+  if (!calls.ok()) return calls.status();
+  s.low_load = Summarize(*std::move(calls));
+  s.backend = one.last_info().backend;
+  (*server)->Shutdown(absl::Seconds(5));
+  (*server)->Wait();
+  return s;
+}
+
+class BatchingWorkload final : public Workload {
+ public:
+  absl::string_view name() const override { return "batching"; }
+
+  absl::Status Run(BenchContext& ctx, Report& report) override {
+    const BenchOptions& o = ctx.options;
+    absl::StatusOr<Setting> on = Measure(o, o.batch_max);
+    if (!on.ok()) return on.status();
+    absl::StatusOr<Setting> off = Measure(o, 1);
+    if (!off.ok()) return off.status();
+    const std::string w(name());
+    report.SetConfig(w + ".backend", on->backend);
+    report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
+    report.SetConfig(w + ".max_queue_delay_us", absl::StrCat(o.batch_delay_us));
+    report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
+    report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
+    report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});
+    report.Add({w, "batched.mean_batch_size", on->mean_batch, "jobs"});
+    report.AddSummary(w, "batched.latency", on->latency);
+    report.AddSummary(w, "unbatched.latency", off->latency);
+    report.AddSummary(w, "batched.low_load", on->low_load);
+    report.AddSummary(w, "unbatched.low_load", off->low_load);
+    const double added_us = (on->low_load.p50 - off->low_load.p50) * 1e6;
+    report.Add({w, "low_load.p50_added", added_us, "us"});
+    report.Add({w, "low_load.p50_added_goal", o.batch_delay_us + 50, "us"});
+    report.Compare({absl::StrCat(o.batch_n, "^3 f32, ", o.batch_callers, " callers, batched"),
+                    on->calls_per_second, "--max-batch=1", off->calls_per_second, "calls/s"});
+    report.Compare({absl::StrCat(o.batch_n, "^3 f32, 1 caller p50, batched"),
+                    on->low_load.p50 * 1e6, "--max-batch=1 p50", off->low_load.p50 * 1e6, "us"});
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> MakeBatchingWorkload() { return std::make_unique<BatchingWorkload>(); }
+
+}  // namespace linalgd::bench
