@@ -52,6 +52,7 @@ struct Flags {
   std::string shutdown_grace = "30s";
   std::string devices;
   std::string log_level = "info";
+  std::string store_ttl = "1h";
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -79,6 +80,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-elements", o.max_elements, "largest tensor, in elements")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
+  app.add_option("--store-bytes", o.store_bytes, "resident tensors and factors: LRU eviction beyond this many bytes")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
+  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers register POSIX shared-memory regions (RegisterSharedMemory)");
   app.add_option("--inject-faults", o.inject_faults,
                  "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
   app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();
@@ -97,6 +101,9 @@ bool Finalize(Flags& f, absl::Duration* grace) {
   o.cpu_fallback = !f.no_cpu_fallback;
   if (!ParseSeconds(f.max_connection_age, &o.max_connection_age)) return bad("--max-connection-age", f.max_connection_age);
   if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
+  if (!ParseSeconds(f.store_ttl, &o.store_ttl) || o.store_ttl <= absl::ZeroDuration()) {
+    return bad("--store-ttl", f.store_ttl);
+  }
   for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
     int ordinal;
     if (!absl::SimpleAtoi(d, &ordinal) || ordinal < 0) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "client/src/health_check.h"
+#include "client/src/transfer.h"
 #include "client/src/sparse_convert.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -27,11 +28,15 @@ class Client::Impl {
       : options_(std::move(options)),
         channel_(MakeChannel(options_)),
         stub_(v1::Linalg::NewStub(channel_)),
-        generic_(channel_) {}
+        generic_(channel_),
+        transfer_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
+          SetDeadline(call, c);
+        }) {}
 
   const ClientOptions& options() const { return options_; }
   v1::Linalg::Stub& stub() { return *stub_; }
   grpc::GenericStub& generic() { return generic_; }
+  client::internal::Transfer& transfer() { return transfer_; }
 
   // Applies the call's deadline (or the default timeout) to `context`.
   void SetDeadline(const CallOptions& call, grpc::ClientContext& context) const {
@@ -59,6 +64,7 @@ class Client::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Linalg::Stub> stub_;
   grpc::GenericStub generic_;
+  client::internal::Transfer transfer_;  // large data: streaming, resident ids
 };
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
@@ -80,23 +86,39 @@ const ClientOptions& Client::options() const { return impl_->options(); }
 
 absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
                                                     const CallOptions& call) {
-  const v1::MatmulRequest request = client::internal::ToProto(std::move(args));
-  v1::MatmulResponse response;
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  const grpc::Status status = impl_->stub().Matmul(&context, request, &response);
-  if (!status.ok()) return client::internal::FromGrpc(status);
-  return client::internal::FromProto(&response);
+  return impl_->transfer().Matmul(std::move(args), call);
 }
 
 absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
-  const v1::SolveRequest request = client::internal::ToProto(std::move(args));
-  v1::SolveResponse response;
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  const grpc::Status status = impl_->stub().Solve(&context, request, &response);
-  if (!status.ok()) return client::internal::FromGrpc(status);
-  return client::internal::FromProto(&response);
+  return impl_->transfer().Solve(std::move(args), call);
+}
+
+absl::StatusOr<client::TensorInfo> Client::PutTensor(const client::Tensor& tensor,
+                                                     const client::PutOptions& put,
+                                                     const CallOptions& call) {
+  return impl_->transfer().Put(tensor, put, call);
+}
+
+absl::StatusOr<client::Tensor> Client::GetTensor(const std::string& id, const CallOptions& call,
+                                                 client::TensorInfo* info) {
+  return impl_->transfer().Get(id, call, info);
+}
+
+absl::Status Client::DeleteTensor(const std::string& id, const CallOptions& call) {
+  return impl_->transfer().Delete(id, call);
+}
+
+absl::StatusOr<client::StoreListing> Client::ListTensors(const CallOptions& call) {
+  return impl_->transfer().List(call);
+}
+
+absl::StatusOr<client::FactorInfo> Client::Factorize(client::FactorizeArgs args,
+                                                     const CallOptions& call) {
+  return impl_->transfer().Factorize(std::move(args), call);
+}
+
+absl::Status Client::ReleaseFactor(const std::string& factor_id, const CallOptions& call) {
+  return impl_->transfer().ReleaseFactor(factor_id, call);
 }
 
 absl::StatusOr<client::SparseSolveResult> Client::SparseSolve(client::SparseSolveArgs args,

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server/cpu/cpu_execution.h"
+#include "server/cpu/cpu_factor.h"
 #include "server/cpu/cpu_matmul.h"
 #include "server/cpu/cpu_solve.h"
 #include "server/cpu/cpu_sparse_solve.h"
@@ -41,6 +42,15 @@ class CpuBackend : public Backend {
 
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
     return CpuSolve(op, plan, exec_);
+  }
+
+  absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override {
+    return CpuFactorize(op, this);
+  }
+
+  absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor,
+                                              const TensorView& b) override {
+    return CpuSolveWithFactor(factor, b);
   }
 
   // The scheduler's batches: ops spread over the pool under the same

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/common/logging.h"
 #include "spdlog/spdlog.h"
+#include "server/service/factor_calls.h"
 #include "server/service/requests.h"
 #include "server/service/status_map.h"
 
@@ -69,7 +70,7 @@ class CallJob : public Job {
   CallJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
           CallReactor* reactor, Response* response, Prepared prepared)
       : Job(spec), metrics_(env.metrics), context_(context), reactor_(reactor),
-        response_(response), prepared_(std::move(prepared)) {}
+        response_(response), prepared_(std::move(prepared)), sources_(env.sources) {}
 
   // The scheduler runs the op itself (batched, split, timed); Run() below is
   // the path of the jobs it runs whole.
@@ -112,9 +113,9 @@ class CallJob : public Job {
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
+  void Finish(const absl::Status& result_status, const ExecutionInfo& info) override {
     int64_t sent = 0;
-    if (status.ok()) sent = Fill(info);
+    const absl::Status status = result_status.ok() ? Fill(info, &sent) : result_status;
     Record(status, info, sent);
     if (!spdlog::should_log(spdlog::level::debug)) {
       reactor_->Finish(ToGrpcStatus(status, context_));
@@ -130,8 +131,9 @@ class CallJob : public Job {
 
  private:
   absl::StatusOr<Result> Compute(Backend& backend);
-  // Fills the response; returns the payload bytes sent.
-  int64_t Fill(const ExecutionInfo& info);
+  // Fills the response (or stores the result: keep_result, out_shm); *sent
+  // gets the payload bytes in the response.
+  absl::Status Fill(const ExecutionInfo& info, int64_t* sent);
 
   void Record(const absl::Status& status, const ExecutionInfo& info, int64_t sent) const {
     if (!metrics_) return;
@@ -139,7 +141,10 @@ class CallJob : public Job {
     const std::string backend = info.backend.empty() ? std::string(kNoBackendLabel) : info.backend;
     metrics_->RecordRequest(op, status.code(), backend,
                             absl::ToDoubleSeconds(absl::Now() - received_));
-    metrics_->AddBytesReceived(kTransportGrpc, PayloadBytes(prepared_));
+    const InputLeases& l = prepared_.leases;
+    metrics_->AddBytesReceived(kTransportGrpc,
+                               PayloadBytes(prepared_) - l.resident_bytes - l.shm_bytes);
+    if (l.shm_bytes > 0) metrics_->AddBytesReceived(kTransportShm, l.shm_bytes);
     if (!status.ok()) return;
     metrics_->AddBytesSent(kTransportGrpc, sent);
     metrics_->AddFlops(op, backend, Flops(prepared_));
@@ -153,6 +158,7 @@ class CallJob : public Job {
   Prepared prepared_;
   Result result_;
   bool finite_checked_ = false;
+  const TensorSources sources_;
 };
 
 using MatmulJob = CallJob<v1::MatmulRequest, v1::MatmulResponse, PreparedMatmul, Tensor>;
@@ -164,11 +170,11 @@ absl::StatusOr<Tensor> MatmulJob::Compute(Backend& backend) {
 }
 
 template <>
-int64_t MatmulJob::Fill(const ExecutionInfo& info) {
-  const int64_t bytes = result_.num_bytes();
-  MoveToProto(std::move(result_), response_->mutable_out());
+absl::Status MatmulJob::Fill(const ExecutionInfo& info, int64_t* sent) {
+  absl::Status s = DeliverTensor(std::move(result_), prepared_.output, sources_,
+                                 response_->mutable_out(), sent);
   InfoToProto(info, response_->mutable_info());
-  return bytes;
+  return s;
 }
 
 template <>
@@ -177,14 +183,14 @@ absl::StatusOr<SolveResult> SolveJob::Compute(Backend& backend) {
 }
 
 template <>
-int64_t SolveJob::Fill(const ExecutionInfo& info) {
-  const int64_t bytes = result_.x.num_bytes();
-  MoveToProto(std::move(result_.x), response_->mutable_x());
+absl::Status SolveJob::Fill(const ExecutionInfo& info, int64_t* sent) {
+  absl::Status s = DeliverTensor(std::move(result_.x), prepared_.output, sources_,
+                                 response_->mutable_x(), sent);
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);
   response_->set_residual(result_.residual);
   InfoToProto(info, response_->mutable_info());
-  return bytes;
+  return s;
 }
 
 template <typename JobT, typename Prepared, typename Response>
@@ -222,15 +228,16 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
                                       v1::MatmulResponse* response) {
   const absl::Time received = absl::Now();
   return Enqueue<MatmulJob>(env, OpKind::kMatmul, request->priority(), context, response,
-                            PrepareMatmul(*request, env.limits), received);
+                            PrepareMatmul(*request, env.limits, env.sources), received);
 }
 
 grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                      const v1::SolveRequest* request,
                                      v1::SolveResponse* response) {
   const absl::Time received = absl::Now();
+  if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return Enqueue<SolveJob>(env, OpKind::kSolve, request->priority(), context, response,
-                           PrepareSolve(*request, env.limits), received);
+                           PrepareSolve(*request, env.limits, env.sources), received);
 }
 
 }  // namespace linalgd

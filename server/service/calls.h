@@ -7,6 +7,7 @@
 #include "linalgd/v1/linalgd.pb.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/convert.h"
+#include "server/service/tensor_sources.h"
 
 namespace linalgd {
 
@@ -16,6 +17,8 @@ struct CallEnv {
   LinalgdMetrics* metrics = nullptr;  // may be null
   TensorLimits limits;
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
+  TensorSources sources;  // resident tensors and shared memory
+  int64_t max_message_bytes = int64_t{1} << 30;
 };
 
 // Validate the request, enqueue a job and return at once (the worker that

@@ -7,6 +7,8 @@
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
 #include "server/service/sparse_call.h"
+#include "server/service/factor_calls.h"
+#include "server/service/store_calls.h"
 
 namespace linalgd {
 
@@ -29,6 +31,46 @@ class LinalgService final : public v1::Linalg::CallbackService {
                                   const v1::SolveRequest* request,
                                   v1::SolveResponse* response) override {
     return StartSolve(env_, context, request, response);
+  }
+
+  // Resident tensors, factors and shared memory (store_calls.h, factor_calls.h).
+  grpc::ServerReadReactor<v1::PutTensorRequest>* PutTensor(
+      grpc::CallbackServerContext* context, v1::PutTensorResponse* response) override {
+    return StartPutTensor(env_, context, response);
+  }
+  grpc::ServerWriteReactor<v1::GetTensorResponse>* GetTensor(
+      grpc::CallbackServerContext* context, const v1::GetTensorRequest* request) override {
+    return StartGetTensor(env_, context, request);
+  }
+  grpc::ServerUnaryReactor* DeleteTensor(grpc::CallbackServerContext* context,
+                                         const v1::DeleteTensorRequest* request,
+                                         v1::DeleteTensorResponse*) override {
+    return linalgd::DeleteTensor(env_, context, request);
+  }
+  grpc::ServerUnaryReactor* ListTensors(grpc::CallbackServerContext* context,
+                                        const v1::ListTensorsRequest*,
+                                        v1::ListTensorsResponse* response) override {
+    return linalgd::ListTensors(env_, context, response);
+  }
+  grpc::ServerUnaryReactor* Factorize(grpc::CallbackServerContext* context,
+                                      const v1::FactorizeRequest* request,
+                                      v1::FactorizeResponse* response) override {
+    return StartFactorize(env_, context, request, response);
+  }
+  grpc::ServerUnaryReactor* ReleaseFactor(grpc::CallbackServerContext* context,
+                                          const v1::ReleaseFactorRequest* request,
+                                          v1::ReleaseFactorResponse*) override {
+    return linalgd::ReleaseFactor(env_, context, request);
+  }
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override {
+    return linalgd::RegisterSharedMemory(env_, context, request, response);
+  }
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse*) override {
+    return linalgd::UnregisterSharedMemory(env_, context, request);
   }
 
   grpc::ServerUnaryReactor* SparseSolve(grpc::CallbackServerContext* context,

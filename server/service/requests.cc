@@ -35,18 +35,22 @@ absl::Status ReadMatmulScalars(const v1::MatmulRequest& r, MatmulOp& op) {
 }  // namespace
 
 absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
-                                             const TensorLimits& limits) {
+                                             const TensorLimits& limits,
+                                             const TensorSources& sources) {
   PreparedMatmul p;
   if (!r.has_a()) return absl::InvalidArgumentError("a: required");
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
-  LINALGD_ASSIGN_OR_RETURN(p.op.a, ViewOf(r.a(), "a", limits));
-  LINALGD_ASSIGN_OR_RETURN(p.op.b, ViewOf(r.b(), "b", limits));
+  InputLeases& l = p.leases;
+  LINALGD_ASSIGN_OR_RETURN(p.op.a, ResolveTensor(r.a(), "a", limits, sources, l));
+  LINALGD_ASSIGN_OR_RETURN(p.op.b, ResolveTensor(r.b(), "b", limits, sources, l));
   if (r.has_c()) {
-    LINALGD_ASSIGN_OR_RETURN(p.op.c, ViewOf(r.c(), "c", limits, /*min_rank=*/1));
+    LINALGD_ASSIGN_OR_RETURN(p.op.c, ResolveTensor(r.c(), "c", limits, sources, l, 1));
   }
   if (r.has_bias()) {
-    LINALGD_ASSIGN_OR_RETURN(p.op.bias, ViewOf(r.bias(), "bias", limits, /*min_rank=*/1));
+    LINALGD_ASSIGN_OR_RETURN(p.op.bias, ResolveTensor(r.bias(), "bias", limits, sources, l, 1));
   }
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
+                                                   r.has_out_shm(), r.out_shm(), "out", sources));
   LINALGD_RETURN_IF_ERROR(ReadMatmulScalars(r, p.op));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op));
   if (p.plan.batch > limits.max_elements ||
@@ -60,12 +64,15 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
 }
 
 absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
-                                           const TensorLimits& limits) {
+                                           const TensorLimits& limits,
+                                           const TensorSources& sources) {
   PreparedSolve p;
   if (!r.has_a()) return absl::InvalidArgumentError("a: required");
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
-  LINALGD_ASSIGN_OR_RETURN(p.op.a, ViewOf(r.a(), "a", limits));
-  LINALGD_ASSIGN_OR_RETURN(p.op.b, ViewOf(r.b(), "b", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.op.a, ResolveTensor(r.a(), "a", limits, sources, p.leases));
+  LINALGD_ASSIGN_OR_RETURN(p.op.b, ResolveTensor(r.b(), "b", limits, sources, p.leases));
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
+                                                   r.has_out_shm(), r.out_shm(), "x", sources));
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op));

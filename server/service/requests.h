@@ -6,6 +6,7 @@
 #include "server/backend/ops.h"
 #include "server/backend/plan.h"
 #include "server/service/convert.h"
+#include "server/service/tensor_sources.h"
 
 namespace linalgd {
 
@@ -15,20 +16,27 @@ struct PreparedMatmul {
   MatmulOp op;
   MatmulPlan plan;
   bool check_finite = true;
+  InputLeases leases;  // resident and shared-memory inputs
+  OutputSpec output;   // keep_result / out_shm
 };
 
 struct PreparedSolve {
   SolveOp op;
   SolvePlan plan;
   bool check_finite = true;
+  InputLeases leases;
+  OutputSpec output;
 };
 
 // Structural validation (dtypes, shapes, sizes, enums, broadcasting); cheap,
 // O(number of batch elements). INVALID_ARGUMENT names the field and numbers.
+// Tensors may come from `sources` (resident ids, shared memory).
 absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& request,
-                                             const TensorLimits& limits);
+                                             const TensorLimits& limits,
+                                             const TensorSources& sources = {});
 absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& request,
-                                           const TensorLimits& limits);
+                                           const TensorLimits& limits,
+                                           const TensorSources& sources = {});
 
 // The NaN/Inf scan of every input (O(elements)); ok when check_finite is off.
 absl::Status CheckInputsFinite(const PreparedMatmul& p);

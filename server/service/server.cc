@@ -14,10 +14,13 @@
 #include "server/backend/memory_budget.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
+#include "server/gpu/host_pinning.h"
 #include "server/metrics/http_exposer.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/linalg_service.h"
+#include "server/store/resident_store.h"
+#include "server/store/shm_registry.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -66,6 +69,8 @@ class ServerImpl : public Server {
  private:
   void ServerInfo(v1::GetServerInfoResponse* out) const;
   absl::Status StartGrpc();
+  // The resident store and (with --allow-shm) the shared-memory registry.
+  void InitStore(TensorSources& sources);
   absl::Status StartMetrics();
   // Publishes device health and budgets every second until shutdown.
   void MonitorDevices();
@@ -83,6 +88,9 @@ class ServerImpl : public Server {
   // Every device allocation is to be charged to it (memory_budget.h).
   std::vector<std::unique_ptr<MemoryBudget>> budgets_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Declared after the backends: GPU factors must go before their devices.
+  std::unique_ptr<ResidentStore> store_;
+  std::unique_ptr<ShmRegistry> shm_;
   std::unique_ptr<LinalgService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   int port_ = 0;
@@ -120,10 +128,29 @@ absl::Status ServerImpl::Init() {
   env.metrics = metrics_.get();
   env.limits.max_elements = options_.max_elements;
   env.sparse_dense_threshold = options_.sparse_dense_threshold;
+  env.max_message_bytes = options_.max_message_bytes;
+  InitStore(env.sources);
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());
   return StartGrpc();
+}
+
+void ServerImpl::InitStore(TensorSources& sources) {
+  StoreOptions so;
+  so.capacity_bytes = options_.store_bytes;
+  so.default_ttl = options_.store_ttl;
+  store_ = std::make_unique<ResidentStore>(so);
+  LinalgdMetrics* metrics = metrics_.get();
+  store_->SetObserver([metrics](int64_t bytes, int64_t objects) {
+    metrics->SetResidentStore(bytes, objects);
+  });
+  sources.store = store_.get();
+  if (options_.allow_shm) {
+    shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory);
+    sources.shm = shm_.get();
+    spdlog::info("shared memory enabled (--allow-shm)");
+  }
 }
 
 absl::Status ServerImpl::StartMetrics() {

@@ -39,6 +39,12 @@ struct ServerOptions {
   // Connections are closed after this age so clients re-resolve and
   // rebalance (0: never).
   absl::Duration max_connection_age = absl::Minutes(5);
+  // Resident tensors and cached factors (issue 5): LRU beyond this many
+  // bytes; an object unused for its TTL (default below) is dropped.
+  int64_t store_bytes = int64_t{8} << 30;
+  absl::Duration store_ttl = absl::Hours(1);
+  // Same-host callers may register POSIX shared-memory regions.
+  bool allow_shm = false;
   // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.
   std::string inject_faults;
 };

@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "linalgd/matmul.h"
 #include "linalgd/options.h"
+#include "linalgd/resident.h"
 #include "linalgd/server_info.h"
 #include "linalgd/solve.h"
 #include "linalgd/sparse.h"
@@ -41,6 +42,23 @@ class Client {
   absl::StatusOr<client::SparseSolveResult> SparseSolve(client::SparseSolveArgs args,
                                                         const client::CallOptions& call = {});
   absl::StatusOr<client::ServerInfo> ServerInfo(const client::CallOptions& call = {});
+
+  // Resident tensors (linalgd/resident.h): uploaded once in chunks
+  // (PutTensor streaming, CRC32C-checked), then named by id in MatmulArgs /
+  // SolveArgs (*_resident_id) until deleted or expired.
+  absl::StatusOr<client::TensorInfo> PutTensor(const client::Tensor& tensor,
+                                               const client::PutOptions& put = {},
+                                               const client::CallOptions& call = {});
+  absl::StatusOr<client::Tensor> GetTensor(const std::string& id,
+                                           const client::CallOptions& call = {},
+                                           client::TensorInfo* info = nullptr);
+  absl::Status DeleteTensor(const std::string& id, const client::CallOptions& call = {});
+  // Tensors and factors held by the server.
+  absl::StatusOr<client::StoreListing> ListTensors(const client::CallOptions& call = {});
+  // A cached factorization for SolveArgs.factor_id.
+  absl::StatusOr<client::FactorInfo> Factorize(client::FactorizeArgs args,
+                                               const client::CallOptions& call = {});
+  absl::Status ReleaseFactor(const std::string& factor_id, const client::CallOptions& call = {});
   // The grpc.health.v1 Check of service "". A server that cannot be reached is
   // an error status (UNAVAILABLE, DEADLINE_EXCEEDED), not kNotServing.
   absl::StatusOr<client::HealthStatus> Health(const client::CallOptions& call = {});
