@@ -1,5 +1,7 @@
 #include "server/service/store_calls.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <string>
 
@@ -99,7 +101,12 @@ absl::Status PutTensorReactor::OnChunk() {
         "PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
         bytes_.size() + chunk.size(), " so far)"));
   }
-  crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
+  if (header_.has_crc32()) {
+    crc_ = static_cast<uint32_t>(crc32(crc_, reinterpret_cast<const Bytef*>(chunk.data()),
+                                       static_cast<uInt>(chunk.size())));
+  } else {
+    crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
+  }
   bytes_.append(chunk);
   message_.clear_chunk();
   return absl::OkStatus();
@@ -111,10 +118,13 @@ absl::Status PutTensorReactor::Complete() {
     return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", bytes_.size(),
                                                    " bytes, header.total_bytes is ", total_));
   }
-  if (crc_ != header_.crc32c()) {
-    return absl::DataLossError(absl::StrCat("PutTensor: CRC32C of the received bytes is ", crc_,
-                                            ", header.crc32c is ", header_.crc32c()));
+  const uint32_t expected = header_.has_crc32() ? header_.crc32() : header_.crc32c();
+  if (crc_ != expected) {
+    return absl::DataLossError(absl::StrCat("PutTensor: ", header_.has_crc32() ? "CRC-32" : "CRC32C",
+                                            " of the received bytes is ", crc_, ", the header says ",
+                                            expected));
   }
+  if (header_.has_crc32()) crc_ = Crc32c(bytes_.data(), bytes_.size());  // what GetTensor reports
   Tensor tensor(shape_.dtype, shape_.shape, std::move(bytes_));
   LINALGD_ASSIGN_OR_RETURN(
       std::string id, env_.sources.store->PutTensor(std::move(tensor), header_.placement(), crc_,

@@ -12,7 +12,10 @@ uploaded there in 1-4 MiB chunks and referred to by id, with no change to the
 public methods. Until then a request above `max_message_bytes` is refused
 client-side with ResourceExhausted naming the sizes.
 """
+import math
 import time
+
+import numpy as np
 
 import grpc
 
@@ -22,6 +25,7 @@ from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from .retry import RetryPolicy
+from .store import TEMPORARY_TTL, StoreMixin
 
 DEFAULT_TARGET = "localhost:50051"
 # protobuf's hard limit is 2 GiB - 1; keep headroom for the non-data fields.
@@ -32,7 +36,7 @@ _WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
               Epilogue.GELU: Epilogue.GELU_BIAS}
 
 
-class Client:
+class Client(StoreMixin):
     """A connection to one linalgd server.
 
     target: "host:port" (or any gRPC target string).
@@ -58,7 +62,9 @@ class Client:
         self.timeout = timeout
         self.retry_policy = retry_policy or RetryPolicy(retries=retries)
         self.max_message_bytes = int(max_message_bytes)
-        self.stream_threshold = None  # reserved for PutTensor streaming (see module doc)
+        # Operands and results of at least this many bytes are streamed
+        # (PutTensor / keep_result + GetTensor) instead of travelling inline.
+        self.stream_threshold = 64 << 20
         self._metadata = tuple(metadata)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
@@ -141,14 +147,22 @@ class Client:
         if bias is not None:
             operands["bias"] = tensors.to_numpy(bias, "bias")
         self._check_size(operands)
-        for name, (arr, wire) in operands.items():
-            getattr(req, name).CopyFrom(self._operand(arr, wire, name))
         if alpha is not None:
             req.alpha = float(alpha)
         if beta is not None:
             req.beta = float(beta)
-        resp = self._invoke("Matmul", req, timeout)
-        out = tensors.decode(resp.out, "out", as_torch=tensors.is_torch(a) or tensors.is_torch(b))
+        out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
+                     a_arr.shape[-1 if transpose_a else -2] * b_arr.shape[-2 if transpose_b else -1] *
+                     a_arr.itemsize)
+        req.keep_result = self._large(out_bytes)
+        temps = []
+        try:
+            for name, (arr, wire) in operands.items():
+                getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
+            resp = self._invoke("Matmul", req, timeout)
+        finally:
+            self._drop(temps)
+        out = self._fetch_kept(resp.out, "out", tensors.is_torch(a) or tensors.is_torch(b))
         for axis in squeeze:
             out = out.squeeze(axis)
         if return_info:
@@ -156,14 +170,17 @@ class Client:
         return out
 
     def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
-              priority=0, timeout=_DEFAULT, return_info=False):
+              priority=0, timeout=_DEFAULT, return_info=False, factor=None):
         """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
 
         method: auto (default), lu, cholesky, qr, lstsq. A singular or non-SPD a
         falls back (cholesky -> lu -> lstsq) unless no_fallback, which raises
         FailedPrecondition instead. Returns x (torch if a or b is torch), or a
         SolveResult (x, method_used, fallback, residual, info) with return_info.
+        factor: a factor id from factorize(); a must then be None.
         """
+        if factor is not None:
+            a = np.zeros((1, 1))  # placeholder, not sent
         a_arr, a_wire = tensors.to_numpy(a, "a")
         b_arr, b_wire = tensors.to_numpy(b, "b")
         vector = b_arr.ndim == 1
@@ -173,11 +190,19 @@ class Client:
                               no_fallback=bool(no_fallback),
                               allow_non_finite=bool(allow_non_finite), priority=int(priority))
         operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
+        if factor is not None:
+            del operands["a"]
+            req.factor_id = factor
         self._check_size(operands)
-        for name, (arr, wire) in operands.items():
-            getattr(req, name).CopyFrom(self._operand(arr, wire, name))
-        resp = self._invoke("Solve", req, timeout)
-        x = tensors.decode(resp.x, "x", as_torch=tensors.is_torch(a) or tensors.is_torch(b))
+        req.keep_result = self._large(b_arr.nbytes)
+        temps = []
+        try:
+            for name, (arr, wire) in operands.items():
+                getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
+            resp = self._invoke("Solve", req, timeout)
+        finally:
+            self._drop(temps)
+        x = self._fetch_kept(resp.x, "x", tensors.is_torch(a) or tensors.is_torch(b))
         if vector:
             x = x.squeeze(-1)
         if not return_info:
@@ -220,12 +245,21 @@ class Client:
 
     # -- internals ---------------------------------------------------------
 
-    def _operand(self, arr, wire, field):
-        """The wire tensor for one operand: inline bytes (see the module doc)."""
+    def _large(self, nbytes):
+        return bool(self.stream_threshold) and nbytes >= self.stream_threshold
+
+    def _operand(self, arr, wire, field, temps=None):
+        """The wire tensor for one operand: inline bytes, or (at or above
+        stream_threshold) a streamed upload referred to by id, recorded in temps."""
+        if temps is not None and self._large(arr.nbytes):
+            info = self.put_info(arr, ttl=TEMPORARY_TTL, _wire=wire)
+            temps.append(info.id)
+            return pb.Tensor(resident_id=info.id)
         return tensors.encode_array(arr, wire, field)
 
     def _check_size(self, operands):
-        sizes = {name: arr.nbytes for name, (arr, _) in operands.items()}
+        sizes = {name: arr.nbytes for name, (arr, _) in operands.items()
+                 if not self._large(arr.nbytes)}
         total = sum(sizes.values())
         limit = min(self.max_message_bytes, PROTOBUF_LIMIT)
         if total > limit:
