@@ -32,6 +32,11 @@ class GpuBackend : public Backend {
   std::string name() const override { return name_; }
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override;
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override;
+  // The batcher's groups as one stacked call (gpu_batch.cc).
+  absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
+                           std::vector<Tensor>* outs) override;
+  absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
+                          std::vector<SolveResult>* outs) override;
 
   int device() const { return device_; }
   bool fenced() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -1,0 +1,89 @@
+#include "server/backend/batch_stack.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+
+namespace linalgd {
+namespace {
+
+// Concatenates the views' bytes under shape [count] + padding ones + shape.
+Tensor Stack(const std::vector<TensorView>& views, size_t rank) {
+  Shape shape = {static_cast<int64_t>(views.size())};
+  const Shape& inner = views[0].shape;
+  for (size_t i = inner.size(); i < rank; ++i) shape.push_back(1);
+  shape.insert(shape.end(), inner.begin(), inner.end());
+  std::string bytes;
+  bytes.reserve(views.size() * views[0].num_bytes());
+  for (const TensorView& v : views) {
+    bytes.append(reinterpret_cast<const char*>(v.data), v.num_bytes());
+  }
+  return Tensor(views[0].dtype, std::move(shape), std::move(bytes));
+}
+
+bool SameBytes(const TensorView& x, const TensorView& y) {
+  return x.num_bytes() == y.num_bytes() && std::memcmp(x.data, y.data, x.num_bytes()) == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
+    absl::Span<const MatmulOp* const> ops) {
+  const MatmulOp& first = *ops[0];
+  auto s = std::make_unique<StackedMatmul>();
+  std::vector<TensorView> as, bs, cs;
+  for (const MatmulOp* op : ops) {
+    if (first.bias && !SameBytes(*op->bias, *first.bias)) {
+      return absl::UnimplementedError("batched matmul: the ops have different biases");
+    }
+    as.push_back(op->a);
+    bs.push_back(op->b);
+    if (op->c) cs.push_back(*op->c);
+  }
+  const size_t out_rank = first.a.shape.size() > first.b.shape.size() ? first.a.shape.size()
+                                                                      : first.b.shape.size();
+  s->a = Stack(as, out_rank);
+  s->b = Stack(bs, out_rank);
+  s->op = first;
+  s->op.a = s->a.view();
+  s->op.b = s->b.view();
+  if (first.c) {
+    s->c = Stack(cs, out_rank);
+    s->op.c = s->c->view();
+  }
+  LINALGD_ASSIGN_OR_RETURN(s->plan, PlanMatmul(s->op));
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops) {
+  auto s = std::make_unique<StackedSolve>();
+  std::vector<TensorView> as, bs;
+  for (const SolveOp* op : ops) {
+    as.push_back(op->a);
+    bs.push_back(op->b);
+  }
+  const SolveOp& first = *ops[0];
+  const size_t rank = std::max(first.a.shape.size(), first.b.shape.size());
+  s->a = Stack(as, rank);
+  s->b = Stack(bs, rank);
+  s->op = first;
+  s->op.a = s->a.view();
+  s->op.b = s->b.view();
+  LINALGD_ASSIGN_OR_RETURN(s->plan, PlanSolve(s->op));
+  return s;
+}
+
+std::vector<Tensor> Unstack(const Tensor& stacked, size_t count) {
+  const Shape inner(stacked.shape().begin() + 1, stacked.shape().end());
+  const size_t bytes = stacked.num_bytes() / count;
+  std::vector<Tensor> out;
+  out.reserve(count);
+  const char* src = reinterpret_cast<const char*>(stacked.as<char>());
+  for (size_t i = 0; i < count; ++i) {
+    out.emplace_back(stacked.dtype(), inner, std::string(src + i * bytes, bytes));
+  }
+  return out;
+}
+
+}  // namespace linalgd

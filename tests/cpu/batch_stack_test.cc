@@ -1,0 +1,101 @@
+// Stacked batches (what the GPU runs as one batched call) give each op the
+// result it gets alone; checked with the CPU backend.
+#include "server/backend/batch_stack.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+#include "server/cpu/cpu_backend.h"
+
+namespace linalgd {
+namespace {
+
+Tensor RandomF64(Shape shape, unsigned seed) {
+  Tensor t(DType::kF64, std::move(shape));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.mutable_as<double>()[i] = dist(gen);
+  return t;
+}
+
+TEST(BatchStackTest, StackedMatmulEqualsEachOpAlone) {
+  auto cpu = CreateCpuBackend({1, 1});
+  std::vector<Tensor> as, bs, cs;
+  std::vector<MatmulOp> ops(3);
+  Tensor bias = RandomF64({4}, 99);
+  for (int i = 0; i < 3; ++i) {
+    as.push_back(RandomF64({2, 5, 3}, i));
+    bs.push_back(RandomF64({3, 4}, 10 + i));  // broadcast over a's batch
+    cs.push_back(RandomF64({1, 4}, 20 + i));  // broadcast inside the matrix
+  }
+  std::vector<const MatmulOp*> ptrs;
+  for (int i = 0; i < 3; ++i) {
+    ops[i].a = as[i].view();
+    ops[i].b = bs[i].view();
+    ops[i].c = cs[i].view();
+    ops[i].beta = 0.5;
+    ops[i].bias = bias.view();
+    ops[i].epilogue = Epilogue::kReluBias;
+    ops[i].out_dtype = DType::kF64;
+    ptrs.push_back(&ops[i]);
+  }
+  auto stacked = StackMatmuls(ptrs);
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  EXPECT_EQ((*stacked)->plan.out_shape, (Shape{3, 2, 5, 4}));
+  auto out = cpu->Matmul((*stacked)->op, (*stacked)->plan);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<Tensor> parts = Unstack(*out, 3);
+  for (int i = 0; i < 3; ++i) {
+    auto plan = PlanMatmul(ops[i]).value();
+    auto alone = cpu->Matmul(ops[i], plan).value();
+    ASSERT_EQ(parts[i].shape(), alone.shape());
+    for (int64_t e = 0; e < alone.num_elements(); ++e) {
+      EXPECT_DOUBLE_EQ(parts[i].as<double>()[e], alone.as<double>()[e]) << i << " " << e;
+    }
+  }
+}
+
+TEST(BatchStackTest, DifferentBiasesAreNotStacked) {
+  Tensor a = RandomF64({2, 2}, 1), b = RandomF64({2, 2}, 2);
+  Tensor b1 = RandomF64({2}, 3), b2 = RandomF64({2}, 4);
+  MatmulOp x, y;
+  x.a = y.a = a.view();
+  x.b = y.b = b.view();
+  x.out_dtype = y.out_dtype = DType::kF64;
+  x.epilogue = y.epilogue = Epilogue::kBias;
+  x.bias = b1.view();
+  y.bias = b2.view();
+  std::vector<const MatmulOp*> ptrs = {&x, &y};
+  EXPECT_TRUE(absl::IsUnimplemented(StackMatmuls(ptrs).status()));
+}
+
+TEST(BatchStackTest, StackedSolveEqualsEachOpAlone) {
+  auto cpu = CreateCpuBackend({1, 1});
+  std::vector<Tensor> as, bs;
+  std::vector<SolveOp> ops(4);
+  std::vector<const SolveOp*> ptrs;
+  for (int i = 0; i < 4; ++i) {
+    as.push_back(RandomF64({6, 6}, 30 + i));
+    bs.push_back(RandomF64({6, 2}, 40 + i));
+  }
+  for (int i = 0; i < 4; ++i) {
+    ops[i].a = as[i].view();
+    ops[i].b = bs[i].view();
+    ops[i].method = SolveMethod::kLu;
+    ptrs.push_back(&ops[i]);
+  }
+  auto stacked = StackSolves(ptrs);
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  auto r = cpu->Solve((*stacked)->op, (*stacked)->plan);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<Tensor> xs = Unstack(r->x, 4);
+  for (int i = 0; i < 4; ++i) {
+    auto alone = cpu->Solve(ops[i], PlanSolve(ops[i]).value()).value();
+    for (int64_t e = 0; e < alone.x.num_elements(); ++e) {
+      EXPECT_NEAR(xs[i].as<double>()[e], alone.x.as<double>()[e], 1e-12);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace linalgd
