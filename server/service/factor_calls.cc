@@ -232,7 +232,11 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
   auto p = PrepareFactorize(*request, env);
   const int64_t n = p.ok() ? p->op.a.rows() : 0;
   const double flops = 2.0 / 3.0 * n * n * n;
-  return Submit<FactorizeJob>(env, context, response, std::move(p), n, request->priority(), flops);
+  // Routed to the CPU lane (largest_dim 0) until the GPU backend implements
+  // Factorize: a GPU lane would answer UNIMPLEMENTED, which is not rerun on
+  // the CPU.
+  return Submit<FactorizeJob>(env, context, response, std::move(p), /*largest_dim=*/0,
+                              request->priority(), flops);
 }
 
 grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
