@@ -225,6 +225,9 @@ DeviceInfo FromProto(const v1::Device& d) {
   out.compute_capability = d.compute_capability();
   out.total_memory_bytes = d.total_memory_bytes();
   out.budget_bytes = d.budget_bytes();
+  out.used_bytes = d.used_bytes();
+  out.peak_used_bytes = d.peak_used_bytes();
+  out.pool_reserved_peak_bytes = d.pool_reserved_peak_bytes();
   out.healthy = d.healthy();
   out.status = d.status();
   return out;

@@ -66,11 +66,23 @@ absl::StatusOr<DeviceBuffer> DeviceMemory::Allocate(int64_t bytes, cudaStream_t 
     in_use_.fetch_sub(bytes);
     return s;
   }
+  for (int64_t peak = peak_.load(), now = before + bytes;
+       now > peak && !peak_.compare_exchange_weak(peak, now);) {
+  }
   buf.owner_ = this;
   buf.ptr_ = ptr;
   buf.bytes_ = bytes;
   buf.stream_ = stream;
   return buf;
+}
+
+int64_t DeviceMemory::pool_reserved_peak_bytes() const {
+  unsigned long long value = 0;  // NOLINT(runtime/int): the API's type
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &value) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return static_cast<int64_t>(value);
 }
 
 void DeviceMemory::Release(void* ptr, int64_t bytes, cudaStream_t stream) {

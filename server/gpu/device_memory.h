@@ -54,6 +54,11 @@ class DeviceMemory {
   int device() const { return device_; }
   int64_t budget_bytes() const { return budget_; }
   int64_t in_use_bytes() const { return in_use_.load(); }
+  // Highest in_use_bytes() so far.
+  int64_t peak_in_use_bytes() const { return peak_.load(); }
+  // Highest memory the CUDA pool ever held from the device (what the device
+  // really gave the server for jobs, freed-but-cached blocks included).
+  int64_t pool_reserved_peak_bytes() const;
 
  private:
   friend class DeviceBuffer;
@@ -65,6 +70,7 @@ class DeviceMemory {
   const int64_t budget_;
   cudaMemPool_t pool_;
   std::atomic<int64_t> in_use_{0};
+  std::atomic<int64_t> peak_{0};
 };
 
 }  // namespace linalgd::gpu

@@ -68,7 +68,14 @@ std::vector<DeviceInfo> CudaGpuEngine::Devices() const {
   std::vector<DeviceInfo> out = scan_.devices;
   for (DeviceInfo& info : out) {
     for (const auto& b : backends_) {
-      if (b->device() != info.index || !b->fenced()) continue;
+      if (b->device() != info.index) continue;
+      gpu::DeviceMemory& mem = b->memory();
+      const int64_t fixed = info.budget_bytes - mem.budget_bytes();  // workspaces
+      info.used_bytes = fixed + mem.in_use_bytes();
+      info.peak_used_bytes = fixed + mem.peak_in_use_bytes();
+      const int64_t pool = mem.pool_reserved_peak_bytes();
+      info.pool_reserved_peak_bytes = pool < 0 ? -1 : fixed + pool;
+      if (!b->fenced()) continue;
       info.healthy = false;
       info.status = absl::StrCat("fenced: ", b->fence_reason());
     }

@@ -49,6 +49,9 @@ void FillDevice(const DeviceInfo& d, v1::Device* out) {
   out->set_budget_bytes(d.budget_bytes);
   out->set_healthy(d.healthy);
   out->set_status(d.status);
+  out->set_used_bytes(d.used_bytes);
+  out->set_peak_used_bytes(d.peak_used_bytes);
+  out->set_pool_reserved_peak_bytes(d.pool_reserved_peak_bytes);
 }
 
 class ServerImpl : public Server {
@@ -177,6 +180,7 @@ void ServerImpl::MonitorDevices() {
   while (!stop_monitor_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
     for (const DeviceInfo& d : gpu_->Devices()) {
       metrics_->SetDeviceHealthy(GpuLabel(d.index), d.healthy);
+      metrics_->SetDeviceMemoryUsed(GpuLabel(d.index), d.used_bytes);
     }
   }
 }
