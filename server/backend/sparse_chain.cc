@@ -17,7 +17,7 @@ absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
     if (attempt.ok()) {
       SparseSolveResult r;
       r.x = std::move(attempt->x);
-      r.method_used = m;
+      r.method_used = attempt->ran_as == SparseMethod::kAuto ? m : attempt->ran_as;
       r.preconditioner_used = IsIterative(m) ? op.preconditioner : Preconditioner::kNone;
       r.iterations = attempt->iterations;
       if (!attempt->note.empty()) notes.push_back(attempt->note);

@@ -16,6 +16,9 @@ struct SparseAttempt {
   Tensor x;                // [n, k], a's dtype
   int64_t iterations = 0;  // iterative methods: the largest over the columns
   std::string note;        // e.g. "qr: a is rank deficient ..."; joins the fallback text
+  // The method that really ran when the backend substituted one (the GPU
+  // runs lu as qr); kAuto: the requested one.
+  SparseMethod ran_as = SparseMethod::kAuto;
 };
 
 // Runs `method` on the backend. FAILED_PRECONDITION means the method failed

@@ -4,6 +4,7 @@
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
+#include "server/gpu/sparse_gpu_ops.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd::gpu {
@@ -96,6 +97,12 @@ absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& 
 
 absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
   return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolve(ctx, op, plan); });
+}
+
+absl::StatusOr<SparseSolveResult> GpuBackend::SparseSolve(const SparseSolveOp& op,
+                                                          const SparseSolvePlan& plan) {
+  return RunJob<SparseSolveResult>(
+      [&](GpuContext& ctx) { return RunSparseSolve(ctx, op, plan); });
 }
 
 absl::Status GpuBackend::InjectStickyErrorForTesting() {

@@ -32,6 +32,8 @@ class GpuBackend : public Backend {
   std::string name() const override { return name_; }
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override;
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override;
+  absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
+                                                const SparseSolvePlan& plan) override;
   // The batcher's groups as one stacked call (gpu_batch.cc).
   absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                            std::vector<Tensor>* outs) override;

@@ -38,6 +38,14 @@ struct BenchOptions {
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};
   std::vector<int> e2e_solve_sizes = {512, 1024};
+  // sparse: grid extents of the 2-D (n = m^2) and 3-D (n = m^3) Poisson
+  // systems and the order of the graph Laplacian (0: skip one); methods
+  // "cholesky" (direct) and "cg" (Jacobi CG). About 1e6 unknowns each:
+  // --sparse-2d 1000 --sparse-3d 100 --sparse-graph 1000000.
+  int64_t sparse_2d = 64;
+  int64_t sparse_3d = 16;
+  int64_t sparse_graph = 4096;
+  std::vector<std::string> sparse_methods = {"cholesky", "cg"};
 };
 
 }  // namespace linalgd::bench

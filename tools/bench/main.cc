@@ -19,7 +19,7 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching")
+  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -50,6 +50,14 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--batch-latency-iterations", o.batch_latency_iterations, "low-load timed calls")
       ->capture_default_str();
+  app.add_option("--sparse-2d", o.sparse_2d, "sparse: 2-D Poisson grid extent m (n = m^2; 0: skip)")
+      ->capture_default_str();
+  app.add_option("--sparse-3d", o.sparse_3d, "sparse: 3-D Poisson grid extent m (n = m^3; 0: skip)")
+      ->capture_default_str();
+  app.add_option("--sparse-graph", o.sparse_graph, "sparse: graph Laplacian order (0: skip)")
+      ->capture_default_str();
+  app.add_option("--sparse-methods", o.sparse_methods, "sparse: cholesky (direct), cg (Jacobi CG)")
+      ->delimiter(',')->capture_default_str();
   app.add_option("--batch-cpu-threshold", o.batch_cpu_threshold,
                  "--cpu-threshold of the batching servers (0: GPU when present)")
       ->capture_default_str();
@@ -64,6 +72,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "large") return MakeLargeMatmulWorkload();
   if (name == "batching") return MakeBatchingWorkload();
   if (name == "e2e64") return MakeF64EndToEndWorkload();
+  if (name == "sparse") return MakeSparseWorkload();
   return nullptr;
 }
 

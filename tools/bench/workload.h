@@ -42,6 +42,9 @@ std::unique_ptr<Workload> MakeLargeMatmulWorkload();
 std::unique_ptr<Workload> MakeBatchingWorkload();
 // f64 matmuls and solves end to end vs in-process OpenBLAS/LAPACK.
 std::unique_ptr<Workload> MakeF64EndToEndWorkload();
+// sparse: Poisson 2-D/3-D and a graph Laplacian, direct and Jacobi CG, on a
+// GPU-capable and a CPU-only in-process server (tools/bench/sparse_workload.cc).
+std::unique_ptr<Workload> MakeSparseWorkload();
 
 }  // namespace linalgd::bench
 

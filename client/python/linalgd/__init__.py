@@ -13,6 +13,7 @@ from .errors import (
     ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown, error_class)
 from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
 from .retry import RetryPolicy
+from .sparse import Preconditioner, SparseMethod, SparseSolveResult
 
 __version__ = "0.1.0"
 
@@ -23,4 +24,5 @@ __all__ = [
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",
     "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
     "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
+    "SparseMethod", "Preconditioner", "SparseSolveResult",
 ]

@@ -25,6 +25,7 @@ from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from .retry import RetryPolicy
+from .sparse import SparseMixin
 from .store import TEMPORARY_TTL, StoreMixin
 
 DEFAULT_TARGET = "localhost:50051"
@@ -36,7 +37,7 @@ _WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
               Epilogue.GELU: Epilogue.GELU_BIAS}
 
 
-class Client(StoreMixin):
+class Client(StoreMixin, SparseMixin):
     """A connection to one linalgd server.
 
     target: "host:port" (or any gRPC target string).

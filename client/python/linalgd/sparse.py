@@ -1,0 +1,118 @@
+"""Client.sparse_solve: a sparse (CSR) a @ x = b on the server.
+
+a is a scipy.sparse matrix (any format; converted to CSR) when scipy is
+installed, or a tuple (indptr, indices, data, shape) in scipy's CSR layout.
+Index arrays go over the wire as packed int32 or int64, as given (no copy);
+data must be float32 or float64 (integers are sent as float64).
+"""
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import tensors
+from ._stubs import pb
+from .enums import _make, parse
+from .errors import InvalidArgument
+from .results import ExecutionInfo
+
+SparseMethod = _make("SparseMethod", pb.SparseMethod.DESCRIPTOR, "SPARSE_METHOD_")
+Preconditioner = _make("Preconditioner", pb.Preconditioner.DESCRIPTOR, "PRECONDITIONER_")
+
+_DEFAULT = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseSolveResult:
+    x: Any
+    method_used: SparseMethod
+    preconditioner_used: Preconditioner
+    iterations: int  # iterative methods: the most over b's columns; direct: 0
+    residual: float  # max over columns of ||a x - b|| / ||b||
+    fallback: str  # empty, or why the requested method was not the one used
+    dense_path: bool  # the server solved a as a dense matrix
+    info: ExecutionInfo
+
+    def __array__(self, dtype=None):
+        return np.asarray(self.x, dtype=dtype)
+
+
+def _csr_arrays(a):
+    """(indptr, indices, data, (rows, cols)) from scipy.sparse or a tuple."""
+    if hasattr(a, "tocsr") and hasattr(a, "shape"):
+        csr = a.tocsr()
+        return csr.indptr, csr.indices, csr.data, tuple(csr.shape)
+    try:
+        indptr, indices, data, shape = a
+    except (TypeError, ValueError):
+        raise InvalidArgument(
+            "a: expected a scipy.sparse matrix or (indptr, indices, data, shape)") from None
+    return np.asarray(indptr), np.asarray(indices), np.asarray(data), tuple(shape)
+
+
+def _index_bytes(indptr, indices):
+    """(index type, indptr bytes, indices bytes): int32 if both are, else int64."""
+    wide = indptr.dtype != np.int32 or indices.dtype != np.int32
+    dt = np.dtype("<i8") if wide else np.dtype("<i4")
+    kind = pb.INDEX_TYPE_INT64 if wide else pb.INDEX_TYPE_INT32
+    for name, arr in (("indptr", indptr), ("indices", indices)):
+        if arr.dtype.kind not in "iu":
+            raise InvalidArgument(f"a.{name}: dtype {arr.dtype} is not an integer type")
+    return (kind, np.ascontiguousarray(indptr, dtype=dt).tobytes(),
+            np.ascontiguousarray(indices, dtype=dt).tobytes())
+
+
+def encode_csr(a, dtype=None):
+    """A pb.CsrMatrix from scipy.sparse or (indptr, indices, data, shape)."""
+    indptr, indices, data, shape = _csr_arrays(a)
+    if len(shape) != 2:
+        raise InvalidArgument(f"a: shape {shape} is not 2-D")
+    if dtype is not None:
+        data = data.astype(dtype)
+    elif data.dtype not in (np.float32, np.float64):
+        data = data.astype(np.float64)
+    kind, ptr_bytes, idx_bytes = _index_bytes(indptr, indices)
+    wire = pb.DTYPE_F32 if data.dtype == np.float32 else pb.DTYPE_F64
+    values = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<")).tobytes()
+    return pb.CsrMatrix(rows=int(shape[0]), cols=int(shape[1]), index_type=kind,
+                        row_offsets=ptr_bytes, col_indices=idx_bytes, dtype=wire, values=values)
+
+
+class SparseMixin:
+    """Client.sparse_solve; mixed into Client (uses its _invoke)."""
+
+    def sparse_solve(self, a, b, *, method=None, preconditioner=None, tol=0.0, max_iter=0,
+                     no_fallback=False, allow_non_finite=False, priority=0, timeout=_DEFAULT,
+                     return_info=False):
+        """x with a @ x = b for a sparse square a (n x n) and b [n] or [n, k].
+
+        method: auto (default; cholesky for a symmetric a with a positive
+        diagonal, else lu), cholesky, lu, qr, cg, bicgstab, gmres.
+        preconditioner (iterative methods): none, jacobi, ilu0, ic0.
+        tol, max_iter: iterative stopping rule (0: the server's defaults).
+        A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
+        unless no_fallback, which raises FailedPrecondition instead.
+        a's values are sent in b's dtype. Returns x, or a SparseSolveResult
+        with return_info.
+        """
+        b_arr, b_wire = tensors.to_numpy(b, "b")
+        vector = b_arr.ndim == 1
+        if vector:
+            b_arr = b_arr.reshape(-1, 1)
+        req = pb.SparseSolveRequest(
+            a=encode_csr(a, dtype=b_arr.dtype),
+            b=tensors.encode_array(b_arr, b_wire, "b"),
+            method=int(parse(SparseMethod, method, "method")),
+            preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
+            tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
+            allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        resp = self._invoke("SparseSolve", req, self.timeout if timeout is _DEFAULT else timeout)
+        x = tensors.decode(resp.x, "x")
+        if vector:
+            x = x.squeeze(-1)
+        if not return_info:
+            return x
+        return SparseSolveResult(x, SparseMethod(resp.method_used),
+                                 Preconditioner(resp.preconditioner_used), resp.iterations,
+                                 resp.residual, resp.fallback, resp.dense_path,
+                                 ExecutionInfo.from_proto(resp.info))

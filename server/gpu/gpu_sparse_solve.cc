@@ -1,0 +1,97 @@
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "server/backend/sparse_chain.h"
+#include "server/gpu/blas_calls.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/device_tensor.h"
+#include "server/gpu/sparse_device.h"
+#include "server/gpu/sparse_direct_solver.h"
+#include "server/gpu/sparse_gpu_krylov.h"
+#include "server/gpu/sparse_gpu_ops.h"
+#include "server/gpu/sparse_gpu_preconditioner.h"
+
+namespace linalgd::gpu {
+namespace {
+
+constexpr char kNoDeviceLu[] =
+    "lu: cuSOLVER has no device sparse LU (csrlsvlu is host-only); used qr";
+
+class GpuSparseJob {
+ public:
+  GpuSparseJob(GpuContext& ctx, const SparseSolveOp& op, const SparseSolvePlan& plan)
+      : ctx_(ctx), op_(op), plan_(plan), direct_(MakeCusolverSparseDirectSolver()) {}
+
+  absl::StatusOr<SparseAttempt> Run(SparseMethod m) {
+    if (IsIterative(m)) return Iterate(m);
+    const SparseMethod device_method = m == SparseMethod::kLu ? SparseMethod::kQr : m;
+    absl::StatusOr<Tensor> x = direct_->Solve(ctx_, device_method, op_.a, op_.b);
+    if (!x.ok()) {
+      const bool singular_qr = device_method == SparseMethod::kQr &&
+                               x.status().code() == absl::StatusCode::kFailedPrecondition;
+      if (singular_qr && op_.allow_fallback) {
+        return absl::InternalError(absl::StrCat(
+            x.status().message(), "; the device has no sparse least-squares solver"));
+      }
+      return x.status();
+    }
+    SparseAttempt attempt;
+    attempt.x = std::move(*x);
+    if (m == SparseMethod::kLu) {
+      attempt.note = kNoDeviceLu;
+      attempt.ran_as = SparseMethod::kQr;
+    }
+    return attempt;
+  }
+
+ private:
+  absl::StatusOr<SparseAttempt> Iterate(SparseMethod m);
+
+  GpuContext& ctx_;
+  const SparseSolveOp& op_;
+  const SparseSolvePlan& plan_;
+  std::unique_ptr<SparseDirectSolver> direct_;
+};
+
+absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
+  const int64_t n = plan_.n, k = plan_.k;
+  const DType t = op_.a.dtype;
+  const size_t es = DTypeSize(t);
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCsr> a, DeviceCsr::Upload(ctx_, op_.a));
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<GpuPreconditioner> pre,
+                           MakeGpuPreconditioner(ctx_, op_.preconditioner, op_.a, *a));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b_rows, Upload(ctx_, op_.b));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, ctx_.Alloc(n * k * es));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx_.Alloc(n * k * es));
+  LINALGD_RETURN_IF_ERROR(RowToColMajor(ctx_.hs, t, b_rows.data(), n, k, b.data(), n));
+  SparseAttempt attempt;
+  for (int64_t c = 0; c < k; ++c) {
+    LINALGD_ASSIGN_OR_RETURN(
+        GpuIterationOutcome o,
+        GpuKrylov(ctx_, m, *a, *pre, b.as<char>() + c * n * es, x.as<char>() + c * n * es,
+                  op_.tolerance, op_.max_iterations));
+    attempt.iterations = std::max(attempt.iterations, o.iterations);
+    if (!o.converged) {
+      return absl::FailedPreconditionError(
+          k > 1 ? absl::StrCat(o.failure, " (column ", c, " of b)") : o.failure);
+    }
+  }
+  LINALGD_RETURN_IF_ERROR(ColToRowMajor(ctx_.hs, t, x.data(), n, k, n, b_rows.data()));
+  LINALGD_ASSIGN_OR_RETURN(attempt.x, Download(ctx_, b_rows.data(), t, {n, k}));
+  return attempt;
+}
+
+}  // namespace
+
+absl::StatusOr<SparseSolveResult> RunSparseSolve(GpuContext& ctx, const SparseSolveOp& op,
+                                                 const SparseSolvePlan& plan) {
+  GpuSparseJob job(ctx, op, plan);
+  LINALGD_ASSIGN_OR_RETURN(
+      SparseSolveResult result,
+      RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
+  result.residual = SparseResidual(op.a, result.x.view(), op.b);
+  return result;
+}
+
+}  // namespace linalgd::gpu

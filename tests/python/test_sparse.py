@@ -1,0 +1,92 @@
+"""sparse_solve through the real server: methods, CSR inputs, the dense path,
+errors. Uses scipy.sparse when installed, else (indptr, indices, data, shape)."""
+import numpy as np
+import pytest
+
+import linalgd
+
+try:
+    import scipy.sparse as sp
+except ImportError:  # the tuple form is tested either way
+    sp = None
+
+RNG = np.random.default_rng(11)
+
+
+def poisson(m):
+    """The 5-point Laplacian on an m x m grid as (indptr, indices, data, shape)."""
+    indptr, indices, data = [0], [], []
+    for y in range(m):
+        for x in range(m):
+            i = y * m + x
+            for j, v in ((i - m, -1.0), (i - 1, -1.0), (i, 4.0), (i + 1, -1.0), (i + m, -1.0)):
+                if (j == i - 1 and x == 0) or (j == i + 1 and x == m - 1) or not 0 <= j < m * m:
+                    continue
+                indices.append(j)
+                data.append(v)
+            indptr.append(len(indices))
+    n = m * m
+    return (np.array(indptr, np.int32), np.array(indices, np.int32), np.array(data), (n, n))
+
+
+def dense(a):
+    indptr, indices, data, (n, _) = a
+    d = np.zeros((n, n))
+    for i in range(n):
+        d[i, indices[indptr[i]:indptr[i + 1]]] = data[indptr[i]:indptr[i + 1]]
+    return d
+
+
+@pytest.mark.parametrize("method,pre", [
+    (None, None), ("cholesky", None), ("lu", None), ("qr", None), ("cg", "ic0"),
+    ("bicgstab", "ilu0"), ("gmres", "jacobi")])
+def test_methods(client, method, pre):
+    a = poisson(12)
+    b = RNG.standard_normal((a[3][0], 2))
+    r = client.sparse_solve(a, b, method=method, preconditioner=pre, return_info=True)
+    assert isinstance(r, linalgd.SparseSolveResult)
+    np.testing.assert_allclose(r.x, np.linalg.solve(dense(a), b), rtol=1e-7, atol=1e-9)
+    assert r.residual < 1e-9
+    expected = "CHOLESKY" if method is None else method.upper()
+    assert r.method_used == linalgd.SparseMethod[expected]
+    assert not r.dense_path
+    assert (r.iterations > 0) == (method in ("cg", "bicgstab", "gmres"))
+
+
+def test_vector_f32_and_int64_indices(client):
+    indptr, indices, data, shape = poisson(8)
+    a = (indptr.astype(np.int64), indices.astype(np.int64), data, shape)
+    b = RNG.standard_normal(shape[0]).astype(np.float32)
+    x = client.sparse_solve(a, b, method="lu")
+    assert x.shape == (shape[0],) and x.dtype == np.float32
+    np.testing.assert_allclose(x, np.linalg.solve(dense(a), b), rtol=1e-4, atol=1e-5)
+
+
+def test_dense_path_for_a_dense_matrix(client):
+    a = (np.array([0, 2, 4]), np.array([0, 1, 0, 1]), np.array([2.0, 1.0, 1.0, 3.0]), (2, 2))
+    r = client.sparse_solve(a, [1.0, 2.0], return_info=True)
+    assert r.dense_path
+    np.testing.assert_allclose(r.x, [0.2, 0.6])
+
+
+@pytest.mark.skipif(sp is None, reason="scipy is not installed")
+def test_scipy_sparse_input(client):
+    a = sp.random(200, 200, density=0.02, random_state=3, format="coo") + sp.eye(200) * 10
+    b = RNG.standard_normal(200)
+    x = client.sparse_solve(a, b, method="lu")
+    np.testing.assert_allclose(a @ x, b, rtol=1e-9, atol=1e-10)
+
+
+def test_errors_name_the_field(client):
+    bad = (np.array([0, 2, 1], np.int32), np.array([0, 1], np.int32), np.array([1.0, 1.0]), (2, 2))
+    with pytest.raises(linalgd.InvalidArgument, match="row_offsets"):
+        client.sparse_solve(bad, [1.0, 1.0])
+    nonsym = (np.array([0, 2, 3]), np.array([0, 1, 1]), np.array([2.0, 1.0, 2.0]), (2, 2))
+    with pytest.raises(linalgd.InvalidArgument, match="symmetric"):
+        client.sparse_solve(nonsym, [1.0, 1.0], method="cholesky")
+    with pytest.raises(linalgd.InvalidArgument, match="preconditioner"):
+        client.sparse_solve(poisson(3), np.ones(9), method="gmres", preconditioner="ilu7")
+    n = 20  # the identity without its last entry: singular, sparse (density 0.05)
+    singular = (np.array(list(range(n)) + [n - 1]), np.arange(n - 1), np.ones(n - 1), (n, n))
+    with pytest.raises(linalgd.FailedPrecondition, match="singular"):
+        client.sparse_solve(singular, np.ones(n), method="lu", no_fallback=True)
