@@ -42,6 +42,10 @@ struct BenchOptions {
   // systems and the order of the graph Laplacian (0: skip one); methods
   // "cholesky" (direct) and "cg" (Jacobi CG). About 1e6 unknowns each:
   // --sparse-2d 1000 --sparse-3d 100 --sparse-graph 1000000.
+  // stress: callers, duration, size of its large matmuls and solves.
+  int stress_callers = 8;
+  double stress_seconds = 3;
+  int stress_large_n = 256;
   int64_t sparse_2d = 64;
   int64_t sparse_3d = 16;
   int64_t sparse_graph = 4096;

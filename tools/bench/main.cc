@@ -19,7 +19,7 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse")
+  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse, stress")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -50,6 +50,11 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--batch-latency-iterations", o.batch_latency_iterations, "low-load timed calls")
       ->capture_default_str();
+  app.add_option("--stress-callers", o.stress_callers, "stress: concurrent callers")
+      ->capture_default_str();
+  app.add_option("--stress-seconds", o.stress_seconds, "stress: how long")->capture_default_str();
+  app.add_option("--stress-large-n", o.stress_large_n, "stress: size of the large problems")
+      ->capture_default_str();
   app.add_option("--sparse-2d", o.sparse_2d, "sparse: 2-D Poisson grid extent m (n = m^2; 0: skip)")
       ->capture_default_str();
   app.add_option("--sparse-3d", o.sparse_3d, "sparse: 3-D Poisson grid extent m (n = m^3; 0: skip)")
@@ -73,6 +78,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "batching") return MakeBatchingWorkload();
   if (name == "e2e64") return MakeF64EndToEndWorkload();
   if (name == "sparse") return MakeSparseWorkload();
+  if (name == "stress") return MakeStressWorkload();
   return nullptr;
 }
 

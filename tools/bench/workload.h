@@ -45,6 +45,9 @@ std::unique_ptr<Workload> MakeF64EndToEndWorkload();
 // sparse: Poisson 2-D/3-D and a graph Laplacian, direct and Jacobi CG, on a
 // GPU-capable and a CPU-only in-process server (tools/bench/sparse_workload.cc).
 std::unique_ptr<Workload> MakeSparseWorkload();
+// Many callers mixing small and large matmuls and solves; every answer
+// checked, GPU memory sampled against the budget.
+std::unique_ptr<Workload> MakeStressWorkload();
 
 }  // namespace linalgd::bench
 
