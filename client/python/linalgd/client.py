@@ -152,9 +152,11 @@ class Client(StoreMixin, SparseMixin):
             req.alpha = float(alpha)
         if beta is not None:
             req.beta = float(beta)
-        out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
-                     a_arr.shape[-1 if transpose_a else -2] * b_arr.shape[-2 if transpose_b else -1] *
-                     a_arr.itemsize)
+        out_bytes = 0  # an estimate (broadcasting aside); scalars are refused below
+        if a_arr.ndim >= 2 and b_arr.ndim >= 2:
+            out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
+                         a_arr.shape[-1 if transpose_a else -2] *
+                         b_arr.shape[-2 if transpose_b else -1] * a_arr.itemsize)
         req.keep_result = self._large(out_bytes)
         temps = []
         try:
