@@ -22,11 +22,6 @@ struct ClientOptions {
   // server and streamed back with GetTensor. 0: never.
   int64_t stream_threshold_bytes = int64_t{64} << 20;
   int64_t chunk_bytes = int64_t{2} << 20;
-  // When > 0 and the server runs on this host with --allow-shm: a POSIX
-  // shared-memory region of this size, registered once, carries operands and
-  // results above the threshold instead of the socket (falls back to
-  // streaming when the server cannot map it, or a call does not fit).
-  int64_t shared_memory_bytes = 0;
 };
 
 // Per-call settings. `deadline` wins over `timeout`; with neither, the
