@@ -21,13 +21,24 @@ run() {  # run NAME LIMIT_S COMMAND...: output in $out/NAME.log
   echo "$name: rc=$? in $((SECONDS - start)) s" | tee -a "$summary"
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$summary" 2>&1
-run gpu_tests 150 "$here/bin/gpu_tests" --gtest_output=json:$out/gpu_tests.json
-run gpu_server_tests 120 "$here/bin/gpu_server_tests"
-run gpu_bench 150 "$here/bin/linalgd-gpu-bench" --json "$out/gpu_bench.json" ${GPU_BENCH_ARGS:-}
-run bench 240 "$here/bin/linalgd-bench" --json "$out/bench.json" ${BENCH_ARGS:---workloads latency,throughput,large,e2e64 --large-n 4096 --e2e-matmul-sizes 1024,4096 --e2e-solve-sizes 4096,8192}
+run gpu_tests ${T_GPU_TESTS:-120} "$here/bin/gpu_tests" --gtest_output=json:$out/gpu_tests.json
+run gpu_server_tests ${T_SERVER_TESTS:-90} "$here/bin/gpu_server_tests"
+run gpu_bench ${T_GPU_BENCH:-120} "$here/bin/linalgd-gpu-bench" --json "$out/gpu_bench.json" ${GPU_BENCH_ARGS:-}
+bench() {  # bench NAME LIMIT_S ARGS...: linalgd-bench, JSON in $out/NAME.json, log appended to bench.log
+  local name=$1 limit=$2; shift 2
+  run "$name" "$limit" "$here/bin/linalgd-bench" --json "$out/$name.json" "$@"
+  { echo "== $name"; tail -30 "$out/$name.log"; } >> "$out/bench.log"
+  rm -f "$out/$name.log"
+}
+bench bench_main ${T_BENCH_MAIN:-200} ${BENCH_MAIN_ARGS:---workloads latency,throughput,large,e2e64,stress --large-n 4096 --e2e-matmul-sizes 1024,4096 --e2e-solve-sizes 4096,8192 --stress-callers 64 --stress-seconds 20 --stress-large-n 2048}
+bench bench_extra ${T_BENCH_EXTRA:-150} ${BENCH_EXTRA_ARGS:---workloads batching,sparse --sparse-2d 1000 --sparse-3d 100 --sparse-graph 1000000 --sparse-methods cg --large-warmup 0}
+bench bench_direct ${T_BENCH_DIRECT:-120} ${BENCH_DIRECT_ARGS:---workloads sparse --sparse-2d 1000 --sparse-3d 50 --sparse-graph 0 --sparse-methods cholesky --large-warmup 0}
 for f in gpu_tests gpu_server_tests; do
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/$f.log" | head -20 | sed "s/^/$f: /" >> "$summary"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/$f.log" | head -30 | sed "s/^/$f: /" >> "$summary"
 done
+grep -E "Failure|error|Expected|Which is" "$out/gpu_tests.log" | head -40 >> "$summary"
+rm -f "$out/gpu_tests.log"
 tail -25 "$out/gpu_bench.log" >> "$summary"
-tail -40 "$out/bench.log" >> "$summary"
+rm -f "$out/gpu_bench.log"
 cat "$summary"
+tail -60 "$out/bench.log"
