@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_GPU_GPU_BACKEND_H_
 #define LINALGD_SERVER_GPU_GPU_BACKEND_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/backend/backend.h"
+#include "server/backend/memory_budget.h"
 #include "server/common/status_macros.h"
 #include "server/gpu/device_memory.h"
 #include "server/gpu/gpu_context.h"
@@ -39,6 +41,10 @@ class GpuBackend : public Backend {
                            std::vector<Tensor>* outs) override;
   absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                           std::vector<SolveResult>* outs) override;
+  // Factors kept in device memory (gpu_factor.cc), each holding a reservation
+  // of its bytes on memory_budget() when one is set.
+  absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override;
+  absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor, const TensorView& b) override;
 
   int device() const { return device_; }
   bool fenced() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -47,6 +53,10 @@ class GpuBackend : public Backend {
   HandlePool& handles() { return *handles_; }
   LtAlgoCache& algo_cache() { return cache_; }
   PinnedPool& pinned() { return *pinned_; }
+  // The lane's MemoryBudget, charged by long-lived allocations (factors).
+  // May be null (no budget). REQUIRES: `budget` outlives the backend's factors.
+  void set_memory_budget(MemoryBudget* budget) { budget_.store(budget); }
+  MemoryBudget* memory_budget() const { return budget_.load(); }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,
   // errors classified (and the device fenced on a sticky one).
@@ -70,6 +80,7 @@ class GpuBackend : public Backend {
   LtAlgoCache cache_;
   std::unique_ptr<DeviceMemory> memory_;  // destroyed after handles_' streams
   std::unique_ptr<HandlePool> handles_;
+  std::atomic<MemoryBudget*> budget_{nullptr};
   mutable absl::Mutex mu_;
   std::string fence_reason_ ABSL_GUARDED_BY(mu_);  // empty: healthy
 };

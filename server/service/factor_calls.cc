@@ -232,10 +232,9 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
   auto p = PrepareFactorize(*request, env);
   const int64_t n = p.ok() ? p->op.a.rows() : 0;
   const double flops = 2.0 / 3.0 * n * n * n;
-  // Routed to the CPU lane (largest_dim 0) until the GPU backend implements
-  // Factorize: a GPU lane would answer UNIMPLEMENTED, which is not rerun on
-  // the CPU.
-  return Submit<FactorizeJob>(env, context, response, std::move(p), /*largest_dim=*/0,
+  // Routed like a solve of a (n >= --cpu-threshold: a GPU lane when there is
+  // one); a retryable GPU failure reruns on the CPU.
+  return Submit<FactorizeJob>(env, context, response, std::move(p), /*largest_dim=*/n,
                               request->priority(), flops);
 }
 

@@ -15,6 +15,7 @@
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "server/gpu/host_pinning.h"
+#include "server/gpu/lane_budget.h"
 #include "server/metrics/http_exposer.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/scheduler.h"
@@ -215,6 +216,10 @@ std::vector<GpuLane> ServerImpl::GpuLanes(const std::vector<Backend*>& gpus) {
         name, static_cast<int64_t>(options_.gpu_memory_fraction * total),
         [metrics, name](int64_t reserved) { metrics->SetDeviceMemoryReserved(name, reserved); }));
     lanes.push_back(GpuLane{b, budgets_.back().get()});
+    // The unwrapped backend (b may be a fault wrapper) charges its factors here.
+    for (Backend* raw : gpu_->backends()) {
+      if (raw->name() == name) AttachLaneBudget(raw, budgets_.back().get());
+    }
   }
   return lanes;
 }

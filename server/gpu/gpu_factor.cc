@@ -1,0 +1,369 @@
+#include "server/gpu/gpu_factor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/gpu/blas_calls.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/dense_solver.h"
+#include "server/gpu/device_tensor.h"
+#include "server/gpu/gpu_backend.h"
+#include "server/gpu/kernels.h"
+#include "server/gpu/transfer.h"
+
+namespace linalgd::gpu {
+namespace {
+
+constexpr int kMaxEstimatorIterations = 5;
+
+int64_t RoundUp256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// What Factorize knows about a before factoring it.
+struct MatrixStats {
+  double anorm = 0;   // ||a||_1
+  double asym = 0;    // max |a[i,j] - a[j,i]|
+  double sym_tol = 0;  // 100 eps ||a||_1
+};
+
+// The factors being built, before they become a GpuFactor.
+struct Work {
+  GpuContext& ctx;
+  DType t;
+  int64_t n;
+  DeviceBuffer w;     // column-major n x n
+  DeviceBuffer ipiv;  // LU only
+  DeviceBuffer info;  // one device int
+};
+
+absl::StatusOr<MatrixStats> Stats(GpuContext& ctx, DType t, const void* a, int64_t n) {
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc((1 + n) * sizeof(double)));
+  LINALGD_GPU_CHECK(cudaMemsetAsync(d.data(), 0, d.bytes(), ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      SymmetryStats(t, a, n, 1, d.as<double>(), d.as<double>() + 1, ctx.hs.stream));
+  std::vector<double> host(1 + n);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(host.data(), d.data(), host.size() * sizeof(double),
+                                    cudaMemcpyDeviceToHost, ctx.hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+  MatrixStats s;
+  s.asym = host[0];
+  s.anorm = n > 0 ? *std::max_element(host.begin() + 1, host.end()) : 0.0;
+  s.sym_tol = 100 * MachineEps(t) * s.anorm;
+  return s;
+}
+
+// devInfo < 0 is a bad argument: a bug of ours, never the caller's.
+absl::StatusOr<int> ReadInfo(HandleSet& hs, const DeviceBuffer& info, const char* what) {
+  LINALGD_ASSIGN_OR_RETURN(int v, ReadDeviceInt(hs, info.as<int>()));
+  if (v < 0) {
+    return absl::InternalError(
+        absl::StrCat(what, ": devInfo ", v, " (parameter ", -v, " is invalid)"));
+  }
+  return v;
+}
+
+// x (column-major n x nrhs) = a^-1 x, or a^-T x when `transposed`. Queued on
+// the stream; *d_info gets getrs / potrs's devInfo.
+absl::Status SolveInPlace(HandleSet& hs, DType t, SolveMethod method, int64_t n, int64_t nrhs,
+                          const void* factors, const int64_t* pivots, void* x, bool transposed,
+                          int* d_info) {
+  const cudaDataType_t ct = CudaType(t);
+  if (method == SolveMethod::kCholesky) {  // a symmetric: a^-T = a^-1
+    LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n,
+                                       nrhs, ct, factors, n, ct, x, n, d_info));
+    return absl::OkStatus();
+  }
+  // The factors are those of a^T: OP_T solves a x = b, OP_N solves a^T x = b.
+  const cublasOperation_t op = transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, op, n, nrhs, ct, factors, n,
+                                     pivots, ct, x, n, d_info));
+  return absl::OkStatus();
+}
+
+// Host doubles <-> a device vector of dtype t (synchronous).
+absl::Status VectorToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void* dst) {
+  std::vector<float> f;
+  const void* src = v.data();
+  size_t bytes = v.size() * sizeof(double);
+  if (t == DType::kF32) {
+    f.assign(v.begin(), v.end());
+    src = f.data();
+    bytes = f.size() * sizeof(float);
+  }
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> VectorToHost(HandleSet& hs, DType t, const void* src,
+                                                 int64_t n) {
+  std::vector<double> v(n);
+  std::vector<float> f(t == DType::kF32 ? n : 0);
+  void* dst = t == DType::kF32 ? static_cast<void*>(f.data()) : static_cast<void*>(v.data());
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(dst, src, n * DTypeSize(t), cudaMemcpyDeviceToHost, hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+  if (t == DType::kF32) std::copy(f.begin(), f.end(), v.begin());
+  return v;
+}
+
+// y = a^-1 x (or a^-T x) for one host vector, through the factors in `w`.
+absl::StatusOr<std::vector<double>> SolveVector(Work& w, SolveMethod method,
+                                                const std::vector<double>& x, bool transposed,
+                                                void* scratch) {
+  LINALGD_RETURN_IF_ERROR(VectorToDevice(w.ctx.hs, w.t, x, scratch));
+  LINALGD_RETURN_IF_ERROR(SolveInPlace(w.ctx.hs, w.t, method, w.n, 1, w.w.data(),
+                                       w.ipiv.as<int64_t>(), scratch, transposed,
+                                       w.info.as<int>()));
+  return VectorToHost(w.ctx.hs, w.t, scratch, w.n);
+}
+
+// Hager's estimate of ||a^-1||_1 (Higham, ACM TOMS 14, 1988, algorithm 2.1).
+absl::StatusOr<double> InverseNorm1(Work& w, SolveMethod method) {
+  const int64_t n = w.n;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, w.ctx.Alloc(n * DTypeSize(w.t)));
+  std::vector<double> x(n, 1.0 / static_cast<double>(n)), sign(n);
+  double estimate = 0;
+  for (int iter = 0; iter < kMaxEstimatorIterations; ++iter) {
+    LINALGD_ASSIGN_OR_RETURN(std::vector<double> y,
+                             SolveVector(w, method, x, false, scratch.data()));
+    double norm = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      norm += std::fabs(y[i]);
+      sign[i] = y[i] < 0 ? -1.0 : 1.0;
+    }
+    if (!std::isfinite(norm)) return std::numeric_limits<double>::infinity();
+    if (iter > 0 && norm <= estimate) break;
+    estimate = norm;
+    LINALGD_ASSIGN_OR_RETURN(std::vector<double> z,
+                             SolveVector(w, method, sign, true, scratch.data()));
+    int64_t j = 0;
+    double ztx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ztx += z[i] * x[i];
+      if (std::fabs(z[i]) > std::fabs(z[j])) j = i;
+    }
+    if (std::fabs(z[j]) <= ztx) break;
+    std::fill(x.begin(), x.end(), 0.0);
+    x[j] = 1.0;
+  }
+  LINALGD_RETURN_IF_ERROR(ReadInfo(w.ctx.hs, w.info, "getrs/potrs").status());
+  return estimate;
+}
+
+absl::StatusOr<double> Rcond(Work& w, SolveMethod method, double anorm) {
+  if (w.n == 0) return 1.0;
+  LINALGD_ASSIGN_OR_RETURN(double inv_norm, InverseNorm1(w, method));
+  if (!(anorm > 0) || !(inv_norm > 0) || !std::isfinite(inv_norm)) return 0.0;
+  return 1.0 / (anorm * inv_norm);
+}
+
+// Empty: w holds the Cholesky factor. Else why Cholesky does not apply.
+absl::StatusOr<std::string> TryCholesky(Work& w, const MatrixStats& s) {
+  if (!(s.asym <= s.sym_tol)) {
+    return absl::StrCat("cholesky: a is not symmetric (max |a[i,j] - a[j,i]| = ", s.asym,
+                        " exceeds 100*eps*||a||_1 = ", s.sym_tol, ")");
+  }
+  HandleSet& hs = w.ctx.hs;
+  const cudaDataType_t ct = CudaType(w.t);
+  size_t dev_bytes = 0, host_bytes = 0;
+  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(hs.solver, hs.solver_params,
+                                                CUBLAS_FILL_MODE_LOWER, w.n, ct, w.w.data(),
+                                                w.n, ct, &dev_bytes, &host_bytes));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer work, w.ctx.Alloc(static_cast<int64_t>(dev_bytes)));
+  std::vector<char> host(host_bytes);
+  LINALGD_GPU_CHECK(cusolverDnXpotrf(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, w.n,
+                                     ct, w.w.data(), w.n, ct, work.data(), dev_bytes,
+                                     host.data(), host_bytes, w.info.as<int>()));
+  LINALGD_ASSIGN_OR_RETURN(int failed, ReadInfo(hs, w.info, "cusolverDnXpotrf"));
+  if (failed > 0) {
+    return absl::StrCat("cholesky: leading minor ", failed, " is not positive definite");
+  }
+  return std::string();
+}
+
+// Empty: w and ipiv hold the LU factors of a^T. Else why a is singular.
+absl::StatusOr<std::string> TryLu(Work& w) {
+  HandleSet& hs = w.ctx.hs;
+  const cudaDataType_t ct = CudaType(w.t);
+  LINALGD_ASSIGN_OR_RETURN(w.ipiv, w.ctx.Alloc(w.n * sizeof(int64_t)));
+  size_t dev_bytes = 0, host_bytes = 0;
+  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(hs.solver, hs.solver_params, w.n, w.n, ct,
+                                                w.w.data(), w.n, ct, &dev_bytes, &host_bytes));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer work, w.ctx.Alloc(static_cast<int64_t>(dev_bytes)));
+  std::vector<char> host(host_bytes);
+  LINALGD_GPU_CHECK(cusolverDnXgetrf(hs.solver, hs.solver_params, w.n, w.n, ct, w.w.data(), w.n,
+                                     w.ipiv.as<int64_t>(), ct, work.data(), dev_bytes,
+                                     host.data(), host_bytes, w.info.as<int>()));
+  LINALGD_ASSIGN_OR_RETURN(int failed, ReadInfo(hs, w.info, "cusolverDnXgetrf"));
+  if (failed > 0) {
+    return absl::StrCat("lu: a is singular (U[", failed - 1, ",", failed - 1,
+                        "] is exactly zero)");
+  }
+  return std::string();
+}
+
+std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond,
+                                         Backend* owner, MemoryBudget::Reservation r) {
+  FactorInfo info;
+  info.method = method;
+  info.dtype = w.t;
+  info.n = w.n;
+  info.bytes = w.w.bytes() + w.ipiv.bytes();
+  info.placement = owner->name();
+  info.rcond = rcond;
+  return std::make_shared<GpuFactor>(std::move(info), owner, w.ctx.mem.device(), std::move(w.w),
+                                     std::move(w.ipiv), std::move(r));
+}
+
+absl::StatusOr<MemoryBudget::Reservation> ReserveFor(MemoryBudget* budget, int64_t bytes) {
+  if (budget == nullptr) return MemoryBudget::Reservation();
+  return budget->TryReserve(bytes);
+}
+
+// The LU attempt on the a in w.w; FAILED_PRECONDITION when a is singular.
+absl::StatusOr<std::shared_ptr<const Factor>> FactorLu(Work& w, const MatrixStats& s,
+                                                       Backend* owner,
+                                                       MemoryBudget::Reservation& r) {
+  LINALGD_ASSIGN_OR_RETURN(std::string failure, TryLu(w));
+  if (!failure.empty()) return absl::FailedPreconditionError(failure);
+  LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kLu, s.anorm));
+  if (rcond < MachineEps(w.t)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "lu: a is numerically singular (rcond ", rcond, " below machine epsilon)"));
+  }
+  return MakeFactor(w, SolveMethod::kLu, rcond, owner, std::move(r));
+}
+
+}  // namespace
+
+GpuFactor::GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors,
+                     DeviceBuffer pivots, MemoryBudget::Reservation reservation)
+    : Factor(std::move(info), owner),
+      device_(device),
+      factors_(std::move(factors)),
+      pivots_(std::move(pivots)),
+      reservation_(std::move(reservation)) {}
+
+GpuFactor::~GpuFactor() {
+  int previous = -1;
+  const bool restore = cudaGetDevice(&previous) == cudaSuccess && previous != device_;
+  if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError();
+  factors_.Reset();
+  pivots_.Reset();
+  if (restore && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
+  reservation_.Release();
+}
+
+absl::Status CheckFactorizeOp(const FactorizeOp& op) {
+  if (op.a.shape.size() != 2 || op.a.rows() != op.a.cols()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.shape: ", ShapeString(op.a.shape), " is not one square matrix"));
+  }
+  if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));
+  }
+  if (op.method == SolveMethod::kQr || op.method == SolveMethod::kLstsq) {
+    return absl::InvalidArgumentError("method: Factorize takes AUTO, LU or CHOLESKY");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op,
+                                             Backend* owner, MemoryBudget* budget) {
+  Work w{ctx, op.a.dtype, op.a.rows(), {}, {}, {}};
+  const int64_t bytes = w.n * w.n * DTypeSize(w.t);
+  const int64_t pivot_bytes = RoundUp256(w.n * static_cast<int64_t>(sizeof(int64_t)));
+  LINALGD_ASSIGN_OR_RETURN(MemoryBudget::Reservation r,
+                           ReserveFor(budget, RoundUp256(bytes) + pivot_bytes));
+  LINALGD_ASSIGN_OR_RETURN(w.w, ctx.Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(w.info, ctx.Alloc(sizeof(int)));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, op.a.data, bytes, w.w.data()));
+  LINALGD_ASSIGN_OR_RETURN(MatrixStats s, Stats(ctx, w.t, w.w.data(), w.n));
+  FactorizeResult result;
+  if (op.method != SolveMethod::kLu) {
+    LINALGD_ASSIGN_OR_RETURN(std::string failure, TryCholesky(w, s));
+    if (failure.empty()) {
+      LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kCholesky, s.anorm));
+      result.factor = MakeFactor(w, SolveMethod::kCholesky, rcond, owner, std::move(r));
+      return result;
+    }
+    if (op.method == SolveMethod::kCholesky && !op.allow_fallback) {
+      return absl::FailedPreconditionError(failure);
+    }
+    if (op.method == SolveMethod::kCholesky) result.fallback = failure + "; used lu";
+    // potrf overwrote w: a again.
+    LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, op.a.data, bytes, w.w.data()));
+  }
+  LINALGD_ASSIGN_OR_RETURN(result.factor, FactorLu(w, s, owner, r));
+  return result;
+}
+
+absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b) {
+  const FactorInfo& f = factor.info();
+  if (b.shape.size() < 2 || b.rows() != f.n || b.dtype != f.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "b: ", DTypeName(b.dtype), ShapeString(b.shape), " does not fit the ",
+        DTypeName(f.dtype), " factor of order ", f.n));
+  }
+  return absl::OkStatus();
+}
+
+// The row-major [batch, n, k] b is transposed on the device into batch
+// column-major n x k blocks, which together are one column-major
+// n x (batch * k) matrix: one getrs / potrs solves them all.
+absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor& factor,
+                                               const TensorView& b) {
+  const FactorInfo& f = factor.info();
+  SolveResult r;
+  r.method_used = f.method;
+  r.residual = -1;  // a is not kept
+  const int64_t n = f.n, k = b.cols();
+  if (b.num_elements() == 0) {
+    r.x = Tensor(b.dtype, b.shape);
+    return r;
+  }
+  const int64_t batch = b.num_elements() / (n * k);
+  const DType t = b.dtype;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, Upload(ctx, b));
+  DeviceBuffer cols;  // k == 1: the row-major b already is column-major
+  if (k > 1) {
+    LINALGD_ASSIGN_OR_RETURN(cols, ctx.Alloc(static_cast<int64_t>(b.num_bytes())));
+    LINALGD_RETURN_IF_ERROR(
+        Transpose(t, x.data(), n, k, k, n * k, cols.data(), n, n * k, batch, ctx.hs.stream));
+  }
+  void* work = k > 1 ? cols.data() : x.data();
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
+  LINALGD_RETURN_IF_ERROR(SolveInPlace(ctx.hs, t, f.method, n, batch * k, factor.factors(),
+                                       factor.pivots(), work, false, info.as<int>()));
+  if (k > 1) {
+    LINALGD_RETURN_IF_ERROR(
+        Transpose(t, cols.data(), k, n, n, n * k, x.data(), k, n * k, batch, ctx.hs.stream));
+  }
+  LINALGD_ASSIGN_OR_RETURN(r.x, Download(ctx, x.data(), t, b.shape));
+  LINALGD_RETURN_IF_ERROR(ReadInfo(ctx.hs, info, "getrs/potrs").status());
+  return r;
+}
+
+absl::StatusOr<FactorizeResult> GpuBackend::Factorize(const FactorizeOp& op) {
+  LINALGD_RETURN_IF_ERROR(CheckFactorizeOp(op));
+  MemoryBudget* budget = memory_budget();
+  return RunJob<FactorizeResult>(
+      [&](GpuContext& ctx) { return RunFactorize(ctx, op, this, budget); });
+}
+
+absl::StatusOr<SolveResult> GpuBackend::SolveWithFactor(const Factor& factor,
+                                                        const TensorView& b) {
+  const auto* f = dynamic_cast<const GpuFactor*>(&factor);
+  if (f == nullptr || factor.owner() != this) {
+    return absl::InvalidArgumentError(absl::StrCat("factor: not a factor of ", name()));
+  }
+  LINALGD_RETURN_IF_ERROR(CheckFactorSolve(factor, b));
+  return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolveWithFactor(ctx, *f, b); });
+}
+
+}  // namespace linalgd::gpu

@@ -1,0 +1,74 @@
+#ifndef LINALGD_SERVER_GPU_GPU_FACTOR_H_
+#define LINALGD_SERVER_GPU_GPU_FACTOR_H_
+
+// Cached factorizations on one device (factor.h), with the CPU backend's
+// semantics and messages (server/cpu/cpu_factor.h): kAuto is Cholesky when
+// a is symmetric positive definite, else LU; kCholesky on a non-SPD a falls
+// back to LU when allowed, else FAILED_PRECONDITION; a singular a (an exactly
+// zero pivot, or rcond below machine epsilon) is FAILED_PRECONDITION.
+//
+// Layout: the row-major a is the column-major a^T, so LU factors a^T
+// (cusolverDnXgetrf) and solves use getrs with CUBLAS_OP_T; Cholesky factors
+// the lower triangle (cusolverDnXpotrf) of the symmetric a. The pivots stay
+// on the device (int64, 1-based, as the 64-bit API writes them).
+//
+// rcond: 1 / (||a||_1 * est), est Hager's estimate of ||a^-1||_1 (at most
+// five iterations, each two one-column solves with the factor), the
+// estimator behind LAPACK's gecon / pocon.
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "server/backend/factor.h"
+#include "server/backend/memory_budget.h"
+#include "server/gpu/device_memory.h"
+#include "server/gpu/gpu_context.h"
+
+namespace linalgd::gpu {
+
+// The factors of one matrix, in device memory for the factor's lifetime.
+// Destruction may happen on any thread: it makes the device current, frees
+// the buffers (stream-ordered) and then returns the budget reservation.
+// REQUIRES: the owning GpuBackend (its DeviceMemory and streams) and the
+// budget outlive the factor. Immutable: concurrent solves are safe.
+class GpuFactor : public Factor {
+ public:
+  GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors,
+            DeviceBuffer pivots, MemoryBudget::Reservation reservation);
+  ~GpuFactor() override;
+
+  int device() const { return device_; }
+  // Column-major n x n: the LU of a^T, or the Cholesky factor L (lower).
+  const void* factors() const { return factors_.data(); }
+  // LU only (null for Cholesky): n pivots.
+  const int64_t* pivots() const { return pivots_.as<int64_t>(); }
+
+ private:
+  const int device_;
+  DeviceBuffer factors_;
+  DeviceBuffer pivots_;
+  MemoryBudget::Reservation reservation_;
+};
+
+// One Factorize on ctx's device. `budget` (may be null) is charged with the
+// factor's bytes for its lifetime (RESOURCE_EXHAUSTED when they do not fit).
+// REQUIRES: op.a is one square F32/F64 matrix (CheckFactorizeOp); ctx's
+// device is current; `owner` is the GpuBackend of ctx.
+absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op,
+                                             Backend* owner, MemoryBudget* budget);
+
+// INVALID_ARGUMENT unless op.a is one square F32/F64 matrix.
+absl::Status CheckFactorizeOp(const FactorizeOp& op);
+
+// x = a^-1 b for every [n, k] matrix of b ([..., n, k], row-major), in one
+// getrs / potrs call over all batch elements. REQUIRES: b fits the factor
+// (CheckFactorSolve); ctx is on the factor's device.
+absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor& factor,
+                                               const TensorView& b);
+
+// INVALID_ARGUMENT unless b is [..., n, k] of the factor's dtype.
+absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b);
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_GPU_FACTOR_H_

@@ -1,0 +1,279 @@
+// Cached factorizations on the GPU (server/gpu/gpu_factor.h): reuse against
+// fresh solves, the Cholesky -> LU fallback, singular and non-SPD failures,
+// batched right-hand sides, and device memory returned when a factor goes.
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/backend/memory_budget.h"
+#include "server/backend/plan.h"
+#include "tests/cpu/test_reference.h"
+#include "tests/gpu/gpu_test_env.h"
+
+namespace linalgd {
+namespace {
+
+using test_ref::FromValues;
+using test_ref::RandomTensor;
+using test_ref::RelError;
+using test_ref::Values;
+using ::testing::HasSubstr;
+
+using Mat = std::vector<double>;
+
+Mat Random(int rows, int cols, std::mt19937& rng) {
+  return Values(RandomTensor(DType::kF64, {rows, cols}, rng));
+}
+
+Mat WellConditioned(int n, std::mt19937& rng) {
+  Mat a = Random(n, n, rng);
+  for (int i = 0; i < n; ++i) a[i * n + i] += n;
+  return a;
+}
+
+// Exactly symmetric, diagonally dominant: SPD.
+Mat Spd(int n, std::mt19937& rng) {
+  Mat a = Random(n, n, rng);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
+    a[i * n + i] = n + 1.0;
+  }
+  return a;
+}
+
+// Exactly symmetric, indefinite: leading minor 3 is negative.
+Mat Indefinite(int n, std::mt19937& rng) {
+  Mat a = Spd(n, rng);
+  a[2 * n + 2] = -(n + 1.0);
+  return a;
+}
+
+class GpuFactorTest : public ::testing::Test {
+ protected:
+  gpu::GpuBackend& gpu() { return *gpu_test::FirstGpu(); }
+
+  absl::StatusOr<FactorizeResult> Factorize(DType dt, const Mat& a, int n, SolveMethod method,
+                                            bool fallback = true) {
+    a_ = FromValues(dt, {n, n}, a);
+    FactorizeOp op;
+    op.a = a_.view();
+    op.method = method;
+    op.allow_fallback = fallback;
+    return gpu().Factorize(op);
+  }
+
+  absl::StatusOr<SolveResult> SolveWith(const Factor& f, DType dt, const Shape& bs,
+                                        const Mat& b) {
+    b_ = FromValues(dt, bs, b);
+    return gpu().SolveWithFactor(f, b_.view());
+  }
+
+  // A fresh GPU solve of the a_ of the last Factorize with b.
+  Mat FreshSolve(DType dt, const Shape& bs, const Mat& b, SolveMethod method) {
+    Tensor bt = FromValues(dt, bs, b);
+    SolveOp op;
+    op.a = a_.view();
+    op.b = bt.view();
+    op.method = method;
+    absl::StatusOr<SolvePlan> plan = PlanSolve(op);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    if (!plan.ok()) return {};
+    absl::StatusOr<SolveResult> r = gpu().Solve(op, *plan);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? Values(r->x) : Mat();
+  }
+
+  std::mt19937 rng_{23};
+  Tensor a_, b_;
+};
+
+TEST_F(GpuFactorTest, ReuseWithManyRightHandSidesMatchesFreshSolves) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 96;
+  for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
+    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : Spd(n, rng_);
+    absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, method);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const FactorInfo& info = f->factor->info();
+    EXPECT_EQ(info.method, method);
+    EXPECT_EQ(info.n, n);
+    EXPECT_EQ(info.placement, gpu().name());
+    EXPECT_GE(info.bytes, int64_t{n} * n * 8);
+    EXPECT_GT(info.rcond, 0);
+    EXPECT_LE(info.rcond, 1);
+    EXPECT_TRUE(f->fallback.empty()) << f->fallback;
+    for (int trial = 0; trial < 20; ++trial) {
+      const int k = 1 + trial % 5;
+      const Mat b = Random(n, k, rng_);
+      absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, k}, b);
+      ASSERT_TRUE(x.ok()) << x.status();
+      EXPECT_EQ(x->x.shape(), (Shape{n, k}));
+      EXPECT_EQ(x->method_used, method);
+      EXPECT_EQ(x->residual, -1);
+      const Mat fresh = FreshSolve(DType::kF64, {n, k}, b, method);
+      EXPECT_LE(RelError(Values(x->x), fresh), 1e-12) << "trial " << trial;
+      EXPECT_LE(RelError(Values(x->x), test_ref::GaussSolve(a, b, n, k)), 1e-12);
+    }
+  }
+}
+
+TEST_F(GpuFactorTest, F32FactorSolves) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 64, k = 3;
+  const Mat a = WellConditioned(n, rng_);
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF32, a, n, SolveMethod::kAuto);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->factor->info().dtype, DType::kF32);
+  EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);  // not symmetric
+  const Mat b = Random(n, k, rng_);
+  absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF32, {n, k}, b);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_LE(RelError(Values(x->x), test_ref::GaussSolve(a, b, n, k)), 1e-4);
+}
+
+TEST_F(GpuFactorTest, AutoIsCholeskyForSpdAndLuForIndefinite) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 48;
+  absl::StatusOr<FactorizeResult> spd = Factorize(DType::kF64, Spd(n, rng_), n,
+                                                  SolveMethod::kAuto);
+  ASSERT_TRUE(spd.ok()) << spd.status();
+  EXPECT_EQ(spd->factor->info().method, SolveMethod::kCholesky);
+  const Mat a = Indefinite(n, rng_);
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, SolveMethod::kAuto,
+                                                /*fallback=*/false);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);
+  EXPECT_TRUE(f->fallback.empty()) << f->fallback;  // as on the CPU: AUTO's own choice
+  const Mat b = Random(n, 2, rng_);
+  absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 2}, b);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_LE(RelError(Values(x->x), test_ref::GaussSolve(a, b, n, 2)), 1e-12);
+}
+
+TEST_F(GpuFactorTest, CholeskyOnNonSpdFallsBackToLuOrFailsWhenForbidden) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 32;
+  const Mat a = Indefinite(n, rng_);
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, SolveMethod::kCholesky);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);
+  EXPECT_THAT(f->fallback, HasSubstr("leading minor 3 is not positive definite"));
+  EXPECT_THAT(f->fallback, HasSubstr("used lu"));
+
+  absl::StatusOr<FactorizeResult> no = Factorize(DType::kF64, a, n, SolveMethod::kCholesky,
+                                                 /*fallback=*/false);
+  ASSERT_FALSE(no.ok());
+  EXPECT_EQ(no.status().code(), absl::StatusCode::kFailedPrecondition) << no.status();
+  EXPECT_THAT(no.status().message(), HasSubstr("leading minor 3"));
+
+  absl::StatusOr<FactorizeResult> asym = Factorize(
+      DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kCholesky, /*fallback=*/false);
+  ASSERT_FALSE(asym.ok());
+  EXPECT_EQ(asym.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(asym.status().message(), HasSubstr("not symmetric"));
+}
+
+TEST_F(GpuFactorTest, SingularLuIsFailedPrecondition) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 16;
+  Mat zero_row = WellConditioned(n, rng_);
+  for (int j = 0; j < n; ++j) zero_row[3 * n + j] = 0;
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, zero_row, n, SolveMethod::kLu);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition) << f.status();
+  EXPECT_THAT(f.status().message(), HasSubstr("singular"));
+
+  // Rank n - 1 in floating point: row 5 = row 1 + row 2.
+  Mat dependent = WellConditioned(n, rng_);
+  for (int j = 0; j < n; ++j) dependent[5 * n + j] = dependent[n + j] + dependent[2 * n + j];
+  absl::StatusOr<FactorizeResult> g = Factorize(DType::kF64, dependent, n, SolveMethod::kAuto);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kFailedPrecondition) << g.status();
+  EXPECT_THAT(g.status().message(), HasSubstr("singular"));
+}
+
+TEST_F(GpuFactorTest, BatchedRightHandSidesSolveEachMatrix) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 40, k = 3;
+  const int batch = 6;  // b is [2, 3, n, k]
+  for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
+    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : Spd(n, rng_);
+    absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, method);
+    ASSERT_TRUE(f.ok()) << f.status();
+    for (int kk : {1, k}) {
+      const Shape shape = {2, 3, n, kk};
+      const Mat b = Random(batch * n, kk, rng_);
+      absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, shape, b);
+      ASSERT_TRUE(x.ok()) << x.status();
+      ASSERT_EQ(x->x.shape(), shape);
+      const Mat xs = Values(x->x);
+      for (int e = 0; e < batch; ++e) {
+        const Mat be(b.begin() + e * n * kk, b.begin() + (e + 1) * n * kk);
+        const Mat xe(xs.begin() + e * n * kk, xs.begin() + (e + 1) * n * kk);
+        EXPECT_LE(RelError(xe, test_ref::GaussSolve(a, be, n, kk)), 1e-12)
+            << "element " << e << " k " << kk;
+      }
+    }
+  }
+}
+
+TEST_F(GpuFactorTest, RejectsMismatchedRightHandSides) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 8;
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
+                                                SolveMethod::kLu);
+  ASSERT_TRUE(f.ok()) << f.status();
+  absl::StatusOr<SolveResult> rows = SolveWith(*f->factor, DType::kF64, {n + 1, 1},
+                                               Mat(n + 1, 1.0));
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<SolveResult> dtype = SolveWith(*f->factor, DType::kF32, {n, 1}, Mat(n, 1.0));
+  EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(GpuFactorTest, ReleasedFactorFreesDeviceMemoryAndBudget) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 256;
+  MemoryBudget budget(gpu().name(), int64_t{1} << 30);
+  gpu().set_memory_budget(&budget);
+  const int64_t before = gpu().memory().in_use_bytes();
+  {
+    absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
+                                                  SolveMethod::kLu);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const int64_t held = gpu().memory().in_use_bytes() - before;
+    EXPECT_GE(held, int64_t{n} * n * 8);
+    EXPECT_GE(budget.reserved(), f->factor->info().bytes);
+    absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 4}, Random(n, 4, rng_));
+    ASSERT_TRUE(x.ok()) << x.status();
+    EXPECT_EQ(gpu().memory().in_use_bytes() - before, held);  // the solve's buffers are gone
+    // The last reference dropped on another thread, as the store may do.
+    std::shared_ptr<const Factor> factor = std::move(f->factor);
+    std::thread([factor = std::move(factor)]() mutable { factor.reset(); }).join();
+  }
+  EXPECT_EQ(gpu().memory().in_use_bytes(), before);
+  EXPECT_EQ(budget.reserved(), 0);
+  gpu().set_memory_budget(nullptr);
+}
+
+TEST_F(GpuFactorTest, FactorThatDoesNotFitTheBudgetIsResourceExhausted) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 128;
+  MemoryBudget budget(gpu().name(), 1024);
+  gpu().set_memory_budget(&budget);
+  const int64_t before = gpu().memory().in_use_bytes();
+  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
+                                                SolveMethod::kLu);
+  gpu().set_memory_budget(nullptr);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted) << f.status();
+  EXPECT_EQ(gpu().memory().in_use_bytes(), before);
+  EXPECT_EQ(budget.reserved(), 0);
+}
+
+}  // namespace
+}  // namespace linalgd
