@@ -121,3 +121,120 @@ def test_reflection_lists_services(server):
     assert len(responses) == 1
     assert b"linalgd.v1.Linalg" in responses[0]
     assert b"grpc.health.v1.Health" in responses[0]
+
+
+# --- the store: put, get, rm, ls, factorize, solve --factor, @ID, --keep-result ---
+
+def put(server, path, *flags):
+    r = cli(server, "put", path, *flags)
+    assert r.returncode == 0, r.stderr + r.stdout
+    tensor_id = r.stdout.split()[0]
+    assert re.fullmatch(r"[0-9a-f]{32}", tensor_id), r.stdout
+    return tensor_id
+
+
+def test_put_get_round_trip_and_ls(server):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 53)).astype(np.float32)
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/x.npy", x)
+        tensor_id = put(server, f"{d}/x.npy", "--ttl", "1h", "--placement", "host")
+        r = cli(server, "get", tensor_id, "-o", f"{d}/y.npy")
+        assert r.returncode == 0, r.stderr
+        y = np.load(f"{d}/y.npy")
+    assert y.dtype == np.float32 and np.array_equal(x, y)
+    r = cli(server, "ls")
+    assert r.returncode == 0, r.stderr
+    line = next(l for l in r.stdout.splitlines() if l.startswith(tensor_id))
+    assert "tensor" in line and "[37,53]" in line and str(x.nbytes) in line
+    assert "bytes used" in r.stdout
+
+
+def test_rm_then_get_is_not_found(server):
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/x.npy", np.arange(12.0).reshape(3, 4))
+        tensor_id = put(server, f"{d}/x.npy")
+        r = cli(server, "rm", tensor_id)
+        assert r.returncode == 0 and "deleted" in r.stdout, r.stderr
+        r = cli(server, "get", tensor_id, "-o", f"{d}/y.npy")
+    assert r.returncode == 1
+    assert "NOT_FOUND" in r.stderr
+    assert tensor_id not in cli(server, "ls").stdout
+    r = cli(server, "rm", tensor_id)
+    assert r.returncode == 1 and "NOT_FOUND" in r.stderr
+
+
+def test_put_bad_ttl_is_usage_error(server):
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/x.npy", np.ones((2, 2)))
+        r = cli(server, "put", f"{d}/x.npy", "--ttl", "soon")
+    assert r.returncode == 2 and "--ttl" in r.stderr
+
+
+@pytest.mark.parametrize("method", ["auto", "lu", "cholesky"])
+def test_factorize_then_solve_with_factor(server, method):
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((60, 60))
+    a = m @ m.T + 60 * np.eye(60)
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/a.npy", a)
+        r = cli(server, "factorize", f"{d}/a.npy", "--method", method)
+        assert r.returncode == 0, r.stderr + r.stdout
+        factor_id = r.stdout.split()[0]
+        assert "n=60" in r.stdout
+        assert ("method=lu" if method == "lu" else "method=cholesky") in r.stdout
+        assert factor_id in cli(server, "ls").stdout
+        for k in (1, 3):
+            b = rng.standard_normal((60, k))
+            np.save(f"{d}/b.npy", b)
+            r = cli(server, "solve", "--factor", factor_id, f"{d}/b.npy", "-o", f"{d}/x.npy")
+            assert r.returncode == 0, r.stderr + r.stdout
+            x = np.load(f"{d}/x.npy")
+            assert rel(x, np.linalg.solve(a, b)) < 1e-12
+        r = cli(server, "release-factor", factor_id)
+        assert r.returncode == 0, r.stderr
+        r = cli(server, "solve", "--factor", factor_id, f"{d}/b.npy", "-o", f"{d}/x.npy")
+    assert r.returncode == 1 and "NOT_FOUND" in r.stderr
+
+
+def test_resident_operands_and_keep_result(server):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((40, 30))
+    b = rng.standard_normal((30, 20))
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/a.npy", a)
+        np.save(f"{d}/b.npy", b)
+        a_id = put(server, f"{d}/a.npy")
+        r = cli(server, "matmul", f"@{a_id}", f"{d}/b.npy", "-o", f"{d}/c.npy")
+        assert r.returncode == 0, r.stderr + r.stdout
+        assert rel(np.load(f"{d}/c.npy"), a @ b) < 1e-12
+        r = cli(server, "matmul", f"@{a_id}", f"{d}/b.npy", "--keep-result")
+        assert r.returncode == 0, r.stderr + r.stdout
+        c_id = r.stdout.split()[0]
+        assert re.fullmatch(r"[0-9a-f]{32}", c_id), r.stdout
+        r = cli(server, "get", c_id, "-o", f"{d}/c2.npy")
+        assert r.returncode == 0, r.stderr
+        assert rel(np.load(f"{d}/c2.npy"), a @ b) < 1e-12
+        # A square system from resident A and B, X kept then fetched.
+        sq = a[:30, :30] + 30 * np.eye(30)
+        np.save(f"{d}/sq.npy", sq)
+        sq_id = put(server, f"{d}/sq.npy")
+        b_id = put(server, f"{d}/b.npy")
+        r = cli(server, "solve", f"@{sq_id}", f"@{b_id}", "--keep-result")
+        assert r.returncode == 0, r.stderr + r.stdout
+        x_id = r.stdout.split()[0]
+        r = cli(server, "get", x_id, "-o", f"{d}/x.npy")
+        assert r.returncode == 0, r.stderr
+        assert rel(np.load(f"{d}/x.npy"), np.linalg.solve(sq, b)) < 1e-12
+        assert cli(server, "rm", a_id, c_id, sq_id, b_id, x_id).returncode == 0
+
+
+def test_unknown_resident_operand_and_bad_flags(server):
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/b.npy", np.ones((3, 3)))
+        r = cli(server, "matmul", "@" + "0" * 32, f"{d}/b.npy", "-o", f"{d}/c.npy")
+        assert r.returncode == 1 and "NOT_FOUND" in r.stderr
+        r = cli(server, "matmul", f"{d}/b.npy", f"{d}/b.npy")  # neither -o nor --keep-result
+        assert r.returncode == 2
+        r = cli(server, "solve", "--factor", "f" * 32, f"{d}/b.npy", f"{d}/b.npy", "-o", "x.npy")
+        assert r.returncode == 2

@@ -10,18 +10,27 @@
 namespace linalgd::cli {
 
 absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text) {
+  return ParseDurationFlag("--timeout", text);
+}
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text) {
   absl::Duration d;
   double seconds;
   if (absl::SimpleAtod(text, &seconds)) {
     d = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(text, &d)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--timeout '", text, "': expected seconds or a duration like 30s, 500ms"));
+        absl::StrCat(flag, " '", text, "': expected seconds or a duration like 30s, 500ms, 1h"));
   }
   if (d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("--timeout '", text, "' must be positive"));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " '", text, "' must be positive"));
   }
   return d;
+}
+
+std::string ResidentId(const std::string& operand) {
+  if (operand.size() < 2 || operand[0] != '@') return "";
+  return operand.substr(1);
 }
 
 int ReportServerError(const absl::Status& status) {

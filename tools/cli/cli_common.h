@@ -24,6 +24,12 @@ enum ExitCode : int {
 // Parses a --timeout value: plain seconds ("30", "0.5") or an absl duration
 // ("30s", "500ms", "2m", "inf"). INVALID_ARGUMENT when not positive.
 absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text);
+// The same for any duration flag named `flag` (e.g. "--ttl").
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text);
+
+// An operand written "@ID" names a resident tensor: returns ID, or "" for a
+// plain file path.
+std::string ResidentId(const std::string& operand);
 
 // Prints "error: CODE: message" to stderr and returns the exit code for an
 // error that came back from a server call.

@@ -1,4 +1,5 @@
-// linalgd-cli: info, health, matmul and solve against a linalgd server.
+// linalgd-cli: info, health, matmul, solve, sparse-solve and the store
+// (put, get, rm, ls, factorize, release-factor) against a linalgd server.
 // Exit codes: see ExitCode in tools/cli/cli_common.h.
 #include <iostream>
 #include <memory>
@@ -6,8 +7,13 @@
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/factorize_command.h"
+#include "tools/cli/get_command.h"
 #include "tools/cli/info_command.h"
+#include "tools/cli/ls_command.h"
 #include "tools/cli/matmul_command.h"
+#include "tools/cli/put_command.h"
+#include "tools/cli/rm_command.h"
 #include "tools/cli/solve_command.h"
 #include "tools/cli/sparse_solve_command.h"
 
@@ -20,9 +26,46 @@ struct GlobalFlags {
   int64_t max_message_bytes = int64_t{1} << 30;
 };
 
+// The flags of every subcommand, filled on parse.
+struct CommandFlags {
+  MatmulFlags matmul;
+  SolveFlags solve;
+  SparseSolveFlags sparse;
+  PutFlags put;
+  GetFlags get;
+  RmFlags rm;
+  FactorizeFlags factorize;
+  std::string release_factor_id;
+};
+
+// The store subcommands (put, get, rm, ls, factorize, release-factor).
+void AddStoreCommands(CLI::App& app, CommandFlags& f) {
+  AddPutCommand(app, f.put);
+  AddGetCommand(app, f.get);
+  AddRmCommand(app, f.rm);
+  app.add_subcommand("ls", "list the tensors and factors held by the server");
+  AddFactorizeCommand(app, f.factorize);
+  app.add_subcommand("release-factor", "drop a cached factorization")
+      ->add_option("ID", f.release_factor_id, "factor id")
+      ->required();
+}
+
+// Runs a store subcommand; -1 when the parsed one is not a store command.
+int RunStoreCommand(CLI::App& app, Client& client, const client::CallOptions& call,
+                    const CommandFlags& f) {
+  if (app.got_subcommand("put")) return RunPut(client, call, f.put);
+  if (app.got_subcommand("get")) return RunGet(client, call, f.get);
+  if (app.got_subcommand("rm")) return RunRm(client, call, f.rm);
+  if (app.got_subcommand("ls")) return RunLs(client, call);
+  if (app.got_subcommand("factorize")) return RunFactorize(client, call, f.factorize);
+  if (app.got_subcommand("release-factor")) {
+    return RunReleaseFactor(client, call, f.release_factor_id);
+  }
+  return -1;
+}
+
 // Dispatches to the parsed subcommand.
-int Run(CLI::App& app, const GlobalFlags& global, const MatmulFlags& matmul,
-        const SolveFlags& solve, const SparseSolveFlags& sparse) {
+int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   absl::StatusOr<absl::Duration> timeout = ParseTimeout(global.timeout);
   if (!timeout.ok()) return ReportLocalError(timeout.status(), kExitUsage);
   client::ClientOptions options;
@@ -35,10 +78,11 @@ int Run(CLI::App& app, const GlobalFlags& global, const MatmulFlags& matmul,
   if (app.got_subcommand("info")) return RunInfo(**client, call);
   if (app.got_subcommand("health")) return RunHealth(**client, call);
   if (app.got_subcommand("matmul")) {
-    return RunMatmul(**client, call, matmul, *app.get_subcommand("matmul"));
+    return RunMatmul(**client, call, f.matmul, *app.get_subcommand("matmul"));
   }
-  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, sparse);
-  return RunSolve(**client, call, solve);
+  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, f.sparse);
+  if (const int rc = RunStoreCommand(app, **client, call, f); rc >= 0) return rc;
+  return RunSolve(**client, call, f.solve);
 }
 
 }  // namespace
@@ -48,9 +92,7 @@ int main(int argc, char** argv) {
   using namespace linalgd::cli;  // NOLINT: main only
   CLI::App app("linalgd-cli: call a linalgd server with .npy files");
   GlobalFlags global;
-  MatmulFlags matmul;
-  SolveFlags solve;
-  SparseSolveFlags sparse;
+  CommandFlags flags;
   app.add_option("--target", global.target, "server address host:port")->capture_default_str();
   app.add_option("--timeout", global.timeout, "per-call deadline: seconds or 30s, 500ms, 2m")
       ->capture_default_str();
@@ -58,9 +100,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_subcommand("info", "print version, backends, devices and limits");
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
-  AddMatmulCommand(app, matmul);
-  AddSolveCommand(app, solve);
-  AddSparseSolveCommand(app, sparse);
+  AddMatmulCommand(app, flags.matmul);
+  AddSolveCommand(app, flags.solve);
+  AddSparseSolveCommand(app, flags.sparse);
+  AddStoreCommands(app, flags);
   app.require_subcommand(1);
   app.fallthrough();  // global flags may also follow the subcommand
   try {
@@ -69,5 +112,5 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }
-  return Run(app, global, matmul, solve, sparse);
+  return Run(app, global, flags);
 }

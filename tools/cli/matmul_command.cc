@@ -9,24 +9,33 @@
 namespace linalgd::cli {
 namespace {
 
-// Reads the operand files into `args`; rank-1 A and B become matrices.
+// Reads a file operand into `slot`, or sets `id` for an @ID operand.
+absl::Status ReadOperand(const std::string& operand, client::Tensor& slot, std::string& id) {
+  id = ResidentId(operand);
+  if (!id.empty()) return absl::OkStatus();
+  absl::StatusOr<client::Tensor> t = ReadTensor(operand);
+  if (!t.ok()) return t.status();
+  slot = *std::move(t);
+  return absl::OkStatus();
+}
+
+// Reads the operand files into `args`; rank-1 file A and B become matrices.
 absl::Status ReadOperands(const MatmulFlags& flags, client::MatmulArgs& args, bool& a_vector,
                           bool& b_vector) {
-  absl::StatusOr<client::Tensor> a = ReadTensor(flags.a);
-  if (!a.ok()) return a.status();
-  absl::StatusOr<client::Tensor> b = ReadTensor(flags.b);
-  if (!b.ok()) return b.status();
-  a_vector = a->rank() == 1;
-  b_vector = b->rank() == 1;
-  if (a_vector) (void)a->Reshape({1, a->shape()[0]});
-  if (b_vector) (void)b->Reshape({b->shape()[0], 1});
-  args.a = *std::move(a);
-  args.b = *std::move(b);
-  for (auto [path, slot] : {std::pair{&flags.c, &args.c}, std::pair{&flags.bias, &args.bias}}) {
+  if (absl::Status s = ReadOperand(flags.a, args.a, args.a_resident_id); !s.ok()) return s;
+  if (absl::Status s = ReadOperand(flags.b, args.b, args.b_resident_id); !s.ok()) return s;
+  a_vector = args.a_resident_id.empty() && args.a.rank() == 1;
+  b_vector = args.b_resident_id.empty() && args.b.rank() == 1;
+  if (a_vector) (void)args.a.Reshape({1, args.a.shape()[0]});
+  if (b_vector) (void)args.b.Reshape({args.b.shape()[0], 1});
+  const std::pair<const std::string*, std::pair<absl::optional<client::Tensor>*, std::string*>>
+      extras[] = {{&flags.c, {&args.c, &args.c_resident_id}},
+                  {&flags.bias, {&args.bias, &args.bias_resident_id}}};
+  for (const auto& [path, slot] : extras) {
     if (path->empty()) continue;
-    absl::StatusOr<client::Tensor> t = ReadTensor(*path);
-    if (!t.ok()) return t.status();
-    *slot = *std::move(t);
+    client::Tensor t;
+    if (absl::Status s = ReadOperand(*path, t, *slot.second); !s.ok()) return s;
+    if (slot.second->empty()) *slot.first = std::move(t);
   }
   return absl::OkStatus();
 }
@@ -65,24 +74,45 @@ void SqueezeVectors(client::Tensor& out, bool a_vector, bool b_vector) {
 
 CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& f) {
   CLI::App* cmd = app.add_subcommand("matmul", "out = epilogue(alpha op(A) op(B) + beta C + bias)");
-  cmd->add_option("A", f.a, "A.npy")->required();
-  cmd->add_option("B", f.b, "B.npy")->required();
-  cmd->add_option("-o,--out", f.out, "output .npy")->required();
+  cmd->add_option("A", f.a, "A.npy, or @ID of a resident tensor")->required();
+  cmd->add_option("B", f.b, "B.npy, or @ID of a resident tensor")->required();
+  cmd->add_option("-o,--out", f.out, "output .npy (not with --keep-result)");
+  cmd->add_flag("--keep-result", f.keep_result, "keep the product on the server; print its id");
   cmd->add_flag("--trans-a", f.transpose_a, "use A with its last two dims swapped");
   cmd->add_flag("--trans-b", f.transpose_b, "use B with its last two dims swapped");
   cmd->add_option("--alpha", f.alpha, "scale of op(A) op(B) (server default 1)");
   cmd->add_option("--beta", f.beta, "scale of C (server default 1 with --c)");
-  cmd->add_option("--c", f.c, "C.npy, broadcast to the output shape");
+  cmd->add_option("--c", f.c, "C.npy or @ID, broadcast to the output shape");
   cmd->add_option("--epilogue", f.epilogue, "none|relu|gelu|bias|relu_bias|gelu_bias");
-  cmd->add_option("--bias", f.bias, "bias.npy: [N] or [M,1], for the *bias epilogues");
+  cmd->add_option("--bias", f.bias, "bias.npy or @ID: [N] or [M,1], for the *bias epilogues");
   cmd->add_option("--compute", f.compute, "default|tf32|fast_16f|fast_16bf");
   cmd->add_option("--out-dtype", f.out_dtype, "f32|f64|f16|bf16 (default: A's dtype)");
   cmd->add_flag("--allow-non-finite", f.allow_non_finite, "accept NaN/Inf inputs");
   return cmd;
 }
 
+namespace {
+
+// Prints the result line; `where` is the output file or the kept id.
+void PrintResult(const client::MatmulResult& result, const std::string& where, int64_t total_ns) {
+  const client::ExecutionInfo& info = result.info;
+  const std::string shape = result.out_resident_id.empty() ? result.out.DebugString() + " -> "
+                                                           : "";
+  std::cout << absl::StrFormat(
+      "%s%s backend=%s queue=%s run=%s total=%s%s\n", shape, where, info.backend,
+      FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns), FormatNanos(total_ns),
+      info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
+}
+
+}  // namespace
+
 int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,
               const CLI::App& command) {
+  if (flags.keep_result == !flags.out.empty()) {
+    return ReportLocalError(
+        absl::InvalidArgumentError("matmul: give exactly one of -o/--out and --keep-result"),
+        kExitUsage);
+  }
   client::MatmulArgs args;
   bool a_vector = false, b_vector = false;
   if (absl::Status s = ApplyFlags(flags, command, args); !s.ok()) {
@@ -91,19 +121,20 @@ int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags
   if (absl::Status s = ReadOperands(flags, args, a_vector, b_vector); !s.ok()) {
     return ReportLocalError(s, kExitFileError);
   }
+  args.keep_result = flags.keep_result;
   const absl::Time start = absl::Now();
   absl::StatusOr<client::MatmulResult> result = client.Matmul(std::move(args), call);
   const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
   if (!result.ok()) return ReportServerError(result.status());
+  if (flags.keep_result) {
+    PrintResult(*result, result->out_resident_id, total_ns);
+    return kExitOk;
+  }
   SqueezeVectors(result->out, a_vector, b_vector);
   if (absl::Status s = WriteTensor(flags.out, result->out); !s.ok()) {
     return ReportLocalError(s, kExitFileError);
   }
-  const client::ExecutionInfo& info = result->info;
-  std::cout << absl::StrFormat(
-      "%s -> %s backend=%s queue=%s run=%s total=%s%s\n", result->out.DebugString(), flags.out,
-      info.backend, FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns),
-      FormatNanos(total_ns), info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
+  PrintResult(*result, flags.out, total_ns);
   return kExitOk;
 }
 

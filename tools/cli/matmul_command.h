@@ -18,13 +18,16 @@ struct MatmulFlags {
   std::string compute = "default";
   std::string out_dtype;
   bool allow_non_finite = false;
+  bool keep_result = false;  // print the result's resident id instead of writing -o
 };
 
 // Adds the `matmul` subcommand to `app`, filling `flags` on parse.
 // `flags` must outlive `app`.
 CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& flags);
 
-// Runs it. Rank-1 operands follow numpy.matmul: a [K] is read as [1, K] and
+// Runs it. An operand written @ID (A, B, --c, --bias) is the resident tensor
+// ID. With keep_result the product stays on the server and its id is printed
+// first on the stdout line. Rank-1 file operands follow numpy.matmul: a [K] is read as [1, K] and
 // b [K] as [K, 1], and the added dimension is removed from the result.
 // Prints one line (shape, backend, times) to stdout. Returns an ExitCode.
 int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,

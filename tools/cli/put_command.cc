@@ -1,0 +1,37 @@
+#include "tools/cli/put_command.h"
+
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "tools/cli/cli_common.h"
+
+namespace linalgd::cli {
+
+CLI::App* AddPutCommand(CLI::App& app, PutFlags& f) {
+  CLI::App* cmd = app.add_subcommand("put", "upload X.npy as a resident tensor; prints its id");
+  cmd->add_option("X", f.path, "X.npy")->required();
+  cmd->add_option("--ttl", f.ttl, "lifetime after the last use: 1h, 30m, 600 (default: server's)");
+  cmd->add_option("--placement", f.placement, "host|gpu:N (default host)");
+  return cmd;
+}
+
+int RunPut(Client& client, const client::CallOptions& call, const PutFlags& flags) {
+  client::PutOptions put;
+  put.placement = flags.placement;
+  if (!flags.ttl.empty()) {
+    absl::StatusOr<absl::Duration> ttl = ParseDurationFlag("--ttl", flags.ttl);
+    if (!ttl.ok()) return ReportLocalError(ttl.status(), kExitUsage);
+    put.ttl = *ttl;
+  }
+  absl::StatusOr<client::Tensor> tensor = ReadTensor(flags.path);
+  if (!tensor.ok()) return ReportLocalError(tensor.status(), kExitFileError);
+  absl::StatusOr<client::TensorInfo> info = client.PutTensor(*tensor, put, call);
+  if (!info.ok()) return ReportServerError(info.status());
+  std::cout << info->id << "\n";
+  std::cerr << absl::StrFormat("%s -> %s placement=%s bytes=%d ttl=%.0fs\n",
+                               tensor->DebugString(), info->id, info->placement, info->bytes,
+                               info->ttl_seconds);
+  return kExitOk;
+}
+
+}  // namespace linalgd::cli

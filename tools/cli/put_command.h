@@ -1,0 +1,28 @@
+#ifndef LINALGD_TOOLS_CLI_PUT_COMMAND_H_
+#define LINALGD_TOOLS_CLI_PUT_COMMAND_H_
+
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "linalgd/client.h"
+
+namespace linalgd::cli {
+
+// Flags of `put X.npy [--ttl 1h] [--placement host|gpu:N]`.
+struct PutFlags {
+  std::string path;
+  std::string ttl;        // empty: the server's --store-ttl
+  std::string placement;  // empty: host
+};
+
+// Adds the `put` subcommand to `app`; `flags` must outlive `app`.
+CLI::App* AddPutCommand(CLI::App& app, PutFlags& flags);
+
+// Uploads the file as a resident tensor (PutTensor streaming) and prints its
+// id alone on the first stdout line, then its description on stderr.
+// Returns an ExitCode.
+int RunPut(Client& client, const client::CallOptions& call, const PutFlags& flags);
+
+}  // namespace linalgd::cli
+
+#endif  // LINALGD_TOOLS_CLI_PUT_COMMAND_H_
