@@ -155,7 +155,6 @@ absl::StatusOr<double> InverseNorm1(Work& w, SolveMethod method) {
 }
 
 absl::StatusOr<double> Rcond(Work& w, SolveMethod method, double anorm) {
-  if (w.n == 0) return 1.0;
   LINALGD_ASSIGN_OR_RETURN(double inv_norm, InverseNorm1(w, method));
   if (!(anorm > 0) || !(inv_norm > 0) || !std::isfinite(inv_norm)) return 0.0;
   return 1.0 / (anorm * inv_norm);
@@ -266,6 +265,9 @@ absl::Status CheckFactorizeOp(const FactorizeOp& op) {
   if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
     return absl::InvalidArgumentError(
         absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));
+  }
+  if (op.a.rows() == 0) {
+    return absl::InvalidArgumentError("a.shape: [0, 0]; an empty matrix has no factorization");
   }
   if (op.method == SolveMethod::kQr || op.method == SolveMethod::kLstsq) {
     return absl::InvalidArgumentError("method: Factorize takes AUTO, LU or CHOLESKY");

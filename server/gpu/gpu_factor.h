@@ -57,7 +57,8 @@ class GpuFactor : public Factor {
 absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op,
                                              Backend* owner, MemoryBudget* budget);
 
-// INVALID_ARGUMENT unless op.a is one square F32/F64 matrix.
+// INVALID_ARGUMENT unless op.a is one non-empty square F32/F64 matrix and
+// op.method is kAuto, kLu or kCholesky.
 absl::Status CheckFactorizeOp(const FactorizeOp& op);
 
 // x = a^-1 b for every [n, k] matrix of b ([..., n, k], row-major), in one
