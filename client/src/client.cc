@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "client/src/health_check.h"
+#include "client/src/shm_path.h"
 #include "client/src/transfer.h"
 #include "client/src/sparse_convert.h"
 #include "grpcpp/channel.h"
@@ -31,12 +32,16 @@ class Client::Impl {
         generic_(channel_),
         transfer_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
           SetDeadline(call, c);
+        }),
+        shm_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
+          SetDeadline(call, c);
         }) {}
 
   const ClientOptions& options() const { return options_; }
   v1::Linalg::Stub& stub() { return *stub_; }
   grpc::GenericStub& generic() { return generic_; }
   client::internal::Transfer& transfer() { return transfer_; }
+  client::internal::SharedMemoryPath& shm() { return shm_; }
 
   // Applies the call's deadline (or the default timeout) to `context`.
   void SetDeadline(const CallOptions& call, grpc::ClientContext& context) const {
@@ -65,6 +70,7 @@ class Client::Impl {
   std::unique_ptr<v1::Linalg::Stub> stub_;
   grpc::GenericStub generic_;
   client::internal::Transfer transfer_;  // large data: streaming, resident ids
+  client::internal::SharedMemoryPath shm_;  // same-host shared memory, when asked
 };
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
@@ -72,6 +78,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ClientOptions.max_message_bytes must be positive, got ", options.max_message_bytes));
+  }
+  if (options.use_shared_memory && options.shared_memory_bytes <= 0) {
+    return absl::InvalidArgumentError("ClientOptions.shared_memory_bytes must be positive");
   }
   if (options.default_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("ClientOptions.default_timeout must be positive");
@@ -86,10 +95,12 @@ const ClientOptions& Client::options() const { return impl_->options(); }
 
 absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
                                                     const CallOptions& call) {
+  if (auto shm = impl_->shm().Matmul(args, call)) return *std::move(shm);
   return impl_->transfer().Matmul(std::move(args), call);
 }
 
 absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
+  if (auto shm = impl_->shm().Solve(args, call)) return *std::move(shm);
   return impl_->transfer().Solve(std::move(args), call);
 }
 

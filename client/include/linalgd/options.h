@@ -2,8 +2,10 @@
 #define LINALGD_CLIENT_OPTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 
@@ -22,6 +24,20 @@ struct ClientOptions {
   // server and streamed back with GetTensor. 0: never.
   int64_t stream_threshold_bytes = int64_t{64} << 20;
   int64_t chunk_bytes = int64_t{2} << 20;
+  // Same-host shared memory. When set and the target is on this host
+  // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
+  // POSIX shared-memory region of shared_memory_bytes and registers it
+  // (RegisterSharedMemory); from then on the inline operands of each call are
+  // written into it and the result is asked for there (out_shm), so no
+  // tensor bytes cross the socket. A call whose tensors do not fit, that
+  // names resident a/b, or that finds the region in use by another thread
+  // goes through the socket as before; so does every call when registration
+  // fails (e.g. a server without --allow-shm), which debug_log reports once.
+  bool use_shared_memory = false;
+  int64_t shared_memory_bytes = int64_t{256} << 20;
+  // Receives the client's debug lines (e.g. why shared memory is not used).
+  // Unset: stderr when the environment has LINALGD_CLIENT_DEBUG, else nowhere.
+  std::function<void(absl::string_view)> debug_log;
 };
 
 // Per-call settings. `deadline` wins over `timeout`; with neither, the

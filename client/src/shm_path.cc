@@ -1,0 +1,254 @@
+#include "client/src/shm_path.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "client/src/convert.h"
+
+namespace linalgd::client::internal {
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+int64_t AlignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Product of the broadcast batch dimensions (all but the last two) of a, b.
+int64_t BroadcastBatch(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t na = a.size() - 2, nb = b.size() - 2, n = std::max(na, nb);
+  int64_t batch = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - na ? 1 : a[i - (n - na)];
+    const int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
+    batch *= std::max(da, db);
+  }
+  return batch;
+}
+
+// Bytes of out = op(a) op(b); 0 when the shapes are not matrices.
+int64_t MatmulOutBytes(const MatmulArgs& args) {
+  const std::vector<int64_t>& sa = args.a.shape();
+  const std::vector<int64_t>& sb = args.b.shape();
+  if (sa.size() < 2 || sb.size() < 2) return 0;
+  const int64_t m = args.transpose_a ? sa.back() : sa[sa.size() - 2];
+  const int64_t n = args.transpose_b ? sb[sb.size() - 2] : sb.back();
+  const DType out = args.output_dtype.value_or(args.a.dtype());
+  return BroadcastBatch(sa, sb) * m * n * static_cast<int64_t>(DTypeSize(out));
+}
+
+// Bytes of x in a x = b (b-shaped with a factor); 0 when not matrices.
+int64_t SolveOutBytes(const SolveArgs& args) {
+  const std::vector<int64_t>& sb = args.b.shape();
+  if (sb.size() < 2) return 0;
+  if (!args.factor_id.empty()) return static_cast<int64_t>(args.b.bytes().size());
+  const std::vector<int64_t>& sa = args.a.shape();
+  if (sa.size() < 2) return 0;
+  return BroadcastBatch(sa, sb) * sa.back() * sb.back() *
+         static_cast<int64_t>(DTypeSize(args.b.dtype()));
+}
+
+// Region bytes needed by `tensors` (aligned) plus `out_bytes`.
+int64_t Needed(const std::vector<Tensor*>& tensors, int64_t out_bytes) {
+  int64_t need = AlignUp(out_bytes);
+  for (const Tensor* t : tensors) need += AlignUp(static_cast<int64_t>(t->bytes().size()));
+  return need;
+}
+
+// Releases a mutex taken with TryLock when it goes out of scope.
+class Unlocker {
+ public:
+  explicit Unlocker(absl::Mutex& mu) : mu_(mu) {}
+  ~Unlocker() { mu_.Unlock(); }
+
+ private:
+  absl::Mutex& mu_;
+};
+
+}  // namespace
+
+bool IsLocalTarget(absl::string_view target) {
+  if (absl::StartsWith(target, "unix:") || absl::StartsWith(target, "unix-abstract:")) {
+    return true;
+  }
+  for (absl::string_view prefix : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
+    if (absl::ConsumePrefix(&target, prefix)) break;
+  }
+  absl::string_view host = target;
+  if (absl::StartsWith(target, "[")) {
+    host = target.substr(1, target.find(']') == absl::string_view::npos ? target.size() - 1
+                                                                         : target.find(']') - 1);
+  } else if (const size_t colon = target.rfind(':'); colon != absl::string_view::npos) {
+    host = target.substr(0, colon);
+  }
+  return host == "localhost" || absl::StartsWith(host, "127.") || host == "::1";
+}
+
+SharedMemoryPath::~SharedMemoryPath() {
+  absl::MutexLock lock(&mu_);
+  if (region_ == nullptr) return;
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_name(region_->name());
+  v1::UnregisterSharedMemoryResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  (void)stub_.UnregisterSharedMemory(&context, request, &response);  // best effort
+}
+
+bool SharedMemoryPath::active() const {
+  absl::MutexLock lock(&mu_);
+  return region_ != nullptr;
+}
+
+void SharedMemoryPath::Debug(const std::string& line) const {
+  if (options_.debug_log) {
+    options_.debug_log(line);
+  } else if (std::getenv("LINALGD_CLIENT_DEBUG") != nullptr) {
+    std::cerr << "linalgd client: " << line << "\n";
+  }
+}
+
+bool SharedMemoryPath::EnsureRegistered(const CallOptions& call) {
+  if (region_ != nullptr) return true;
+  if (tried_) return false;
+  tried_ = true;
+  if (!IsLocalTarget(options_.target)) {
+    Debug(absl::StrCat("shared memory not used: target '", options_.target,
+                       "' is not on this host; using the socket"));
+    return false;
+  }
+  absl::StatusOr<std::unique_ptr<ShmRegion>> region =
+      ShmRegion::Create(options_.shared_memory_bytes);
+  if (!region.ok()) {
+    Debug(absl::StrCat("shared memory not used: ", region.status().ToString(),
+                       "; using the socket"));
+    return false;
+  }
+  v1::RegisterSharedMemoryRequest request;
+  request.set_name((*region)->name());
+  request.set_key((*region)->key());
+  request.set_size((*region)->size());
+  v1::RegisterSharedMemoryResponse response;
+  grpc::ClientContext context;
+  deadline_(call, context);
+  const absl::Status status = FromGrpc(stub_.RegisterSharedMemory(&context, request, &response));
+  (*region)->Unlink();  // the server has mapped it (or refused); leave no name behind
+  if (!status.ok()) {
+    Debug(absl::StrCat("shared memory not used: RegisterSharedMemory: ",
+                       absl::StatusCodeToString(status.code()), ": ", status.message(),
+                       "; using the socket"));
+    return false;
+  }
+  Debug(absl::StrCat("shared memory: region ", (*region)->name(), " of ", (*region)->size(),
+                     " bytes registered", response.pinned() ? " (pinned)" : ""));
+  region_ = *std::move(region);
+  return true;
+}
+
+void SharedMemoryPath::Place(Tensor& t, int64_t& cursor, v1::Tensor* out) {
+  const std::string& bytes = t.bytes();
+  std::memcpy(region_->data() + cursor, bytes.data(), bytes.size());
+  out->set_dtype(ToProto(t.dtype()));
+  for (int64_t d : t.shape()) out->add_shape(d);
+  v1::SharedMemoryRef* ref = out->mutable_shm();
+  ref->set_region(region_->name());
+  ref->set_offset(cursor);
+  ref->set_bytes(static_cast<int64_t>(bytes.size()));
+  cursor += AlignUp(static_cast<int64_t>(bytes.size()));
+  t = Tensor();
+}
+
+absl::Status SharedMemoryPath::Fetch(v1::Tensor* tensor) {
+  if (tensor->source_case() != v1::Tensor::kShm) return absl::OkStatus();  // came inline
+  const v1::SharedMemoryRef& ref = tensor->shm();
+  if (ref.region() != region_->name() || ref.offset() < 0 || ref.bytes() < 0 ||
+      ref.offset() + ref.bytes() > region_->size()) {
+    return absl::InternalError(absl::StrCat("the server answered with shm (", ref.region(), ", ",
+                                            ref.offset(), ", ", ref.bytes(),
+                                            ") outside this client's region"));
+  }
+  tensor->set_data(region_->data() + ref.offset(), static_cast<size_t>(ref.bytes()));
+  return absl::OkStatus();
+}
+
+absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs& args,
+                                                                      const CallOptions& call) {
+  if (!options_.use_shared_memory || !args.a_resident_id.empty() ||
+      !args.b_resident_id.empty() || !mu_.TryLock()) {
+    return absl::nullopt;
+  }
+  Unlocker unlock(mu_);
+  if (!EnsureRegistered(call)) return absl::nullopt;
+  std::vector<Tensor*> inline_tensors = {&args.a, &args.b};
+  if (args.c && args.c_resident_id.empty()) inline_tensors.push_back(&*args.c);
+  if (args.bias && args.bias_resident_id.empty()) inline_tensors.push_back(&*args.bias);
+  const int64_t out_bytes = args.keep_result ? 0 : MatmulOutBytes(args);
+  if ((!args.keep_result && out_bytes == 0) ||
+      Needed(inline_tensors, out_bytes) > region_->size()) {
+    return absl::nullopt;
+  }
+  int64_t cursor = 0;
+  std::vector<v1::Tensor> placed(inline_tensors.size());
+  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(*inline_tensors[i], cursor, &placed[i]);
+  const bool has_c = args.c && args.c_resident_id.empty();
+  const bool has_bias = args.bias && args.bias_resident_id.empty();
+  v1::MatmulRequest request = ToProto(std::move(args));
+  *request.mutable_a() = std::move(placed[0]);
+  *request.mutable_b() = std::move(placed[1]);
+  if (has_c) *request.mutable_c() = std::move(placed[2]);
+  if (has_bias) *request.mutable_bias() = std::move(placed[has_c ? 3 : 2]);
+  if (!request.keep_result()) {
+    request.mutable_out_shm()->set_region(region_->name());
+    request.mutable_out_shm()->set_offset(cursor);
+    request.mutable_out_shm()->set_bytes(region_->size() - cursor);
+  }
+  v1::MatmulResponse response;
+  grpc::ClientContext context;
+  deadline_(call, context);
+  const grpc::Status status = stub_.Matmul(&context, request, &response);
+  if (!status.ok()) return absl::StatusOr<MatmulResult>(FromGrpc(status));
+  if (absl::Status s = Fetch(response.mutable_out()); !s.ok()) return absl::StatusOr<MatmulResult>(s);
+  return FromProto(&response);
+}
+
+absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& args,
+                                                                    const CallOptions& call) {
+  const bool use_a = args.factor_id.empty();
+  if (!options_.use_shared_memory || (use_a && !args.a_resident_id.empty()) ||
+      !args.b_resident_id.empty() || !mu_.TryLock()) {
+    return absl::nullopt;
+  }
+  Unlocker unlock(mu_);
+  if (!EnsureRegistered(call)) return absl::nullopt;
+  std::vector<Tensor*> inline_tensors = {&args.b};
+  if (use_a) inline_tensors.push_back(&args.a);
+  const int64_t out_bytes = args.keep_result ? 0 : SolveOutBytes(args);
+  if ((!args.keep_result && out_bytes == 0) ||
+      Needed(inline_tensors, out_bytes) > region_->size()) {
+    return absl::nullopt;
+  }
+  int64_t cursor = 0;
+  std::vector<v1::Tensor> placed(inline_tensors.size());
+  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(*inline_tensors[i], cursor, &placed[i]);
+  v1::SolveRequest request = ToProto(std::move(args));
+  *request.mutable_b() = std::move(placed[0]);
+  if (use_a) *request.mutable_a() = std::move(placed[1]);
+  if (!request.keep_result()) {
+    request.mutable_out_shm()->set_region(region_->name());
+    request.mutable_out_shm()->set_offset(cursor);
+    request.mutable_out_shm()->set_bytes(region_->size() - cursor);
+  }
+  v1::SolveResponse response;
+  grpc::ClientContext context;
+  deadline_(call, context);
+  const grpc::Status status = stub_.Solve(&context, request, &response);
+  if (!status.ok()) return absl::StatusOr<SolveResult>(FromGrpc(status));
+  if (absl::Status s = Fetch(response.mutable_x()); !s.ok()) return absl::StatusOr<SolveResult>(s);
+  return FromProto(&response);
+}
+
+}  // namespace linalgd::client::internal

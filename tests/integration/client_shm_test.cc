@@ -1,0 +1,173 @@
+// The C++ client's same-host shared-memory path (ClientOptions.
+// use_shared_memory) against the real server: results equal the socket's,
+// and a server without --allow-shm is a transparent fallback.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "client/src/shm_path.h"
+#include "tests/integration/test_server.h"
+
+namespace linalgd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ClientShmTest : public ServerTest {
+ protected:
+  void SetUp() override {}  // each test starts its own server
+
+  // A client of the running server with shared memory asked for; its debug
+  // lines go to debug_lines().
+  std::unique_ptr<Client> ShmClient(int64_t region_bytes = int64_t{16} << 20) {
+    client::ClientOptions co;
+    co.target = target();
+    co.use_shared_memory = true;
+    co.shared_memory_bytes = region_bytes;
+    co.debug_log = [this](absl::string_view line) {
+      absl::MutexLock lock(&mu_);
+      lines_.emplace_back(line);
+    };
+    return Client::Create(co).value();
+  }
+  std::string debug_lines() {
+    absl::MutexLock lock(&mu_);
+    return absl::StrJoin(lines_, "\n");
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+client::MatmulArgs Product(int m, int k, int n) {
+  client::MatmulArgs args;
+  args.a = RandomTensor<float>({2, m, k}, 1);
+  args.b = RandomTensor<float>({k, n}, 2);
+  args.bias = RandomTensor<float>({n}, 3);
+  args.epilogue = client::Epilogue::kReluBias;
+  return args;
+}
+
+TEST_F(ClientShmTest, MatmulThroughSharedMemoryEqualsSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  for (int round = 0; round < 3; ++round) {  // registered once, reused
+    absl::StatusOr<client::MatmulResult> via_shm = shm->Matmul(Product(64, 48, 32));
+    ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+    absl::StatusOr<client::MatmulResult> via_socket = client_->Matmul(Product(64, 48, 32));
+    ASSERT_TRUE(via_socket.ok()) << via_socket.status();
+    EXPECT_EQ(via_shm->out.shape(), (std::vector<int64_t>{2, 64, 32}));
+    EXPECT_EQ(via_shm->out.bytes(), via_socket->out.bytes());
+  }
+  EXPECT_THAT(debug_lines(), HasSubstr("registered"));
+  EXPECT_EQ(lines_.size(), 1u);
+}
+
+// Messages are capped at 64 KiB: a 128x128 f32 product (192 KiB of tensors)
+// can only go through shared memory.
+TEST_F(ClientShmTest, NoTensorBytesCrossTheSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  o.max_message_bytes = 64 << 10;
+  StartServer(o);
+  EXPECT_EQ(client_->Matmul(Product(128, 128, 128)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  std::unique_ptr<Client> shm = ShmClient();
+  absl::StatusOr<client::MatmulResult> via_shm = shm->Matmul(Product(128, 128, 128));
+  ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+  EXPECT_EQ(via_shm->out.shape(), (std::vector<int64_t>{2, 128, 128}));
+}
+
+TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  auto args = [] {
+    client::SolveArgs s;
+    std::vector<double> a = RandomValues(40 * 40, 4);
+    for (int i = 0; i < 40; ++i) a[i * 40 + i] += 40;
+    s.a = client::Tensor::FromVector<double>({40, 40}, absl::MakeConstSpan(a)).value();
+    s.b = RandomTensor<double>({40, 3}, 5);
+    return s;
+  };
+  absl::StatusOr<client::SolveResult> via_shm = shm->Solve(args());
+  ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+  absl::StatusOr<client::SolveResult> via_socket = client_->Solve(args());
+  ASSERT_TRUE(via_socket.ok()) << via_socket.status();
+  EXPECT_EQ(via_shm->x.bytes(), via_socket->x.bytes());
+  EXPECT_THAT(debug_lines(), HasSubstr("registered"));
+
+  client::FactorizeArgs f;
+  f.a = args().a;
+  absl::StatusOr<client::FactorInfo> factor = shm->Factorize(std::move(f));
+  ASSERT_TRUE(factor.ok()) << factor.status();
+  client::SolveArgs with_factor;
+  with_factor.factor_id = factor->factor_id;
+  with_factor.b = args().b;
+  absl::StatusOr<client::SolveResult> reused = shm->Solve(std::move(with_factor));
+  ASSERT_TRUE(reused.ok()) << reused.status();
+  const std::vector<double> x0 = via_socket->x.ToVector<double>(), x1 = reused->x.ToVector<double>();
+  ASSERT_EQ(x0.size(), x1.size());
+  for (size_t i = 0; i < x0.size(); ++i) EXPECT_NEAR(x0[i], x1[i], 1e-12);
+}
+
+TEST_F(ClientShmTest, ServerWithoutAllowShmFallsBackToTheSocket) {
+  StartServer(ServerOptions{});  // no --allow-shm
+  std::unique_ptr<Client> shm = ShmClient();
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<client::MatmulResult> via_shm = shm->Matmul(Product(16, 8, 4));
+    ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+    absl::StatusOr<client::MatmulResult> via_socket = client_->Matmul(Product(16, 8, 4));
+    ASSERT_TRUE(via_socket.ok()) << via_socket.status();
+    EXPECT_EQ(via_shm->out.bytes(), via_socket->out.bytes());
+  }
+  EXPECT_THAT(debug_lines(), HasSubstr("RegisterSharedMemory"));
+  EXPECT_THAT(debug_lines(), HasSubstr("--allow-shm"));
+  EXPECT_EQ(lines_.size(), 1u);  // said once, not per call
+}
+
+TEST_F(ClientShmTest, TensorsLargerThanTheRegionUseTheSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient(4096);
+  absl::StatusOr<client::MatmulResult> big = shm->Matmul(Product(64, 48, 32));
+  ASSERT_TRUE(big.ok()) << big.status();
+  absl::StatusOr<client::MatmulResult> ref = client_->Matmul(Product(64, 48, 32));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_EQ(big->out.bytes(), ref->out.bytes());
+}
+
+TEST_F(ClientShmTest, ServerErrorsComeBackUnchanged) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  client::MatmulArgs bad;
+  bad.a = RandomTensor<float>({4, 3}, 1);
+  bad.b = RandomTensor<float>({4, 3}, 2);
+  absl::StatusOr<client::MatmulResult> r = shm->Matmul(std::move(bad));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(IsLocalTargetTest, LoopbackAndUnixAreLocal) {
+  using client::internal::IsLocalTarget;
+  EXPECT_TRUE(IsLocalTarget("127.0.0.1:50051"));
+  EXPECT_TRUE(IsLocalTarget("localhost:50051"));
+  EXPECT_TRUE(IsLocalTarget("ipv4:127.0.0.2:1"));
+  EXPECT_TRUE(IsLocalTarget("[::1]:50051"));
+  EXPECT_TRUE(IsLocalTarget("ipv6:[::1]:50051"));
+  EXPECT_TRUE(IsLocalTarget("dns:///localhost:50051"));
+  EXPECT_TRUE(IsLocalTarget("unix:/tmp/linalgd.sock"));
+  EXPECT_FALSE(IsLocalTarget("10.0.0.5:50051"));
+  EXPECT_FALSE(IsLocalTarget("gpu-host:50051"));
+  EXPECT_FALSE(IsLocalTarget("[2001:db8::1]:50051"));
+}
+
+}  // namespace
+}  // namespace linalgd::testing
