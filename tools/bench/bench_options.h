@@ -50,6 +50,16 @@ struct BenchOptions {
   int64_t sparse_3d = 16;
   int64_t sparse_graph = 4096;
   std::vector<std::string> sparse_methods = {"cholesky", "cg"};
+  // data: an data_n^3 f32 matmul round trip through each transfer path
+  // (1 warm-up, data_iterations timed; 4096 on the GPU host), and
+  // factor_solves k=1 solves against a cached factor_n^2 f64 LU factor vs
+  // as many full solves (1000 and 8192 on the GPU host); full solves beyond
+  // factor_full_seconds are extrapolated from those timed.
+  int data_n = 1024;
+  int data_iterations = 3;
+  int factor_n = 1024;
+  int factor_solves = 100;
+  double factor_full_seconds = 10;
 };
 
 }  // namespace linalgd::bench

@@ -19,7 +19,7 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse, stress")
+  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse, stress, data")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -63,6 +63,21 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--sparse-methods", o.sparse_methods, "sparse: cholesky (direct), cg (Jacobi CG)")
       ->delimiter(',')->capture_default_str();
+  app.add_option("--data-n", o.data_n, "data: size of the f32 matmul round trip")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--data-iterations", o.data_iterations, "data: timed round trips per path")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--factor-n", o.factor_n, "data: order of the cached f64 factor")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--factor-solves", o.factor_solves, "data: solves against the cached factor")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--factor-full-seconds", o.factor_full_seconds,
+                 "data: time budget of the full solves; beyond it they are extrapolated")
+      ->capture_default_str();
   app.add_option("--batch-cpu-threshold", o.batch_cpu_threshold,
                  "--cpu-threshold of the batching servers (0: GPU when present)")
       ->capture_default_str();
@@ -79,6 +94,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "e2e64") return MakeF64EndToEndWorkload();
   if (name == "sparse") return MakeSparseWorkload();
   if (name == "stress") return MakeStressWorkload();
+  if (name == "data") return MakeDataWorkload();
   return nullptr;
 }
 
@@ -138,7 +154,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {
-      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large, batching)\n";
+      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large, e2e64, batching, sparse, stress, data)\n";
       return 2;
     }
   }

@@ -48,6 +48,10 @@ std::unique_ptr<Workload> MakeSparseWorkload();
 // Many callers mixing small and large matmuls and solves; every answer
 // checked, GPU memory sampled against the budget.
 std::unique_ptr<Workload> MakeStressWorkload();
+// data: effective bytes/s of a matmul round trip inline, streamed and through
+// shared memory vs the echo and memcpy; cached-factor solves vs full solves
+// (tools/bench/data_workload.cc; its own in-process server with allow_shm).
+std::unique_ptr<Workload> MakeDataWorkload();
 
 }  // namespace linalgd::bench
 
