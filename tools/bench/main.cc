@@ -34,8 +34,10 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--large-n", o.large_n, "size of the large matmul")->capture_default_str();
   app.add_option("--large-warmup", o.large_warmup, "untimed large calls")->capture_default_str();
   app.add_option("--e2e-matmul-sizes", o.e2e_matmul_sizes, "e2e64: f64 matmul sizes")
+      ->delimiter(',')
       ->capture_default_str();
   app.add_option("--e2e-solve-sizes", o.e2e_solve_sizes, "e2e64: f64 LU solve sizes")
+      ->delimiter(',')
       ->capture_default_str();
   app.add_option("--large-iterations", o.large_iterations, "timed large calls")
       ->capture_default_str()
