@@ -10,11 +10,12 @@ std::optional<BatchKey> Batcher::KeyFor(const Job& job) const {
 }
 
 std::vector<QueuedJob> Batcher::Form(QueuedJob first, JobQueue& queue, int max_count,
-                                     absl::Duration per_job_run) const {
+                                     absl::Duration per_job_run, bool lane_busy) const {
   std::vector<QueuedJob> group;
   const std::optional<BatchKey> key = first.key;
   absl::Time expires = first.expires;
-  const absl::Time window_end = first.enqueued + options_.max_queue_delay;
+  const absl::Time window_end =
+      lane_busy ? first.enqueued + options_.max_queue_delay : absl::InfinitePast();
   group.push_back(std::move(first));
   max_count = std::min(max_count, options_.max_batch);
   if (!key) return group;

@@ -37,8 +37,12 @@ class Batcher {
   // max_batch), until first.enqueued + max_queue_delay, spending at most
   // half of the time left before min(expires) - per_job_run * size of the
   // members so far. Returns the group, `first` first.
+  // With `lane_busy` false (no other job is running on the lane) it takes
+  // only the compatible jobs already queued and does not wait: at low load a
+  // job starts at once, and groups form while the lane is busy (as a group
+  // commit does).
   std::vector<QueuedJob> Form(QueuedJob first, JobQueue& queue, int max_count,
-                              absl::Duration per_job_run) const;
+                              absl::Duration per_job_run, bool lane_busy = true) const;
 
  private:
   const BatcherOptions options_;

@@ -145,7 +145,9 @@ void Scheduler::WorkerLoop(Lane& lane) {
       max_count = static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
     }
     const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
-    ExecuteGroup(lane, runner, batcher_.Form(std::move(*item), *lane.queue, max_count, run));
+    const bool busy = lane.running.load() > 0;
+    ExecuteGroup(lane, runner,
+                 batcher_.Form(std::move(*item), *lane.queue, max_count, run, busy));
   }
 }
 

@@ -103,31 +103,35 @@ TEST(BatcherTest, GroupsNeverExceedMaxBatch) {
   EXPECT_EQ(out.finish_calls.load(), 11);
 }
 
-TEST(BatcherTest, JobArrivingWithinTheDelayJoinsTheGroup) {
+TEST(BatcherTest, WhileTheLaneIsBusyAJobArrivingWithinTheDelayJoinsTheGroup) {
   CountingBackend cpu("cpu");
   Outcome out;
-  // A long window: the group closes when it is full (2), not on time.
-  Scheduler s(Batching(2, absl::Seconds(10)), &cpu, std::vector<Backend*>{});
+  // Two workers; a long window: the group closes when it is full (2).
+  SchedulerOptions o = Batching(2, absl::Seconds(10));
+  o.cpu_workers = 2;
+  Scheduler s(o, &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);  // one worker busy: the other waits for company
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   absl::SleepFor(absl::Milliseconds(50));
   s.Submit(std::make_unique<TestJob>(1, Spec(8), &out));
-  ASSERT_TRUE(out.WaitFor(2));
-  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{2});
+  ASSERT_TRUE(out.WaitFor(3));
+  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{2});  // the blocking job ran alone
   absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.infos[0].batch_size, 2);
-  EXPECT_EQ(out.infos[1].batch_size, 2);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    if (out.finished[i].first >= 0) {
+      EXPECT_EQ(out.infos[i].batch_size, 2);
+    }
+  }
 }
 
-TEST(BatcherTest, LoneJobWaitsAboutTheDelayThenRunsAlone) {
+TEST(BatcherTest, LoneJobOnAnIdleLaneStartsAtOnce) {
   CountingBackend cpu("cpu");
   Outcome out;
-  Scheduler s(Batching(64, absl::Milliseconds(300)), &cpu, std::vector<Backend*>{});
+  Scheduler s(Batching(64, absl::Seconds(5)), &cpu, std::vector<Backend*>{});
   const absl::Time start = absl::Now();
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   ASSERT_TRUE(out.WaitFor(1));
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_GE(took, absl::Milliseconds(290));  // it did wait for company
-  EXPECT_LT(took, absl::Seconds(5));          // and not much longer (loaded machines)
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(2500));  // not the 5 s window
   absl::MutexLock lock(&out.mu);
   EXPECT_EQ(out.infos[0].batch_size, 1);
 }
