@@ -30,8 +30,9 @@ absl::StatusOr<FaultRule> ParseRule(absl::string_view text) {
     return bad("backend must be cpu, gpu or all");
   }
   if (rule.op != "matmul" && rule.op != "solve" && rule.op != "sparse_solve" &&
+      rule.op != "factorize" &&
       rule.op != "all") {
-    return bad("op must be matmul, solve, sparse_solve or all");
+    return bad("op must be matmul, solve, sparse_solve, factorize or all");
   }
   std::vector<std::string> action = absl::StrSplit(parts[2], absl::MaxSplits('=', 1));
   if (action.size() != 2) return bad("action must be stall=DURATION or fail=CODE");
@@ -76,6 +77,13 @@ class FaultyBackend : public Backend {
     absl::Status s = Apply("sparse_solve");
     if (!s.ok()) return s;
     return inner_->SparseSolve(op, plan);
+  }
+
+  // Factor solves go to the factor's owner, the inner backend, directly.
+  absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override {
+    absl::Status s = Apply("factorize");
+    if (!s.ok()) return s;
+    return inner_->Factorize(op);
   }
 
  private:

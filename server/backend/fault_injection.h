@@ -20,7 +20,7 @@ namespace linalgd {
 // unavailable, deadline_exceeded). Example: "gpu:matmul:fail=internal".
 struct FaultRule {
   std::string backend;  // "cpu", "gpu" or "all"
-  std::string op;       // "matmul", "solve", "sparse_solve" or "all"
+  std::string op;       // "matmul", "solve", "sparse_solve", "factorize" or "all"
   absl::Duration stall = absl::ZeroDuration();
   absl::Status fail;    // ok: no failure
 };
