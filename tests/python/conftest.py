@@ -109,6 +109,16 @@ def server():
     os.unlink(s.log.name)
 
 
+@pytest.fixture(scope="module")
+def shm_server():
+    """A server that accepts same-host shared-memory regions (--allow-shm)."""
+    s = Server("--allow-shm").start()
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0, f"server exit status {s.proc.returncode}\n{s.output()}"
+    os.unlink(s.log.name)
+
+
 @pytest.fixture
 def start_server():
     """Starts extra servers (own flags) for a test; stops them afterwards."""

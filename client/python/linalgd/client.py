@@ -11,6 +11,10 @@ PutTensor/GetTensor RPCs exist, operands above `stream_threshold` bytes will be
 uploaded there in 1-4 MiB chunks and referred to by id, with no change to the
 public methods. Until then a request above `max_message_bytes` is refused
 client-side with ResourceExhausted naming the sizes.
+
+Shared memory (use_shared_memory=True, a same-host server started with
+--allow-shm): matmul and solve operands and results go through one POSIX
+region per Client instead of the socket; see shm.py.
 """
 import math
 import time
@@ -19,7 +23,7 @@ import numpy as np
 
 import grpc
 
-from . import _health, tensors
+from . import _health, shm, tensors
 from ._stubs import pb, pb_grpc
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
@@ -52,11 +56,17 @@ class Client(StoreMixin, SparseMixin):
         of failing fast with UNAVAILABLE.
     channel: an existing grpc.Channel to use instead of target (not closed by
         close()).
+    use_shared_memory: carry matmul/solve operands and results through a POSIX
+        shared-memory region of shared_memory_bytes registered with a same-host
+        server (--allow-shm). Falls back to the socket, silently (logger
+        "linalgd", debug level), for a remote target, a server that refuses,
+        tensors that do not fit, or while another thread's call holds the region.
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
                  credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
-                 wait_for_ready=False, channel=None, channel_options=()):
+                 wait_for_ready=False, channel=None, channel_options=(),
+                 use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES):
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive or None")
         self.target = target
@@ -90,10 +100,19 @@ class Client(StoreMixin, SparseMixin):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
+        self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes) if use_shared_memory
+                     else None)
 
     # -- lifecycle ---------------------------------------------------------
 
+    @property
+    def shared_memory_active(self):
+        """True once a shared-memory region is registered with the server."""
+        return self._shm is not None and self._shm.active
+
     def close(self):
+        if self._shm is not None:
+            self._shm.close()
         if self._owns_channel:
             self._channel.close()
 
@@ -147,11 +166,31 @@ class Client(StoreMixin, SparseMixin):
             operands["c"] = (c_arr.reshape(1, -1) if c_arr.ndim == 1 else c_arr, c_wire)
         if bias is not None:
             operands["bias"] = tensors.to_numpy(bias, "bias")
-        self._check_size(operands)
         if alpha is not None:
             req.alpha = float(alpha)
         if beta is not None:
             req.beta = float(beta)
+        as_torch = tensors.is_torch(a) or tensors.is_torch(b)
+        done = None
+        if self._shm is not None and a_arr.ndim >= 2 and b_arr.ndim >= 2:
+            out_dtype = req.output_dtype or a_wire
+            done = self._shm.call("Matmul", req, operands, out_dtype,
+                                  shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b),
+                                  "out", timeout, as_torch)
+        if done is not None:
+            resp, out = done
+        else:
+            resp, out = self._matmul_socket(req, operands, a_arr, b_arr, transpose_a,
+                                            transpose_b, timeout, as_torch)
+        for axis in squeeze:
+            out = out.squeeze(axis)
+        if return_info:
+            return MatmulResult(out, ExecutionInfo.from_proto(resp.info))
+        return out
+
+    def _matmul_socket(self, req, operands, a_arr, b_arr, transpose_a, transpose_b, timeout,
+                       as_torch):
+        self._check_size(operands)
         out_bytes = 0  # an estimate (broadcasting aside); scalars are refused below
         if a_arr.ndim >= 2 and b_arr.ndim >= 2:
             out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
@@ -165,12 +204,7 @@ class Client(StoreMixin, SparseMixin):
             resp = self._invoke("Matmul", req, timeout)
         finally:
             self._drop(temps)
-        out = self._fetch_kept(resp.out, "out", tensors.is_torch(a) or tensors.is_torch(b))
-        for axis in squeeze:
-            out = out.squeeze(axis)
-        if return_info:
-            return MatmulResult(out, ExecutionInfo.from_proto(resp.info))
-        return out
+        return resp, self._fetch_kept(resp.out, "out", as_torch)
 
     def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
               priority=0, timeout=_DEFAULT, return_info=False, factor=None):
@@ -196,16 +230,26 @@ class Client(StoreMixin, SparseMixin):
         if factor is not None:
             del operands["a"]
             req.factor_id = factor
-        self._check_size(operands)
-        req.keep_result = self._large(b_arr.nbytes)
-        temps = []
-        try:
-            for name, (arr, wire) in operands.items():
-                getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
-            resp = self._invoke("Solve", req, timeout)
-        finally:
-            self._drop(temps)
-        x = self._fetch_kept(resp.x, "x", tensors.is_torch(a) or tensors.is_torch(b))
+        as_torch = tensors.is_torch(a) or tensors.is_torch(b)
+        done = None
+        if self._shm is not None:
+            a_used = None if factor is not None else a_arr
+            out_dtype = max((w for _, w in operands.values()), key=tensors.itemsize)
+            done = self._shm.call("Solve", req, operands, out_dtype,
+                                  shm.solve_out_shape(a_used, b_arr), "x", timeout, as_torch)
+        if done is not None:
+            resp, x = done
+        else:
+            self._check_size(operands)
+            req.keep_result = self._large(b_arr.nbytes)
+            temps = []
+            try:
+                for name, (arr, wire) in operands.items():
+                    getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
+                resp = self._invoke("Solve", req, timeout)
+            finally:
+                self._drop(temps)
+            x = self._fetch_kept(resp.x, "x", as_torch)
         if vector:
             x = x.squeeze(-1)
         if not return_info:

@@ -133,21 +133,50 @@ def decode(t, field, as_torch=False):
     if len(t.data) != expected:
         raise DataLoss(f"{field}: response has {len(t.data)} bytes, shape {shape} "
                        f"{wire.name} needs {expected}")
+    return _copy_out(t.data, 0, wire, shape, field, as_torch)
+
+
+def decode_from(t, buf, field, as_torch=False):
+    """As decode(), for a pb.Tensor whose data lies in buf (a shared-memory
+    region): t.shm names (offset, bytes) in buf. The result is a copy; no view
+    into buf survives the call."""
+    wire = DType(t.dtype) if t.dtype in DType._value2member_map_ else None
+    if wire not in _ITEMSIZE:
+        raise DataLoss(f"{field}: response has unknown dtype {t.dtype}")
+    shape = tuple(int(d) for d in t.shape)
+    if any(d < 0 for d in shape):
+        raise DataLoss(f"{field}: response has negative shape {shape}")
+    expected = math.prod(shape) * _ITEMSIZE[wire]
+    ref = t.shm
+    if ref.offset < 0 or ref.bytes != expected or ref.offset + ref.bytes > len(buf):
+        raise DataLoss(f"{field}: response shm (offset {ref.offset}, {ref.bytes} bytes) does "
+                       f"not hold shape {shape} {wire.name} inside the {len(buf)}-byte region")
+    return _copy_out(buf, ref.offset, wire, shape, field, as_torch)
+
+
+def _copy_out(buf, offset, wire, shape, field, as_torch):
+    """A fresh writable native-order array (or torch tensor) of shape from buf[offset:]."""
+    count = math.prod(shape)
     if as_torch:
-        return _decode_torch(t.data, wire, shape)
+        return _decode_torch(buf, offset, count, wire, shape)
     if wire not in _DTYPE_TO_NUMPY:
         raise InvalidArgument(f"{field}: the result is bfloat16; install ml_dtypes to "
                               "receive it as numpy, or pass output_dtype='float32'")
     dt = _DTYPE_TO_NUMPY[wire].newbyteorder("<")
-    arr = np.frombuffer(t.data, dtype=dt).reshape(shape)
+    arr = np.frombuffer(buf, dtype=dt, count=count, offset=offset).reshape(shape)
     return arr.astype(_DTYPE_TO_NUMPY[wire], copy=True)  # writable, native order
 
 
-def _decode_torch(data, wire, shape):
+def _decode_torch(buf, offset, count, wire, shape):
     torch = _torch()
     if wire == DType.BF16:
-        raw = np.frombuffer(data, dtype="<i2").reshape(shape).copy()
+        raw = np.frombuffer(buf, dtype="<i2", count=count, offset=offset).reshape(shape).copy()
         return torch.from_numpy(raw).view(torch.bfloat16)
     dt = _DTYPE_TO_NUMPY[wire]
-    return torch.from_numpy(np.frombuffer(data, dtype=dt.newbyteorder("<")).reshape(shape)
-                            .astype(dt, copy=True))
+    return torch.from_numpy(np.frombuffer(buf, dtype=dt.newbyteorder("<"), count=count,
+                                          offset=offset).reshape(shape).astype(dt, copy=True))
+
+
+def itemsize(wire):
+    """Bytes per element of a DType."""
+    return _ITEMSIZE[DType(wire)]

@@ -1,0 +1,208 @@
+"""Shared memory with a same-host server (issue 8 item 2; server flag --allow-shm).
+
+Results through the region equal the socket's; with a 64 KiB message limit a
+large matmul succeeds only through shared memory (no tensor bytes cross the
+socket); without --allow-shm, or when tensors do not fit or the region is busy,
+the client falls back to the socket.
+"""
+import logging
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import linalgd
+from linalgd import shm
+
+RNG = np.random.default_rng(8)
+
+
+def rand(*shape, dtype=np.float64):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def spd(n, batch=()):
+    m = rand(*batch, n, n)
+    return m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+
+
+def our_shm_names():
+    try:
+        return [n for n in os.listdir("/dev/shm") if n.startswith(f"linalgd-py-{os.getpid()}-")]
+    except FileNotFoundError:
+        return []
+
+
+@pytest.fixture(scope="module")
+def pair(shm_server):
+    """(shared-memory client, socket client) of the same --allow-shm server."""
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as s, \
+            linalgd.Client(shm_server.target, timeout=20.0) as plain:
+        yield s, plain
+
+
+MATMUL_CASES = [
+    dict(a=rand(30, 20, dtype=np.float32), b=rand(20, 10, dtype=np.float32)),
+    dict(a=rand(20, 30), b=rand(10, 20), transpose_a=True, transpose_b=True),
+    dict(a=rand(2, 1, 6, 5, dtype=np.float32), b=rand(3, 5, 4, dtype=np.float32)),
+    dict(a=rand(8, 6, dtype=np.float32), b=rand(6, 4, dtype=np.float32),
+         bias=rand(4, dtype=np.float32), epilogue="relu"),
+    dict(a=rand(5, 7), b=rand(7, 3), c=rand(5, 3), alpha=0.5, beta=2.0),
+    dict(a=rand(9, 4, dtype=np.float16), b=rand(4, 6, dtype=np.float16), output_dtype="float32"),
+    dict(a=np.asfortranarray(rand(12, 11)), b=rand(22, 13)[::2].astype(">f8")),  # layouts
+    dict(a=rand(7), b=rand(7, 3)),  # 1-D operand: promoted and squeezed
+]
+
+
+@pytest.mark.parametrize("case", range(len(MATMUL_CASES)))
+def test_matmul_through_shm_equals_socket(pair, case):
+    s, plain = pair
+    kw = MATMUL_CASES[case]
+    got = s.matmul(**kw, return_info=True)
+    want = plain.matmul(**kw, return_info=True)
+    assert s.shared_memory_active
+    assert got.out.dtype == want.out.dtype and got.out.shape == want.out.shape
+    assert got.out.flags.writeable and got.out.flags.c_contiguous
+    np.testing.assert_array_equal(got.out, want.out)
+    assert got.info.backend == want.info.backend
+
+
+def test_solve_through_shm_equals_socket(pair):
+    s, plain = pair
+    cases = [dict(a=spd(40), b=rand(40, 3)),
+             dict(a=spd(6), b=rand(6), method="cholesky"),
+             dict(a=rand(2, 5, 5) + 5 * np.eye(5), b=rand(5, 2), method="lu"),
+             dict(a=rand(8, 5), b=rand(8, 2), method="lstsq"),
+             dict(a=spd(16).astype(np.float32), b=rand(16, 4, dtype=np.float32))]
+    for kw in cases:
+        got = s.solve(**kw, return_info=True)
+        want = plain.solve(**kw, return_info=True)
+        assert got.x.dtype == want.x.dtype and got.x.shape == want.x.shape
+        np.testing.assert_array_equal(got.x, want.x)
+        assert got.method_used == want.method_used and got.residual == want.residual
+    assert s.shared_memory_active
+
+
+def test_solve_with_factor_through_shm(pair):
+    s, plain = pair
+    a, b = spd(20), rand(20, 5)
+    f = s.factorize(a)
+    try:
+        np.testing.assert_array_equal(s.solve(None, b, factor=f.factor_id),
+                                      plain.solve(None, b, factor=f.factor_id))
+    finally:
+        s.release_factor(f.factor_id)
+
+
+def test_errors_through_shm_are_the_servers(pair):
+    s, _ = pair
+    with pytest.raises(linalgd.InvalidArgument):
+        s.matmul(rand(3, 4), rand(5, 6))
+    with pytest.raises(linalgd.InvalidArgument):
+        s.solve(rand(3, 3), rand(4, 1))
+    # the region is still usable afterwards
+    a, b = rand(3, 4), rand(4, 2)
+    np.testing.assert_allclose(s.matmul(a, b), a @ b, rtol=1e-12)
+
+
+def test_large_tensors_pass_a_tiny_message_limit_only_through_shm(start_server):
+    server = start_server("--allow-shm", "--max-message-bytes", "65536")
+    a, b = rand(256, 256, dtype=np.float32), rand(256, 256, dtype=np.float32)  # 256 KiB each
+    A, B = spd(128), rand(128, 64)  # 128 KiB, 64 KiB
+    with linalgd.Client(server.target, timeout=20.0, retries=0) as plain:
+        with pytest.raises(linalgd.ResourceExhausted):
+            plain.matmul(a, b)
+        with pytest.raises(linalgd.ResourceExhausted):
+            plain.solve(A, B)
+    with linalgd.Client(server.target, timeout=20.0, retries=0, use_shared_memory=True) as s:
+        out = s.matmul(a, b)
+        np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(s.solve(A, B), np.linalg.solve(A, B), rtol=1e-10)
+        assert s.shared_memory_active
+        assert our_shm_names() == []  # unlinked once registered: nothing left in /dev/shm
+    assert not s.shared_memory_active
+
+
+def test_server_without_allow_shm_falls_back(server, caplog):
+    a, b = rand(20, 10), rand(10, 5)
+    with caplog.at_level(logging.DEBUG, logger="linalgd"):
+        with linalgd.Client(server.target, timeout=10.0, use_shared_memory=True) as c:
+            np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-12)
+            A = spd(10)
+            np.testing.assert_allclose(c.solve(A, b), np.linalg.solve(A, b), rtol=1e-10)
+            assert not c.shared_memory_active
+    refusals = [r for r in caplog.records if "RegisterSharedMemory" in r.getMessage()]
+    assert len(refusals) == 1 and refusals[0].levelno == logging.DEBUG  # tried once only
+    assert "--allow-shm" in refusals[0].getMessage()
+    assert our_shm_names() == []
+
+
+def test_tensors_that_do_not_fit_take_the_socket(shm_server, caplog):
+    with linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True,
+                        shared_memory_bytes=4096) as c:
+        with caplog.at_level(logging.DEBUG, logger="linalgd"):
+            small_a, small_b = rand(4, 4), rand(4, 4)
+            np.testing.assert_allclose(c.matmul(small_a, small_b), small_a @ small_b,
+                                       rtol=1e-12)
+            big_a, big_b = rand(40, 40), rand(40, 40)  # 12.8 KiB each
+            np.testing.assert_allclose(c.matmul(big_a, big_b), big_a @ big_b, rtol=1e-12)
+        assert c.shared_memory_active
+    assert any("do not fit" in r.getMessage() for r in caplog.records)
+
+
+def test_concurrent_calls_share_one_region(shm_server):
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as c:
+        inputs = [(rand(64, 48), rand(48, 32)) for _ in range(8)]
+        results, errors = [None] * len(inputs), []
+
+        def work(i):
+            try:
+                for _ in range(5):
+                    results[i] = c.matmul(*inputs[i])
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        for (a, b), out in zip(inputs, results):
+            np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+        assert c.shared_memory_active
+
+
+def test_close_unregisters_the_region(shm_server):
+    c = linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True)
+    c.matmul(rand(3, 3), rand(3, 3))
+    name = c._shm.name
+    c.close()
+    assert not c.shared_memory_active
+    with linalgd.Client(shm_server.target, timeout=10.0) as plain:
+        # The server no longer knows the name: a reference to it is NOT_FOUND.
+        t = linalgd.client.pb.Tensor(dtype=int(linalgd.DType.F64), shape=[1, 1],
+                                     shm=linalgd.client.pb.SharedMemoryRef(region=name, bytes=8))
+        req = linalgd.client.pb.MatmulRequest(a=t, b=t)
+        with pytest.raises(linalgd.NotFound):
+            plain._invoke("Matmul", req, 5.0)
+
+
+def test_remote_targets_do_not_try_shared_memory(caplog):
+    for target in ("unix:/tmp/x.sock", "localhost:1", "127.0.0.1:5", "127.1.2.3:5", "[::1]:5",
+                   "dns:///localhost:50051", "ipv4:127.0.0.1:1"):
+        assert shm.is_local_target(target), target
+    for target in ("example.com:50051", "10.0.0.1:5", "[2001:db8::1]:5", "dns:///host:1"):
+        assert not shm.is_local_target(target), target
+    with caplog.at_level(logging.DEBUG, logger="linalgd"):
+        c = linalgd.Client("192.0.2.1:9", timeout=0.2, retries=0, use_shared_memory=True)
+        with pytest.raises(linalgd.LinalgdError):
+            c.matmul(rand(2, 2), rand(2, 2))
+        c.close()
+    assert any("not on this host" in r.getMessage() for r in caplog.records)
+
+
+def test_invalid_region_size():
+    with pytest.raises(ValueError):
+        linalgd.Client("localhost:1", use_shared_memory=True, shared_memory_bytes=0)
