@@ -31,8 +31,21 @@ bench() {  # bench NAME LIMIT_S ARGS...: linalgd-bench, JSON in $out/NAME.json, 
   rm -f "$out/$name.log"
 }
 bench bench_main ${T_BENCH_MAIN:-200} ${BENCH_MAIN_ARGS:---workloads latency,throughput,large,e2e64,stress --large-n 4096 --e2e-matmul-sizes 1024,4096 --e2e-solve-sizes 4096,8192 --stress-callers 64 --stress-seconds 20 --stress-large-n 2048}
-bench bench_extra ${T_BENCH_EXTRA:-150} ${BENCH_EXTRA_ARGS:---workloads batching,sparse --sparse-2d 1000 --sparse-3d 100 --sparse-graph 1000000 --sparse-methods cg --large-warmup 0}
-bench bench_direct ${T_BENCH_DIRECT:-120} ${BENCH_DIRECT_ARGS:---workloads sparse --sparse-2d 1000 --sparse-3d 50 --sparse-graph 0 --sparse-methods cholesky --large-warmup 0}
+bench bench_extra ${T_BENCH_EXTRA:-150} ${BENCH_EXTRA_ARGS:---workloads batching,data --data-n 4096 --factor-n 8192 --factor-solves 1000}
+if [[ -n ${RUN_SPARSE:-} ]]; then
+  bench bench_sparse ${T_BENCH_SPARSE:-150} --workloads sparse --sparse-2d 1000 --sparse-3d 100 --sparse-graph 1000000 --sparse-methods cg --large-warmup 0
+fi
+# The stress run against a server whose GPU budget binds (a small fraction of
+# the device), so that admission, waiting and CPU rollback are exercised.
+port=50611
+"$here/bin/linalgd" --listen 127.0.0.1:$port --metrics-listen "" \
+    --gpu-memory-fraction ${STRESS_FRACTION:-0.005} > "$out/stress_server.log" 2>&1 &
+spid=$!
+sleep 3
+bench bench_budget ${T_BENCH_BUDGET:-120} --target 127.0.0.1:$port ${BUDGET_ARGS:---workloads stress --stress-callers 64 --stress-seconds 30 --stress-large-n 4096}
+kill -TERM $spid; wait $spid; echo "stress server exit: $?" >> "$summary"
+{ echo "== stress server log"; grep -v " info " "$out/stress_server.log" | tail -20; } >> "$out/bench.log"
+rm -f "$out/stress_server.log"
 for f in gpu_tests gpu_server_tests; do
   grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/$f.log" | head -30 | sed "s/^/$f: /" >> "$summary"
 done
