@@ -39,10 +39,10 @@ fi
 # the device), so that admission, waiting and CPU rollback are exercised.
 port=50611
 "$here/bin/linalgd" --listen 127.0.0.1:$port --metrics-listen "" \
-    --gpu-memory-fraction ${STRESS_FRACTION:-0.005} > "$out/stress_server.log" 2>&1 &
+    --gpu-memory-fraction ${STRESS_FRACTION:-0.01} --handles-per-device 8 > "$out/stress_server.log" 2>&1 &
 spid=$!
 sleep 3
-bench bench_budget ${T_BENCH_BUDGET:-120} --target 127.0.0.1:$port ${BUDGET_ARGS:---workloads stress --stress-callers 64 --stress-seconds 30 --stress-large-n 4096}
+bench bench_budget ${T_BENCH_BUDGET:-120} --target 127.0.0.1:$port ${BUDGET_ARGS:---workloads stress --stress-callers 64 --stress-seconds 30 --stress-large-n 2800}
 kill -TERM $spid; wait $spid; echo "stress server exit: $?" >> "$summary"
 { echo "== stress server log"; grep -v " info " "$out/stress_server.log" | tail -20; } >> "$out/bench.log"
 rm -f "$out/stress_server.log"
