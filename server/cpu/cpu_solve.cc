@@ -1,5 +1,6 @@
 #include "server/cpu/cpu_solve.h"
 
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/backend/solve_chain.h"
 #include "server/cpu/blas_gemm.h"
 #include "server/cpu/lapack_solvers.h"
 
@@ -40,27 +42,6 @@ struct ChainResult {
   std::vector<std::string> failures;
   std::vector<T> x;
 };
-
-// Position in the fallback chain, for method_used over a batch.
-int ChainRank(SolveMethod m) {
-  switch (m) {
-    case SolveMethod::kCholesky: return 1;
-    case SolveMethod::kLu: return 2;
-    case SolveMethod::kQr: return 3;
-    case SolveMethod::kLstsq: return 4;
-    case SolveMethod::kAuto: break;
-  }
-  return 0;
-}
-
-std::optional<SolveMethod> NextMethod(SolveMethod m) {
-  switch (m) {
-    case SolveMethod::kCholesky: return SolveMethod::kLu;
-    case SolveMethod::kLu:
-    case SolveMethod::kQr: return SolveMethod::kLstsq;
-    default: return std::nullopt;
-  }
-}
 
 std::vector<Group> GroupByA(const SolvePlan& plan) {
   std::vector<Group> groups;
@@ -106,7 +87,7 @@ ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
       return out;
     }
     out.failures.push_back(std::move(r.failure));
-    const std::optional<SolveMethod> next = NextMethod(m);
+    const std::optional<SolveMethod> next = NextSolveMethod(m);
     const bool auto_step = op.method == SolveMethod::kAuto && m == SolveMethod::kCholesky;
     if (!next || !(op.allow_fallback || auto_step)) {
       out.status = absl::FailedPreconditionError(absl::StrCat(
@@ -215,7 +196,7 @@ absl::StatusOr<SolveResult> Combine(std::vector<GroupOutcome>& outcomes, Tensor 
   size_t fell_back = 0;
   for (GroupOutcome& o : outcomes) {
     if (!o.status.ok()) return o.status;
-    if (ChainRank(o.used) > ChainRank(result.method_used)) result.method_used = o.used;
+    if (SolveChainRank(o.used) > SolveChainRank(result.method_used)) result.method_used = o.used;
     if (!o.fallback.empty() && fell_back++ < kMaxMessages) messages.push_back(o.fallback);
     if (std::isnan(o.residual) || o.residual > result.residual) result.residual = o.residual;
   }

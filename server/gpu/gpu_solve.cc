@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/backend/solve_chain.h"
 #include "server/gpu/batched_solver.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
@@ -24,26 +25,6 @@ namespace {
 
 constexpr int64_t kBatchedMaxN = 64;
 constexpr size_t kMaxMessages = 4;
-
-int ChainRank(SolveMethod m) {
-  switch (m) {
-    case SolveMethod::kCholesky: return 1;
-    case SolveMethod::kLu: return 2;
-    case SolveMethod::kQr: return 3;
-    case SolveMethod::kLstsq: return 4;
-    case SolveMethod::kAuto: break;
-  }
-  return 0;
-}
-
-std::optional<SolveMethod> NextMethod(SolveMethod m) {
-  switch (m) {
-    case SolveMethod::kCholesky: return SolveMethod::kLu;
-    case SolveMethod::kLu:
-    case SolveMethod::kQr: return SolveMethod::kLstsq;
-    default: return std::nullopt;
-  }
-}
 
 struct ElementOutcome {
   SolveMethod used = SolveMethod::kAuto;
@@ -189,7 +170,7 @@ absl::StatusOr<SolveMethod> SolveJob::AfterFailure(int64_t i, SolveMethod m,
   if (f.kind == SolveFailure::Kind::kNotConverged) return absl::InternalError(why);
   ElementOutcome& out = out_[i];
   out.failures.push_back(why);
-  const std::optional<SolveMethod> next = NextMethod(m);
+  const std::optional<SolveMethod> next = NextSolveMethod(m);
   const bool auto_step = op_.method == SolveMethod::kAuto && m == SolveMethod::kCholesky;
   if (!next || !(op_.allow_fallback || auto_step)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -289,7 +270,7 @@ SolveResult SolveJob::Combine() const {
   absl::flat_hash_set<std::string> seen;
   size_t fell_back = 0;
   for (const ElementOutcome& o : out_) {
-    if (ChainRank(o.used) > ChainRank(result.method_used)) result.method_used = o.used;
+    if (SolveChainRank(o.used) > SolveChainRank(result.method_used)) result.method_used = o.used;
     if (o.failures.empty()) continue;
     std::string msg = absl::StrCat(absl::StrJoin(o.failures, "; "), "; used ",
                                    SolveMethodName(o.used));
