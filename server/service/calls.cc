@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/common/logging.h"
 #include "spdlog/spdlog.h"
+#include "server/service/call_reactor.h"
 #include "server/service/factor_calls.h"
 #include "server/service/requests.h"
 #include "server/service/status_map.h"
@@ -15,48 +16,6 @@
 namespace linalgd {
 namespace {
 
-// A unary reactor that forwards cancellation to its job's token and deletes
-// itself when the call is done.
-class CallReactor : public grpc::ServerUnaryReactor {
- public:
-  void set_cancel_token(std::shared_ptr<std::atomic<bool>> token) { token_ = std::move(token); }
-  void OnCancel() override {
-    if (token_) token_->store(true);
-  }
-  // OnDone waits until no token is left: a GPU call abandoned after
-  // --op-timeout may still read the request, which gRPC frees after OnDone.
-  void OnDone() override {
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](int* pins) { return *pins == 0; }, &pins_));
-    }
-    delete this;
-  }
-  // Keeps the request (and so the reactor) alive while the token lives.
-  std::shared_ptr<void> Pin() {
-    absl::MutexLock lock(&mu_);
-    ++pins_;
-    return std::shared_ptr<void>(this, [](void* self) {
-      auto* r = static_cast<CallReactor*>(self);
-      absl::MutexLock lock(&r->mu_);
-      --r->pins_;
-    });
-  }
-
- private:
-  std::shared_ptr<std::atomic<bool>> token_;
-  absl::Mutex mu_;
-  int pins_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  const auto d = context->deadline();
-  if (d >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
-    return absl::InfiniteFuture();
-  }
-  return absl::FromChrono(d);
-}
 
 std::string ShapesOf(const TensorView& a, const TensorView& b) {
   return ShapeString(a.shape) + "x" + ShapeString(b.shape);
@@ -213,7 +172,7 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
   spec.flops = Flops(*prepared);
   spec.device_bytes = DeviceBytes(*prepared);
   spec.priority = priority;
-  spec.deadline = DeadlineOf(context);
+  spec.deadline = CallDeadline(context);
   auto job = std::make_unique<JobT>(spec, env, context, reactor, response,
                                     std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());

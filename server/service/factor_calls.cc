@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
+#include "server/service/call_reactor.h"
 #include "server/service/status_map.h"
 #include "server/service/store_calls.h"
 #include "server/service/tensor_sources.h"
@@ -13,26 +14,6 @@
 namespace linalgd {
 namespace {
 
-// Forwards cancellation to the job; deletes itself when the call is done.
-class FactorReactor : public grpc::ServerUnaryReactor {
- public:
-  void set_cancel_token(std::shared_ptr<std::atomic<bool>> token) { token_ = std::move(token); }
-  void OnCancel() override {
-    if (token_) token_->store(true);
-  }
-  void OnDone() override { delete this; }
-
- private:
-  std::shared_ptr<std::atomic<bool>> token_;
-};
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  const auto d = context->deadline();
-  if (d >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
-    return absl::InfiniteFuture();
-  }
-  return absl::FromChrono(d);
-}
 
 JobSpec SpecFor(grpc::CallbackServerContext* context, int64_t largest_dim, int priority,
                 double flops) {
@@ -41,7 +22,7 @@ JobSpec SpecFor(grpc::CallbackServerContext* context, int64_t largest_dim, int p
   spec.largest_dim = largest_dim;
   spec.priority = priority;
   spec.flops = flops;
-  spec.deadline = DeadlineOf(context);
+  spec.deadline = CallDeadline(context);
   return spec;
 }
 
@@ -83,7 +64,7 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
 class FactorizeJob : public Job {
  public:
   FactorizeJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-               FactorReactor* reactor, v1::FactorizeResponse* response, PreparedFactorize p)
+               CallReactor* reactor, v1::FactorizeResponse* response, PreparedFactorize p)
       : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
         p_(std::move(p)) {}
 
@@ -119,7 +100,7 @@ class FactorizeJob : public Job {
 
   const CallEnv env_;
   grpc::CallbackServerContext* const context_;
-  FactorReactor* const reactor_;
+  CallReactor* const reactor_;
   v1::FactorizeResponse* const response_;
   PreparedFactorize p_;
   FactorizeResult result_;
@@ -168,7 +149,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
 class FactorSolveJob : public Job {
  public:
   FactorSolveJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-                 FactorReactor* reactor, v1::SolveResponse* response, PreparedFactorSolve p)
+                 CallReactor* reactor, v1::SolveResponse* response, PreparedFactorSolve p)
       : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
         p_(std::move(p)) {}
 
@@ -202,7 +183,7 @@ class FactorSolveJob : public Job {
  private:
   const CallEnv env_;
   grpc::CallbackServerContext* const context_;
-  FactorReactor* const reactor_;
+  CallReactor* const reactor_;
   v1::SolveResponse* const response_;
   PreparedFactorSolve p_;
   SolveResult result_;
@@ -212,7 +193,7 @@ template <typename JobT, typename Prepared, typename Response>
 grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext* context,
                                  Response* response, absl::StatusOr<Prepared> prepared,
                                  int64_t largest_dim, int priority, double flops) {
-  auto* reactor = new FactorReactor();
+  auto* reactor = new CallReactor();
   if (!prepared.ok()) {
     reactor->Finish(ToGrpcStatus(prepared.status(), context));
     return reactor;

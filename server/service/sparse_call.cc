@@ -6,6 +6,7 @@
 #include "server/common/logging.h"
 #include "server/service/sparse_dense_path.h"
 #include "server/service/sparse_request.h"
+#include "server/service/call_reactor.h"
 #include "server/service/status_map.h"
 #include "spdlog/spdlog.h"
 
@@ -14,33 +15,13 @@ namespace {
 
 constexpr absl::string_view kOp = "SparseSolve";
 
-// Forwards cancellation to the job's token; deletes itself when done.
-class SparseReactor : public grpc::ServerUnaryReactor {
- public:
-  void set_cancel_token(std::shared_ptr<std::atomic<bool>> token) { token_ = std::move(token); }
-  void OnCancel() override {
-    if (token_) token_->store(true);
-  }
-  void OnDone() override { delete this; }
-
- private:
-  std::shared_ptr<std::atomic<bool>> token_;
-};
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
-  const auto d = context->deadline();
-  if (d >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
-    return absl::InfiniteFuture();
-  }
-  return absl::FromChrono(d);
-}
 
 // One SparseSolve call. Holds views into the request (owned by gRPC until
 // the call finishes, in Finish).
 class SparseSolveJob : public Job {
  public:
   SparseSolveJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-                 SparseReactor* reactor, v1::SparseSolveResponse* response,
+                 CallReactor* reactor, v1::SparseSolveResponse* response,
                  PreparedSparseSolve prepared)
       : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
         p_(std::move(prepared)) {}
@@ -95,7 +76,7 @@ class SparseSolveJob : public Job {
   const CallEnv env_;
   const absl::Time received_ = absl::Now();
   grpc::CallbackServerContext* const context_;
-  SparseReactor* const reactor_;
+  CallReactor* const reactor_;
   v1::SparseSolveResponse* const response_;
   PreparedSparseSolve p_;
   SparseSolveResult result_;
@@ -110,7 +91,7 @@ JobSpec SpecOf(const PreparedSparseSolve& p, const v1::SparseSolveRequest& r,
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
   spec.priority = r.priority();
-  spec.deadline = DeadlineOf(context);
+  spec.deadline = CallDeadline(context);
   return spec;
 }
 
@@ -121,7 +102,7 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env,
                                            const v1::SparseSolveRequest* request,
                                            v1::SparseSolveResponse* response) {
   const absl::Time received = absl::Now();
-  auto* reactor = new SparseReactor();
+  auto* reactor = new CallReactor();
   absl::StatusOr<PreparedSparseSolve> prepared = PrepareSparseSolve(*request, env.limits);
   if (!prepared.ok()) {
     spdlog::debug("SparseSolve rejected: {}", prepared.status().ToString());

@@ -1,0 +1,40 @@
+#ifndef LINALGD_SERVER_SERVICE_CALL_REACTOR_H_
+#define LINALGD_SERVER_SERVICE_CALL_REACTOR_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace linalgd {
+
+// The reactor of a unary call whose work runs as a scheduler job: forwards
+// cancellation to the job's token and deletes itself when the call is done.
+// Thread-safe.
+class CallReactor : public grpc::ServerUnaryReactor {
+ public:
+  void set_cancel_token(std::shared_ptr<std::atomic<bool>> token) { token_ = std::move(token); }
+  void OnCancel() override {
+    if (token_) token_->store(true);
+  }
+  // OnDone waits until no pin is left: a GPU call abandoned after
+  // --op-timeout may still read the request, which gRPC frees after OnDone.
+  void OnDone() override;
+  // Keeps the request (and so the reactor) alive while the pin lives.
+  std::shared_ptr<void> Pin();
+
+ private:
+  std::shared_ptr<std::atomic<bool>> token_;
+  absl::Mutex mu_;
+  int pins_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The call's gRPC deadline; InfiniteFuture when the caller set none.
+absl::Time CallDeadline(const grpc::CallbackServerContext* context);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_CALL_REACTOR_H_
