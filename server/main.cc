@@ -12,6 +12,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/common/logging.h"
 #include "server/service/server.h"
@@ -121,6 +122,11 @@ bool Finalize(Flags& f, absl::Duration* grace) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian builds abseil without NDEBUG, so every absl::Mutex (ours and
+  // gRPC's) would run the debug deadlock detector: a global graph insert
+  // on first lock and a removal when a per-call mutex dies. The daemon
+  // skips it; the tests (which do not run this main) keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"linalgd: GPU linear algebra over gRPC"};
   Flags flags;
   AddFlags(app, flags);

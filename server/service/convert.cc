@@ -1,7 +1,10 @@
 #include "server/service/convert.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "server/common/half.h"
@@ -14,20 +17,38 @@ absl::Status ShapeError(absl::string_view field, const v1::Tensor& t, absl::stri
       field, ".shape: ", ShapeString(Shape(t.shape().begin(), t.shape().end())), " ", why));
 }
 
-template <typename T>
-int64_t FirstNonFinite(const T* p, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(p[i])) return i;
+// Inf and NaN are the values whose exponent bits are all ones. Blocks are
+// scanned without branches (the compiler vectorizes the reduction); only a
+// block that holds one is searched for the first index.
+template <typename Bits>
+int64_t FirstAllOnes(const Bits* p, int64_t n, Bits exp_mask) {
+  constexpr int64_t kBlock = 1024;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    Bits hit = 0;
+    for (int64_t i = begin; i < end; ++i) hit |= static_cast<Bits>((p[i] & exp_mask) == exp_mask);
+    if (hit == 0) continue;
+    for (int64_t i = begin; i < end; ++i) {
+      if ((p[i] & exp_mask) == exp_mask) return i;
+    }
   }
   return -1;
 }
 
+template <typename T>
+int64_t FirstNonFinite(const T* p, int64_t n) {
+  static_assert(std::numeric_limits<T>::is_iec559);
+  if constexpr (sizeof(T) == 4) {
+    return FirstAllOnes(reinterpret_cast<const uint32_t*>(p), n, uint32_t{0x7f800000});
+  } else {
+    return FirstAllOnes(reinterpret_cast<const uint64_t*>(p), n,
+                        uint64_t{0x7ff0000000000000});
+  }
+}
+
 // f16/bf16: exponent all ones means inf or nan.
 int64_t FirstNonFinite16(const uint16_t* p, int64_t n, uint16_t exp_mask) {
-  for (int64_t i = 0; i < n; ++i) {
-    if ((p[i] & exp_mask) == exp_mask) return i;
-  }
-  return -1;
+  return FirstAllOnes(p, n, exp_mask);
 }
 
 }  // namespace

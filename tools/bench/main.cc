@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "linalgd/client.h"
 #include "server/service/server.h"
 #include "tools/bench/bench_options.h"
@@ -150,6 +151,9 @@ int RunAll(const BenchOptions& o, const std::string& target) {
 }  // namespace linalgd::bench
 
 int main(int argc, char** argv) {
+  // As linalgd's main: no debug deadlock detection (Debian's abseil keeps
+  // it on), so that the in-process server runs as the daemon does.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   linalgd::bench::BenchOptions options;
   CLI::App app("linalgd-bench: linalgd against a raw gRPC echo and in-process OpenBLAS");
   linalgd::bench::AddFlags(app, options);
