@@ -156,6 +156,17 @@ TEST_F(IntegrationTest, NanIsRejectedUnlessAllowed) {
   EXPECT_THAT(r.status().message(), HasSubstr("a: element 2 is NaN"));
   args.allow_non_finite = true;
   EXPECT_TRUE(client_->Matmul(args).ok());
+  // Past the scan's first blocks, in f64 and f16: the first bad element is named.
+  args.allow_non_finite = false;
+  args.a = RandomTensor<double>({100, 100}, 5);
+  args.a.mutable_as<double>()[5000] = -INFINITY;
+  args.a.mutable_as<double>()[7000] = NAN;
+  args.b = RandomTensor<double>({100, 2}, 6);
+  EXPECT_THAT(client_->Matmul(args).status().message(), HasSubstr("a: element 5000 is -Inf"));
+  args.a = Tensor::Zeros(client::DType::kF16, {60, 60}).value();
+  args.a.mutable_as<uint16_t>()[3333] = 0x7e00;  // f16 NaN
+  args.b = Tensor::Zeros(client::DType::kF16, {60, 1}).value();
+  EXPECT_THAT(client_->Matmul(args).status().message(), HasSubstr("a: element 3333 is NaN"));
   SolveArgs s;
   s.a = Tensor::FromVector<double>({2, 2}, {1, 0, 0, 1}).value();
   s.b = Tensor::FromVector<double>({2, 1}, {INFINITY, 0}).value();
