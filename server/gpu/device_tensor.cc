@@ -1,6 +1,7 @@
 #include "server/gpu/device_tensor.h"
 
 #include "server/gpu/cuda_check.h"
+#include "server/gpu/device_resident.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/transfer.h"
 
@@ -8,8 +9,22 @@ namespace linalgd::gpu {
 
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(t.num_bytes())));
+  if (const void* r = FindDeviceResident(ctx.mem.device(), t.data, t.num_bytes())) {
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(d.data(), r, t.num_bytes(), cudaMemcpyDeviceToDevice,
+                                      ctx.hs.stream));
+    return d;
+  }
   LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, t.data, t.num_bytes(), d.data()));
   return d;
+}
+
+absl::StatusOr<DeviceOperand> UploadOperand(GpuContext& ctx, const TensorView& t) {
+  DeviceOperand op;
+  op.data = FindDeviceResident(ctx.mem.device(), t.data, t.num_bytes());
+  if (op.data != nullptr) return op;
+  LINALGD_ASSIGN_OR_RETURN(op.owned, Upload(ctx, t));
+  op.data = op.owned.data();
+  return op;
 }
 
 absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,

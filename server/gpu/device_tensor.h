@@ -10,8 +10,20 @@
 
 namespace linalgd::gpu {
 
-// A copy of `t`'s bytes on the device (staged through pinned memory).
+// A copy of `t`'s bytes on the device (staged through pinned memory; one
+// direct copy from page-locked memory; a device-to-device copy when `t` is a
+// stored tensor resident on ctx's device, device_resident.h). The caller may
+// write to it.
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t);
+
+// A read-only operand on the device: the resident copy itself when `t` is a
+// stored tensor resident on ctx's device (nothing allocated or copied), else
+// an Upload held in `owned`.
+struct DeviceOperand {
+  DeviceBuffer owned;
+  const void* data = nullptr;
+};
+absl::StatusOr<DeviceOperand> UploadOperand(GpuContext& ctx, const TensorView& t);
 
 // The matrices of `t` that start at `offsets` (elements; one per batch
 // element, repeats allowed), `elems` elements each, laid out one after the

@@ -60,24 +60,24 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   const int64_t mn = plan.m * plan.n;
   if (plan.batch * mn == 0) return Tensor(op.out_dtype, plan.out_shape);
   const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer a, Upload(ctx, op.a));
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, Upload(ctx, op.b));
+  LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
+  LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
   const bool use_c = op.c.has_value() && op.beta != 0;
   if (use_c) LINALGD_RETURN_IF_ERROR(FillFromC(ctx, op, plan, d.data()));
-  DeviceBuffer bias;
+  DeviceOperand bias;
   if (op.bias) {
-    LINALGD_ASSIGN_OR_RETURN(bias, Upload(ctx, *op.bias));
+    LINALGD_ASSIGN_OR_RETURN(bias, UploadOperand(ctx, *op.bias));
   }
   LtMatmulArgs x = BaseArgs(op, plan);
-  x.bias = op.bias ? bias.data() : nullptr;
+  x.bias = op.bias ? bias.data : nullptr;
   const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
   const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
   if (sa && sb) {
     x.batch = plan.batch;
-    x.a = a.data();
+    x.a = a.data;
     x.a_stride = *sa;
-    x.b = b.data();
+    x.b = b.data;
     x.b_stride = *sb;
     x.d = d.data();
     x.c = use_c ? d.data() : nullptr;
@@ -86,8 +86,8 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   } else {
     for (int64_t i = 0; i < plan.batch; ++i) {
       x.batch = 1;
-      x.a = a.as<char>() + plan.a_offsets[i] * in_es;
-      x.b = b.as<char>() + plan.b_offsets[i] * in_es;
+      x.a = static_cast<const char*>(a.data) + plan.a_offsets[i] * in_es;
+      x.b = static_cast<const char*>(b.data) + plan.b_offsets[i] * in_es;
       x.d = d.as<char>() + i * mn * out_es;
       x.c = use_c ? x.d : nullptr;
       LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));

@@ -24,17 +24,48 @@ Staging AcquireStaging(PinnedPool& pinned, size_t bytes) {
   return s;
 }
 
+bool IsPinnedByte(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // a failed query is not sticky: clear it, report "pageable"
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+}
+
+// One async copy of a pinned (or small) range, waited for.
+absl::Status CopyWhole(HandleSet& hs, void* dst, const void* src, size_t bytes,
+                       cudaMemcpyKind kind) {
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, hs.stream));
+  return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__,
+                   __LINE__);
+}
+
 }  // namespace
+
+bool IsPinnedHost(const void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return false;
+  const auto* c = static_cast<const char*>(p);
+  return IsPinnedByte(c) && IsPinnedByte(c + bytes - 1);
+}
+
+TransferCounters& GlobalTransferCounters() {
+  static TransferCounters* counters = new TransferCounters();
+  return *counters;
+}
 
 absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
                           void* dst) {
   if (bytes == 0) return absl::OkStatus();
-  Staging st = AcquireStaging(pinned, bytes);
-  if (!st.ok()) {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
-    return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__,
-                     __LINE__);
+  TransferCounters& n = GlobalTransferCounters();
+  n.h2d_copies.fetch_add(1);
+  n.h2d_bytes.fetch_add(static_cast<int64_t>(bytes));
+  if (bytes >= kDirectCopyBytes && IsPinnedHost(src, bytes)) {
+    n.h2d_pinned_direct.fetch_add(1);
+    return CopyWhole(hs, dst, src, bytes, cudaMemcpyHostToDevice);
   }
+  Staging st = AcquireStaging(pinned, bytes);
+  if (!st.ok()) return CopyWhole(hs, dst, src, bytes, cudaMemcpyHostToDevice);
   const size_t chunk = pinned.block_bytes();
   const auto* in = static_cast<const char*>(src);
   auto* out = static_cast<char*>(dst);
@@ -56,12 +87,15 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
 absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
                         void* dst) {
   if (bytes == 0) return absl::OkStatus();
-  Staging st = AcquireStaging(pinned, bytes);
-  if (!st.ok()) {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, hs.stream));
-    return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__,
-                     __LINE__);
+  TransferCounters& n = GlobalTransferCounters();
+  n.d2h_copies.fetch_add(1);
+  n.d2h_bytes.fetch_add(static_cast<int64_t>(bytes));
+  if (bytes >= kDirectCopyBytes && IsPinnedHost(dst, bytes)) {
+    n.d2h_pinned_direct.fetch_add(1);
+    return CopyWhole(hs, dst, src, bytes, cudaMemcpyDeviceToHost);
   }
+  Staging st = AcquireStaging(pinned, bytes);
+  if (!st.ok()) return CopyWhole(hs, dst, src, bytes, cudaMemcpyDeviceToHost);
   const size_t chunk = pinned.block_bytes();
   const auto* in = static_cast<const char*>(src);
   auto* out = static_cast<char*>(dst);

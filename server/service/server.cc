@@ -14,6 +14,7 @@
 #include "server/backend/memory_budget.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
+#include "server/gpu/resident_copy.h"
 #include "server/gpu/host_pinning.h"
 #include "server/gpu/lane_budget.h"
 #include "server/metrics/http_exposer.h"
@@ -144,6 +145,7 @@ void ServerImpl::InitStore(TensorSources& sources) {
   StoreOptions so;
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
+  so.device_copy = MakeResidentCopier(gpu_->backends());  // placement gpu:N
   store_ = std::make_unique<ResidentStore>(so);
   LinalgdMetrics* metrics = metrics_.get();
   store_->SetObserver([metrics](int64_t bytes, int64_t objects) {

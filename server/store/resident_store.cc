@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/resident_id.h"
 
@@ -39,6 +40,8 @@ struct ResidentStore::Entry {
   Tensor tensor;      // kTensor
   std::shared_ptr<const Factor> factor;  // kFactor
   StoreReservation reservation;
+  // After `tensor`: the device copy of its bytes goes first (device_copy hook).
+  std::shared_ptr<const void> device_copy;
   absl::Time last_use;
   std::list<std::string>::iterator lru_pos;
 };
@@ -151,6 +154,9 @@ absl::StatusOr<std::string> ResidentStore::PutTensor(Tensor tensor, std::string 
   e->meta.crc32c = crc32c;
   e->tensor = std::move(tensor);
   e->reservation = std::move(reservation);
+  if (options_.device_copy && absl::StartsWith(e->meta.placement, "gpu:")) {
+    e->device_copy = options_.device_copy(e->meta.placement, e->tensor);
+  }
   return Insert(std::move(e), ttl);
 }
 

@@ -25,6 +25,13 @@ struct StoreOptions {
   int64_t capacity_bytes = int64_t{8} << 30;  // --store-bytes
   absl::Duration default_ttl = absl::Hours(1);  // --store-ttl
   std::function<absl::Time()> now = [] { return absl::Now(); };  // injectable clock
+  // Tensors put with placement "gpu:N": called once, outside the store's
+  // lock, with the stored host tensor (its bytes stay put and unchanged for
+  // the entry's life); the handle it returns (the device copy) is owned by
+  // the entry and destroyed before the host bytes. Null result or no hook:
+  // the tensor stays host-only. Server: MakeResidentCopier (server/gpu).
+  std::function<std::shared_ptr<const void>(absl::string_view placement, const Tensor& tensor)>
+      device_copy;
 };
 
 enum class ResidentKind { kTensor, kFactor };

@@ -1,0 +1,198 @@
+// Data movement into the GPU: direct copies from page-locked (shared-memory
+// style, cudaHostRegister'ed) host memory, and stored tensors resident on
+// the device (placement gpu:N) used without an upload.
+#include <sys/mman.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/backend/plan.h"
+#include "server/gpu/device_resident.h"
+#include "server/gpu/host_pinning.h"
+#include "server/gpu/resident_copy.h"
+#include "server/gpu/transfer.h"
+#include "server/store/resident_store.h"
+#include "tests/cpu/test_reference.h"
+#include "tests/gpu/gpu_test_env.h"
+
+namespace linalgd {
+namespace {
+
+using test_ref::RandomTensor;
+using test_ref::RelError;
+using test_ref::Values;
+
+constexpr int64_t kN = 512;  // 1 MiB per f32 operand: above the staging threshold
+
+// An anonymous mapping (like a POSIX shared-memory region), unmapped at the end.
+struct Mapping {
+  explicit Mapping(size_t n) : bytes(n) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
+  }
+  ~Mapping() {
+    if (data != nullptr) munmap(data, bytes);
+  }
+  std::byte* data = nullptr;
+  size_t bytes;
+};
+
+Tensor MatmulOn(gpu::GpuBackend& g, const TensorView& a, const TensorView& b) {
+  MatmulOp op;
+  op.a = a;
+  op.b = b;
+  op.out_dtype = a.dtype;
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(op);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<Tensor> out = g.Matmul(op, *plan);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *std::move(out) : Tensor();
+}
+
+TEST(GpuTransferTest, RegisteredHostMemoryCopiesDirectlyAndMatchesPageable) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(7);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
+  Mapping region(2 * a.num_bytes());
+  ASSERT_NE(region.data, nullptr);
+  std::memcpy(region.data, a.as<char>(), a.num_bytes());
+  std::memcpy(region.data + a.num_bytes(), b.as<char>(), b.num_bytes());
+  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  ASSERT_TRUE(pin.ok()) << pin.status();
+  EXPECT_TRUE(gpu::IsPinnedHost(region.data, region.bytes));
+  EXPECT_FALSE(gpu::IsPinnedHost(a.as<char>(), a.num_bytes()));
+
+  const Tensor ref = MatmulOn(g, a.view(), b.view());
+  TensorView pa = a.view(), pb = b.view();
+  pa.data = region.data;
+  pb.data = region.data + a.num_bytes();
+  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const int64_t direct_before = n.h2d_pinned_direct.load();
+  const Tensor got = MatmulOn(g, pa, pb);
+  EXPECT_GE(n.h2d_pinned_direct.load() - direct_before, 2);
+  ASSERT_EQ(got.num_bytes(), ref.num_bytes());
+  EXPECT_LE(RelError(Values(got), Values(ref)), 1e-6);
+  pin->reset();  // unregister before the mapping goes
+}
+
+TEST(GpuTransferTest, CopyToHostIntoRegisteredMemoryIsDirect) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(8);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  Mapping region(a.num_bytes());
+  ASSERT_NE(region.data, nullptr);
+  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  ASSERT_TRUE(pin.ok()) << pin.status();
+  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const int64_t direct_before = n.d2h_pinned_direct.load();
+  absl::Status s = g.RunJob<bool>([&](gpu::GpuContext& ctx) -> absl::StatusOr<bool> {
+    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(a.num_bytes()));
+    LINALGD_RETURN_IF_ERROR(gpu::CopyToDevice(ctx.hs, ctx.pinned, a.as<char>(), a.num_bytes(),
+                                              d.data()));
+    LINALGD_RETURN_IF_ERROR(gpu::CopyToHost(ctx.hs, ctx.pinned, d.data(), a.num_bytes(),
+                                            region.data));
+    return true;
+  }).status();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(n.d2h_pinned_direct.load() - direct_before, 1);
+  EXPECT_EQ(std::memcmp(region.data, a.as<char>(), a.num_bytes()), 0);
+  pin->reset();
+}
+
+// A store whose gpu:N tensors get device copies, as the server wires it.
+std::unique_ptr<ResidentStore> GpuStore(gpu::GpuBackend& g) {
+  StoreOptions so;
+  so.device_copy = MakeResidentCopier({&g});
+  return std::make_unique<ResidentStore>(so);
+}
+
+std::string Put(ResidentStore& store, Tensor t, const std::string& placement) {
+  absl::StatusOr<StoreReservation> r = store.Reserve(static_cast<int64_t>(t.num_bytes()));
+  EXPECT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<std::string> id =
+      store.PutTensor(std::move(t), placement, 0, absl::ZeroDuration(), std::move(*r));
+  EXPECT_TRUE(id.ok()) << id.status();
+  return id.ok() ? *id : "";
+}
+
+TEST(GpuResidentTest, MatmulOnResidentTensorSkipsItsUpload) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(9);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor ref = MatmulOn(g, a.view(), b.view());
+  auto store = GpuStore(g);
+  const int64_t count_before = gpu::DeviceResidentCountForTesting();
+  const std::string id = Put(*store, a, absl::StrCat("gpu:", g.device()));
+  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before + 1);
+  {
+    absl::StatusOr<TensorLease> lease = store->GetTensor(id);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+    const int64_t h2d_before = n.h2d_bytes.load();
+    const Tensor got = MatmulOn(g, lease->tensor->view(), b.view());
+    // Only b crossed from the host.
+    EXPECT_LE(n.h2d_bytes.load() - h2d_before, static_cast<int64_t>(b.num_bytes()));
+    EXPECT_LE(RelError(Values(got), Values(ref)), 1e-6);
+  }
+  ASSERT_TRUE(store->Delete(id, ResidentKind::kTensor).ok());
+  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before);
+}
+
+TEST(GpuResidentTest, SolveOnResidentMatrixSkipsItsUploadAndKeepsIt) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(10);
+  Tensor a = RandomTensor(DType::kF64, {kN, kN}, rng);
+  for (int64_t i = 0; i < kN; ++i) a.mutable_as<double>()[i * kN + i] += kN;  // well conditioned
+  const Tensor b = RandomTensor(DType::kF64, {kN, 4}, rng);
+  auto store = GpuStore(g);
+  const std::string id = Put(*store, a, absl::StrCat("gpu:", g.device()));
+  absl::StatusOr<TensorLease> lease = store->GetTensor(id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  auto solve = [&](const TensorView& av) {
+    SolveOp op;
+    op.a = av;
+    op.b = b.view();
+    absl::StatusOr<SolvePlan> plan = PlanSolve(op);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    absl::StatusOr<SolveResult> r = g.Solve(op, *plan);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? std::move(r->x) : Tensor();
+  };
+  const Tensor ref = solve(a.view());
+  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const int64_t h2d_before = n.h2d_bytes.load();
+  // Twice: the factorization works on a copy, the resident a stays intact.
+  const Tensor x1 = solve(lease->tensor->view());
+  const Tensor x2 = solve(lease->tensor->view());
+  const int64_t a_bytes = static_cast<int64_t>(a.num_bytes());
+  EXPECT_LT(n.h2d_bytes.load() - h2d_before, a_bytes);
+  EXPECT_LE(RelError(Values(x1), Values(ref)), 1e-10);
+  EXPECT_LE(RelError(Values(x2), Values(ref)), 1e-10);
+}
+
+TEST(GpuResidentTest, UnknownDeviceStaysHostOnlyAndPutSucceeds) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(11);
+  auto store = GpuStore(g);
+  const int64_t count_before = gpu::DeviceResidentCountForTesting();
+  const std::string id = Put(*store, RandomTensor(DType::kF32, {64, 64}, rng), "gpu:999");
+  EXPECT_FALSE(id.empty());
+  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before);
+  EXPECT_TRUE(store->GetTensor(id).ok());
+}
+
+}  // namespace
+}  // namespace linalgd
