@@ -163,4 +163,29 @@ std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector
   return MatMul(at, y, n, m, k);
 }
 
+std::vector<double> RandomMatrix(int rows, int cols, std::mt19937& rng) {
+  return Values(RandomTensor(DType::kF64, {rows, cols}, rng));
+}
+
+std::vector<double> WellConditioned(int n, std::mt19937& rng) {
+  std::vector<double> a = RandomMatrix(n, n, rng);
+  for (int i = 0; i < n; ++i) a[i * n + i] += n;
+  return a;
+}
+
+std::vector<double> DominantSpd(int n, std::mt19937& rng) {
+  std::vector<double> a = RandomMatrix(n, n, rng);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
+    a[i * n + i] = n + 1.0;
+  }
+  return a;
+}
+
+std::vector<double> SymmetricIndefinite(int n, std::mt19937& rng) {
+  std::vector<double> a = DominantSpd(n, rng);
+  a[2 * n + 2] = -(n + 1.0);
+  return a;
+}
+
 }  // namespace linalgd::test_ref

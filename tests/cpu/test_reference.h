@@ -42,6 +42,15 @@ std::vector<double> NormalEquations(const std::vector<double>& a, const std::vec
 std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b,
                                  int m, int n, int k);
 
+// Row-major f64 matrices for solver tests: uniform in [-1, 1); plus n on
+// the diagonal (well conditioned); exactly symmetric with n + 1 on the
+// diagonal (diagonally dominant, so SPD); the same with entry (2, 2) made
+// -(n + 1) (symmetric indefinite: leading minor 3 fails).
+std::vector<double> RandomMatrix(int rows, int cols, std::mt19937& rng);
+std::vector<double> WellConditioned(int n, std::mt19937& rng);
+std::vector<double> DominantSpd(int n, std::mt19937& rng);
+std::vector<double> SymmetricIndefinite(int n, std::mt19937& rng);
+
 }  // namespace linalgd::test_ref
 
 #endif  // LINALGD_TESTS_CPU_TEST_REFERENCE_H_

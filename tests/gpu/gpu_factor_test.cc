@@ -22,36 +22,14 @@ using test_ref::FromValues;
 using test_ref::RandomTensor;
 using test_ref::RelError;
 using test_ref::Values;
+using test_ref::DominantSpd;
+using test_ref::RandomMatrix;
+using test_ref::SymmetricIndefinite;
+using test_ref::WellConditioned;
 using ::testing::HasSubstr;
 
 using Mat = std::vector<double>;
 
-Mat Random(int rows, int cols, std::mt19937& rng) {
-  return Values(RandomTensor(DType::kF64, {rows, cols}, rng));
-}
-
-Mat WellConditioned(int n, std::mt19937& rng) {
-  Mat a = Random(n, n, rng);
-  for (int i = 0; i < n; ++i) a[i * n + i] += n;
-  return a;
-}
-
-// Exactly symmetric, diagonally dominant: SPD.
-Mat Spd(int n, std::mt19937& rng) {
-  Mat a = Random(n, n, rng);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
-    a[i * n + i] = n + 1.0;
-  }
-  return a;
-}
-
-// Exactly symmetric, indefinite: leading minor 3 is negative.
-Mat Indefinite(int n, std::mt19937& rng) {
-  Mat a = Spd(n, rng);
-  a[2 * n + 2] = -(n + 1.0);
-  return a;
-}
 
 class GpuFactorTest : public ::testing::Test {
  protected:
@@ -96,7 +74,7 @@ TEST_F(GpuFactorTest, ReuseWithManyRightHandSidesMatchesFreshSolves) {
   LINALGD_REQUIRE_GPU();
   const int n = 96;
   for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
-    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : Spd(n, rng_);
+    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : DominantSpd(n, rng_);
     absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, method);
     ASSERT_TRUE(f.ok()) << f.status();
     const FactorInfo& info = f->factor->info();
@@ -109,7 +87,7 @@ TEST_F(GpuFactorTest, ReuseWithManyRightHandSidesMatchesFreshSolves) {
     EXPECT_TRUE(f->fallback.empty()) << f->fallback;
     for (int trial = 0; trial < 20; ++trial) {
       const int k = 1 + trial % 5;
-      const Mat b = Random(n, k, rng_);
+      const Mat b = RandomMatrix(n, k, rng_);
       absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, k}, b);
       ASSERT_TRUE(x.ok()) << x.status();
       EXPECT_EQ(x->x.shape(), (Shape{n, k}));
@@ -130,7 +108,7 @@ TEST_F(GpuFactorTest, F32FactorSolves) {
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->factor->info().dtype, DType::kF32);
   EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);  // not symmetric
-  const Mat b = Random(n, k, rng_);
+  const Mat b = RandomMatrix(n, k, rng_);
   absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF32, {n, k}, b);
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_LE(RelError(Values(x->x), test_ref::GaussSolve(a, b, n, k)), 1e-4);
@@ -139,17 +117,17 @@ TEST_F(GpuFactorTest, F32FactorSolves) {
 TEST_F(GpuFactorTest, AutoIsCholeskyForSpdAndLuForIndefinite) {
   LINALGD_REQUIRE_GPU();
   const int n = 48;
-  absl::StatusOr<FactorizeResult> spd = Factorize(DType::kF64, Spd(n, rng_), n,
+  absl::StatusOr<FactorizeResult> spd = Factorize(DType::kF64, DominantSpd(n, rng_), n,
                                                   SolveMethod::kAuto);
   ASSERT_TRUE(spd.ok()) << spd.status();
   EXPECT_EQ(spd->factor->info().method, SolveMethod::kCholesky);
-  const Mat a = Indefinite(n, rng_);
+  const Mat a = SymmetricIndefinite(n, rng_);
   absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, SolveMethod::kAuto,
                                                 /*fallback=*/false);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);
   EXPECT_TRUE(f->fallback.empty()) << f->fallback;  // as on the CPU: AUTO's own choice
-  const Mat b = Random(n, 2, rng_);
+  const Mat b = RandomMatrix(n, 2, rng_);
   absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 2}, b);
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_LE(RelError(Values(x->x), test_ref::GaussSolve(a, b, n, 2)), 1e-12);
@@ -158,7 +136,7 @@ TEST_F(GpuFactorTest, AutoIsCholeskyForSpdAndLuForIndefinite) {
 TEST_F(GpuFactorTest, CholeskyOnNonSpdFallsBackToLuOrFailsWhenForbidden) {
   LINALGD_REQUIRE_GPU();
   const int n = 32;
-  const Mat a = Indefinite(n, rng_);
+  const Mat a = SymmetricIndefinite(n, rng_);
   absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, SolveMethod::kCholesky);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);
@@ -202,12 +180,12 @@ TEST_F(GpuFactorTest, BatchedRightHandSidesSolveEachMatrix) {
   const int n = 40, k = 3;
   const int batch = 6;  // b is [2, 3, n, k]
   for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
-    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : Spd(n, rng_);
+    const Mat a = method == SolveMethod::kLu ? WellConditioned(n, rng_) : DominantSpd(n, rng_);
     absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, a, n, method);
     ASSERT_TRUE(f.ok()) << f.status();
     for (int kk : {1, k}) {
       const Shape shape = {2, 3, n, kk};
-      const Mat b = Random(batch * n, kk, rng_);
+      const Mat b = RandomMatrix(batch * n, kk, rng_);
       absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, shape, b);
       ASSERT_TRUE(x.ok()) << x.status();
       ASSERT_EQ(x->x.shape(), shape);
@@ -248,7 +226,7 @@ TEST_F(GpuFactorTest, ReleasedFactorFreesDeviceMemoryAndBudget) {
     const int64_t held = gpu().memory().in_use_bytes() - before;
     EXPECT_GE(held, int64_t{n} * n * 8);
     EXPECT_GE(budget.reserved(), f->factor->info().bytes);
-    absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 4}, Random(n, 4, rng_));
+    absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 4}, RandomMatrix(n, 4, rng_));
     ASSERT_TRUE(x.ok()) << x.status();
     EXPECT_EQ(gpu().memory().in_use_bytes() - before, held);  // the solve's buffers are gone
     // The last reference dropped on another thread, as the store may do.

@@ -19,38 +19,16 @@ using test_ref::FromValues;
 using test_ref::RandomTensor;
 using test_ref::RelError;
 using test_ref::Values;
+using test_ref::DominantSpd;
+using test_ref::RandomMatrix;
+using test_ref::SymmetricIndefinite;
+using test_ref::WellConditioned;
 using ::testing::HasSubstr;
 
 using Mat = std::vector<double>;
 
 double Tol(DType dt) { return dt == DType::kF64 ? 1e-12 : 1e-5; }
 
-Mat Random(int rows, int cols, std::mt19937& rng) {
-  return Values(RandomTensor(DType::kF64, {rows, cols}, rng));
-}
-
-Mat WellConditioned(int n, std::mt19937& rng) {
-  Mat a = Random(n, n, rng);
-  for (int i = 0; i < n; ++i) a[i * n + i] += n;
-  return a;
-}
-
-// Exactly symmetric, diagonally dominant: SPD and well conditioned.
-Mat Spd(int n, std::mt19937& rng) {
-  Mat a = Random(n, n, rng);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];
-    a[i * n + i] = n + 1.0;
-  }
-  return a;
-}
-
-// Exactly symmetric, indefinite (a negative diagonal entry dominates).
-Mat Indefinite(int n, std::mt19937& rng) {
-  Mat a = Spd(n, rng);
-  a[2 * n + 2] = -(n + 1.0);
-  return a;
-}
 
 Mat DuplicatedColumns(const Mat& c, int rows, int p) {
   Mat a(static_cast<size_t>(rows) * 2 * p);
@@ -121,7 +99,7 @@ TEST_F(GpuSolveTest, LuCholeskyAndAutoMatchGaussianElimination) {
   for (DType dt : {DType::kF64, DType::kF32}) {
     for (int n : {7, 130, 1024}) {
       const int k = n == 130 ? 3 : 1;
-      const Mat a = WellConditioned(n, rng_), b = Random(n, k, rng_);
+      const Mat a = WellConditioned(n, rng_), b = RandomMatrix(n, k, rng_);
       for (SolveMethod m : {SolveMethod::kLu, SolveMethod::kAuto}) {
         auto r = Solve(dt, {n, n}, a, {n, k}, b, m);
         ASSERT_TRUE(r.ok()) << r.status();
@@ -130,7 +108,7 @@ TEST_F(GpuSolveTest, LuCholeskyAndAutoMatchGaussianElimination) {
         Expect(absl::StrCat(DTypeName(dt), " ", SolveMethodName(m), " n=", n, " k=", k), *r,
                test_ref::GaussSolve(Values(a_), Values(b_), n, k), Tol(dt), n, n, k);
       }
-      const Mat s = Spd(n, rng_);
+      const Mat s = DominantSpd(n, rng_);
       for (SolveMethod m : {SolveMethod::kCholesky, SolveMethod::kAuto}) {
         auto r = Solve(dt, {n, n}, s, {n, k}, b, m);
         ASSERT_TRUE(r.ok()) << r.status();
@@ -145,7 +123,7 @@ TEST_F(GpuSolveTest, LuCholeskyAndAutoMatchGaussianElimination) {
 TEST_F(GpuSolveTest, IndefiniteCholeskyFallsBackToLu) {
   LINALGD_REQUIRE_GPU();
   const int n = 90;
-  const Mat a = Indefinite(n, rng_), b = Random(n, 2, rng_);
+  const Mat a = SymmetricIndefinite(n, rng_), b = RandomMatrix(n, 2, rng_);
   for (SolveMethod m : {SolveMethod::kAuto, SolveMethod::kCholesky}) {
     auto r = Solve(DType::kF64, {n, n}, a, {n, 2}, b, m);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -172,7 +150,7 @@ TEST_F(GpuSolveTest, SingularLuFallsBackToMinimumNorm) {
   const int n = 6, k = 2;
   Mat a = WellConditioned(n, rng_);
   for (int j = 0; j < n; ++j) a[2 * n + j] = 0;  // row 2 is zero
-  const Mat b = Random(n, k, rng_);
+  const Mat b = RandomMatrix(n, k, rng_);
   for (DType dt : {DType::kF64, DType::kF32}) {
     auto r = Solve(dt, {n, n}, a, {n, k}, b, SolveMethod::kLu);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -201,13 +179,13 @@ TEST_F(GpuSolveTest, QrLeastSquaresAndMinimumNorm) {
   for (DType dt : {DType::kF64, DType::kF32}) {
     const double tol = dt == DType::kF64 ? 1e-10 : 1e-4;
     for (SolveMethod m : {SolveMethod::kQr, SolveMethod::kAuto, SolveMethod::kLstsq}) {
-      const Mat a = Random(300, 120, rng_), b = Random(300, 2, rng_);
+      const Mat a = RandomMatrix(300, 120, rng_), b = RandomMatrix(300, 2, rng_);
       auto r = Solve(dt, {300, 120}, a, {300, 2}, b, m);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->method_used, m == SolveMethod::kLstsq ? m : SolveMethod::kQr);
       Expect(absl::StrCat(DTypeName(dt), " ", SolveMethodName(m), " tall 300x120"), *r,
              test_ref::NormalEquations(Values(a_), Values(b_), 300, 120, 2), tol, 300, 120, 2);
-      const Mat u = Random(50, 170, rng_), c = Random(50, 3, rng_);
+      const Mat u = RandomMatrix(50, 170, rng_), c = RandomMatrix(50, 3, rng_);
       r = Solve(dt, {50, 170}, u, {50, 3}, c, m);
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->fallback, "");
@@ -220,7 +198,7 @@ TEST_F(GpuSolveTest, QrLeastSquaresAndMinimumNorm) {
 TEST_F(GpuSolveTest, RankDeficientQrFallsBackToLstsq) {
   LINALGD_REQUIRE_GPU();
   const int rows = 40, p = 9, k = 2;
-  const Mat c = Random(rows, p, rng_), b = Random(rows, k, rng_);
+  const Mat c = RandomMatrix(rows, p, rng_), b = RandomMatrix(rows, k, rng_);
   const Mat a = DuplicatedColumns(c, rows, p);
   const Mat ref = DuplicatedColumnsSolution(c, b, rows, p, k);
   auto r = Solve(DType::kF64, {rows, 2 * p}, a, {rows, k}, b, SolveMethod::kQr);
@@ -237,7 +215,7 @@ TEST_F(GpuSolveTest, RankDeficientQrFallsBackToLstsq) {
   EXPECT_THAT(r.status().message(), HasSubstr("rank-deficient"));
   // Square and rank deficient: LU and AUTO end in lstsq too.
   const int sq = 12;
-  const Mat cs = Random(sq, sq / 2, rng_), bs = Random(sq, 1, rng_);
+  const Mat cs = RandomMatrix(sq, sq / 2, rng_), bs = RandomMatrix(sq, 1, rng_);
   const Mat as = DuplicatedColumns(cs, sq, sq / 2);
   for (SolveMethod m : {SolveMethod::kLstsq, SolveMethod::kLu, SolveMethod::kAuto}) {
     r = Solve(DType::kF64, {sq, sq}, as, {sq, 1}, bs, m);
@@ -253,9 +231,9 @@ TEST_F(GpuSolveTest, BatchedSmallSystemsAndBroadcast) {
   for (DType dt : {DType::kF64, DType::kF32}) {
     for (SolveMethod m : {SolveMethod::kAuto, SolveMethod::kLu, SolveMethod::kCholesky}) {
       const int batch = 200, n = 24, k = 3;
-      Mat a, b = Random(batch * n, k, rng_);
+      Mat a, b = RandomMatrix(batch * n, k, rng_);
       for (int i = 0; i < batch; ++i) {
-        const Mat e = m == SolveMethod::kLu ? WellConditioned(n, rng_) : Spd(n, rng_);
+        const Mat e = m == SolveMethod::kLu ? WellConditioned(n, rng_) : DominantSpd(n, rng_);
         a.insert(a.end(), e.begin(), e.end());
       }
       auto r = Solve(dt, {batch, n, n}, a, {batch, n, k}, b, m);
@@ -277,7 +255,7 @@ TEST_F(GpuSolveTest, BatchedSmallSystemsAndBroadcast) {
   }
   // One a for four right-hand sides (a broadcasts).
   const int n = 100;
-  const Mat a = WellConditioned(n, rng_), b = Random(4 * n, 2, rng_);
+  const Mat a = WellConditioned(n, rng_), b = RandomMatrix(4 * n, 2, rng_);
   auto r = Solve(DType::kF64, {n, n}, a, {4, n, 2}, b, SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   const Mat xv = Values(r->x);
@@ -293,13 +271,13 @@ TEST_F(GpuSolveTest, BatchedFallbackNamesTheElement) {
   const int batch = 8, n = 10;
   Mat a;
   for (int i = 0; i < batch; ++i) {
-    Mat e = i == 3 ? Indefinite(n, rng_) : Spd(n, rng_);
+    Mat e = i == 3 ? SymmetricIndefinite(n, rng_) : DominantSpd(n, rng_);
     if (i == 5) {
       for (int j = 0; j < n; ++j) e[4 * n + j] = e[j * n + 4] = 0;  // singular, symmetric
     }
     a.insert(a.end(), e.begin(), e.end());
   }
-  const Mat b = Random(batch * n, 1, rng_);
+  const Mat b = RandomMatrix(batch * n, 1, rng_);
   auto r = Solve(DType::kF64, {batch, n, n}, a, {batch, n, 1}, b, SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
@@ -315,7 +293,7 @@ TEST_F(GpuSolveTest, BatchedFallbackNamesTheElement) {
 TEST_F(GpuSolveTest, MixedPrecisionRefinement) {
   LINALGD_REQUIRE_GPU();
   for (int n : {256, 2048}) {
-    const Mat a = WellConditioned(n, rng_), b = Random(n, 2, rng_);
+    const Mat a = WellConditioned(n, rng_), b = RandomMatrix(n, 2, rng_);
     auto r = Solve(DType::kF64, {n, n}, a, {n, 2}, b, SolveMethod::kLu, true, true);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->method_used, SolveMethod::kLu);
