@@ -149,6 +149,12 @@ bool SharedMemoryPath::EnsureRegistered(const CallOptions& call) {
   return true;
 }
 
+void SharedMemoryPath::PlaceOutput(int64_t cursor, v1::SharedMemoryRef* out) const {
+  out->set_region(region_->name());
+  out->set_offset(cursor);
+  out->set_bytes(region_->size() - cursor);
+}
+
 void SharedMemoryPath::Place(Tensor& t, int64_t& cursor, v1::Tensor* out) {
   const std::string& bytes = t.bytes();
   std::memcpy(region_->data() + cursor, bytes.data(), bytes.size());
@@ -201,11 +207,7 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   *request.mutable_b() = std::move(placed[1]);
   if (has_c) *request.mutable_c() = std::move(placed[2]);
   if (has_bias) *request.mutable_bias() = std::move(placed[has_c ? 3 : 2]);
-  if (!request.keep_result()) {
-    request.mutable_out_shm()->set_region(region_->name());
-    request.mutable_out_shm()->set_offset(cursor);
-    request.mutable_out_shm()->set_bytes(region_->size() - cursor);
-  }
+  if (!request.keep_result()) PlaceOutput(cursor, request.mutable_out_shm());
   v1::MatmulResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
@@ -237,11 +239,7 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
   v1::SolveRequest request = ToProto(std::move(args));
   *request.mutable_b() = std::move(placed[0]);
   if (use_a) *request.mutable_a() = std::move(placed[1]);
-  if (!request.keep_result()) {
-    request.mutable_out_shm()->set_region(region_->name());
-    request.mutable_out_shm()->set_offset(cursor);
-    request.mutable_out_shm()->set_bytes(region_->size() - cursor);
-  }
+  if (!request.keep_result()) PlaceOutput(cursor, request.mutable_out_shm());
   v1::SolveResponse response;
   grpc::ClientContext context;
   deadline_(call, context);

@@ -49,6 +49,9 @@ class SharedMemoryPath {
   // Copies `t` into the region at the next aligned offset (`cursor`) and
   // points `out` at it; the bytes of `t` are released.
   void Place(Tensor& t, int64_t& cursor, v1::Tensor* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Points `out` at the rest of the region from `cursor`, for the result.
+  void PlaceOutput(int64_t cursor, v1::SharedMemoryRef* out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads `response_tensor`'s shm bytes back into an inline tensor.
   absl::Status Fetch(v1::Tensor* response_tensor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
