@@ -46,6 +46,7 @@ absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
   s->a = Stack(as, out_rank);
   s->b = Stack(bs, out_rank);
   s->op = first;
+  s->op.result_to = {};
   s->op.a = s->a.view();
   s->op.b = s->b.view();
   if (first.c) {
@@ -68,6 +69,7 @@ absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const Solve
   s->a = Stack(as, rank);
   s->b = Stack(bs, rank);
   s->op = first;
+  s->op.result_to = {};
   s->op.a = s->a.view();
   s->op.b = s->b.view();
   LINALGD_ASSIGN_OR_RETURN(s->plan, PlanSolve(s->op));

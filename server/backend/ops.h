@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 
+#include "server/backend/result_destination.h"
 #include "server/common/tensor.h"
 
 namespace linalgd {
@@ -34,6 +35,7 @@ struct MatmulOp {
   Epilogue epilogue = Epilogue::kNone;
   ComputeMode compute = ComputeMode::kDefault;
   DType out_dtype = DType::kF32;
+  ResultDestination result_to;
 };
 
 // Solves a @ x = b for each broadcast batch element.
@@ -45,6 +47,7 @@ struct SolveOp {
   // F64, square a, method auto or lu: LU with mixed-precision iterative
   // refinement (GPU: cusolverDnIRSXgesv). Backends without it solve plainly.
   bool refine = false;
+  ResultDestination result_to;  // for x
 };
 
 struct SolveResult {

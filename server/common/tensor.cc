@@ -23,8 +23,21 @@ Tensor::Tensor(DType dtype, Shape shape)
 Tensor::Tensor(DType dtype, Shape shape, std::string bytes)
     : dtype_(dtype), shape_(std::move(shape)), bytes_(std::move(bytes)) {}
 
-TensorView Tensor::view() const {
-  return TensorView{dtype_, shape_, reinterpret_cast<const std::byte*>(bytes_.data())};
+Tensor Tensor::External(DType dtype, Shape shape, std::byte* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.external_ = data;
+  return t;
+}
+
+TensorView Tensor::view() const { return TensorView{dtype_, shape_, data()}; }
+
+std::string Tensor::ReleaseBytes() {
+  if (external_ == nullptr) return std::move(bytes_);
+  std::string copy(reinterpret_cast<const char*>(external_), num_bytes());
+  external_ = nullptr;
+  return copy;
 }
 
 }  // namespace linalgd

@@ -34,8 +34,11 @@ struct TensorView {
   const T* as() const { return reinterpret_cast<const T*>(data); }
 };
 
-// An owning dense row-major tensor. The bytes live in a std::string so that
-// they can be moved into and out of protobuf bytes fields without a copy.
+// A dense row-major tensor. Its bytes normally live in a std::string it owns,
+// so that they can be moved into and out of protobuf bytes fields without a
+// copy; an External tensor instead refers to memory owned elsewhere (a
+// caller's shared-memory range the result was written into), which must
+// outlive the tensor and its copies.
 class Tensor {
  public:
   Tensor() = default;
@@ -43,26 +46,39 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Takes ownership of `bytes`. REQUIRES: bytes.size() matches dtype and shape.
   Tensor(DType dtype, Shape shape, std::string bytes);
+  // A tensor whose NumElements(shape) * DTypeSize(dtype) bytes are at `data`
+  // (not owned, not freed; copies alias it).
+  static Tensor External(DType dtype, Shape shape, std::byte* data);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t num_elements() const { return NumElements(shape_); }
-  size_t num_bytes() const { return bytes_.size(); }
+  size_t num_bytes() const {
+    return external_ != nullptr ? NumElements(shape_) * DTypeSize(dtype_) : bytes_.size();
+  }
+  bool external() const { return external_ != nullptr; }
 
   template <typename T>
-  T* mutable_as() { return reinterpret_cast<T*>(bytes_.data()); }
+  T* mutable_as() { return reinterpret_cast<T*>(mutable_data()); }
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(bytes_.data()); }
-  std::byte* mutable_data() { return reinterpret_cast<std::byte*>(bytes_.data()); }
+  const T* as() const { return reinterpret_cast<const T*>(data()); }
+  std::byte* mutable_data() {
+    return external_ != nullptr ? external_ : reinterpret_cast<std::byte*>(bytes_.data());
+  }
+  const std::byte* data() const {
+    return external_ != nullptr ? external_ : reinterpret_cast<const std::byte*>(bytes_.data());
+  }
 
   TensorView view() const;
-  // Moves the bytes out, leaving this tensor empty.
-  std::string ReleaseBytes() { return std::move(bytes_); }
+  // Moves the bytes out (an External tensor's are copied), leaving this
+  // tensor empty.
+  std::string ReleaseBytes();
 
  private:
   DType dtype_ = DType::kF32;
   Shape shape_;
   std::string bytes_;
+  std::byte* external_ = nullptr;  // set: the bytes are there, bytes_ is empty
 };
 
 }  // namespace linalgd

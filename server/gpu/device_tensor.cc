@@ -44,7 +44,15 @@ absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,
   return out;
 }
 
-absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape) {
+absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape,
+                                const ResultDestination& to) {
+  const size_t bytes = NumElements(shape) * DTypeSize(dtype);
+  if (to.Fits(bytes) && to.Begin()) {
+    const absl::Status s = CopyToHost(ctx.hs, ctx.pinned, src, bytes, to.data());
+    to.End();
+    if (!s.ok()) return s;
+    return Tensor::External(dtype, std::move(shape), to.data());
+  }
   Tensor out(dtype, std::move(shape));
   LINALGD_RETURN_IF_ERROR(CopyToHost(ctx.hs, ctx.pinned, src, out.num_bytes(), out.mutable_data()));
   return out;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/backend/ops.h"
 #include "server/common/tensor.h"
 #include "server/gpu/gpu_context.h"
 
@@ -32,8 +33,10 @@ absl::StatusOr<DeviceOperand> UploadOperand(GpuContext& ctx, const TensorView& t
 absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,
                                            const std::vector<int64_t>& offsets, int64_t elems);
 
-// A host tensor of `dtype` and `shape` holding `src`'s bytes.
-absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape);
+// A host tensor of `dtype` and `shape` holding `src`'s bytes: written into
+// `to` (and Tensor::External) when they fit there, else a new tensor.
+absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, Shape shape,
+                                const ResultDestination& to = {});
 
 }  // namespace linalgd::gpu
 

@@ -93,7 +93,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
       LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
     }
   }
-  return Download(ctx, d.data(), op.out_dtype, plan.out_shape);
+  return Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
 }
 
 }  // namespace linalgd::gpu

@@ -310,7 +310,7 @@ absl::StatusOr<SolveResult> SolveJob::Run() {
   }
   SolveResult result = Combine();
   LINALGD_ASSIGN_OR_RETURN(result.residual, Residual());
-  LINALGD_ASSIGN_OR_RETURN(result.x, Download(ctx_, x_.data(), t_, plan_.x_shape));
+  LINALGD_ASSIGN_OR_RETURN(result.x, Download(ctx_, x_.data(), t_, plan_.x_shape, op_.result_to));
   return result;
 }
 

@@ -88,6 +88,7 @@ TensorView MatmulSplitter::CView(int64_t matrix) const {
 absl::StatusOr<std::unique_ptr<MatmulPiece>> MatmulSplitter::Piece(int64_t i) const {
   auto piece = std::make_unique<MatmulPiece>();
   piece->op = op_;
+  piece->op.result_to = {};
   if (chunk_ > 0) {
     const int64_t first = i * chunk_;
     BatchPiece(first, std::min(chunk_, plan_.batch - first), *piece);

@@ -63,6 +63,12 @@ std::string Reason(absl::string_view lane, const absl::Status& status) {
 
 int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
 
+// After an abandoned backend call: its op's direct result destination.
+void RevokeDirectResult(const Job& job) {
+  if (const MatmulOp* op = job.matmul_op()) op->result_to.Revoke();
+  if (const SolveOp* op = job.solve_op()) op->result_to.Revoke();
+}
+
 // A job that exposes no op: run through Job::Run.
 bool IsOpaque(const Job& job) { return job.matmul_op() == nullptr && job.solve_op() == nullptr; }
 
@@ -191,6 +197,7 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
     const absl::Status status = absl::DeadlineExceededError(absl::StrCat(
         info.backend, ": still running after op-timeout ", absl::FormatDuration(options_.op_timeout)));
     for (QueuedJob& item : group) {
+      RevokeDirectResult(*item.job);  // the abandoned call must not write it late
       MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackTimeout,
                 start);
     }

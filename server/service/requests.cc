@@ -59,6 +59,11 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
         "out.shape: ", ShapeString(p.plan.out_shape), " has more than ", limits.max_elements,
         " elements, the per-tensor limit"));
   }
+  const TensorView* c = p.op.c ? &*p.op.c : nullptr;
+  const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
+  p.op.result_to = DirectDestination(
+      p.output, NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype),
+      {&p.op.a, &p.op.b, c, bias});
   p.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -76,6 +81,8 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op));
+  p.op.result_to = DirectDestination(
+      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b});
   p.check_finite = !r.allow_non_finite();
   return p;
 }

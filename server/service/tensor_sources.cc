@@ -114,6 +114,18 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has
   return spec;
 }
 
+ResultDestination DirectDestination(const OutputSpec& spec, size_t result_bytes,
+                                    std::initializer_list<const TensorView*> inputs) {
+  if (!spec.shm || static_cast<int64_t>(result_bytes) > spec.shm->bytes) return {};
+  const std::byte* begin = spec.shm->data;
+  const std::byte* end = begin + spec.shm->bytes;
+  for (const TensorView* in : inputs) {
+    if (in == nullptr || in->data == nullptr) continue;
+    if (in->data < end && begin < in->data + in->num_bytes()) return {};
+  }
+  return ResultDestination(spec.shm->data, static_cast<size_t>(spec.shm->bytes));
+}
+
 absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
                            v1::Tensor* out, int64_t* inline_bytes) {
   *inline_bytes = 0;
@@ -132,7 +144,9 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
                                                      ShapeString(result.shape()), " needs ",
                                                      bytes));
     }
-    std::memcpy(spec.shm->data, result.mutable_data(), static_cast<size_t>(bytes));
+    if (result.data() != spec.shm->data) {  // else the backend wrote it there
+      std::memcpy(spec.shm->data, result.data(), static_cast<size_t>(bytes));
+    }
     v1::SharedMemoryRef* ref = out->mutable_shm();
     ref->set_region(spec.shm_region);
     ref->set_offset(spec.shm_offset);

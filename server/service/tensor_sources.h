@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_SERVICE_TENSOR_SOURCES_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "linalgd/v1/linalgd.pb.h"
+#include "server/backend/ops.h"
 #include "server/common/tensor.h"
 #include "server/service/convert.h"
 #include "server/store/resident_store.h"
@@ -57,6 +59,13 @@ struct OutputSpec {
 absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has_shm,
                                          const v1::SharedMemoryRef& shm, absl::string_view field,
                                          const TensorSources& sources);
+
+// Where a backend may write a result of `result_bytes` directly: the out_shm
+// range of `spec` when the result fits there and the range overlaps none of
+// `inputs` (so a rerun after a partial write still reads intact operands);
+// else none (the result is copied in by DeliverTensor).
+ResultDestination DirectDestination(const OutputSpec& spec, size_t result_bytes,
+                                    std::initializer_list<const TensorView*> inputs);
 
 // Puts `result` where `spec` says, describing it in `out`; *inline_bytes
 // gets the bytes placed in the response. RESOURCE_EXHAUSTED when the store is

@@ -108,6 +108,54 @@ TEST(GpuTransferTest, CopyToHostIntoRegisteredMemoryIsDirect) {
   pin->reset();
 }
 
+TEST(GpuTransferTest, ResultsGoStraightIntoTheirPageLockedDestination) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(10);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor ref = MatmulOn(g, a.view(), b.view());
+  Mapping region(ref.num_bytes());
+  ASSERT_NE(region.data, nullptr);
+  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  ASSERT_TRUE(pin.ok()) << pin.status();
+  MatmulOp op;
+  op.a = a.view();
+  op.b = b.view();
+  op.out_dtype = DType::kF32;
+  op.result_to = ResultDestination(region.data, region.bytes);
+  const MatmulPlan plan = PlanMatmul(op).value();
+  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const int64_t direct_before = n.d2h_pinned_direct.load();
+  absl::StatusOr<Tensor> got = g.Matmul(op, plan);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->external());
+  EXPECT_EQ(got->data(), region.data);
+  EXPECT_EQ(n.d2h_pinned_direct.load() - direct_before, 1);
+  EXPECT_LE(RelError(Values(*got), Values(ref)), 1e-6);
+  // Revoked (an abandoned call's), the destination is left alone.
+  std::memset(region.data, 0, region.bytes);
+  op.result_to.Revoke();
+  absl::StatusOr<Tensor> own = g.Matmul(op, plan);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_FALSE(own->external());
+  EXPECT_EQ(reinterpret_cast<const float*>(region.data)[0], 0.0f);
+  EXPECT_LE(RelError(Values(*own), Values(ref)), 1e-6);
+
+  SolveOp solve;  // a solve's x goes there too
+  Tensor sa = RandomTensor(DType::kF64, {64, 64}, rng);
+  for (int i = 0; i < 64; ++i) sa.mutable_as<double>()[i * 64 + i] += 64;
+  const Tensor sb = RandomTensor(DType::kF64, {64, 4}, rng);
+  solve.a = sa.view();
+  solve.b = sb.view();
+  solve.result_to = ResultDestination(region.data, region.bytes);
+  absl::StatusOr<SolveResult> x = g.Solve(solve, PlanSolve(solve).value());
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->x.data(), region.data);
+  EXPECT_LT(x->residual, 1e-12);
+  pin->reset();
+}
+
 // A store whose gpu:N tensors get device copies, as the server wires it.
 std::unique_ptr<ResidentStore> GpuStore(gpu::GpuBackend& g) {
   StoreOptions so;

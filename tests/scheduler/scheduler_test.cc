@@ -124,6 +124,32 @@ TEST(SchedulerTest, GpuCallPastOpTimeoutIsRerunOnCpuAndItsResultDropped) {
   EXPECT_EQ(out.infos[1].backend, "gpu:0");
 }
 
+TEST(SchedulerTest, AbandonedGpuCallCannotWriteItsDirectResultLate) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  std::vector<std::byte> region(64);
+  MatmulOp in_time, late;
+  in_time.result_to = ResultDestination(region.data(), 32);
+  late.result_to = ResultDestination(region.data() + 32, 32);
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out, Tensor(DType::kF32, {2, 2}),
+                                       Tensor(DType::kF32, {2, 2}), in_time));
+    ASSERT_TRUE(out.WaitFor(1));
+    gpu.SetBehaviour(absl::Milliseconds(500), absl::OkStatus());
+    s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out, Tensor(DType::kF32, {2, 2}),
+                                       Tensor(DType::kF32, {2, 2}), late));
+    ASSERT_TRUE(out.WaitFor(2));
+  }
+  EXPECT_TRUE(in_time.result_to.Begin());  // a call that returned keeps its destination
+  in_time.result_to.End();
+  EXPECT_FALSE(late.result_to.Begin());  // revoked before the CPU rerun
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.infos[1].backend, "cpu");
+}
+
 TEST(SchedulerTest, OpTimeoutWithoutCpuFallbackIsDeadlineExceeded) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::Milliseconds(500), absl::OkStatus());
