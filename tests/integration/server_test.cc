@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
 
@@ -171,6 +172,26 @@ TEST_F(IntegrationTest, NanIsRejectedUnlessAllowed) {
   s.a = Tensor::FromVector<double>({2, 2}, {1, 0, 0, 1}).value();
   s.b = Tensor::FromVector<double>({2, 1}, {INFINITY, 0}).value();
   EXPECT_THAT(client_->Solve(s).status().message(), HasSubstr("b: element 0 is +Inf"));
+  ExpectStillServing();
+}
+
+TEST_F(IntegrationTest, NanInALargeTensorIsFoundAcrossScanPieces) {
+  // 24 MiB of f32: scanned in pieces on several threads; the first bad
+  // element is named whichever piece finds one first.
+  MatmulArgs args;
+  args.a = Tensor::Zeros(client::DType::kF32, {2048, 3072}).value();
+  const int64_t n = 2048 * 3072;
+  args.a.mutable_as<float>()[n - 1] = INFINITY;
+  args.a.mutable_as<float>()[n / 2 + 7] = NAN;
+  args.b = Tensor::Zeros(client::DType::kF32, {3072, 1}).value();
+  auto r = client_->Matmul(args);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("a: element ", n / 2 + 7, " is NaN")));
+  args.a.mutable_as<float>()[n / 2 + 7] = 0;
+  EXPECT_THAT(client_->Matmul(args).status().message(),
+              HasSubstr(absl::StrCat("a: element ", n - 1, " is +Inf")));
+  args.a.mutable_as<float>()[3] = -INFINITY;
+  EXPECT_THAT(client_->Matmul(args).status().message(), HasSubstr("a: element 3 is -Inf"));
   ExpectStillServing();
 }
 
