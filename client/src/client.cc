@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "client/src/health_check.h"
+#include "client/src/shared_calls.h"
 #include "client/src/shm_path.h"
 #include "client/src/transfer.h"
 #include "client/src/sparse_convert.h"
@@ -39,6 +40,7 @@ class Client::Impl {
 
   const ClientOptions& options() const { return options_; }
   v1::Linalg::Stub& stub() { return *stub_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   grpc::GenericStub& generic() { return generic_; }
   client::internal::Transfer& transfer() { return transfer_; }
   client::internal::SharedMemoryPath& shm() { return shm_; }
@@ -95,11 +97,21 @@ const ClientOptions& Client::options() const { return impl_->options(); }
 
 absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
                                                     const CallOptions& call) {
+  if (client::internal::UsesShared(args)) {
+    grpc::ClientContext context;
+    impl_->SetDeadline(call, context);
+    return client::internal::SharedMatmul(impl_->stub(), std::move(args), context);
+  }
   if (auto shm = impl_->shm().Matmul(args, call)) return *std::move(shm);
   return impl_->transfer().Matmul(std::move(args), call);
 }
 
 absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
+  if (client::internal::UsesShared(args)) {
+    grpc::ClientContext context;
+    impl_->SetDeadline(call, context);
+    return client::internal::SharedSolve(impl_->stub(), std::move(args), context);
+  }
   if (auto shm = impl_->shm().Solve(args, call)) return *std::move(shm);
   return impl_->transfer().Solve(std::move(args), call);
 }
@@ -151,6 +163,19 @@ absl::StatusOr<client::ServerInfo> Client::ServerInfo(const CallOptions& call) {
       impl_->stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
   if (!status.ok()) return client::internal::FromGrpc(status);
   return client::internal::FromProto(response);
+}
+
+absl::StatusOr<std::unique_ptr<client::SharedTensor>> Client::CreateSharedTensor(
+    client::DType dtype, std::vector<int64_t> shape, int64_t capacity_bytes,
+    const CallOptions& call) {
+  if (!client::internal::IsLocalTarget(impl_->options().target)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared memory needs a server on this host; target is '", impl_->options().target, "'"));
+  }
+  grpc::ClientContext context;
+  impl_->SetDeadline(call, context);
+  return client::internal::CreateSharedTensor(impl_->channel(), context, dtype, std::move(shape),
+                                              capacity_bytes);
 }
 
 absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {

@@ -2,12 +2,14 @@
 #define LINALGD_CLIENT_CLIENT_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "linalgd/matmul.h"
 #include "linalgd/options.h"
 #include "linalgd/resident.h"
 #include "linalgd/server_info.h"
+#include "linalgd/shared_tensor.h"
 #include "linalgd/solve.h"
 #include "linalgd/sparse.h"
 
@@ -59,6 +61,15 @@ class Client {
   absl::StatusOr<client::FactorInfo> Factorize(client::FactorizeArgs args,
                                                const client::CallOptions& call = {});
   absl::Status ReleaseFactor(const std::string& factor_id, const client::CallOptions& call = {});
+  // A tensor in a new shared-memory region of capacity_bytes (0: the
+  // tensor's own bytes), registered with the server (RegisterSharedMemory);
+  // see linalgd/shared_tensor.h. FAILED_PRECONDITION from a server without
+  // --allow-shm or on another host; INVALID_ARGUMENT for a bad shape or a
+  // capacity below the tensor's bytes.
+  absl::StatusOr<std::unique_ptr<client::SharedTensor>> CreateSharedTensor(
+      client::DType dtype, std::vector<int64_t> shape, int64_t capacity_bytes = 0,
+      const client::CallOptions& call = {});
+
   // The grpc.health.v1 Check of service "". A server that cannot be reached is
   // an error status (UNAVAILABLE, DEADLINE_EXCEEDED), not kNotServing.
   absl::StatusOr<client::HealthStatus> Health(const client::CallOptions& call = {});

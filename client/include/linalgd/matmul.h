@@ -9,6 +9,7 @@
 #include "absl/types/optional.h"
 #include "linalgd/dtype.h"
 #include "linalgd/execution_info.h"
+#include "linalgd/shared_tensor.h"
 #include "linalgd/tensor.h"
 
 namespace linalgd::client {
@@ -43,10 +44,19 @@ struct MatmulArgs {
   // Keep out on the server; MatmulResult.out_resident_id names it.
   bool keep_result = false;
   absl::Duration result_ttl = absl::ZeroDuration();  // zero: the server default
+  // Same-host shared memory (linalgd/shared_tensor.h, not owned; they must
+  // outlive the call): a_shared / b_shared are used instead of a / b (and
+  // their resident ids); the result is written into *out_shared, which takes
+  // its dtype and shape (INVALID_ARGUMENT, from the server, when it does not
+  // fit). out_shared must not share a region with a_shared or b_shared
+  // unless they do not overlap.
+  const SharedTensor* a_shared = nullptr;
+  const SharedTensor* b_shared = nullptr;
+  SharedTensor* out_shared = nullptr;
 };
 
 struct MatmulResult {
-  Tensor out;  // [batch..., M, N]; empty when kept on the server
+  Tensor out;  // [batch..., M, N]; empty when kept on the server or in out_shared
   ExecutionInfo info;
   std::string out_resident_id;  // with keep_result
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "linalgd/execution_info.h"
+#include "linalgd/shared_tensor.h"
 #include "linalgd/tensor.h"
 
 namespace linalgd::client {
@@ -30,10 +31,15 @@ struct SolveArgs {
   std::string a_resident_id, b_resident_id, factor_id;
   bool keep_result = false;  // keep x on the server: SolveResult.x_resident_id
   absl::Duration result_ttl = absl::ZeroDuration();
+  // Same-host shared memory, as in MatmulArgs: a_shared / b_shared instead of
+  // a / b; x is written into *x_shared.
+  const SharedTensor* a_shared = nullptr;
+  const SharedTensor* b_shared = nullptr;
+  SharedTensor* x_shared = nullptr;
 };
 
 struct SolveResult {
-  Tensor x;                                      // [batch..., N, K]
+  Tensor x;  // [batch..., N, K]; empty when kept on the server or in x_shared
   SolveMethod method_used = SolveMethod::kAuto;  // after any fallback
   std::string fallback;                          // empty, or why the requested method was not used
   // max over batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F).

@@ -1,0 +1,108 @@
+#include "linalgd/shared_tensor.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "client/src/convert.h"
+#include "client/src/shared_calls.h"
+#include "client/src/shm_region.h"
+
+namespace linalgd::client {
+
+struct SharedTensor::Impl {
+  std::unique_ptr<internal::ShmRegion> region;
+  std::string name;
+  std::shared_ptr<grpc::Channel> channel;  // that registered the region
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+};
+
+SharedTensor::SharedTensor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SharedTensor::~SharedTensor() {
+  if (impl_ == nullptr || impl_->channel == nullptr) return;
+  auto stub = v1::Linalg::NewStub(impl_->channel);
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_name(impl_->name);
+  v1::UnregisterSharedMemoryResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  (void)stub->UnregisterSharedMemory(&context, request, &response);  // best effort
+}
+
+DType SharedTensor::dtype() const { return impl_->dtype; }
+const std::vector<int64_t>& SharedTensor::shape() const { return impl_->shape; }
+int64_t SharedTensor::num_elements() const { return impl_->elements; }
+int64_t SharedTensor::num_bytes() const {
+  return impl_->elements * static_cast<int64_t>(DTypeSize(impl_->dtype));
+}
+int64_t SharedTensor::capacity_bytes() const { return impl_->region->size(); }
+char* SharedTensor::data() { return impl_->region->data(); }
+const char* SharedTensor::data() const { return impl_->region->data(); }
+const std::string& SharedTensor::region() const { return impl_->name; }
+
+absl::Status SharedTensor::Reshape(DType dtype, std::vector<int64_t> shape) {
+  absl::StatusOr<int64_t> n = NumElements(shape);
+  if (!n.ok()) return n.status();
+  const int64_t bytes = *n * static_cast<int64_t>(DTypeSize(dtype));
+  if (bytes > capacity_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("SharedTensor: ", bytes, " bytes of ",
+                                                   DTypeName(dtype), " do not fit its ",
+                                                   capacity_bytes(), "-byte region"));
+  }
+  impl_->dtype = dtype;
+  impl_->shape = std::move(shape);
+  impl_->elements = *n;
+  return absl::OkStatus();
+}
+
+absl::Status SharedTensor::CopyFrom(const Tensor& t) {
+  if (absl::Status s = Reshape(t.dtype(), t.shape()); !s.ok()) return s;
+  std::memcpy(data(), t.bytes().data(), t.bytes().size());
+  return absl::OkStatus();
+}
+
+Tensor SharedTensor::ToTensor() const {
+  return *Tensor::FromBytes(dtype(), shape(),
+                            std::string(data(), static_cast<size_t>(num_bytes())));
+}
+
+namespace internal {
+
+absl::StatusOr<std::unique_ptr<SharedTensor>> CreateSharedTensor(
+    std::shared_ptr<grpc::Channel> channel, grpc::ClientContext& context, DType dtype,
+    std::vector<int64_t> shape, int64_t capacity_bytes) {
+  absl::StatusOr<int64_t> n = NumElements(shape);
+  if (!n.ok()) return n.status();
+  const int64_t bytes = *n * static_cast<int64_t>(DTypeSize(dtype));
+  if (capacity_bytes == 0) capacity_bytes = bytes;
+  if (capacity_bytes < bytes || capacity_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("capacity_bytes: ", capacity_bytes,
+                                                   ", but the tensor needs ", bytes));
+  }
+  absl::StatusOr<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(capacity_bytes);
+  if (!region.ok()) return region.status();
+  v1::RegisterSharedMemoryRequest request;
+  request.set_name((*region)->name());
+  request.set_key((*region)->key());
+  request.set_size((*region)->size());
+  v1::RegisterSharedMemoryResponse response;
+  const grpc::Status status =
+      v1::Linalg::NewStub(channel)->RegisterSharedMemory(&context, request, &response);
+  (*region)->Unlink();  // mapped by the server (or refused); leave no name behind
+  if (!status.ok()) return FromGrpc(status);
+  auto impl = std::make_unique<SharedTensor::Impl>();
+  impl->name = (*region)->name();
+  impl->region = *std::move(region);
+  impl->channel = std::move(channel);
+  impl->dtype = dtype;
+  impl->shape = std::move(shape);
+  impl->elements = *n;
+  return std::make_unique<SharedTensor>(std::move(impl));
+}
+
+}  // namespace internal
+}  // namespace linalgd::client
