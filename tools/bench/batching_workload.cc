@@ -2,7 +2,10 @@
 // concurrent callers against an in-process server with --max-batch=batch_max
 // and then one with --max-batch=1 (started one after the other, so that they
 // never share a device); then one caller's p50 latency on each, whose
-// difference is what the batcher adds at low load.
+// difference is what the batcher adds at low load. Beside them, the raw
+// gRPC echo of the same request and response bytes from as many callers:
+// the most calls/s this gRPC stack answers at that payload, which bounds
+// what any batching can gain end to end.
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +71,19 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   return s;
 }
 
+absl::StatusOr<double> EchoCallsPerSecond(BenchContext& ctx) {
+  const BenchOptions& o = ctx.options;
+  const MatmulOperands operands(o.batch_n, o.batch_n, o.batch_n);
+  std::vector<std::unique_ptr<Caller>> callers;
+  for (int i = 0; i < o.batch_callers; ++i) {
+    callers.push_back(std::make_unique<EchoCaller>(ctx.echo, operands.request_bytes(),
+                                                   operands.response_bytes()));
+  }
+  absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
+  if (!t.ok()) return t.status();
+  return t->calls_per_second;
+}
+
 class BatchingWorkload final : public Workload {
  public:
   absl::string_view name() const override { return "batching"; }
@@ -78,6 +94,8 @@ class BatchingWorkload final : public Workload {
     if (!on.ok()) return on.status();
     absl::StatusOr<Setting> off = Measure(o, 1);
     if (!off.ok()) return off.status();
+    absl::StatusOr<double> echo = EchoCallsPerSecond(ctx);
+    if (!echo.ok()) return echo.status();
     const std::string w(name());
     report.SetConfig(w + ".backend", on->backend);
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
@@ -85,6 +103,7 @@ class BatchingWorkload final : public Workload {
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
     report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});
+    report.Add({w, "echo.calls_per_second", *echo, "calls/s"});
     report.Add({w, "batched.mean_batch_size", on->mean_batch, "jobs"});
     report.AddSummary(w, "batched.latency", on->latency);
     report.AddSummary(w, "unbatched.latency", off->latency);
@@ -95,6 +114,8 @@ class BatchingWorkload final : public Workload {
     report.Add({w, "low_load.p50_added_goal", o.batch_delay_us + 50, "us"});
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, ", o.batch_callers, " callers, batched"),
                     on->calls_per_second, "--max-batch=1", off->calls_per_second, "calls/s"});
+    report.Compare({absl::StrCat("most any batching could gain here: echo ceiling"), *echo,
+                    "--max-batch=1", off->calls_per_second, "calls/s"});
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, 1 caller p50, batched"),
                     on->low_load.p50 * 1e6, "--max-batch=1 p50", off->low_load.p50 * 1e6, "us"});
     return absl::OkStatus();

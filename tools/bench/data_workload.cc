@@ -3,8 +3,10 @@
 // 1. Effective bytes/s of an N x N fp32 matmul round trip, (bytes of a + b +
 //    out) / end-to-end seconds, through (a) inline unary messages, (b)
 //    streaming (operands PutTensor, result GetTensor: the client's stream
-//    threshold forced to 1 byte) and (c) same-host shared memory (the
-//    client's use_shared_memory), beside the raw single-message gRPC echo of
+//    threshold forced to 1 byte), (c) same-host shared memory with the
+//    client copying the operands in and the result out (use_shared_memory)
+//    and (d) shared memory in place (SharedTensor operands and result: the
+//    caller's data already lives in the registered regions), beside the raw single-message gRPC echo of
 //    the same bytes and an in-process memcpy of them.
 // 2. K solves (k = 1) against a cached N x N fp64 LU factor, against K full
 //    Solve calls (A sent each time); when K full solves would take longer than
@@ -15,6 +17,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +87,60 @@ absl::StatusOr<PathRate> TimePath(const std::string& target, const BenchOptions&
   return r;
 }
 
+// Matmul of SharedTensor operands into a SharedTensor result.
+class InPlaceCaller final : public Caller {
+ public:
+  explicit InPlaceCaller(Client& client) : client_(client) {}
+  absl::Status Init(const MatmulOperands& operands) {
+    for (auto [dst, src] : {std::pair{&a_, &operands.a}, std::pair{&b_, &operands.b}}) {
+      auto t = client_.CreateSharedTensor(src->dtype(), src->shape());
+      if (!t.ok()) return t.status();
+      *dst = *std::move(t);
+      if (absl::Status s = (*dst)->CopyFrom(*src); !s.ok()) return s;
+    }
+    auto out = client_.CreateSharedTensor(client::DType::kF32, {operands.m, operands.n});
+    if (!out.ok()) return out.status();
+    out_ = *std::move(out);
+    return absl::OkStatus();
+  }
+  absl::Status Call() override {
+    client::MatmulArgs args;
+    args.a_shared = a_.get();
+    args.b_shared = b_.get();
+    args.out_shared = out_.get();
+    absl::StatusOr<client::MatmulResult> r = client_.Matmul(std::move(args));
+    if (!r.ok()) return r.status();
+    ++calls_;
+    run_ns_ += r->info.run_time_ns;
+    return absl::OkStatus();
+  }
+  double mean_run_seconds() const { return run_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
+  void ResetCounters() { calls_ = run_ns_ = 0; }
+
+ private:
+  Client& client_;
+  std::unique_ptr<client::SharedTensor> a_, b_, out_;
+  int64_t calls_ = 0, run_ns_ = 0;
+};
+
+absl::StatusOr<PathRate> TimeInPlace(const std::string& target, const BenchOptions& o,
+                                     const MatmulOperands& operands) {
+  absl::StatusOr<std::unique_ptr<Client>> client = PathClient(target, o, "in_place", 0, nullptr);
+  if (!client.ok()) return client.status();
+  InPlaceCaller caller(**client);
+  if (absl::Status s = caller.Init(operands); !s.ok()) return s;
+  absl::StatusOr<std::vector<double>> calls = TimeCalls(caller, 1, 0);
+  if (!calls.ok()) return calls.status();
+  caller.ResetCounters();
+  calls = TimeCalls(caller, 0, o.data_iterations);
+  if (!calls.ok()) return calls.status();
+  PathRate r;
+  r.name = "shm_in_place";
+  r.seconds = Summarize(*std::move(calls)).mean;
+  r.compute_seconds = caller.mean_run_seconds();
+  return r;
+}
+
 // Mean seconds of a memcpy of `bytes` between two touched buffers.
 double TimeMemcpy(int64_t bytes, int iterations) {
   std::vector<char> src(static_cast<size_t>(bytes), 1), dst(static_cast<size_t>(bytes), 0);
@@ -107,6 +164,9 @@ absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& 
     if (!r.ok()) return r.status();
     rates.push_back(*std::move(r));
   }
+  absl::StatusOr<PathRate> in_place = TimeInPlace(target, o, operands);
+  if (!in_place.ok()) return in_place.status();
+  rates.push_back(*std::move(in_place));
   EchoCaller echo(ctx.echo, operands.request_bytes(), operands.response_bytes());
   absl::StatusOr<std::vector<double>> echoes = TimeCalls(echo, 1, o.data_iterations);
   if (!echoes.ok()) return echoes.status();
@@ -133,6 +193,8 @@ absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& 
                     echo_gbps, "GB/s"});
   }
   report.Compare({shape + ", shm", bytes / rates[2].seconds / 1e9, "in-process memcpy",
+                  memcpy_gbps, "GB/s"});
+  report.Compare({shape + ", shm_in_place", bytes / rates[3].seconds / 1e9, "in-process memcpy",
                   memcpy_gbps, "GB/s"});
   return absl::OkStatus();
 }

@@ -278,4 +278,30 @@ absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, 
   return rows;
 }
 
+absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, int count,
+                                               int reps) {
+  std::mt19937 rng(9);
+  std::vector<Tensor> operands;
+  operands.reserve(2 * static_cast<size_t>(count));  // the views point into them
+  std::vector<MatmulOp> ops(static_cast<size_t>(count));
+  for (MatmulOp& op : ops) {
+    operands.push_back(HostRandom(DType::kF32, {n, n}, rng, 0));
+    op.a = operands.back().view();
+    operands.push_back(HostRandom(DType::kF32, {n, n}, rng, 0));
+    op.b = operands.back().view();
+  }
+  std::vector<const MatmulOp*> ptrs;
+  for (const MatmulOp& op : ops) ptrs.push_back(&op);
+  LINALGD_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(ops[0]));
+  absl::Status s;
+  Row row{"batch_vs_single", "f32", n, 0, 0, 2.0 * n * n * n * count};
+  std::vector<Tensor> outs;
+  row.ours_ms = WallMs(reps, [&] { s.Update(gpu.MatmulBatch(ptrs, plan, &outs)); });
+  row.direct_ms = WallMs(reps, [&] {
+    for (const MatmulOp& op : ops) s.Update(gpu.Matmul(op, plan).status());
+  });
+  LINALGD_RETURN_IF_ERROR(s);
+  return std::vector<Row>{row};
+}
+
 }  // namespace linalgd::bench

@@ -26,6 +26,13 @@ absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 
+// The batcher's library path: `count` n x n f32 products with host operands,
+// as one GpuBackend::MatmulBatch call (ours_ms) against `count` Matmul calls
+// one after another (direct_ms), wall clock for all of them; op
+// "batch_vs_single", so that ratio is the in-process batching gain.
+absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, int count,
+                                               int reps);
+
 }  // namespace linalgd::bench
 
 #endif  // LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_

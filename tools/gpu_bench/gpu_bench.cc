@@ -91,7 +91,7 @@ int Main(int argc, char** argv) {
       flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 8192};
   for (auto part : {BenchGemm(*gpu, gemm_sizes, flags.reps),
                     BenchSolves(*gpu, solve_sizes, flags.reps),
-                    BenchEndToEnd(*gpu, 4096, 3)}) {
+                    BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5)}) {
     if (!part.ok()) {
       std::fprintf(stderr, "benchmark failed: %s\n", std::string(part.status().message()).c_str());
       PrintTable(rows);
@@ -109,7 +109,8 @@ int Main(int argc, char** argv) {
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
   }
-  std::printf("device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's)\n",
+  std::printf("device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's;\n"
+              "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them)\n",
               device.c_str());
   PrintTable(rows);
   return 0;
