@@ -47,9 +47,7 @@ uint32_t PortableRaw(uint32_t c, const unsigned char* p, size_t n) {
   return c;
 }
 
-#if defined(__x86_64__)
-// Multiplication by x^(8 * bytes) modulo the polynomial, as a table of
-// x^(8 * bytes * 2^i): shifts a partial CRC past `bytes` zero bytes.
+// a * b in GF(2)[x] mod P, both in the reflected representation.
 uint32_t GfMultiply(uint32_t a, uint32_t b) {
   uint32_t product = 0;
   for (int i = 0; i < 32; ++i) {
@@ -60,7 +58,8 @@ uint32_t GfMultiply(uint32_t a, uint32_t b) {
   return product;
 }
 
-// x^(8n) mod P in the reflected representation.
+// x^(8n) mod P in the reflected representation: multiplying a raw CRC by it
+// shifts the CRC past n zero bytes (O(log n) squarings).
 uint32_t ShiftConstant(size_t n) {
   uint32_t result = 0x80000000u;  // x^0
   uint32_t square = 0x00800000u;  // x^8
@@ -73,6 +72,7 @@ uint32_t ShiftConstant(size_t n) {
   return result;
 }
 
+#if defined(__x86_64__)
 constexpr size_t kStripe = 8192;  // bytes per stream of one interleaved block
 
 __attribute__((target("sse4.2"))) uint32_t HardwareRaw(uint32_t c, const unsigned char* p,
@@ -124,6 +124,10 @@ uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
   if (HasSse42()) return ~HardwareRaw(~crc, static_cast<const unsigned char*>(data), n);
 #endif
   return Crc32cExtendPortable(crc, data, n);
+}
+
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  return GfMultiply(crc_a, ShiftConstant(len_b)) ^ crc_b;
 }
 
 }  // namespace linalgd

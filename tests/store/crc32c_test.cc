@@ -1,5 +1,6 @@
 #include "server/store/crc32c.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +36,34 @@ TEST(Crc32cTest, HardwareMatchesPortableOnOddSizesAndSplits) {
     c = Crc32cExtend(c, data.data() + split, data.size() - split);
     EXPECT_EQ(c, whole) << split;
   }
+}
+
+// Crc32c of random splits of random data into parts (some empty, odd sizes)
+// combined in order equals Crc32c of the concatenation.
+TEST(Crc32cTest, CombineMatchesCrcOfConcatenation) {
+  std::mt19937 gen(11);
+  std::vector<unsigned char> data(100003);
+  for (auto& b : data) b = static_cast<unsigned char>(gen());
+  for (int trial = 0; trial < 50; ++trial) {
+    const size_t n = gen() % data.size();
+    std::vector<size_t> cuts = {0, n};
+    for (int k = gen() % 6; k > 0; --k) cuts.push_back(gen() % (n + 1));
+    if (trial % 5 == 0) cuts.push_back(cuts.back());  // an empty part
+    std::sort(cuts.begin(), cuts.end());
+    uint32_t combined = 0;
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const size_t len = cuts[i + 1] - cuts[i];
+      combined = Crc32cCombine(combined, Crc32c(data.data() + cuts[i], len), len);
+    }
+    EXPECT_EQ(combined, Crc32c(data.data(), n)) << "trial " << trial << " n " << n;
+  }
+}
+
+TEST(Crc32cTest, CombineWithEmptyPartsIsIdentity) {
+  const uint32_t c = Crc32c("123456789", 9);
+  EXPECT_EQ(Crc32cCombine(c, 0, 0), c);
+  EXPECT_EQ(Crc32cCombine(0, c, 9), c);
+  EXPECT_EQ(Crc32cCombine(Crc32c("1234", 4), Crc32c("56789", 5), 5), c);
 }
 
 }  // namespace
