@@ -17,22 +17,6 @@ absl::string_view ResidentKindName(ResidentKind kind) {
   return kind == ResidentKind::kTensor ? "tensor" : "factor";
 }
 
-StoreReservation& StoreReservation::operator=(StoreReservation&& other) noexcept {
-  if (this != &other) {
-    Release();
-    used_ = std::move(other.used_);
-    bytes_ = other.bytes_;
-    other.bytes_ = 0;
-  }
-  return *this;
-}
-
-void StoreReservation::Release() {
-  if (used_ && bytes_ > 0) used_->fetch_sub(bytes_);
-  used_.reset();
-  bytes_ = 0;
-}
-
 // One stored object. The index holds one reference; leases alias it, so
 // use_count() > 1 means leased.
 struct ResidentStore::Entry {
@@ -47,7 +31,9 @@ struct ResidentStore::Entry {
 };
 
 ResidentStore::ResidentStore(StoreOptions options)
-    : options_(std::move(options)), used_(std::make_shared<std::atomic<int64_t>>(0)) {}
+    : options_(std::move(options)),
+      used_(std::make_shared<std::atomic<int64_t>>(0)),
+      uploads_(options_.now) {}
 
 ResidentStore::~ResidentStore() = default;
 
@@ -63,6 +49,7 @@ void ResidentStore::Notify() {
 
 absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
+  uploads_.DropExpired();  // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
   DropExpired(options_.now(), dropped);
@@ -173,6 +160,21 @@ absl::StatusOr<std::string> ResidentStore::PutFactor(std::shared_ptr<const Facto
   e->factor = std::move(factor);
   e->reservation = std::move(reservation);
   return Insert(std::move(e), ttl);
+}
+
+absl::StatusOr<std::shared_ptr<UploadSession>> ResidentStore::StartUpload(UploadSpec spec) {
+  if (spec.ttl <= absl::ZeroDuration()) spec.ttl = options_.default_ttl;
+  const int64_t bytes = NumElements(spec.shape) * static_cast<int64_t>(DTypeSize(spec.dtype));
+  absl::StatusOr<StoreReservation> reservation = Reserve(bytes);
+  if (!reservation.ok()) return reservation.status();
+  return uploads_.Start(std::move(spec), *std::move(reservation));
+}
+
+absl::StatusOr<std::string> ResidentStore::FinishUpload(absl::string_view upload_id) {
+  absl::StatusOr<UploadSession::Finished> done = uploads_.Finish(upload_id);
+  if (!done.ok()) return done.status();
+  return PutTensor(std::move(done->tensor), std::move(done->spec.placement), done->crc32c,
+                   done->spec.ttl, std::move(done->reservation));
 }
 
 absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view id) {

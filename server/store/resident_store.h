@@ -18,6 +18,8 @@
 #include "absl/time/time.h"
 #include "server/backend/factor.h"
 #include "server/common/tensor.h"
+#include "server/store/store_reservation.h"
+#include "server/store/upload_table.h"
 
 namespace linalgd {
 
@@ -49,25 +51,6 @@ struct ResidentMeta {
   absl::Duration ttl;     // counted from the last use
   absl::Time expires;
   bool in_use = false;
-};
-
-// Bytes counted against a store's capacity until destroyed (or handed to
-// the store with the object they are for). Move-only; may outlive the store.
-class StoreReservation {
- public:
-  StoreReservation() = default;
-  StoreReservation(StoreReservation&& other) noexcept { *this = std::move(other); }
-  StoreReservation& operator=(StoreReservation&& other) noexcept;
-  ~StoreReservation() { Release(); }
-  int64_t bytes() const { return bytes_; }
-
- private:
-  friend class ResidentStore;
-  StoreReservation(std::shared_ptr<std::atomic<int64_t>> used, int64_t bytes)
-      : used_(std::move(used)), bytes_(bytes) {}
-  void Release();
-  std::shared_ptr<std::atomic<int64_t>> used_;
-  int64_t bytes_ = 0;
 };
 
 // A resident tensor kept alive, and never evicted, while the lease is held.
@@ -108,6 +91,16 @@ class ResidentStore {
   absl::StatusOr<std::shared_ptr<const Factor>> GetFactor(absl::string_view id)
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Delete(absl::string_view id, ResidentKind kind) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Multi-part uploads (upload_session.h): the tensor's bytes are reserved
+  // (RESOURCE_EXHAUSTED as Reserve); spec.ttl zero: the default. Uploads in
+  // progress are not listed and their ids are not resident ids.
+  absl::StatusOr<std::shared_ptr<UploadSession>> StartUpload(UploadSpec spec)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // UploadTable::Finish, then stores the tensor as PutTensor (placement,
+  // TTL, device copy) and returns its id.
+  absl::StatusOr<std::string> FinishUpload(absl::string_view upload_id) ABSL_LOCKS_EXCLUDED(mu_);
+  UploadTable& uploads() { return uploads_; }
 
   // Every live object, least recently used first (expired ones are dropped).
   std::vector<ResidentMeta> List() ABSL_LOCKS_EXCLUDED(mu_);
@@ -152,6 +145,7 @@ class ResidentStore {
   absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
   std::function<void(int64_t, int64_t)> observer_ ABSL_GUARDED_BY(mu_);
+  UploadTable uploads_;  // its own lock; never taken under mu_
 };
 
 }  // namespace linalgd

@@ -1,0 +1,107 @@
+#include "server/store/upload_table.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/resident_id.h"
+
+namespace linalgd {
+namespace {
+
+constexpr size_t kGoneMemory = 1024;  // gone upload ids remembered for messages
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spec,
+                                                                  StoreReservation reservation) {
+  DropExpired();
+  absl::StatusOr<std::string> id = NewResidentId();
+  if (!id.ok()) return id.status();
+  auto session = std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_);
+  absl::MutexLock lock(&mu_);
+  if (!sessions_.emplace(*id, session).second) {  // p = 2^-128
+    return absl::InternalError("upload id collision");
+  }
+  return session;
+}
+
+absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_view id) {
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) return it->second;
+  auto gone = gone_.find(id);
+  if (gone != gone_.end()) return absl::NotFoundError(gone->second);
+  return absl::NotFoundError(absl::StrCat("upload id '", id, "' is unknown (ids come from StartUpload)"));
+}
+
+absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_view id) {
+  std::vector<SessionPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  DropExpiredLocked(dropped);
+  return FindLocked(id);
+}
+
+absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id) {
+  std::vector<SessionPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  DropExpiredLocked(dropped);
+  absl::StatusOr<SessionPtr> session = FindLocked(id);
+  if (!session.ok()) return session.status();
+  absl::StatusOr<UploadSession::Finished> finished = (*session)->Finish();
+  if (finished.ok()) {
+    Remove(*session, "finished", dropped);
+  } else if (absl::IsDataLoss(finished.status())) {
+    Remove(*session, "dropped: its bytes failed the CRC32C check", dropped);
+  }
+  return finished;
+}
+
+absl::Status UploadTable::Abort(absl::string_view id) {
+  std::vector<SessionPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  DropExpiredLocked(dropped);
+  absl::StatusOr<SessionPtr> session = FindLocked(id);
+  if (!session.ok()) return session.status();
+  Remove(*session, "aborted", dropped);
+  return absl::OkStatus();
+}
+
+void UploadTable::DropExpired() {
+  std::vector<SessionPtr> dropped;
+  absl::MutexLock lock(&mu_);
+  DropExpiredLocked(dropped);
+}
+
+int64_t UploadTable::size() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(sessions_.size());
+}
+
+void UploadTable::DropExpiredLocked(std::vector<SessionPtr>& dropped) {
+  const absl::Time now = now_();
+  std::vector<SessionPtr> expired;
+  for (const auto& [id, session] : sessions_) {
+    if (session->Expired(now)) expired.push_back(session);
+  }
+  for (const SessionPtr& session : expired) {
+    Remove(session, absl::StrCat("expired (no activity for its TTL of ",
+                                 absl::FormatDuration(session->spec().ttl), ")"),
+           dropped);
+  }
+}
+
+void UploadTable::Remove(const SessionPtr& session, absl::string_view why,
+                         std::vector<SessionPtr>& dropped) {
+  session->Close(why);
+  const std::string& id = session->id();
+  if (gone_order_.size() >= kGoneMemory) {
+    gone_.erase(gone_order_.front());
+    gone_order_.pop_front();
+  }
+  gone_[id] = absl::StrCat("upload ", id, " was ", why);
+  gone_order_.push_back(id);
+  dropped.push_back(session);
+  sessions_.erase(id);
+}
+
+}  // namespace linalgd

@@ -1,0 +1,65 @@
+#ifndef LINALGD_SERVER_STORE_UPLOAD_TABLE_H_
+#define LINALGD_SERVER_STORE_UPLOAD_TABLE_H_
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/store/upload_session.h"
+
+namespace linalgd {
+
+// The multi-part uploads in progress, by id (32 hex digits, from the same
+// generator as resident ids). An upload without activity for its TTL and
+// with no part being written is dropped (its reservation released) by the
+// next call. Ids that are gone are remembered (bounded) so NOT_FOUND says
+// why: finished, aborted, expired or failed its CRC32C check. Lock order:
+// the table's lock before a session's. Thread-safe.
+class UploadTable {
+ public:
+  explicit UploadTable(std::function<absl::Time()> now) : now_(std::move(now)) {}
+  UploadTable(const UploadTable&) = delete;
+  UploadTable& operator=(const UploadTable&) = delete;
+
+  // A new upload of `spec`; `reservation` covers its bytes.
+  absl::StatusOr<std::shared_ptr<UploadSession>> Start(UploadSpec spec,
+                                                       StoreReservation reservation)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The live upload `id`; NOT_FOUND naming why not.
+  absl::StatusOr<std::shared_ptr<UploadSession>> Find(absl::string_view id)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // UploadSession::Finish; the id is gone afterwards unless the parts do not
+  // cover the tensor yet (FAILED_PRECONDITION).
+  absl::StatusOr<UploadSession::Finished> Finish(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the upload; a part still being written fails at its end.
+  absl::Status Abort(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the expired uploads (also done by every call above).
+  void DropExpired() ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  using SessionPtr = std::shared_ptr<UploadSession>;
+  // Moves expired sessions to `dropped` (destroyed outside the lock).
+  void DropExpiredLocked(std::vector<SessionPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SessionPtr> FindLocked(absl::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Closes the session, forgets its id and remembers why.
+  void Remove(const SessionPtr& session, absl::string_view why, std::vector<SessionPtr>& dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::function<absl::Time()> now_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, SessionPtr> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);  // id -> why
+  std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_STORE_UPLOAD_TABLE_H_

@@ -1,0 +1,185 @@
+// Multi-part uploads in the store: UploadSession (ranges, coverage, CRCs),
+// UploadTable (ids, expiry) and ResidentStore's StartUpload/FinishUpload.
+#include "server/store/upload_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/crc32c.h"
+#include "server/store/resident_store.h"
+
+namespace linalgd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(gen());
+  return s;
+}
+
+class UploadTest : public ::testing::Test {
+ protected:
+  UploadTest() {
+    StoreOptions o;
+    o.capacity_bytes = 1 << 20;
+    o.default_ttl = absl::Seconds(60);
+    o.now = [this] { return now_; };
+    store_ = std::make_unique<ResidentStore>(o);
+  }
+
+  // An f32 [rows, 3] upload of `data` (12 * rows bytes).
+  std::shared_ptr<UploadSession> Start(const std::string& data, uint32_t crc) {
+    UploadSpec spec;
+    spec.shape = {static_cast<int64_t>(data.size() / 12), 3};
+    spec.crc32c = crc;
+    auto session = store_->StartUpload(spec);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? *session : nullptr;
+  }
+
+  // Claims, fills and commits data[offset, offset + n).
+  absl::Status SendPart(UploadSession& s, const std::string& data, int64_t offset, int64_t n) {
+    absl::StatusOr<char*> dest = s.Claim(offset, n);
+    if (!dest.ok()) return dest.status();
+    std::memcpy(*dest, data.data() + offset, static_cast<size_t>(n));
+    return s.Commit(offset, Crc32c(data.data() + offset, static_cast<size_t>(n)));
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  std::unique_ptr<ResidentStore> store_;
+};
+
+TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
+  const std::string data = RandomBytes(12 * 1001, 3);
+  const uint32_t crc = Crc32c(data.data(), data.size());
+  std::mt19937 gen(5);
+  for (int trial = 0; trial < 5; ++trial) {
+    std::vector<int64_t> cuts = {0, static_cast<int64_t>(data.size())};
+    for (int k = 0; k < 4; ++k) cuts.push_back(1 + gen() % (data.size() - 1));
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<size_t> order(cuts.size() - 1);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), gen);
+    std::shared_ptr<UploadSession> s = Start(data, crc);
+    for (size_t i : order) ASSERT_TRUE(SendPart(*s, data, cuts[i], cuts[i + 1] - cuts[i]).ok());
+    absl::StatusOr<std::string> id = store_->FinishUpload(s->id());
+    ASSERT_TRUE(id.ok()) << id.status();
+    absl::StatusOr<TensorLease> lease = store_->GetTensor(*id);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    EXPECT_EQ(lease->meta.crc32c, crc);
+    EXPECT_EQ(lease->meta.shape, (Shape{1001, 3}));
+    EXPECT_EQ(std::string(lease->tensor->as<char>(), lease->tensor->num_bytes()), data);
+  }
+}
+
+TEST_F(UploadTest, OverlappingEmptyAndOutOfRangePartsAreInvalidArgument) {
+  const std::string data = RandomBytes(120, 1);
+  std::shared_ptr<UploadSession> s = Start(data, 0);
+  ASSERT_TRUE(s->Claim(40, 40).ok());
+  absl::Status overlap = s->Claim(70, 20).status();
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlap.message(), HasSubstr("part [70, 90) overlaps the part [40, 80)"));
+  EXPECT_THAT(s->Claim(0, 41).status().message(), HasSubstr("[0, 41) overlaps the part [40, 80)"));
+  absl::Status out = s->Claim(100, 21).status();
+  EXPECT_EQ(out.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.message(), HasSubstr("offset 100 + total_bytes 21"));
+  EXPECT_THAT(out.message(), HasSubstr("120 bytes"));
+  EXPECT_EQ(s->Claim(-1, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Claim(0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(s->Claim(0, 40).ok());   // adjacent ranges are fine
+  EXPECT_TRUE(s->Claim(80, 40).ok());
+}
+
+TEST_F(UploadTest, MissingAndUnfinishedPartsAreFailedPreconditionAndTheUploadStaysOpen) {
+  const std::string data = RandomBytes(120, 2);
+  std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()));
+  ASSERT_TRUE(SendPart(*s, data, 0, 24).ok());
+  ASSERT_TRUE(SendPart(*s, data, 60, 60).ok());
+  absl::Status missing = store_->FinishUpload(s->id()).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing.message(), HasSubstr("bytes [24, 60) of 120 have not been uploaded"));
+  ASSERT_TRUE(s->Claim(24, 36).ok());
+  EXPECT_THAT(store_->FinishUpload(s->id()).status().message(),
+              HasSubstr("[24, 60) is still being written"));
+  s->Unclaim(24);  // the stream failed; its range can be sent again
+  ASSERT_TRUE(SendPart(*s, data, 24, 36).ok());
+  EXPECT_TRUE(store_->FinishUpload(s->id()).ok());
+}
+
+TEST_F(UploadTest, NothingSentReportsTheWholeRange) {
+  std::shared_ptr<UploadSession> s = Start(RandomBytes(36, 4), 0);
+  EXPECT_THAT(store_->FinishUpload(s->id()).status().message(),
+              HasSubstr("bytes [0, 36) of 36 have not been uploaded"));
+}
+
+TEST_F(UploadTest, WrongWholeCrcIsDataLossAndDropsTheUpload) {
+  const std::string data = RandomBytes(48, 5);
+  std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()) ^ 1);
+  ASSERT_TRUE(SendPart(*s, data, 0, 48).ok());
+  EXPECT_EQ(store_->FinishUpload(s->id()).status().code(), absl::StatusCode::kDataLoss);
+  absl::Status again = store_->FinishUpload(s->id()).status();
+  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(again.message(), HasSubstr("CRC32C"));
+  EXPECT_EQ(store_->used_bytes(), 0);
+}
+
+TEST_F(UploadTest, UnknownFinishedAndAbortedIdsAreNotFound) {
+  const std::string data = RandomBytes(12, 6);
+  EXPECT_THAT(store_->uploads().Find("nope").status().message(), HasSubstr("unknown"));
+  std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()));
+  ASSERT_TRUE(SendPart(*s, data, 0, 12).ok());
+  ASSERT_TRUE(store_->FinishUpload(s->id()).ok());
+  absl::Status finished = store_->uploads().Find(s->id()).status();
+  EXPECT_EQ(finished.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(finished.message(), HasSubstr("finished"));
+  std::shared_ptr<UploadSession> t = Start(data, 0);
+  ASSERT_TRUE(t->Claim(0, 12).ok());
+  ASSERT_TRUE(store_->uploads().Abort(t->id()).ok());
+  EXPECT_THAT(t->Commit(0, 0).message(), HasSubstr("aborted"));  // the part in flight fails
+  EXPECT_THAT(store_->FinishUpload(t->id()).status().message(), HasSubstr("aborted"));
+  EXPECT_FALSE(store_->GetTensor(t->id()).ok());  // never an operand
+}
+
+TEST_F(UploadTest, AnAbandonedUploadExpiresAndReleasesItsReservation) {
+  std::shared_ptr<UploadSession> s = Start(RandomBytes(1200, 7), 0);
+  const std::string id = s->id();
+  s.reset();
+  EXPECT_EQ(store_->used_bytes(), 1200);
+  EXPECT_TRUE(store_->List().empty());  // uploads are not listed
+  now_ += absl::Seconds(59);
+  EXPECT_TRUE(store_->uploads().Find(id).ok());  // activity: the TTL restarts
+  now_ += absl::Seconds(60);
+  EXPECT_TRUE(store_->Reserve(10).ok());  // any reservation drops expired uploads
+  EXPECT_EQ(store_->used_bytes(), 0);
+  EXPECT_THAT(store_->uploads().Find(id).status().message(), HasSubstr("expired"));
+}
+
+TEST_F(UploadTest, AnUploadWithAPartInFlightDoesNotExpire) {
+  std::shared_ptr<UploadSession> s = Start(RandomBytes(120, 8), 0);
+  ASSERT_TRUE(s->Claim(0, 60).ok());
+  now_ += absl::Hours(2);
+  store_->uploads().DropExpired();
+  EXPECT_TRUE(store_->uploads().Find(s->id()).ok());
+  s->Unclaim(0);
+  now_ += absl::Hours(2);
+  store_->uploads().DropExpired();
+  EXPECT_FALSE(store_->uploads().Find(s->id()).ok());
+}
+
+TEST_F(UploadTest, StartUploadReservesTheTensorOrIsResourceExhausted) {
+  UploadSpec spec;
+  spec.shape = {1024, 1024};  // 4 MiB > 1 MiB capacity
+  absl::Status s = store_->StartUpload(spec).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("--store-bytes"));
+}
+
+}  // namespace
+}  // namespace linalgd
