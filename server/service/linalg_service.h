@@ -9,6 +9,7 @@
 #include "server/service/sparse_call.h"
 #include "server/service/factor_calls.h"
 #include "server/service/store_calls.h"
+#include "server/service/upload_calls.h"
 
 namespace linalgd {
 
@@ -41,6 +42,21 @@ class LinalgService final : public v1::Linalg::CallbackService {
   grpc::ServerWriteReactor<v1::GetTensorResponse>* GetTensor(
       grpc::CallbackServerContext* context, const v1::GetTensorRequest* request) override {
     return StartGetTensor(env_, context, request);
+  }
+  grpc::ServerUnaryReactor* StartUpload(grpc::CallbackServerContext* context,
+                                        const v1::StartUploadRequest* request,
+                                        v1::StartUploadResponse* response) override {
+    return linalgd::StartUpload(env_, context, request, response);
+  }
+  grpc::ServerUnaryReactor* FinishUpload(grpc::CallbackServerContext* context,
+                                         const v1::FinishUploadRequest* request,
+                                         v1::PutTensorResponse* response) override {
+    return linalgd::FinishUpload(env_, context, request, response);
+  }
+  grpc::ServerUnaryReactor* AbortUpload(grpc::CallbackServerContext* context,
+                                        const v1::AbortUploadRequest* request,
+                                        v1::AbortUploadResponse*) override {
+    return linalgd::AbortUpload(env_, context, request);
   }
   grpc::ServerUnaryReactor* DeleteTensor(grpc::CallbackServerContext* context,
                                          const v1::DeleteTensorRequest* request,

@@ -8,16 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/service/status_map.h"
+#include "server/service/upload_calls.h"
 #include "server/store/crc32c.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
-namespace {
 
-constexpr int64_t kDefaultChunkBytes = int64_t{2} << 20;
-constexpr int64_t kMessageOverhead = 4096;  // room for the non-chunk fields
-
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
+                                      const absl::Status& s) {
   auto* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(s, context));
   return reactor;
@@ -27,6 +25,40 @@ absl::Status NeedStore(const CallEnv& env) {
   if (env.sources.store == nullptr) return absl::UnimplementedError("no tensor store");
   return absl::OkStatus();
 }
+
+absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTensorHeader& header) {
+  LINALGD_RETURN_IF_ERROR(NeedStore(env));
+  v1::Tensor t;
+  t.set_dtype(header.dtype());
+  *t.mutable_shape() = header.shape();
+  LINALGD_ASSIGN_OR_RETURN(TensorView view, ViewHeader(t, "header", env.limits, /*min_rank=*/1));
+  LINALGD_RETURN_IF_ERROR(CheckPlacement(header.placement()));
+  if (!(header.ttl_seconds() >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.ttl_seconds: ", header.ttl_seconds(), " must be >= 0"));
+  }
+  const int64_t total = static_cast<int64_t>(view.num_bytes());
+  if (header.total_bytes() != total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.total_bytes: ", header.total_bytes(), ", but ", ShapeString(view.shape), " of ",
+        DTypeName(view.dtype), " is ", total, " bytes"));
+  }
+  return view;
+}
+
+absl::Status DescribeStored(const CallEnv& env, const std::string& id,
+                            v1::PutTensorResponse* response) {
+  LINALGD_ASSIGN_OR_RETURN(TensorLease lease, env.sources.store->GetTensor(id));
+  if (env.metrics) env.metrics->AddBytesReceived(kTransportGrpc, lease.meta.bytes);
+  MetaToProto(lease.meta, response->mutable_tensor());
+  response->mutable_tensor()->set_in_use(false);
+  return absl::OkStatus();
+}
+
+namespace {
+
+constexpr int64_t kDefaultChunkBytes = int64_t{2} << 20;
+constexpr int64_t kMessageOverhead = 4096;  // room for the non-chunk fields
 
 class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
  public:
@@ -39,6 +71,7 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   void OnReadDone(bool ok) override {
     absl::Status s = !ok ? Complete() : (header_seen_ ? OnChunk() : OnHeader());
     if (!ok || !s.ok()) {
+      part_.reset();  // a failed part's range is free before the caller hears of it
       Finish(ToGrpcStatus(s, context_));
       return;
     }
@@ -59,33 +92,24 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   v1::PutTensorHeader header_;
   TensorView shape_;  // dtype and shape, no data
   StoreReservation reservation_;
+  std::unique_ptr<UploadPartWriter> part_;  // a part of a multi-part upload
   std::string bytes_;  // reserved at the header, appended chunk by chunk
   int64_t total_ = 0;
   uint32_t crc_ = 0;
 };
 
 absl::Status PutTensorReactor::OnHeader() {
-  LINALGD_RETURN_IF_ERROR(NeedStore(env_));
   if (message_.part_case() != v1::PutTensorRequest::kHeader) {
     return absl::InvalidArgumentError("PutTensor: the first message must carry the header");
   }
   header_seen_ = true;
   header_ = message_.header();
-  v1::Tensor t;
-  t.set_dtype(header_.dtype());
-  *t.mutable_shape() = header_.shape();
-  LINALGD_ASSIGN_OR_RETURN(shape_, ViewHeader(t, "header", env_.limits, /*min_rank=*/1));
-  LINALGD_RETURN_IF_ERROR(CheckPlacement(header_.placement()));
-  if (!(header_.ttl_seconds() >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.ttl_seconds: ", header_.ttl_seconds(), " must be >= 0"));
+  if (!header_.upload_id().empty()) {
+    LINALGD_ASSIGN_OR_RETURN(part_, UploadPartWriter::Open(env_, header_));
+    return absl::OkStatus();
   }
+  LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
-  if (header_.total_bytes() != total_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header.total_bytes: ", header_.total_bytes(), ", but ", ShapeString(shape_.shape),
-        " of ", DTypeName(shape_.dtype), " is ", total_, " bytes"));
-  }
   LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_));
   bytes_.reserve(static_cast<size_t>(total_));
   return absl::OkStatus();
@@ -96,6 +120,7 @@ absl::Status PutTensorReactor::OnChunk() {
     return absl::InvalidArgumentError("PutTensor: a second header; later messages carry chunks");
   }
   const std::string& chunk = message_.chunk();
+  if (part_) return part_->Write(chunk);
   if (static_cast<int64_t>(bytes_.size() + chunk.size()) > total_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
@@ -114,6 +139,7 @@ absl::Status PutTensorReactor::OnChunk() {
 
 absl::Status PutTensorReactor::Complete() {
   if (!header_seen_) return absl::InvalidArgumentError("PutTensor: no header");
+  if (part_) return part_->Close();
   if (static_cast<int64_t>(bytes_.size()) != total_) {
     return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", bytes_.size(),
                                                    " bytes, header.total_bytes is ", total_));
@@ -130,11 +156,7 @@ absl::Status PutTensorReactor::Complete() {
       std::string id, env_.sources.store->PutTensor(std::move(tensor), header_.placement(), crc_,
                                                     absl::Seconds(header_.ttl_seconds()),
                                                     std::move(reservation_)));
-  if (env_.metrics) env_.metrics->AddBytesReceived(kTransportGrpc, total_);
-  LINALGD_ASSIGN_OR_RETURN(TensorLease lease, env_.sources.store->GetTensor(id));
-  MetaToProto(lease.meta, response_->mutable_tensor());
-  response_->mutable_tensor()->set_in_use(false);
-  return absl::OkStatus();
+  return DescribeStored(env_, id, response_);
 }
 
 class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> {
@@ -155,8 +177,8 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "GetTensor: the client went away"));
       return;
     }
-    if (sent_ >= static_cast<int64_t>(lease_.tensor->num_bytes())) {
-      if (env_.metrics) env_.metrics->AddBytesSent(kTransportGrpc, sent_);
+    if (sent_ >= end_) {
+      if (env_.metrics) env_.metrics->AddBytesSent(kTransportGrpc, end_ - begin_);
       Finish(grpc::Status::OK);
       return;
     }
@@ -172,16 +194,32 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
           absl::StrCat("chunk_bytes: ", request.chunk_bytes(), " must be >= 0"));
     }
     LINALGD_ASSIGN_OR_RETURN(lease_, env_.sources.store->GetTensor(request.id()));
+    LINALGD_RETURN_IF_ERROR(SetRange(request.offset(), request.length()));
     chunk_ = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
     chunk_ = std::max<int64_t>(1, std::min(chunk_, env_.max_message_bytes - kMessageOverhead));
     return absl::OkStatus();
   }
 
+  // [offset, offset + length) of the leased tensor; length 0: to the end.
+  absl::Status SetRange(int64_t offset, int64_t length) {
+    const int64_t total = static_cast<int64_t>(lease_.tensor->num_bytes());
+    if (offset < 0 || length < 0 || offset > total || length > total - offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GetTensor: offset ", offset, " and length ", length, " are not a range of tensor ",
+          lease_.meta.id, "'s ", total, " bytes"));
+    }
+    begin_ = sent_ = offset;
+    end_ = length == 0 ? total : offset + length;
+    return absl::OkStatus();
+  }
+
   void WriteNext() {
     message_.Clear();
-    if (sent_ == 0) MetaToProto(lease_.meta, message_.mutable_info());
-    const int64_t total = static_cast<int64_t>(lease_.tensor->num_bytes());
-    const int64_t n = std::min(chunk_, total - sent_);
+    if (sent_ == begin_) {
+      MetaToProto(lease_.meta, message_.mutable_info());
+      message_.set_offset(begin_);
+    }
+    const int64_t n = std::min(chunk_, end_ - sent_);
     message_.set_chunk(reinterpret_cast<const char*>(lease_.tensor->as<char>()) + sent_,
                        static_cast<size_t>(n));
     sent_ += n;
@@ -192,7 +230,9 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   grpc::CallbackServerContext* const context_;
   TensorLease lease_;
   int64_t chunk_ = kDefaultChunkBytes;
-  int64_t sent_ = 0;
+  int64_t begin_ = 0;  // the requested range [begin_, end_)
+  int64_t end_ = 0;
+  int64_t sent_ = 0;   // the next byte to send
   v1::GetTensorResponse message_;
 };
 
@@ -226,14 +266,14 @@ grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerC
                                        const v1::DeleteTensorRequest* request) {
   absl::Status s = NeedStore(env);
   if (s.ok()) s = env.sources.store->Delete(request->id(), ResidentKind::kTensor);
-  return Done(context, s);
+  return FinishUnary(context, s);
 }
 
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request) {
   absl::Status s = NeedStore(env);
   if (s.ok()) s = env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor);
-  return Done(context, s);
+  return FinishUnary(context, s);
 }
 
 grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
@@ -244,7 +284,7 @@ grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerCo
     response->set_used_bytes(env.sources.store->used_bytes());
     response->set_capacity_bytes(env.sources.store->capacity_bytes());
   }
-  return Done(context, s);
+  return FinishUnary(context, s);
 }
 
 grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
@@ -252,7 +292,7 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
                                                const v1::RegisterSharedMemoryRequest* request,
                                                v1::RegisterSharedMemoryResponse* response) {
   if (env.sources.shm == nullptr) {
-    return Done(context, absl::FailedPreconditionError(
+    return FinishUnary(context, absl::FailedPreconditionError(
                              "shared memory is disabled (start linalgd with --allow-shm)"));
   }
   auto info = env.sources.shm->Register(request->name(), request->key(), request->size());
@@ -262,17 +302,17 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
     spdlog::info("shared-memory region '{}' ({}, {} bytes{}) registered", request->name(),
                  request->key(), info->size, info->pinned ? ", pinned" : "");
   }
-  return Done(context, info.status());
+  return FinishUnary(context, info.status());
 }
 
 grpc::ServerUnaryReactor* UnregisterSharedMemory(
     const CallEnv& env, grpc::CallbackServerContext* context,
     const v1::UnregisterSharedMemoryRequest* request) {
   if (env.sources.shm == nullptr) {
-    return Done(context, absl::FailedPreconditionError(
+    return FinishUnary(context, absl::FailedPreconditionError(
                              "shared memory is disabled (start linalgd with --allow-shm)"));
   }
-  return Done(context, env.sources.shm->Unregister(request->name()));
+  return FinishUnary(context, env.sources.shm->Unregister(request->name()));
 }
 
 }  // namespace linalgd

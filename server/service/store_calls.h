@@ -15,11 +15,14 @@ namespace linalgd {
 // Client streaming: header, then chunks appended as they arrive; the CRC32C
 // is checked at the end (DATA_LOSS on a mismatch; INVALID_ARGUMENT when the
 // byte count differs from total_bytes). Space is reserved at the header.
+// A header with upload_id carries a part of a multi-part upload instead
+// (upload_calls.h).
 grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(
     const CallEnv& env, grpc::CallbackServerContext* context, v1::PutTensorResponse* response);
 
-// Server streaming, chunk by chunk; the tensor is leased (never evicted)
-// until the stream ends.
+// Server streaming, chunk by chunk, of the requested byte range (offset,
+// length; INVALID_ARGUMENT outside the tensor); the tensor is leased (never
+// evicted) until the stream ends.
 grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
     const CallEnv& env, grpc::CallbackServerContext* context, const v1::GetTensorRequest* request);
 
@@ -36,6 +39,19 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
 grpc::ServerUnaryReactor* UnregisterSharedMemory(
     const CallEnv& env, grpc::CallbackServerContext* context,
     const v1::UnregisterSharedMemoryRequest* request);
+
+// Shared with upload_calls.cc.
+// Finishes a unary call with `s` (the default reactor).
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, const absl::Status& s);
+// UNIMPLEMENTED when the server has no tensor store.
+absl::Status NeedStore(const CallEnv& env);
+// PutTensor's header checks (dtype, shape, placement, ttl_seconds,
+// total_bytes), also StartUpload's; the tensor's dtype and shape.
+absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTensorHeader& header);
+// After a tensor is stored (PutTensor, FinishUpload): counts its bytes as
+// received and describes it in `response`.
+absl::Status DescribeStored(const CallEnv& env, const std::string& id,
+                            v1::PutTensorResponse* response);
 
 // A ResidentMeta as the API reports it.
 void MetaToProto(const ResidentMeta& meta, v1::TensorInfo* out);

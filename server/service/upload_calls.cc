@@ -1,0 +1,113 @@
+#include "server/service/upload_calls.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/service/store_calls.h"
+#include "server/store/crc32c.h"
+
+namespace linalgd {
+namespace {
+
+absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header,
+                           v1::StartUploadResponse* response) {
+  LINALGD_ASSIGN_OR_RETURN(TensorView view, CheckPutHeader(env, header));
+  if (header.has_crc32()) {
+    return absl::InvalidArgumentError(
+        "StartUpload: header.crc32 (CRC-32) is not supported for multi-part uploads; send "
+        "header.crc32c (CRC32C) of all the bytes");
+  }
+  if (!header.upload_id().empty() || header.offset() != 0) {
+    return absl::InvalidArgumentError(
+        "StartUpload: header.upload_id and header.offset belong to the parts' PutTensor streams");
+  }
+  UploadSpec spec;
+  spec.dtype = view.dtype;
+  spec.shape = view.shape;
+  spec.placement = header.placement();
+  spec.crc32c = header.crc32c();
+  spec.ttl = absl::Seconds(header.ttl_seconds());
+  LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
+                           env.sources.store->StartUpload(std::move(spec)));
+  response->set_upload_id(session->id());
+  response->set_expires_in_seconds(absl::ToDoubleSeconds(session->spec().ttl));
+  return absl::OkStatus();
+}
+
+absl::Status DoFinishUpload(const CallEnv& env, absl::string_view upload_id,
+                            v1::PutTensorResponse* response) {
+  LINALGD_RETURN_IF_ERROR(NeedStore(env));
+  LINALGD_ASSIGN_OR_RETURN(std::string id, env.sources.store->FinishUpload(upload_id));
+  return DescribeStored(env, id, response);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      const v1::StartUploadRequest* request,
+                                      v1::StartUploadResponse* response) {
+  return FinishUnary(context, DoStartUpload(env, request->header(), response));
+}
+
+grpc::ServerUnaryReactor* FinishUpload(const CallEnv& env, grpc::CallbackServerContext* context,
+                                       const v1::FinishUploadRequest* request,
+                                       v1::PutTensorResponse* response) {
+  return FinishUnary(context, DoFinishUpload(env, request->upload_id(), response));
+}
+
+grpc::ServerUnaryReactor* AbortUpload(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      const v1::AbortUploadRequest* request) {
+  absl::Status s = NeedStore(env);
+  if (s.ok()) s = env.sources.store->uploads().Abort(request->upload_id());
+  return FinishUnary(context, s);
+}
+
+absl::StatusOr<std::unique_ptr<UploadPartWriter>> UploadPartWriter::Open(
+    const CallEnv& env, const v1::PutTensorHeader& header) {
+  LINALGD_RETURN_IF_ERROR(NeedStore(env));
+  if (header.has_crc32()) {
+    return absl::InvalidArgumentError(
+        "PutTensor: header.crc32 (CRC-32) is not supported for a part of a multi-part upload; "
+        "send header.crc32c (CRC32C) of the part");
+  }
+  LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
+                           env.sources.store->uploads().Find(header.upload_id()));
+  LINALGD_ASSIGN_OR_RETURN(char* dest, session->Claim(header.offset(), header.total_bytes()));
+  return std::unique_ptr<UploadPartWriter>(new UploadPartWriter(
+      std::move(session), header.offset(), header.total_bytes(), header.crc32c(), dest));
+}
+
+UploadPartWriter::~UploadPartWriter() {
+  if (!committed_) session_->Unclaim(offset_);
+}
+
+absl::Status UploadPartWriter::Write(const std::string& chunk) {
+  const int64_t n = static_cast<int64_t>(chunk.size());
+  if (n > bytes_ - written_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PutTensor: the chunks of the part at offset ", offset_, " carry more than its "
+        "header.total_bytes = ", bytes_, " (", written_ + n, " so far)"));
+  }
+  std::memcpy(dest_ + written_, chunk.data(), chunk.size());
+  crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
+  written_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status UploadPartWriter::Close() {
+  if (written_ != bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat("PutTensor: the part at offset ", offset_,
+                                                   " received ", written_,
+                                                   " bytes, its header.total_bytes is ", bytes_));
+  }
+  if (crc_ != expected_crc_) {
+    return absl::DataLossError(absl::StrCat("PutTensor: CRC32C of the part at offset ", offset_,
+                                            " is ", crc_, ", its header says ", expected_crc_));
+  }
+  committed_ = true;
+  return session_->Commit(offset_, crc_);
+}
+
+}  // namespace linalgd
