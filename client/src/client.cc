@@ -31,9 +31,10 @@ class Client::Impl {
         channel_(MakeChannel(options_)),
         stub_(v1::Linalg::NewStub(channel_)),
         generic_(channel_),
-        transfer_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
-          SetDeadline(call, c);
-        }),
+        transfer_(
+            *stub_, options_,
+            [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); },
+            [this](int index) { return MakeChannel(options_, index); }),
         shm_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
           SetDeadline(call, c);
         }) {}
@@ -58,8 +59,14 @@ class Client::Impl {
   }
 
  private:
-  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options) {
+  // Channel `index` > 0 is an extra transfer connection: a subchannel pool
+  // of its own and a distinct argument, so gRPC opens its own TCP connection.
+  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options, int index = 0) {
     grpc::ChannelArguments args;
+    if (index > 0) {
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      args.SetInt("linalgd.transfer_connection", index);
+    }
     const int max_bytes = static_cast<int>(
         std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
     args.SetMaxReceiveMessageSize(max_bytes);

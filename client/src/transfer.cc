@@ -1,7 +1,10 @@
 #include "client/src/transfer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
+#include <iostream>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -51,63 +54,87 @@ TensorInfo FromProto(const v1::TensorInfo& in) {
   return t;
 }
 
+void DebugLog(const ClientOptions& options, const std::string& line) {
+  if (options.debug_log) {
+    options.debug_log(line);
+  } else if (std::getenv("LINALGD_CLIENT_DEBUG") != nullptr) {
+    std::cerr << "linalgd client: " << line << "\n";
+  }
+}
+
+std::vector<ByteRange> Transfer::PartsOf(int64_t bytes) const {
+  if (!Large(bytes)) return {{0, bytes}};
+  return SplitRanges(bytes, options_.transfer_connections, options_.transfer_part_min_bytes);
+}
+
+ContextSetup Transfer::Setup(const CallOptions& call) const {
+  CallOptions pinned = call;
+  const absl::Duration timeout = call.timeout.value_or(options_.default_timeout);
+  if (!call.deadline.has_value() && timeout != absl::InfiniteDuration()) {
+    pinned.deadline = absl::Now() + timeout;
+  }
+  return [this, pinned](grpc::ClientContext& context) { deadline_(pinned, context); };
+}
+
 absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions& put,
                                          const CallOptions& call) {
-  grpc::ClientContext context;
-  deadline_(call, context);
-  v1::PutTensorResponse response;
-  std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer =
-      stub_.PutTensor(&context, &response);
   const std::string& bytes = tensor.bytes();
-  v1::PutTensorRequest message;
-  v1::PutTensorHeader* header = message.mutable_header();
+  v1::PutTensorRequest first;
+  v1::PutTensorHeader* header = first.mutable_header();
   header->set_dtype(ToProto(tensor.dtype()));
   for (int64_t d : tensor.shape()) header->add_shape(d);
   header->set_placement(put.placement);
   header->set_ttl_seconds(absl::ToDoubleSeconds(put.ttl));
   header->set_total_bytes(static_cast<int64_t>(bytes.size()));
-  header->set_crc32c(Crc32c(bytes.data(), bytes.size()));
-  bool ok = writer->Write(message);
+  const ContextSetup setup = Setup(call);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_bytes));
-  for (size_t off = 0; ok && off < bytes.size(); off += chunk) {
-    message.set_chunk(bytes.data() + off, std::min(chunk, bytes.size() - off));
-    ok = writer->Write(message);
+  const std::vector<ByteRange> parts = PartsOf(static_cast<int64_t>(bytes.size()));
+  if (parts.size() > 1 && multipart_.load()) {
+    absl::StatusOr<v1::TensorInfo> info = PutParallel(pool_, bytes, *header, parts, chunk, setup);
+    if (info.ok()) {
+      DebugLog(options_, absl::StrCat("PutTensor: ", bytes.size(), " bytes in ", parts.size(),
+                                      " parts over as many connections"));
+      return FromProto(*info);
+    }
+    if (!absl::IsUnimplemented(info.status())) return info.status();
+    multipart_ = false;
+    DebugLog(options_, "the server has no multi-part uploads: tensors go in one stream");
   }
-  writer->WritesDone();
-  const grpc::Status status = writer->Finish();
+  header->set_crc32c(Crc32c(bytes.data(), bytes.size()));
+  grpc::ClientContext context;
+  setup(context);
+  v1::PutTensorResponse response;
+  const grpc::Status status =
+      StreamPut(stub_, context, first, bytes.data(), bytes.size(), chunk, &response);
   if (!status.ok()) return FromGrpc(status);
   return FromProto(response.tensor());
 }
 
 absl::StatusOr<Tensor> Transfer::Get(const std::string& id, const CallOptions& call,
                                      TensorInfo* info) {
-  grpc::ClientContext context;
-  deadline_(call, context);
-  v1::GetTensorRequest request;
-  request.set_id(id);
-  request.set_chunk_bytes(options_.chunk_bytes);
-  std::unique_ptr<grpc::ClientReader<v1::GetTensorResponse>> reader =
-      stub_.GetTensor(&context, request);
-  v1::GetTensorResponse message;
-  TensorInfo meta;
-  std::string bytes;
-  bool first = true;
-  while (reader->Read(&message)) {
-    if (first) {
-      meta = FromProto(message.info());
-      bytes.reserve(static_cast<size_t>(meta.bytes));
-      first = false;
-    }
-    bytes.append(message.chunk());
+  const ContextSetup setup = Setup(call);
+  const int64_t threshold = options_.stream_threshold_bytes > 0 && ranged_.load()
+                                ? options_.stream_threshold_bytes
+                                : std::numeric_limits<int64_t>::max();
+  v1::TensorInfo meta;
+  int parts = 1;
+  absl::StatusOr<std::string> bytes = GetParallel(pool_, id, options_.chunk_bytes, threshold,
+                                                  options_.transfer_part_min_bytes, setup, &meta,
+                                                  &parts);
+  if (absl::IsUnimplemented(bytes.status()) && parts > 1) {
+    ranged_ = false;
+    DebugLog(options_, "the server ignores GetTensor ranges: tensors come in one stream");
+    return Get(id, call, info);
   }
-  const grpc::Status status = reader->Finish();
-  if (!status.ok()) return FromGrpc(status);
-  if (first) return absl::DataLossError("GetTensor: the stream carried no message");
-  if (Crc32c(bytes.data(), bytes.size()) != meta.crc32c && meta.crc32c != 0) {
-    return absl::DataLossError(absl::StrCat("GetTensor ", id, ": CRC32C mismatch"));
+  if (!bytes.ok()) return bytes.status();
+  if (parts > 1) {
+    DebugLog(options_, absl::StrCat("GetTensor: ", bytes->size(), " bytes in ", parts,
+                                    " parts over as many connections"));
   }
-  if (info) *info = meta;
-  return Tensor::FromBytes(meta.dtype, meta.shape, std::move(bytes));
+  if (info) *info = FromProto(meta);
+  return Tensor::FromBytes(FromProto(meta.dtype()).value_or(DType::kF32),
+                           std::vector<int64_t>(meta.shape().begin(), meta.shape().end()),
+                           *std::move(bytes));
 }
 
 absl::Status Transfer::Delete(const std::string& id, const CallOptions& call) {

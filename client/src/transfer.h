@@ -5,10 +5,13 @@
 // and factor RPCs, and Matmul/Solve that stream big operands and results
 // automatically. Internal to the client library.
 
+#include <atomic>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/src/parallel_transfer.h"
 #include "grpcpp/client_context.h"
 #include "linalgd/matmul.h"
 #include "linalgd/options.h"
@@ -21,12 +24,24 @@ namespace linalgd::client::internal {
 // Sets a call's deadline from its CallOptions (Client::Impl::SetDeadline).
 using DeadlineSetter = std::function<void(const CallOptions&, grpc::ClientContext&)>;
 
-// Thread-safe; the stub and options outlive it.
+// Sends a debug line to options.debug_log (unset: stderr when the
+// environment has LINALGD_CLIENT_DEBUG, else nowhere).
+void DebugLog(const ClientOptions& options, const std::string& line);
+
+// Thread-safe; the stub and options outlive it. `channels` makes the extra
+// transfer connections (ClientOptions::transfer_connections).
 class Transfer {
  public:
-  Transfer(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline)
-      : stub_(stub), options_(options), deadline_(std::move(deadline)) {}
+  Transfer(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline,
+           ChannelFactory channels)
+      : stub_(stub),
+        options_(options),
+        deadline_(std::move(deadline)),
+        pool_(stub, options.transfer_connections, std::move(channels)) {}
 
+  // Tensors of at least the stream threshold go in parallel parts
+  // (parallel_transfer.h); others, and all of them once the server proved
+  // to lack multi-part uploads or ranges, in one stream.
   absl::StatusOr<TensorInfo> Put(const Tensor& tensor, const PutOptions& put,
                                  const CallOptions& call);
   absl::StatusOr<Tensor> Get(const std::string& id, const CallOptions& call,
@@ -51,10 +66,17 @@ class Transfer {
   bool Large(int64_t bytes) const {
     return options_.stream_threshold_bytes > 0 && bytes >= options_.stream_threshold_bytes;
   }
+  // The parts a tensor of `bytes` is sent in (one unless it is large).
+  std::vector<ByteRange> PartsOf(int64_t bytes) const;
+  // Every RPC of one Put or Get shares the call's deadline.
+  ContextSetup Setup(const CallOptions& call) const;
 
   v1::Linalg::Stub& stub_;
   const ClientOptions& options_;
   const DeadlineSetter deadline_;
+  StubPool pool_;
+  std::atomic<bool> multipart_{true};  // false once StartUpload was UNIMPLEMENTED
+  std::atomic<bool> ranged_{true};     // false once a server ignored a range
 };
 
 TensorInfo FromProto(const v1::TensorInfo& info);

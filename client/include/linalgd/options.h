@@ -19,11 +19,19 @@ struct ClientOptions {
   // Deadline of a call that sets none; absl::InfiniteDuration(): no deadline.
   absl::Duration default_timeout = absl::Seconds(30);
   // Matmul/Solve operands of at least this many bytes are streamed with
-  // PutTensor (chunk_bytes per message, one stream per operand, in parallel)
-  // and referred to by id; a result of at least this size is kept on the
-  // server and streamed back with GetTensor. 0: never.
+  // PutTensor (chunk_bytes per message, all operands at once) and referred
+  // to by id; a result of at least this size is kept on the server and
+  // streamed back with GetTensor. 0: never.
   int64_t stream_threshold_bytes = int64_t{64} << 20;
   int64_t chunk_bytes = int64_t{2} << 20;
+  // A streamed tensor (the above, and PutTensor/GetTensor of at least
+  // stream_threshold_bytes) goes in up to transfer_connections parts of at
+  // least transfer_part_min_bytes each, part i over TCP connection i at
+  // the same time (connection 0 is the client's own; the others are opened
+  // on first use). 1: one stream per tensor. A server without multi-part
+  // uploads or ranged downloads gets one stream.
+  int transfer_connections = 4;
+  int64_t transfer_part_min_bytes = int64_t{8} << 20;
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
   // POSIX shared-memory region of shared_memory_bytes and registers it
