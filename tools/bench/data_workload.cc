@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Client>> PathClient(const std::string& target,
   co.max_message_bytes = o.max_message_bytes;
   co.default_timeout = absl::Minutes(10);
   co.stream_threshold_bytes = path == "streaming" ? 1 : 0;
+  co.transfer_connections = o.data_connections;
   if (path == "shm") {
     co.use_shared_memory = true;
     co.shared_memory_bytes = region_bytes;
@@ -332,6 +333,7 @@ class DataWorkload final : public Workload {
     if (!server.ok()) return server.status();
     const std::string target = absl::StrCat("127.0.0.1:", (*server)->port());
     report.SetConfig("data.n", absl::StrCat(ctx.options.data_n));
+    report.SetConfig("data.connections", absl::StrCat(ctx.options.data_connections));
     report.SetConfig("data.factor_n", absl::StrCat(ctx.options.factor_n));
     report.SetConfig("data.factor_solves", absl::StrCat(ctx.options.factor_solves));
     absl::Status s = RunTransfers(ctx, target, report);

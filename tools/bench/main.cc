@@ -69,6 +69,9 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--data-n", o.data_n, "data: size of the f32 matmul round trip")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--data-connections", o.data_connections,
+                 "data: TCP connections the streaming path spreads a tensor's parts over")
+      ->check(CLI::Range(1, 64));
   app.add_option("--data-iterations", o.data_iterations, "data: timed round trips per path")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
