@@ -31,12 +31,19 @@ Tensor Tensor::External(DType dtype, Shape shape, std::byte* data) {
   return t;
 }
 
+Tensor Tensor::Adopt(DType dtype, Shape shape, std::shared_ptr<std::byte> memory) {
+  Tensor t = External(dtype, std::move(shape), memory.get());
+  t.owner_ = std::move(memory);
+  return t;
+}
+
 TensorView Tensor::view() const { return TensorView{dtype_, shape_, data()}; }
 
 std::string Tensor::ReleaseBytes() {
   if (external_ == nullptr) return std::move(bytes_);
   std::string copy(reinterpret_cast<const char*>(external_), num_bytes());
   external_ = nullptr;
+  owner_.reset();
   return copy;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ struct TensorView {
 // so that they can be moved into and out of protobuf bytes fields without a
 // copy; an External tensor instead refers to memory owned elsewhere (a
 // caller's shared-memory range the result was written into), which must
-// outlive the tensor and its copies.
+// outlive the tensor and its copies; an Adopted tensor shares ownership of
+// its memory (a page-locked block from a HostAllocator) with its copies.
 class Tensor {
  public:
   Tensor() = default;
@@ -49,6 +51,10 @@ class Tensor {
   // A tensor whose NumElements(shape) * DTypeSize(dtype) bytes are at `data`
   // (not owned, not freed; copies alias it).
   static Tensor External(DType dtype, Shape shape, std::byte* data);
+  // A tensor whose bytes are at memory.get(), kept alive by this tensor and
+  // its copies (which alias it). REQUIRES: memory holds
+  // NumElements(shape) * DTypeSize(dtype) bytes.
+  static Tensor Adopt(DType dtype, Shape shape, std::shared_ptr<std::byte> memory);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -57,6 +63,8 @@ class Tensor {
     return external_ != nullptr ? NumElements(shape_) * DTypeSize(dtype_) : bytes_.size();
   }
   bool external() const { return external_ != nullptr; }
+  // Adopt: the shared memory (aliases of it can hand out parts); else null.
+  const std::shared_ptr<std::byte>& memory() const { return owner_; }
 
   template <typename T>
   T* mutable_as() { return reinterpret_cast<T*>(mutable_data()); }
@@ -79,6 +87,7 @@ class Tensor {
   Shape shape_;
   std::string bytes_;
   std::byte* external_ = nullptr;  // set: the bytes are there, bytes_ is empty
+  std::shared_ptr<std::byte> owner_;  // Adopt: keeps external_ alive
 };
 
 }  // namespace linalgd

@@ -1,6 +1,9 @@
 #include "server/common/tensor.h"
 
+#include <memory>
 #include <vector>
+
+#include "server/common/host_allocator.h"
 
 #include "gtest/gtest.h"
 
@@ -36,6 +39,50 @@ TEST(TensorTest, OwningTensorIsNotExternal) {
   EXPECT_FALSE(t.external());
   EXPECT_EQ(t.num_bytes(), 16u);
   EXPECT_EQ(t.ReleaseBytes().size(), 16u);
+}
+
+TEST(TensorTest, AdoptedMemoryLivesAsLongAsTheLastCopy) {
+  std::weak_ptr<std::byte> watch;
+  Tensor copy;
+  {
+    std::shared_ptr<std::byte> memory(new std::byte[8], std::default_delete<std::byte[]>());
+    watch = memory;
+    Tensor t = Tensor::Adopt(DType::kF32, {1, 2}, memory);
+    memory.reset();
+    EXPECT_TRUE(t.external());
+    t.mutable_as<float>()[1] = 7;
+    copy = t;
+  }
+  ASSERT_FALSE(watch.expired());  // the copy holds it
+  EXPECT_EQ(copy.as<float>()[1], 7);
+  EXPECT_EQ(copy.data(), watch.lock().get());
+  const std::string bytes = copy.ReleaseBytes();  // copies out and lets go
+  EXPECT_EQ(reinterpret_cast<const float*>(bytes.data())[1], 7);
+  EXPECT_TRUE(watch.expired());
+}
+
+TEST(NewHostTensorTest, UsesTheAllocatorsMemoryWhenItGivesSome) {
+  std::vector<size_t> asked;
+  std::shared_ptr<std::byte> block(new std::byte[24], std::default_delete<std::byte[]>());
+  HostAllocator alloc = [&](size_t bytes) {
+    asked.push_back(bytes);
+    return block;
+  };
+  Tensor t = NewHostTensor(alloc, DType::kF64, {3, 1});
+  EXPECT_EQ(asked, std::vector<size_t>{24});
+  EXPECT_EQ(t.data(), block.get());
+  EXPECT_EQ(t.num_bytes(), 24u);
+  EXPECT_EQ(t.shape(), (Shape{3, 1}));
+}
+
+TEST(NewHostTensorTest, FallsBackToAZeroFilledOwningTensor) {
+  HostAllocator refuses = [](size_t) { return std::shared_ptr<std::byte>(); };
+  for (const HostAllocator& alloc : {refuses, HostAllocator()}) {
+    Tensor t = NewHostTensor(alloc, DType::kF32, {2, 2});
+    EXPECT_FALSE(t.external());
+    ASSERT_EQ(t.num_bytes(), 16u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(t.as<float>()[i], 0.0f);
+  }
 }
 
 }  // namespace
