@@ -10,11 +10,13 @@
 #include "absl/synchronization/mutex.h"
 #include "server/backend/backend.h"
 #include "server/backend/memory_budget.h"
+#include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
 #include "server/gpu/device_memory.h"
 #include "server/gpu/gpu_context.h"
 #include "server/gpu/handle_pool.h"
 #include "server/gpu/lt_matmul.h"
+#include "server/common/host_allocator.h"
 #include "server/gpu/pinned_pool.h"
 
 namespace linalgd::gpu {
@@ -56,6 +58,10 @@ class GpuBackend : public Backend {
   // The lane's MemoryBudget, charged by long-lived allocations (factors).
   // May be null (no budget). REQUIRES: `budget` outlives the backend's factors.
   void set_memory_budget(MemoryBudget* budget) { budget_.store(budget); }
+  // Page-locked host memory for stacked batches (gpu_batch.cc); empty:
+  // ordinary memory. REQUIRES: set before the backend serves.
+  void set_host_allocator(HostAllocator alloc) { host_alloc_ = std::move(alloc); }
+  const HostAllocator& host_allocator() const { return host_alloc_; }
   MemoryBudget* memory_budget() const { return budget_.load(); }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,
@@ -81,6 +87,7 @@ class GpuBackend : public Backend {
   std::unique_ptr<DeviceMemory> memory_;  // destroyed after handles_' streams
   std::unique_ptr<HandlePool> handles_;
   std::atomic<MemoryBudget*> budget_{nullptr};
+  HostAllocator host_alloc_;
   mutable absl::Mutex mu_;
   std::string fence_reason_ ABSL_GUARDED_BY(mu_);  // empty: healthy
 };

@@ -8,6 +8,7 @@
 #include "server/gpu/device_registry.h"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/gpu_engine.h"
+#include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/pinned_pool.h"
 #include "spdlog/spdlog.h"
 
@@ -23,11 +24,13 @@ class CudaGpuEngine : public GpuEngine {
   std::vector<Backend*> backends() override;
   std::vector<DeviceInfo> Devices() const override;
   std::string status() const override;
+  HostAllocator host_allocator() const override { return host_alloc_; }
 
  private:
   gpu::DeviceScan scan_;
   std::unique_ptr<gpu::PinnedPool> pinned_;  // outlives the backends
   std::vector<std::unique_ptr<gpu::GpuBackend>> backends_;
+  HostAllocator host_alloc_;  // empty without backends
 };
 
 CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices(options)) {
@@ -50,6 +53,12 @@ CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices
                  info.index, info.name, info.cc_major, info.cc_minor,
                  info.total_memory_bytes >> 20, info.budget_bytes >> 20, sets);
     backends_.push_back(*std::move(backend));
+  }
+  if (!backends_.empty()) {
+    PinnedHostOptions pinned_host;
+    pinned_host.max_bytes = options.pinned_host_bytes;
+    host_alloc_ = MakePinnedHostAllocator(pinned_host);
+    for (auto& b : backends_) b->set_host_allocator(host_alloc_);
   }
   if (backends_.empty() && scan_.why_none.empty()) {
     scan_.why_none = "no CUDA device could be brought up (see devices)";

@@ -7,6 +7,7 @@
 
 #include "server/backend/backend.h"
 #include "server/backend/device_info.h"
+#include "server/common/host_allocator.h"
 
 namespace linalgd {
 
@@ -16,6 +17,7 @@ struct GpuOptions {
   double memory_fraction = 0.8;     // budget per device, of its total memory
   int handles_per_device = 4;       // leased handle sets (stream + library handles)
   int min_cc_major = 7;             // devices below compute capability 7.0 are skipped
+  int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
 };
 
 // All GPUs in service: one Backend per usable device. Created once at start.
@@ -34,6 +36,11 @@ class GpuEngine {
   // Empty when at least one GPU serves; else why none does (no driver, no
   // device, disabled, built without CUDA).
   virtual std::string status() const = 0;
+
+  // Page-locked host blocks (server/gpu/pinned_host_cache.h) for tensors
+  // that travel to and from the devices: the store's uploads and kept
+  // results, the batcher's stacked operands. Empty without a GPU in service.
+  virtual HostAllocator host_allocator() const = 0;
 };
 
 // Enumerates devices and creates their handle pools. Never fails: without a

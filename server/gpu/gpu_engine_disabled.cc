@@ -9,6 +9,7 @@ class NoGpuEngine : public GpuEngine {
   std::vector<Backend*> backends() override { return {}; }
   std::vector<DeviceInfo> Devices() const override { return {}; }
   std::string status() const override { return "built without CUDA (LINALGD_WITH_CUDA=OFF)"; }
+  HostAllocator host_allocator() const override { return {}; }
 };
 
 }  // namespace

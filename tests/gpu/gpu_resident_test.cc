@@ -15,6 +15,7 @@
 #include "server/backend/plan.h"
 #include "server/gpu/device_resident.h"
 #include "server/gpu/host_pinning.h"
+#include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/resident_copy.h"
 #include "server/gpu/transfer.h"
 #include "server/store/resident_store.h"
@@ -154,6 +155,67 @@ TEST(GpuTransferTest, ResultsGoStraightIntoTheirPageLockedDestination) {
   EXPECT_EQ(x->x.data(), region.data);
   EXPECT_LT(x->residual, 1e-12);
   pin->reset();
+}
+
+TEST(PinnedHostCacheTest, BlocksArePageLockedReusedBySizeAndCapped) {
+  LINALGD_REQUIRE_GPU();
+  PinnedHostOptions o;
+  o.min_bytes = 1 << 20;
+  o.max_bytes = 8 << 20;
+  HostAllocator alloc = MakePinnedHostAllocator(o);
+  ASSERT_TRUE(alloc);
+  EXPECT_EQ(alloc(1000), nullptr);  // small: ordinary memory
+  std::shared_ptr<std::byte> a = alloc(3 << 20);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(gpu::IsPinnedHost(a.get(), 3 << 20));
+  std::memset(a.get(), 1, 3 << 20);
+  std::byte* const first = a.get();
+  a.reset();
+  std::shared_ptr<std::byte> again = alloc((3 << 20) - 4096);  // the same size class
+  EXPECT_EQ(again.get(), first);
+  std::shared_ptr<std::byte> b = alloc(4 << 20);
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(b.get(), first);
+  EXPECT_EQ(alloc(2 << 20), nullptr);  // 3 + 4 + 2 MiB > the 8 MiB cap, nothing idle
+  again.reset();                        // idle now: freed to make room
+  std::shared_ptr<std::byte> c = alloc(2 << 20);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(gpu::IsPinnedHost(c.get(), 2 << 20));
+  HostAllocator none = MakePinnedHostAllocator(PinnedHostOptions{1 << 20, 0});
+  EXPECT_FALSE(none);  // --pinned-host-bytes 0
+}
+
+TEST(PinnedHostCacheTest, KeptResultsAndUploadsOfAGpuServerAreInPageLockedMemory) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  std::mt19937 rng(12);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor ref = MatmulOn(g, a.view(), b.view());
+  HostAllocator alloc = MakePinnedHostAllocator(PinnedHostOptions());
+  // A kept result's destination from the allocator: the device writes there.
+  std::shared_ptr<std::byte> out = alloc(ref.num_bytes());
+  ASSERT_NE(out, nullptr);
+  MatmulOp op;
+  op.a = a.view();
+  op.b = b.view();
+  op.out_dtype = DType::kF32;
+  op.result_to = ResultDestination(out.get(), ref.num_bytes());
+  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const int64_t d2h = n.d2h_pinned_direct.load(), h2d = n.h2d_pinned_direct.load();
+  absl::StatusOr<Tensor> got = g.Matmul(op, PlanMatmul(op).value());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->data(), out.get());
+  EXPECT_EQ(n.d2h_pinned_direct.load() - d2h, 1);
+  EXPECT_LE(RelError(Values(*got), Values(ref)), 1e-6);
+  // Operands in allocator memory (as uploads are) go up without staging.
+  Tensor pa = NewHostTensor(alloc, DType::kF32, a.shape());
+  Tensor pb = NewHostTensor(alloc, DType::kF32, b.shape());
+  std::memcpy(pa.mutable_data(), a.data(), a.num_bytes());
+  std::memcpy(pb.mutable_data(), b.data(), b.num_bytes());
+  const Tensor again = MatmulOn(g, pa.view(), pb.view());
+  EXPECT_EQ(n.h2d_pinned_direct.load() - h2d, 2);
+  EXPECT_LE(RelError(Values(again), Values(ref)), 1e-6);
 }
 
 // A store whose gpu:N tensors get device copies, as the server wires it.
