@@ -33,7 +33,7 @@ struct ResidentStore::Entry {
 ResidentStore::ResidentStore(StoreOptions options)
     : options_(std::move(options)),
       used_(std::make_shared<std::atomic<int64_t>>(0)),
-      uploads_(options_.now) {}
+      uploads_(options_.now, options_.host_alloc) {}
 
 ResidentStore::~ResidentStore() = default;
 

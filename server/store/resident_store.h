@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/backend/factor.h"
+#include "server/common/host_allocator.h"
 #include "server/common/tensor.h"
 #include "server/store/store_reservation.h"
 #include "server/store/upload_table.h"
@@ -34,6 +35,10 @@ struct StoreOptions {
   // the tensor stays host-only. Server: MakeResidentCopier (server/gpu).
   std::function<std::shared_ptr<const void>(absl::string_view placement, const Tensor& tensor)>
       device_copy;
+  // Gives the buffers of multi-part uploads and of kept results (page-locked
+  // when a GPU serves: MakePinnedHostAllocator in server/gpu); empty:
+  // ordinary memory.
+  HostAllocator host_alloc;
 };
 
 enum class ResidentKind { kTensor, kFactor };
@@ -101,6 +106,8 @@ class ResidentStore {
   // TTL, device copy) and returns its id.
   absl::StatusOr<std::string> FinishUpload(absl::string_view upload_id) ABSL_LOCKS_EXCLUDED(mu_);
   UploadTable& uploads() { return uploads_; }
+  // StoreOptions::host_alloc (for results the service keeps).
+  const HostAllocator& host_allocator() const { return options_.host_alloc; }
 
   // Every live object, least recently used first (expired ones are dropped).
   std::vector<ResidentMeta> List() ABSL_LOCKS_EXCLUDED(mu_);

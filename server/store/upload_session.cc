@@ -8,12 +8,12 @@
 namespace linalgd {
 
 UploadSession::UploadSession(std::string id, UploadSpec spec, StoreReservation reservation,
-                             std::function<absl::Time()> now)
+                             std::function<absl::Time()> now, const HostAllocator& alloc)
     : id_(std::move(id)),
       spec_(std::move(spec)),
       total_(NumElements(spec_.shape) * static_cast<int64_t>(DTypeSize(spec_.dtype))),
       now_(std::move(now)),
-      bytes_(static_cast<size_t>(total_), '\0'),
+      tensor_(NewHostTensor(alloc, spec_.dtype, spec_.shape)),
       reservation_(std::move(reservation)),
       last_activity_(now_()) {}
 
@@ -52,7 +52,7 @@ absl::StatusOr<char*> UploadSession::Claim(int64_t offset, int64_t bytes) {
   parts_[offset] = Part{bytes, 0, false};
   ++in_flight_;
   last_activity_ = now_();
-  return bytes_.data() + offset;
+  return reinterpret_cast<char*>(tensor_.mutable_data()) + offset;
 }
 
 absl::Status UploadSession::Commit(int64_t offset, uint32_t crc32c) {
@@ -110,7 +110,7 @@ absl::StatusOr<UploadSession::Finished> UploadSession::Finish() {
   closed_ = "finished";
   Finished out;
   out.spec = spec_;
-  out.tensor = Tensor(spec_.dtype, spec_.shape, std::move(bytes_));
+  out.tensor = std::move(tensor_);
   out.crc32c = *crc;
   out.reservation = std::move(reservation_);
   return out;

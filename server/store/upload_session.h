@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/common/host_allocator.h"
 #include "server/common/tensor.h"
 #include "server/store/store_reservation.h"
 
@@ -25,8 +26,10 @@ struct UploadSpec {
 };
 
 // One tensor being uploaded in parts (StartUpload, PutTensor parts,
-// FinishUpload): the tensor's final buffer, allocated (zero-filled) at
-// construction, and the byte ranges that part streams have claimed and
+// FinishUpload): the tensor's final buffer, allocated at construction (from
+// the store's HostAllocator when it gives memory: page-locked, not
+// zero-filled, and never read before every byte is written, which Finish
+// checks; else zero-filled), and the byte ranges that part streams have claimed and
 // finished. Part streams write their claimed ranges concurrently, outside
 // the lock, straight into the buffer; ranges never overlap, so no two
 // writers touch a byte. Thread-safe.
@@ -40,9 +43,10 @@ class UploadSession {
     StoreReservation reservation;
   };
 
-  // `reservation` covers the tensor's bytes; `now` is the store's clock.
+  // `reservation` covers the tensor's bytes; `now` is the store's clock;
+  // `alloc` (may be empty) gives the buffer.
   UploadSession(std::string id, UploadSpec spec, StoreReservation reservation,
-                std::function<absl::Time()> now);
+                std::function<absl::Time()> now, const HostAllocator& alloc = {});
   UploadSession(const UploadSession&) = delete;
   UploadSession& operator=(const UploadSession&) = delete;
 
@@ -90,7 +94,7 @@ class UploadSession {
   const int64_t total_;
   const std::function<absl::Time()> now_;
   mutable absl::Mutex mu_;
-  std::string bytes_;  // total_ bytes; the parts write into it unlocked
+  Tensor tensor_;  // total_ bytes; the parts write into it unlocked
   StoreReservation reservation_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Part> parts_ ABSL_GUARDED_BY(mu_);  // by offset
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;

@@ -18,7 +18,8 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spe
   DropExpired();
   absl::StatusOr<std::string> id = NewResidentId();
   if (!id.ok()) return id.status();
-  auto session = std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_);
+  auto session = std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_,
+                                                 alloc_);
   absl::MutexLock lock(&mu_);
   if (!sessions_.emplace(*id, session).second) {  // p = 2^-128
     return absl::InternalError("upload id collision");

@@ -24,7 +24,9 @@ namespace linalgd {
 // the table's lock before a session's. Thread-safe.
 class UploadTable {
  public:
-  explicit UploadTable(std::function<absl::Time()> now) : now_(std::move(now)) {}
+  // `alloc` (may be empty) gives the uploads' buffers.
+  explicit UploadTable(std::function<absl::Time()> now, HostAllocator alloc = {})
+      : now_(std::move(now)), alloc_(std::move(alloc)) {}
   UploadTable(const UploadTable&) = delete;
   UploadTable& operator=(const UploadTable&) = delete;
 
@@ -54,6 +56,7 @@ class UploadTable {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::function<absl::Time()> now_;
+  const HostAllocator alloc_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, SessionPtr> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);  // id -> why

@@ -173,6 +173,61 @@ TEST_F(UploadTest, AnUploadWithAPartInFlightDoesNotExpire) {
   EXPECT_FALSE(store_->uploads().Find(s->id()).ok());
 }
 
+TEST(UploadHostAllocatorTest, TheUploadIsAssembledInTheAllocatorsMemoryAndStoredThere) {
+  std::vector<std::byte*> blocks;
+  StoreOptions o;
+  o.host_alloc = [&blocks](size_t bytes) {
+    // Uninitialized, like a reused page-locked block: stale bytes.
+    std::shared_ptr<std::byte> b(new std::byte[bytes], std::default_delete<std::byte[]>());
+    std::memset(b.get(), 0xAB, bytes);
+    blocks.push_back(b.get());
+    return b;
+  };
+  ResidentStore store(o);
+  const std::string data = RandomBytes(12 * 500, 11);
+  UploadSpec spec;
+  spec.shape = {500, 3};
+  spec.crc32c = Crc32c(data.data(), data.size());
+  absl::StatusOr<std::shared_ptr<UploadSession>> s = store.StartUpload(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(blocks.size(), 1u);
+  for (int64_t offset : {int64_t{3000}, int64_t{0}}) {  // two halves, back to front
+    absl::StatusOr<char*> dest = (*s)->Claim(offset, 3000);
+    ASSERT_TRUE(dest.ok()) << dest.status();
+    EXPECT_EQ(reinterpret_cast<std::byte*>(*dest), blocks[0] + offset);
+    std::memcpy(*dest, data.data() + offset, 3000);
+    ASSERT_TRUE((*s)->Commit(offset, Crc32c(data.data() + offset, 3000)).ok());
+  }
+  absl::StatusOr<std::string> id = store.FinishUpload((*s)->id());
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<TensorLease> lease = store.GetTensor(*id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->tensor->data(), blocks[0]);  // no copy out of the block
+  EXPECT_EQ(std::string(lease->tensor->as<char>(), lease->tensor->num_bytes()), data);
+}
+
+TEST(UploadHostAllocatorTest, AnAllocatorThatRefusesLeavesTheUploadInOrdinaryMemory) {
+  StoreOptions o;
+  o.host_alloc = [](size_t) { return std::shared_ptr<std::byte>(); };
+  ResidentStore store(o);
+  const std::string data = RandomBytes(12 * 10, 12);
+  UploadSpec spec;
+  spec.shape = {10, 3};
+  spec.crc32c = Crc32c(data.data(), data.size());
+  absl::StatusOr<std::shared_ptr<UploadSession>> s = store.StartUpload(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<char*> dest = (*s)->Claim(0, 120);
+  ASSERT_TRUE(dest.ok());
+  std::memcpy(*dest, data.data(), 120);
+  ASSERT_TRUE((*s)->Commit(0, spec.crc32c).ok());
+  absl::StatusOr<std::string> id = store.FinishUpload((*s)->id());
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<TensorLease> lease = store.GetTensor(*id);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_FALSE(lease->tensor->external());
+  EXPECT_EQ(std::string(lease->tensor->as<char>(), 120), data);
+}
+
 TEST_F(UploadTest, StartUploadReservesTheTensorOrIsResourceExhausted) {
   UploadSpec spec;
   spec.shape = {1024, 1024};  // 4 MiB > 1 MiB capacity
