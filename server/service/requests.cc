@@ -63,7 +63,7 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
   const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
   p.op.result_to = DirectDestination(
       p.output, NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype),
-      {&p.op.a, &p.op.b, c, bias});
+      {&p.op.a, &p.op.b, c, bias}, sources);
   p.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -82,7 +82,8 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op));
   p.op.result_to = DirectDestination(
-      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b});
+      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b},
+      sources);
   p.check_finite = !r.allow_non_finite();
   return p;
 }

@@ -113,6 +113,7 @@ absl::Status ServerImpl::Init() {
   gpu_options.devices = options_.devices;
   gpu_options.memory_fraction = options_.gpu_memory_fraction;
   gpu_options.handles_per_device = options_.handles_per_device;
+  gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
   gpu_ = StartGpuEngine(gpu_options);
   if (gpu_->backends().empty()) {
     spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());
@@ -146,6 +147,7 @@ void ServerImpl::InitStore(TensorSources& sources) {
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
   so.device_copy = MakeResidentCopier(gpu_->backends());  // placement gpu:N
+  so.host_alloc = gpu_->host_allocator();  // page-locked with a GPU in service
   store_ = std::make_unique<ResidentStore>(so);
   LinalgdMetrics* metrics = metrics_.get();
   store_->SetObserver([metrics](int64_t bytes, int64_t objects) {

@@ -43,6 +43,10 @@ struct ServerOptions {
   // bytes; an object unused for its TTL (default below) is dropped.
   int64_t store_bytes = int64_t{8} << 30;
   absl::Duration store_ttl = absl::Hours(1);
+  // With a GPU in service: uploaded tensors and kept results of 1 MiB or more
+  // live in page-locked host memory (cached, reused by size) up to this many
+  // bytes, so they reach the device at DMA speed; 0: ordinary memory.
+  int64_t pinned_host_bytes = int64_t{4} << 30;
   // Same-host callers may register POSIX shared-memory regions.
   bool allow_shm = false;
   // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.

@@ -114,8 +114,15 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has
   return spec;
 }
 
-ResultDestination DirectDestination(const OutputSpec& spec, size_t result_bytes,
-                                    std::initializer_list<const TensorView*> inputs) {
+ResultDestination DirectDestination(OutputSpec& spec, size_t result_bytes,
+                                    std::initializer_list<const TensorView*> inputs,
+                                    const TensorSources& sources) {
+  if (spec.keep && sources.store != nullptr && sources.store->host_allocator() &&
+      result_bytes > 0) {
+    spec.kept_memory = sources.store->host_allocator()(result_bytes);
+    if (spec.kept_memory == nullptr) return {};
+    return ResultDestination(spec.kept_memory.get(), result_bytes);
+  }
   if (!spec.shm || static_cast<int64_t>(result_bytes) > spec.shm->bytes) return {};
   const std::byte* begin = spec.shm->data;
   const std::byte* end = begin + spec.shm->bytes;
@@ -152,6 +159,9 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
     ref->set_offset(spec.shm_offset);
     ref->set_bytes(bytes);
     return absl::OkStatus();
+  }
+  if (spec.kept_memory != nullptr && result.data() == spec.kept_memory.get()) {
+    result = Tensor::Adopt(result.dtype(), result.shape(), spec.kept_memory);  // written there
   }
   LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes));
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));

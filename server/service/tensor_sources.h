@@ -53,6 +53,9 @@ struct OutputSpec {
   std::optional<ShmRange> shm;  // leased at Prepare time
   std::string shm_region;
   int64_t shm_offset = 0;
+  // keep: the store's host memory the backend may write the result into
+  // (DirectDestination); the kept tensor adopts it.
+  std::shared_ptr<std::byte> kept_memory;
 };
 
 // Validates keep_result / out_shm of a request (`field`: "out", "x").
@@ -63,9 +66,12 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has
 // Where a backend may write a result of `result_bytes` directly: the out_shm
 // range of `spec` when the result fits there and the range overlaps none of
 // `inputs` (so a rerun after a partial write still reads intact operands);
-// else none (the result is copied in by DeliverTensor).
-ResultDestination DirectDestination(const OutputSpec& spec, size_t result_bytes,
-                                    std::initializer_list<const TensorView*> inputs);
+// for a kept result, a new block from the store's HostAllocator (page-locked
+// on a GPU server), remembered in spec.kept_memory; else none (the result is
+// copied in by DeliverTensor).
+ResultDestination DirectDestination(OutputSpec& spec, size_t result_bytes,
+                                    std::initializer_list<const TensorView*> inputs,
+                                    const TensorSources& sources);
 
 // Puts `result` where `spec` says, describing it in `out`; *inline_bytes
 // gets the bytes placed in the response. RESOURCE_EXHAUSTED when the store is

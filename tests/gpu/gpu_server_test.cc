@@ -91,6 +91,25 @@ TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
   EXPECT_LT(MatmulError(small.a, small.b, s->out), 1e-12);
 }
 
+TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhenReused) {
+  START_OR_SKIP(ServerOptions{});
+  client::ClientOptions co;
+  co.target = "127.0.0.1:" + std::to_string(server_->port());
+  co.stream_threshold_bytes = 1;  // operands PutTensor (in parts), result kept and fetched
+  co.transfer_part_min_bytes = 1 << 20;
+  std::unique_ptr<Client> streaming = Client::Create(co).value();
+  for (unsigned round = 0; round < 3; ++round) {  // later rounds reuse the pinned blocks
+    client::MatmulArgs args;
+    args.a = Random({1024, 600}, 10 + round);
+    args.b = Random({600, 700}, 20 + round);
+    const client::Tensor a = args.a, b = args.b;
+    auto r = streaming->Matmul(std::move(args));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->info.backend, "gpu:0");
+    EXPECT_LT(MatmulError(a, b, r->out), 1e-12) << "round " << round;
+  }
+}
+
 TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
   START_OR_SKIP(ServerOptions{});
   client::SolveArgs args;
