@@ -8,12 +8,22 @@
 namespace linalgd {
 namespace {
 
-// Concatenates the views' bytes under shape [count] + padding ones + shape.
-Tensor Stack(const std::vector<TensorView>& views, size_t rank) {
+// Concatenates the views' bytes under shape [count] + padding ones + shape,
+// into a block from `alloc` when it gives one.
+Tensor Stack(const std::vector<TensorView>& views, size_t rank, const HostAllocator& alloc) {
   Shape shape = {static_cast<int64_t>(views.size())};
   const Shape& inner = views[0].shape;
   for (size_t i = inner.size(); i < rank; ++i) shape.push_back(1);
   shape.insert(shape.end(), inner.begin(), inner.end());
+  if (std::shared_ptr<std::byte> block =
+          alloc ? alloc(views.size() * views[0].num_bytes()) : nullptr) {
+    std::byte* at = block.get();
+    for (const TensorView& v : views) {
+      std::memcpy(at, v.data, v.num_bytes());
+      at += v.num_bytes();
+    }
+    return Tensor::Adopt(views[0].dtype, std::move(shape), std::move(block));
+  }
   std::string bytes;
   bytes.reserve(views.size() * views[0].num_bytes());
   for (const TensorView& v : views) {
@@ -26,10 +36,17 @@ bool SameBytes(const TensorView& x, const TensorView& y) {
   return x.num_bytes() == y.num_bytes() && std::memcmp(x.data, y.data, x.num_bytes()) == 0;
 }
 
+// A block of `bytes` from `alloc` for a stacked result, and where it is.
+ResultDestination ResultBlock(const HostAllocator& alloc, size_t bytes,
+                              std::shared_ptr<std::byte>& block) {
+  block = alloc && bytes > 0 ? alloc(bytes) : nullptr;
+  return block ? ResultDestination(block.get(), bytes) : ResultDestination();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
-    absl::Span<const MatmulOp* const> ops) {
+    absl::Span<const MatmulOp* const> ops, const HostAllocator& alloc) {
   const MatmulOp& first = *ops[0];
   auto s = std::make_unique<StackedMatmul>();
   std::vector<TensorView> as, bs, cs;
@@ -43,21 +60,23 @@ absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
   }
   const size_t out_rank = first.a.shape.size() > first.b.shape.size() ? first.a.shape.size()
                                                                       : first.b.shape.size();
-  s->a = Stack(as, out_rank);
-  s->b = Stack(bs, out_rank);
+  s->a = Stack(as, out_rank, alloc);
+  s->b = Stack(bs, out_rank, alloc);
   s->op = first;
-  s->op.result_to = {};
   s->op.a = s->a.view();
   s->op.b = s->b.view();
   if (first.c) {
-    s->c = Stack(cs, out_rank);
+    s->c = Stack(cs, out_rank, alloc);
     s->op.c = s->c->view();
   }
   LINALGD_ASSIGN_OR_RETURN(s->plan, PlanMatmul(s->op));
+  s->op.result_to = ResultBlock(
+      alloc, NumElements(s->plan.out_shape) * DTypeSize(s->op.out_dtype), s->out_memory);
   return s;
 }
 
-absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops) {
+absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops,
+                                                          const HostAllocator& alloc) {
   auto s = std::make_unique<StackedSolve>();
   std::vector<TensorView> as, bs;
   for (const SolveOp* op : ops) {
@@ -66,13 +85,14 @@ absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const Solve
   }
   const SolveOp& first = *ops[0];
   const size_t rank = std::max(first.a.shape.size(), first.b.shape.size());
-  s->a = Stack(as, rank);
-  s->b = Stack(bs, rank);
+  s->a = Stack(as, rank, alloc);
+  s->b = Stack(bs, rank, alloc);
   s->op = first;
-  s->op.result_to = {};
   s->op.a = s->a.view();
   s->op.b = s->b.view();
   LINALGD_ASSIGN_OR_RETURN(s->plan, PlanSolve(s->op));
+  s->op.result_to = ResultBlock(
+      alloc, NumElements(s->plan.x_shape) * DTypeSize(s->op.a.dtype), s->x_memory);
   return s;
 }
 
@@ -81,6 +101,14 @@ std::vector<Tensor> Unstack(const Tensor& stacked, size_t count) {
   const size_t bytes = stacked.num_bytes() / count;
   std::vector<Tensor> out;
   out.reserve(count);
+  if (const std::shared_ptr<std::byte>& memory = stacked.memory()) {
+    const size_t base = static_cast<size_t>(stacked.data() - memory.get());
+    for (size_t i = 0; i < count; ++i) {
+      out.push_back(Tensor::Adopt(stacked.dtype(), inner,
+                                  std::shared_ptr<std::byte>(memory, memory.get() + base + i * bytes)));
+    }
+    return out;
+  }
   const char* src = reinterpret_cast<const char*>(stacked.as<char>());
   for (size_t i = 0; i < count; ++i) {
     out.emplace_back(stacked.dtype(), inner, std::string(src + i * bytes, bytes));

@@ -8,33 +8,44 @@
 #include "absl/types/span.h"
 #include "server/backend/ops.h"
 #include "server/backend/plan.h"
+#include "server/common/host_allocator.h"
 
 namespace linalgd {
 
 // A batch of independent matmuls of one plan (the dynamic batcher's group)
 // stacked into one op with an extra leading batch dim of ops.size(), so that a
 // backend can run it as one batched library call. Owns the stacked copies;
-// op's views point into them (or into ops[0]'s shared bias).
+// op's views point into them (or into ops[0]'s shared bias). With a
+// HostAllocator that gives memory, the copies are made into its blocks and
+// op.result_to is one more block for the stacked result (a GPU then moves
+// all three without staging, and Unstack hands out parts of the result
+// without copying).
 struct StackedMatmul {
   Tensor a, b;
   std::optional<Tensor> c;
   MatmulOp op;
   MatmulPlan plan;
+  std::shared_ptr<std::byte> out_memory;  // behind op.result_to, or null
 };
 
 // REQUIRES: ops non-empty, all of one plan. UNIMPLEMENTED when the ops carry
 // different bias values (one fused bias serves the whole batch).
-absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(absl::Span<const MatmulOp* const> ops);
+absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(absl::Span<const MatmulOp* const> ops,
+                                                            const HostAllocator& alloc = {});
 
 // Same for solves: a and b stacked along a new leading dim.
 struct StackedSolve {
   Tensor a, b;
   SolveOp op;
   SolvePlan plan;
+  std::shared_ptr<std::byte> x_memory;  // behind op.result_to, or null
 };
-absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops);
+absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops,
+                                                          const HostAllocator& alloc = {});
 
-// Splits `stacked` ([count, rest...]) into `count` tensors of shape [rest...].
+// Splits `stacked` ([count, rest...]) into `count` tensors of shape [rest...]:
+// copies, or for an adopted tensor (Tensor::memory()) aliases of its parts
+// that share its memory.
 std::vector<Tensor> Unstack(const Tensor& stacked, size_t count);
 
 }  // namespace linalgd

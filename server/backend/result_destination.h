@@ -14,8 +14,8 @@ namespace linalgd {
 // destroyed, overlapping no operand. A backend may write the result there,
 // between Begin() and End(), and return Tensor::External(dtype, shape, data)
 // (the GPU copies straight from the device into a page-locked range), or
-// ignore it and return an owning tensor. Derived ops (split pieces, stacked
-// batches) carry none. Copies share one state; thread-safe.
+// ignore it and return an owning tensor. Split pieces carry none; a stacked
+// batch carries its own result block (server/backend/batch_stack.h). Copies share one state; thread-safe.
 class ResultDestination {
  public:
   ResultDestination() = default;

@@ -2,6 +2,7 @@
 // result it gets alone; checked with the CPU backend.
 #include "server/backend/batch_stack.h"
 
+#include <cstring>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -95,6 +96,87 @@ TEST(BatchStackTest, StackedSolveEqualsEachOpAlone) {
       EXPECT_NEAR(xs[i].as<double>()[e], alone.x.as<double>()[e], 1e-12);
     }
   }
+}
+
+// A HostAllocator that hands out ordinary blocks and remembers their sizes.
+struct CountingAllocator {
+  std::vector<size_t> sizes;
+  HostAllocator get() {
+    return [this](size_t bytes) {
+      sizes.push_back(bytes);
+      return std::shared_ptr<std::byte>(new std::byte[bytes], std::default_delete<std::byte[]>());
+    };
+  }
+};
+
+TEST(BatchStackTest, WithAnAllocatorOperandsAndResultLiveInItsBlocks) {
+  CountingAllocator blocks;
+  std::vector<Tensor> as, bs;
+  std::vector<MatmulOp> ops(2);
+  std::vector<const MatmulOp*> ptrs;
+  for (int i = 0; i < 2; ++i) {
+    as.push_back(RandomF64({3, 5}, 50 + i));
+    bs.push_back(RandomF64({5, 4}, 60 + i));
+  }
+  for (int i = 0; i < 2; ++i) {
+    ops[i].a = as[i].view();
+    ops[i].b = bs[i].view();
+    ops[i].out_dtype = DType::kF64;
+    ptrs.push_back(&ops[i]);
+  }
+  auto stacked = StackMatmuls(ptrs, blocks.get());
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  const StackedMatmul& s = **stacked;
+  EXPECT_EQ(blocks.sizes, (std::vector<size_t>{2 * 15 * 8, 2 * 20 * 8, 2 * 12 * 8}));
+  ASSERT_NE(s.a.memory(), nullptr);
+  ASSERT_NE(s.b.memory(), nullptr);
+  EXPECT_EQ(s.op.a.data, s.a.data());
+  EXPECT_EQ(std::memcmp(s.a.data() + 15 * 8, as[1].data(), 15 * 8), 0);
+  ASSERT_NE(s.out_memory, nullptr);
+  EXPECT_EQ(s.op.result_to.data(), s.out_memory.get());
+  EXPECT_TRUE(s.op.result_to.Fits(2 * 12 * 8));
+}
+
+TEST(BatchStackTest, WithoutAllocatorMemoryTheStackOwnsCopies) {
+  Tensor a = RandomF64({2, 2}, 1), b = RandomF64({2, 2}, 2);
+  MatmulOp x;
+  x.a = a.view();
+  x.b = b.view();
+  x.out_dtype = DType::kF64;
+  std::vector<const MatmulOp*> ptrs = {&x, &x};
+  HostAllocator refuses = [](size_t) { return std::shared_ptr<std::byte>(); };
+  auto stacked = StackMatmuls(ptrs, refuses);
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  EXPECT_EQ((*stacked)->a.memory(), nullptr);
+  EXPECT_EQ((*stacked)->out_memory, nullptr);
+  EXPECT_EQ((*stacked)->op.result_to.data(), nullptr);
+}
+
+TEST(BatchStackTest, UnstackOfAnAdoptedTensorAliasesItsPartsAndKeepsThemAlive) {
+  auto block = std::shared_ptr<std::byte>(new std::byte[3 * 4 * 8],
+                                          std::default_delete<std::byte[]>());
+  for (int i = 0; i < 12; ++i) reinterpret_cast<double*>(block.get())[i] = i;
+  std::vector<Tensor> parts;
+  {
+    Tensor stacked = Tensor::Adopt(DType::kF64, {3, 2, 2}, block);
+    parts = Unstack(stacked, 3);
+  }
+  std::byte* base = block.get();
+  block.reset();  // the parts now hold the only references
+  ASSERT_EQ(parts.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(parts[i].shape(), (Shape{2, 2}));
+    EXPECT_EQ(parts[i].data(), base + i * 32) << i;
+    for (int e = 0; e < 4; ++e) EXPECT_EQ(parts[i].as<double>()[e], 4 * i + e);
+  }
+}
+
+TEST(BatchStackTest, UnstackOfAnOwningTensorCopies) {
+  Tensor stacked = RandomF64({2, 3}, 7);
+  std::vector<Tensor> parts = Unstack(stacked, 2);
+  EXPECT_EQ(parts[0].memory(), nullptr);
+  EXPECT_NE(parts[1].data(), stacked.data() + 24);
+  EXPECT_EQ(std::memcmp(parts[1].data(), stacked.data() + 24, 24), 0);
 }
 
 }  // namespace
