@@ -6,23 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
+#include "client/src/parallel.h"
 #include "grpcpp/support/sync_stream.h"
 #include "server/store/crc32c.h"
 
 namespace linalgd::client::internal {
 namespace {
-
-// Runs fn(0) .. fn(n - 1) at once, fn(0) on this thread; the first error.
-absl::Status RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn) {
-  std::vector<std::future<absl::Status>> rest;
-  for (size_t i = 1; i < n; ++i) rest.push_back(std::async(std::launch::async, fn, i));
-  absl::Status first = n > 0 ? fn(0) : absl::OkStatus();
-  for (auto& f : rest) {
-    absl::Status s = f.get();
-    if (first.ok()) first = s;
-  }
-  return first;
-}
 
 uint32_t CombineInOrder(const std::vector<uint32_t>& crcs, const std::vector<ByteRange>& ranges) {
   uint32_t crc = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
+#include "client/src/parallel.h"
 #include "client/src/shared_calls.h"
 #include "client/src/shm_region.h"
 
@@ -61,13 +62,14 @@ absl::Status SharedTensor::Reshape(DType dtype, std::vector<int64_t> shape) {
 
 absl::Status SharedTensor::CopyFrom(const Tensor& t) {
   if (absl::Status s = Reshape(t.dtype(), t.shape()); !s.ok()) return s;
-  std::memcpy(data(), t.bytes().data(), t.bytes().size());
+  internal::ParallelCopy(data(), t.bytes().data(), t.bytes().size());
   return absl::OkStatus();
 }
 
 Tensor SharedTensor::ToTensor() const {
-  return *Tensor::FromBytes(dtype(), shape(),
-                            std::string(data(), static_cast<size_t>(num_bytes())));
+  std::string bytes(static_cast<size_t>(num_bytes()), '\0');
+  internal::ParallelCopy(bytes.data(), data(), bytes.size());
+  return *Tensor::FromBytes(dtype(), shape(), std::move(bytes));
 }
 
 namespace internal {

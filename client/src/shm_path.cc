@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
+#include "client/src/parallel.h"
 
 namespace linalgd::client::internal {
 namespace {
@@ -157,7 +158,7 @@ void SharedMemoryPath::PlaceOutput(int64_t cursor, v1::SharedMemoryRef* out) con
 
 void SharedMemoryPath::Place(Tensor& t, int64_t& cursor, v1::Tensor* out) {
   const std::string& bytes = t.bytes();
-  std::memcpy(region_->data() + cursor, bytes.data(), bytes.size());
+  ParallelCopy(region_->data() + cursor, bytes.data(), bytes.size());
   out->set_dtype(ToProto(t.dtype()));
   for (int64_t d : t.shape()) out->add_shape(d);
   v1::SharedMemoryRef* ref = out->mutable_shm();
@@ -177,7 +178,9 @@ absl::Status SharedMemoryPath::Fetch(v1::Tensor* tensor) {
                                             ref.offset(), ", ", ref.bytes(),
                                             ") outside this client's region"));
   }
-  tensor->set_data(region_->data() + ref.offset(), static_cast<size_t>(ref.bytes()));
+  std::string* data = tensor->mutable_data();
+  data->resize(static_cast<size_t>(ref.bytes()));
+  ParallelCopy(data->data(), region_->data() + ref.offset(), data->size());
   return absl::OkStatus();
 }
 
