@@ -82,7 +82,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
   app.add_option("--store-bytes", o.store_bytes, "resident tensors and factors: LRU eviction beyond this many bytes")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--pinned-host-bytes", o.pinned_host_bytes, "with a GPU: page-locked host memory for uploaded tensors and kept results (cached by size); 0: none")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--pinned-host-bytes", o.pinned_host_bytes, "with a GPU: page-locked host memory for uploaded tensors, kept results and batched operands (cached by size); 0: none")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
   app.add_flag("--allow-shm", o.allow_shm, "let same-host callers register POSIX shared-memory regions (RegisterSharedMemory)");
   app.add_option("--inject-faults", o.inject_faults,
