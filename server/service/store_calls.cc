@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -93,7 +94,10 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   TensorView shape_;  // dtype and shape, no data
   StoreReservation reservation_;
   std::unique_ptr<UploadPartWriter> part_;  // a part of a multi-part upload
-  std::string bytes_;  // reserved at the header, appended chunk by chunk
+  // Allocated at the header (page-locked when a GPU serves: the store's
+  // HostAllocator), filled chunk by chunk.
+  Tensor tensor_;
+  int64_t received_ = 0;
   int64_t total_ = 0;
   uint32_t crc_ = 0;
 };
@@ -111,7 +115,7 @@ absl::Status PutTensorReactor::OnHeader() {
   LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
   LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_));
-  bytes_.reserve(static_cast<size_t>(total_));
+  tensor_ = NewHostTensor(env_.sources.store->host_allocator(), shape_.dtype, shape_.shape);
   return absl::OkStatus();
 }
 
@@ -121,10 +125,11 @@ absl::Status PutTensorReactor::OnChunk() {
   }
   const std::string& chunk = message_.chunk();
   if (part_) return part_->Write(chunk);
-  if (static_cast<int64_t>(bytes_.size() + chunk.size()) > total_) {
+  const int64_t n = static_cast<int64_t>(chunk.size());
+  if (n > total_ - received_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
-        bytes_.size() + chunk.size(), " so far)"));
+        received_ + n, " so far)"));
   }
   if (header_.has_crc32()) {
     crc_ = static_cast<uint32_t>(crc32(crc_, reinterpret_cast<const Bytef*>(chunk.data()),
@@ -132,7 +137,8 @@ absl::Status PutTensorReactor::OnChunk() {
   } else {
     crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
   }
-  bytes_.append(chunk);
+  std::memcpy(tensor_.mutable_data() + received_, chunk.data(), chunk.size());
+  received_ += n;
   message_.clear_chunk();
   return absl::OkStatus();
 }
@@ -140,8 +146,8 @@ absl::Status PutTensorReactor::OnChunk() {
 absl::Status PutTensorReactor::Complete() {
   if (!header_seen_) return absl::InvalidArgumentError("PutTensor: no header");
   if (part_) return part_->Close();
-  if (static_cast<int64_t>(bytes_.size()) != total_) {
-    return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", bytes_.size(),
+  if (received_ != total_) {
+    return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", received_,
                                                    " bytes, header.total_bytes is ", total_));
   }
   const uint32_t expected = header_.has_crc32() ? header_.crc32() : header_.crc32c();
@@ -150,10 +156,9 @@ absl::Status PutTensorReactor::Complete() {
                                             " of the received bytes is ", crc_, ", the header says ",
                                             expected));
   }
-  if (header_.has_crc32()) crc_ = Crc32c(bytes_.data(), bytes_.size());  // what GetTensor reports
-  Tensor tensor(shape_.dtype, shape_.shape, std::move(bytes_));
+  if (header_.has_crc32()) crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
   LINALGD_ASSIGN_OR_RETURN(
-      std::string id, env_.sources.store->PutTensor(std::move(tensor), header_.placement(), crc_,
+      std::string id, env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,
                                                     absl::Seconds(header_.ttl_seconds()),
                                                     std::move(reservation_)));
   return DescribeStored(env_, id, response_);

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "linalgd/client.h"
+#include "server/gpu/transfer.h"
 #include "server/service/server.h"
 
 namespace linalgd {
@@ -93,20 +94,29 @@ TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
 
 TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhenReused) {
   START_OR_SKIP(ServerOptions{});
-  client::ClientOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server_->port());
-  co.stream_threshold_bytes = 1;  // operands PutTensor (in parts), result kept and fetched
-  co.transfer_part_min_bytes = 1 << 20;
-  std::unique_ptr<Client> streaming = Client::Create(co).value();
-  for (unsigned round = 0; round < 3; ++round) {  // later rounds reuse the pinned blocks
-    client::MatmulArgs args;
-    args.a = Random({1024, 600}, 10 + round);
-    args.b = Random({600, 700}, 20 + round);
-    const client::Tensor a = args.a, b = args.b;
-    auto r = streaming->Matmul(std::move(args));
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->info.backend, "gpu:0");
-    EXPECT_LT(MatmulError(a, b, r->out), 1e-12) << "round " << round;
+  // 4 connections: multi-part uploads; 1: a single PutTensor stream each.
+  for (int connections : {4, 1}) {
+    client::ClientOptions co;
+    co.target = "127.0.0.1:" + std::to_string(server_->port());
+    co.stream_threshold_bytes = 1;  // operands PutTensor, result kept and fetched
+    co.transfer_part_min_bytes = 1 << 20;
+    co.transfer_connections = connections;
+    std::unique_ptr<Client> streaming = Client::Create(co).value();
+    gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+    for (unsigned round = 0; round < 3; ++round) {  // later rounds reuse the pinned blocks
+      client::MatmulArgs args;
+      args.a = Random({1024, 600}, 10 + round);
+      args.b = Random({600, 700}, 20 + round);
+      const client::Tensor a = args.a, b = args.b;
+      const int64_t h2d = n.h2d_pinned_direct.load(), d2h = n.d2h_pinned_direct.load();
+      auto r = streaming->Matmul(std::move(args));
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->info.backend, "gpu:0");
+      // Both uploads went up from page-locked memory, the kept result came down into it.
+      EXPECT_EQ(n.h2d_pinned_direct.load() - h2d, 2) << connections << " connections";
+      EXPECT_EQ(n.d2h_pinned_direct.load() - d2h, 1) << connections << " connections";
+      EXPECT_LT(MatmulError(a, b, r->out), 1e-12) << "round " << round;
+    }
   }
 }
 
