@@ -57,7 +57,7 @@ struct BenchOptions {
   // factor_full_seconds are extrapolated from those timed.
   int data_n = 1024;
   int data_iterations = 3;
-  int data_connections = 4;  // the streaming path's ClientOptions.transfer_connections
+  int data_connections = 8;  // the streaming path's ClientOptions.transfer_connections
   int factor_n = 1024;
   int factor_solves = 100;
   double factor_full_seconds = 10;

@@ -30,7 +30,7 @@ struct ClientOptions {
   // the same time (connection 0 is the client's own; the others are opened
   // on first use). 1: one stream per tensor. A server without multi-part
   // uploads or ranged downloads gets one stream.
-  int transfer_connections = 4;
+  int transfer_connections = 8;  // 8 beat 4 in each of 3 paired H200 runs (bench/results run 5)
   int64_t transfer_part_min_bytes = int64_t{8} << 20;
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
