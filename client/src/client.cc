@@ -60,13 +60,12 @@ class Client::Impl {
 
  private:
   // Channel `index` > 0 is an extra transfer connection: a subchannel pool
-  // of its own and a distinct argument, so gRPC opens its own TCP connection.
+  // of its own and a distinct argument, so gRPC opens its own TCP connection;
+  // channel 0 gets a pool of its own with own_connection.
   static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options, int index = 0) {
     grpc::ChannelArguments args;
-    if (index > 0) {
-      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      args.SetInt("linalgd.transfer_connection", index);
-    }
+    if (index > 0 || options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    if (index > 0) args.SetInt("linalgd.transfer_connection", index);
     const int max_bytes = static_cast<int>(
         std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
     args.SetMaxReceiveMessageSize(max_bytes);

@@ -55,6 +55,10 @@ class FakeLinalg final : public v1::Linalg::Service {
 
   grpc::Status GetServerInfo(grpc::ServerContext* ctx, const v1::GetServerInfoRequest* req,
                              v1::GetServerInfoResponse* resp) override {
+    {
+      absl::MutexLock lock(&mu_);
+      info_peers_.push_back(ctx->peer());
+    }
     resp->set_version("fake-1");
     resp->add_backends("cpu");
     resp->mutable_limits()->set_max_elements(123);
@@ -66,9 +70,16 @@ class FakeLinalg final : public v1::Linalg::Service {
     return last_matmul_;
   }
 
+  // The peer address ("ipv4:127.0.0.1:PORT") of each GetServerInfo call.
+  std::vector<std::string> info_peers() {
+    absl::MutexLock lock(&mu_);
+    return info_peers_;
+  }
+
  private:
   absl::Mutex mu_;
   v1::MatmulRequest last_matmul_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> info_peers_ ABSL_GUARDED_BY(mu_);
 };
 
 class ClientTest : public ::testing::Test {
@@ -82,6 +93,7 @@ class ClientTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     client::ClientOptions options;
+    server_port_ = port;
     options.target = "127.0.0.1:" + std::to_string(port);
     options.default_timeout = absl::Seconds(10);
     absl::StatusOr<std::unique_ptr<Client>> c = Client::Create(options);
@@ -89,6 +101,17 @@ class ClientTest : public ::testing::Test {
     client_ = *std::move(c);
   }
   void TearDown() override { server_->Shutdown(); }
+
+  // The peer the server saw for one GetServerInfo of a new client.
+  std::string PeerOfNewClient(bool own_connection, std::vector<std::unique_ptr<Client>>& keep) {
+    client::ClientOptions options;
+    options.target = "127.0.0.1:" + std::to_string(server_port_);
+    options.own_connection = own_connection;
+    keep.push_back(Client::Create(options).value());
+    EXPECT_TRUE(keep.back()->ServerInfo().ok());
+    return service_.info_peers().back();
+  }
+  int server_port_ = 0;
 
   FakeLinalg service_;
   std::unique_ptr<grpc::Server> server_;
@@ -200,6 +223,18 @@ TEST_F(ClientTest, ConcurrentCallsShareOneClient) {
   }
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(ok.load(), 80);
+}
+
+TEST_F(ClientTest, ClientsShareOneConnectionUnlessEachAsksForItsOwn) {
+  std::vector<std::unique_ptr<Client>> keep;
+  const std::string shared1 = PeerOfNewClient(false, keep);
+  const std::string shared2 = PeerOfNewClient(false, keep);
+  EXPECT_EQ(shared1, shared2);  // gRPC's one connection per target and options
+  const std::string own1 = PeerOfNewClient(true, keep);
+  const std::string own2 = PeerOfNewClient(true, keep);
+  EXPECT_NE(own1, own2);
+  EXPECT_NE(own1, shared1);
+  EXPECT_NE(own2, shared1);
 }
 
 TEST(ClientUnreachableTest, HealthOfNoServerIsUnavailable) {

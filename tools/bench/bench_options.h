@@ -34,6 +34,11 @@ struct BenchOptions {
   double batch_delay_us = 200;
   int batch_latency_iterations = 300;
   int64_t batch_cpu_threshold = 0;  // 0: the matmuls go to a GPU when there is one
+  // The callers share batch_connections clients, each on a TCP connection of
+  // its own (the echo likewise); with batch_shm every caller has its own
+  // client passing operands and result through same-host shared memory.
+  int batch_connections = 1;
+  bool batch_shm = false;
   // e2e64: f64 matmuls and LU solves through the service vs in-process
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};

@@ -45,8 +45,9 @@ EchoServer::~EchoServer() {
   if (server_ != nullptr) server_->Shutdown();
 }
 
-std::shared_ptr<grpc::Channel> EchoServer::NewChannel() const {
+std::shared_ptr<grpc::Channel> EchoServer::NewChannel(bool own_connection) const {
   grpc::ChannelArguments args;
+  if (own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(max_message_bytes_);
   args.SetMaxSendMessageSize(max_message_bytes_);
   return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_),

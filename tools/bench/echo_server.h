@@ -19,8 +19,10 @@ class EchoServer {
   ~EchoServer();
 
   int port() const { return port_; }
-  // A channel to it with the same message limit as the server.
-  std::shared_ptr<grpc::Channel> NewChannel() const;
+  // A channel to it with the same message limit as the server; with
+  // own_connection, over a TCP connection of its own (else gRPC shares one
+  // among the process's channels).
+  std::shared_ptr<grpc::Channel> NewChannel(bool own_connection = false) const;
 
  private:
   class Service;

@@ -87,6 +87,11 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--batch-cpu-threshold", o.batch_cpu_threshold,
                  "--cpu-threshold of the batching servers (0: GPU when present)")
       ->capture_default_str();
+  app.add_option("--batch-connections", o.batch_connections,
+                 "batching: TCP connections (clients) the callers are spread over")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_flag("--batch-shm", o.batch_shm,
+               "batching: every caller its own client, tensors through shared memory");
 }
 
 }  // namespace

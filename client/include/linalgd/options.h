@@ -18,6 +18,11 @@ struct ClientOptions {
   int64_t max_message_bytes = int64_t{1} << 30;
   // Deadline of a call that sets none; absl::InfiniteDuration(): no deadline.
   absl::Duration default_timeout = absl::Seconds(30);
+  // A TCP connection of this client's own. By default gRPC gives every
+  // channel of a process with the same target and options one shared
+  // connection, so many Clients in one process (a pipeline's worker pool)
+  // share one socket and its bandwidth.
+  bool own_connection = false;
   // Matmul/Solve operands of at least this many bytes are streamed with
   // PutTensor (chunk_bytes per message, all operands at once) and referred
   // to by id; a result of at least this size is kept on the server and
