@@ -58,10 +58,12 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
     for (const auto& [id, e] : index_) {
       if (e.use_count() > 1) leased += e->meta.bytes;
     }
+    const int64_t used = used_->load();
     return absl::ResourceExhaustedError(absl::StrCat(
         "store: ", bytes, " bytes do not fit in --store-bytes=", options_.capacity_bytes, " (",
-        used_->load(), " bytes used, ", leased, " of them by objects in use, which are "
-        "never evicted)"));
+        used, " bytes used: ", stored_bytes_, " by stored objects, ", leased,
+        " of them in use and never evicted; ", used - stored_bytes_,
+        " reserved by uploads and results in progress)"));
   }
   used_->fetch_add(bytes);
   return StoreReservation(used_, bytes);

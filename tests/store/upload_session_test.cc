@@ -236,5 +236,17 @@ TEST_F(UploadTest, StartUploadReservesTheTensorOrIsResourceExhausted) {
   EXPECT_THAT(s.message(), HasSubstr("--store-bytes"));
 }
 
+TEST_F(UploadTest, ResourceExhaustedCountsTheSpaceOfUploadsInProgress) {
+  UploadSpec spec;
+  spec.shape = {600, 256};  // 600 KiB of f32 of the 1 MiB capacity, held while in progress
+  absl::StatusOr<std::shared_ptr<UploadSession>> first = store_->StartUpload(spec);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::Status s = store_->StartUpload(spec).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("614400 bytes used: 0 by stored objects, 0 of them in use "
+                                     "and never evicted; 614400 reserved by uploads and results "
+                                     "in progress"));
+}
+
 }  // namespace
 }  // namespace linalgd
