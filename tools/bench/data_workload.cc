@@ -34,6 +34,7 @@ struct PathRate {
   std::string name;
   double seconds = 0;  // mean per round trip
   double compute_seconds = 0;
+  double queue_seconds = 0;  // the server's queue time (includes its NaN/Inf scan)
 };
 
 absl::StatusOr<std::unique_ptr<Server>> StartShmServer(const BenchOptions& o) {
@@ -85,6 +86,7 @@ absl::StatusOr<PathRate> TimePath(const std::string& target, const BenchOptions&
   r.name = std::string(path);
   r.seconds = Summarize(*std::move(calls)).mean;
   r.compute_seconds = caller.total_run_ns() / 1e9 / std::max<int64_t>(1, caller.calls());
+  r.queue_seconds = caller.total_queue_ns() / 1e9 / std::max<int64_t>(1, caller.calls());
   return r;
 }
 
@@ -113,15 +115,17 @@ class InPlaceCaller final : public Caller {
     if (!r.ok()) return r.status();
     ++calls_;
     run_ns_ += r->info.run_time_ns;
+    queue_ns_ += r->info.queue_time_ns;
     return absl::OkStatus();
   }
   double mean_run_seconds() const { return run_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
-  void ResetCounters() { calls_ = run_ns_ = 0; }
+  double mean_queue_seconds() const { return queue_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
+  void ResetCounters() { calls_ = run_ns_ = queue_ns_ = 0; }
 
  private:
   Client& client_;
   std::unique_ptr<client::SharedTensor> a_, b_, out_;
-  int64_t calls_ = 0, run_ns_ = 0;
+  int64_t calls_ = 0, run_ns_ = 0, queue_ns_ = 0;
 };
 
 absl::StatusOr<PathRate> TimeInPlace(const std::string& target, const BenchOptions& o,
@@ -139,6 +143,7 @@ absl::StatusOr<PathRate> TimeInPlace(const std::string& target, const BenchOptio
   r.name = "shm_in_place";
   r.seconds = Summarize(*std::move(calls)).mean;
   r.compute_seconds = caller.mean_run_seconds();
+  r.queue_seconds = caller.mean_queue_seconds();
   return r;
 }
 
@@ -183,6 +188,7 @@ absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& 
     const double gbps = bytes / r.seconds / 1e9;
     report.Add({w, r.name + ".e2e_mean", r.seconds * 1e3, "ms"});
     report.Add({w, r.name + ".compute_mean", r.compute_seconds * 1e3, "ms"});
+    report.Add({w, r.name + ".queue_mean", r.queue_seconds * 1e3, "ms"});
     report.Add({w, r.name + ".rate", gbps, "GB/s"});
     report.Add({w, r.name + ".rate_without_compute", bytes / (r.seconds - r.compute_seconds) / 1e9,
                 "GB/s"});
