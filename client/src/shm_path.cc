@@ -178,9 +178,12 @@ absl::Status SharedMemoryPath::Fetch(v1::Tensor* tensor) {
                                             ref.offset(), ", ", ref.bytes(),
                                             ") outside this client's region"));
   }
+  // Read the reference before mutable_data() switches the oneof and frees it.
+  const char* from = region_->data() + ref.offset();
+  const size_t bytes = static_cast<size_t>(ref.bytes());
   std::string* data = tensor->mutable_data();
-  data->resize(static_cast<size_t>(ref.bytes()));
-  ParallelCopy(data->data(), region_->data() + ref.offset(), data->size());
+  data->resize(bytes);
+  ParallelCopy(data->data(), from, bytes);
   return absl::OkStatus();
 }
 
