@@ -14,4 +14,9 @@ Tensor NewHostTensor(const HostAllocator& alloc, DType dtype, Shape shape) {
   return Tensor(dtype, std::move(shape));
 }
 
+Tensor AdoptIfAt(Tensor t, const std::shared_ptr<std::byte>& block) {
+  if (block == nullptr || t.data() != block.get()) return t;
+  return Tensor::Adopt(t.dtype(), t.shape(), block);
+}
+
 }  // namespace linalgd

@@ -22,6 +22,11 @@ using HostAllocator = std::function<std::shared_ptr<std::byte>(size_t bytes)>;
 // it), else an owning zero-filled tensor.
 Tensor NewHostTensor(const HostAllocator& alloc, DType dtype, Shape shape);
 
+// `t` adopting `block` when a backend wrote t there (t.data() is
+// block.get(), e.g. an External result in a ResultDestination made of the
+// block), so the block lives as long as the tensor; else `t` as it is.
+Tensor AdoptIfAt(Tensor t, const std::shared_ptr<std::byte>& block);
+
 }  // namespace linalgd
 
 #endif  // LINALGD_SERVER_COMMON_HOST_ALLOCATOR_H_

@@ -16,7 +16,6 @@
 #include "server/gpu/gpu_context.h"
 #include "server/gpu/handle_pool.h"
 #include "server/gpu/lt_matmul.h"
-#include "server/common/host_allocator.h"
 #include "server/gpu/pinned_pool.h"
 
 namespace linalgd::gpu {
@@ -61,7 +60,6 @@ class GpuBackend : public Backend {
   // Page-locked host memory for stacked batches (gpu_batch.cc); empty:
   // ordinary memory. REQUIRES: set before the backend serves.
   void set_host_allocator(HostAllocator alloc) { host_alloc_ = std::move(alloc); }
-  const HostAllocator& host_allocator() const { return host_alloc_; }
   MemoryBudget* memory_budget() const { return budget_.load(); }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,

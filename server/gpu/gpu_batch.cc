@@ -4,18 +4,10 @@
 // in page-locked blocks of the engine's HostAllocator when it gives them: no
 // staging copies, and the callers' results are parts of one block.
 #include "server/backend/batch_stack.h"
+#include "server/common/host_allocator.h"
 #include "server/gpu/gpu_backend.h"
 
 namespace linalgd::gpu {
-namespace {
-
-// `t` as an adopted tensor of `block` when the backend wrote it there.
-Tensor AdoptIfIn(Tensor t, const std::shared_ptr<std::byte>& block) {
-  if (block == nullptr || t.data() != block.get()) return t;
-  return Tensor::Adopt(t.dtype(), t.shape(), block);
-}
-
-}  // namespace
 
 absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops,
                                      const MatmulPlan& plan, std::vector<Tensor>* outs) {
@@ -23,7 +15,7 @@ absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops,
   if (absl::IsUnimplemented(stacked.status())) return Backend::MatmulBatch(ops, plan, outs);
   if (!stacked.ok()) return stacked.status();
   LINALGD_ASSIGN_OR_RETURN(Tensor out, Matmul((*stacked)->op, (*stacked)->plan));
-  *outs = Unstack(AdoptIfIn(std::move(out), (*stacked)->out_memory), ops.size());
+  *outs = Unstack(AdoptIfAt(std::move(out), (*stacked)->out_memory), ops.size());
   return absl::OkStatus();
 }
 
@@ -35,7 +27,7 @@ absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const 
     // A fallback's message and method belong to one element: rerun alone.
     return absl::InternalError("batched solve took a fallback (" + r.fallback + ")");
   }
-  std::vector<Tensor> xs = Unstack(AdoptIfIn(std::move(r.x), stacked->x_memory), ops.size());
+  std::vector<Tensor> xs = Unstack(AdoptIfAt(std::move(r.x), stacked->x_memory), ops.size());
   outs->clear();
   for (Tensor& x : xs) {
     SolveResult one;

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
 #include "server/store/crc32c.h"
 
@@ -160,9 +161,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
     ref->set_bytes(bytes);
     return absl::OkStatus();
   }
-  if (spec.kept_memory != nullptr && result.data() == spec.kept_memory.get()) {
-    result = Tensor::Adopt(result.dtype(), result.shape(), spec.kept_memory);  // written there
-  }
+  result = AdoptIfAt(std::move(result), spec.kept_memory);  // when written there
   LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes));
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
   LINALGD_ASSIGN_OR_RETURN(std::string id, sources.store->PutTensor(std::move(result), "", crc,

@@ -85,5 +85,18 @@ TEST(NewHostTensorTest, FallsBackToAZeroFilledOwningTensor) {
   }
 }
 
+TEST(AdoptIfAtTest, AdoptsTheBlockOnlyWhenTheTensorIsInIt) {
+  auto block = std::shared_ptr<std::byte>(new std::byte[16], std::default_delete<std::byte[]>());
+  Tensor written = AdoptIfAt(Tensor::External(DType::kF64, {2}, block.get()), block);
+  EXPECT_EQ(written.memory(), block);
+  EXPECT_EQ(written.data(), block.get());
+  Tensor own(DType::kF64, {8});  // 64 bytes: on the heap, so a move keeps its address
+  const std::byte* own_data = own.data();
+  Tensor elsewhere = AdoptIfAt(std::move(own), block);
+  EXPECT_EQ(elsewhere.memory(), nullptr);
+  EXPECT_EQ(elsewhere.data(), own_data);
+  EXPECT_EQ(AdoptIfAt(Tensor(DType::kF64, {2}), nullptr).memory(), nullptr);
+}
+
 }  // namespace
 }  // namespace linalgd
