@@ -20,7 +20,9 @@ absl::Status RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn
 }
 
 void ParallelCopy(void* dst, const void* src, size_t n, int max_threads) {
-  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
+  // on every call, and this runs for every tensor of every shm call.
+  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t pieces = std::min({static_cast<size_t>(std::max(1, max_threads)), cores,
                                   n / kParallelCopyPieceBytes});
   if (pieces <= 1) {

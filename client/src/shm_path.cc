@@ -60,15 +60,46 @@ int64_t Needed(const std::vector<Tensor*>& tensors, int64_t out_bytes) {
   return need;
 }
 
-// Releases a mutex taken with TryLock when it goes out of scope.
-class Unlocker {
- public:
-  explicit Unlocker(absl::Mutex& mu) : mu_(mu) {}
-  ~Unlocker() { mu_.Unlock(); }
+// Copies `t` into `region` at the next aligned offset (`cursor`) and points
+// `out` at it; the bytes of `t` are released.
+void Place(const ShmRegion& region, Tensor& t, int64_t& cursor, v1::Tensor* out) {
+  const std::string& bytes = t.bytes();
+  ParallelCopy(region.data() + cursor, bytes.data(), bytes.size());
+  out->set_dtype(ToProto(t.dtype()));
+  for (int64_t d : t.shape()) out->add_shape(d);
+  v1::SharedMemoryRef* ref = out->mutable_shm();
+  ref->set_region(region.name());
+  ref->set_offset(cursor);
+  ref->set_bytes(static_cast<int64_t>(bytes.size()));
+  cursor += AlignUp(static_cast<int64_t>(bytes.size()));
+  t = Tensor();
+}
 
- private:
-  absl::Mutex& mu_;
-};
+// Points `out` at the rest of `region` from `cursor`, for the result.
+void PlaceOutput(const ShmRegion& region, int64_t cursor, v1::SharedMemoryRef* out) {
+  out->set_region(region.name());
+  out->set_offset(cursor);
+  out->set_bytes(region.size() - cursor);
+}
+
+// Reads `tensor`'s shm bytes (in `region`) back into an inline tensor.
+absl::Status Fetch(const ShmRegion& region, v1::Tensor* tensor) {
+  if (tensor->source_case() != v1::Tensor::kShm) return absl::OkStatus();  // came inline
+  const v1::SharedMemoryRef& ref = tensor->shm();
+  if (ref.region() != region.name() || ref.offset() < 0 || ref.bytes() < 0 ||
+      ref.offset() + ref.bytes() > region.size()) {
+    return absl::InternalError(absl::StrCat("the server answered with shm (", ref.region(), ", ",
+                                            ref.offset(), ", ", ref.bytes(),
+                                            ") outside this call's region ", region.name()));
+  }
+  // Read the reference before mutable_data() switches the oneof and frees it.
+  const char* from = region.data() + ref.offset();
+  const size_t bytes = static_cast<size_t>(ref.bytes());
+  std::string* data = tensor->mutable_data();
+  data->resize(bytes);
+  ParallelCopy(data->data(), from, bytes);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -89,20 +120,42 @@ bool IsLocalTarget(absl::string_view target) {
   return host == "localhost" || absl::StartsWith(host, "127.") || host == "::1";
 }
 
+class SharedMemoryPath::Lease {
+ public:
+  Lease(SharedMemoryPath& path, const CallOptions& call)
+      : path_(path), region_(path.Acquire(call)) {}
+  ~Lease() {
+    if (region_ != nullptr) path_.Release(region_);
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ShmRegion* get() const { return region_; }
+
+ private:
+  SharedMemoryPath& path_;
+  ShmRegion* const region_;
+};
+
 SharedMemoryPath::~SharedMemoryPath() {
   absl::MutexLock lock(&mu_);
-  if (region_ == nullptr) return;
-  v1::UnregisterSharedMemoryRequest request;
-  request.set_name(region_->name());
-  v1::UnregisterSharedMemoryResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  (void)stub_.UnregisterSharedMemory(&context, request, &response);  // best effort
+  for (const std::unique_ptr<ShmRegion>& region : regions_) {
+    v1::UnregisterSharedMemoryRequest request;
+    request.set_name(region->name());
+    v1::UnregisterSharedMemoryResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    (void)stub_.UnregisterSharedMemory(&context, request, &response);  // best effort
+  }
 }
 
 bool SharedMemoryPath::active() const {
   absl::MutexLock lock(&mu_);
-  return region_ != nullptr;
+  return !regions_.empty();
+}
+
+int SharedMemoryPath::regions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(regions_.size());
 }
 
 void SharedMemoryPath::Debug(const std::string& line) const {
@@ -113,21 +166,60 @@ void SharedMemoryPath::Debug(const std::string& line) const {
   }
 }
 
-bool SharedMemoryPath::EnsureRegistered(const CallOptions& call) {
-  if (region_ != nullptr) return true;
-  if (tried_) return false;
-  tried_ = true;
+ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (disabled_) return nullptr;
+    if (!idle_.empty()) {
+      ShmRegion* region = idle_.back();
+      idle_.pop_back();
+      return region;
+    }
+    const int cap = cap_ >= 0 ? cap_ : std::max(1, options_.shared_memory_regions);
+    // While the first registration is out, the others wait for its verdict
+    // on the socket rather than all trying (and all reporting a refusal).
+    if (static_cast<int>(regions_.size()) + pending_ >= cap ||
+        (regions_.empty() && pending_ > 0)) {
+      return nullptr;
+    }
+    ++pending_;
+  }
+  std::string why;
+  std::unique_ptr<ShmRegion> region = Register(call, why);
+  ShmRegion* taken = region.get();
+  {
+    absl::MutexLock lock(&mu_);
+    --pending_;
+    if (region != nullptr) {
+      regions_.push_back(std::move(region));
+    } else if (regions_.empty()) {
+      disabled_ = true;  // never usable: said once, not tried again
+      absl::StrAppend(&why, "; using the socket");
+    } else {
+      cap_ = static_cast<int>(regions_.size());  // the server takes no more
+      absl::StrAppend(&why, "; staying at ", regions_.size(), " region(s)");
+    }
+  }
+  Debug(why);
+  return taken;
+}
+
+void SharedMemoryPath::Release(ShmRegion* region) {
+  absl::MutexLock lock(&mu_);
+  idle_.push_back(region);
+}
+
+std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, std::string& why) {
   if (!IsLocalTarget(options_.target)) {
-    Debug(absl::StrCat("shared memory not used: target '", options_.target,
-                       "' is not on this host; using the socket"));
-    return false;
+    why = absl::StrCat("shared memory not used: target '", options_.target,
+                       "' is not on this host");
+    return nullptr;
   }
   absl::StatusOr<std::unique_ptr<ShmRegion>> region =
       ShmRegion::Create(options_.shared_memory_bytes);
   if (!region.ok()) {
-    Debug(absl::StrCat("shared memory not used: ", region.status().ToString(),
-                       "; using the socket"));
-    return false;
+    why = absl::StrCat("shared memory not used: ", region.status().ToString());
+    return nullptr;
   }
   v1::RegisterSharedMemoryRequest request;
   request.set_name((*region)->name());
@@ -139,73 +231,35 @@ bool SharedMemoryPath::EnsureRegistered(const CallOptions& call) {
   const absl::Status status = FromGrpc(stub_.RegisterSharedMemory(&context, request, &response));
   (*region)->Unlink();  // the server has mapped it (or refused); leave no name behind
   if (!status.ok()) {
-    Debug(absl::StrCat("shared memory not used: RegisterSharedMemory: ",
-                       absl::StatusCodeToString(status.code()), ": ", status.message(),
-                       "; using the socket"));
-    return false;
+    why = absl::StrCat("shared memory not used: RegisterSharedMemory: ",
+                       absl::StatusCodeToString(status.code()), ": ", status.message());
+    return nullptr;
   }
-  Debug(absl::StrCat("shared memory: region ", (*region)->name(), " of ", (*region)->size(),
-                     " bytes registered", response.pinned() ? " (pinned)" : ""));
-  region_ = *std::move(region);
-  return true;
-}
-
-void SharedMemoryPath::PlaceOutput(int64_t cursor, v1::SharedMemoryRef* out) const {
-  out->set_region(region_->name());
-  out->set_offset(cursor);
-  out->set_bytes(region_->size() - cursor);
-}
-
-void SharedMemoryPath::Place(Tensor& t, int64_t& cursor, v1::Tensor* out) {
-  const std::string& bytes = t.bytes();
-  ParallelCopy(region_->data() + cursor, bytes.data(), bytes.size());
-  out->set_dtype(ToProto(t.dtype()));
-  for (int64_t d : t.shape()) out->add_shape(d);
-  v1::SharedMemoryRef* ref = out->mutable_shm();
-  ref->set_region(region_->name());
-  ref->set_offset(cursor);
-  ref->set_bytes(static_cast<int64_t>(bytes.size()));
-  cursor += AlignUp(static_cast<int64_t>(bytes.size()));
-  t = Tensor();
-}
-
-absl::Status SharedMemoryPath::Fetch(v1::Tensor* tensor) {
-  if (tensor->source_case() != v1::Tensor::kShm) return absl::OkStatus();  // came inline
-  const v1::SharedMemoryRef& ref = tensor->shm();
-  if (ref.region() != region_->name() || ref.offset() < 0 || ref.bytes() < 0 ||
-      ref.offset() + ref.bytes() > region_->size()) {
-    return absl::InternalError(absl::StrCat("the server answered with shm (", ref.region(), ", ",
-                                            ref.offset(), ", ", ref.bytes(),
-                                            ") outside this client's region"));
-  }
-  // Read the reference before mutable_data() switches the oneof and frees it.
-  const char* from = region_->data() + ref.offset();
-  const size_t bytes = static_cast<size_t>(ref.bytes());
-  std::string* data = tensor->mutable_data();
-  data->resize(bytes);
-  ParallelCopy(data->data(), from, bytes);
-  return absl::OkStatus();
+  why = absl::StrCat("shared memory: region ", (*region)->name(), " of ", (*region)->size(),
+                     " bytes registered", response.pinned() ? " (pinned)" : "");
+  return *std::move(region);
 }
 
 absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs& args,
                                                                       const CallOptions& call) {
   if (!options_.use_shared_memory || !args.a_resident_id.empty() ||
-      !args.b_resident_id.empty() || !mu_.TryLock()) {
+      !args.b_resident_id.empty()) {
     return absl::nullopt;
   }
-  Unlocker unlock(mu_);
-  if (!EnsureRegistered(call)) return absl::nullopt;
+  Lease lease(*this, call);
+  if (lease.get() == nullptr) return absl::nullopt;
+  const ShmRegion& region = *lease.get();
   std::vector<Tensor*> inline_tensors = {&args.a, &args.b};
   if (args.c && args.c_resident_id.empty()) inline_tensors.push_back(&*args.c);
   if (args.bias && args.bias_resident_id.empty()) inline_tensors.push_back(&*args.bias);
   const int64_t out_bytes = args.keep_result ? 0 : MatmulOutBytes(args);
   if ((!args.keep_result && out_bytes == 0) ||
-      Needed(inline_tensors, out_bytes) > region_->size()) {
+      Needed(inline_tensors, out_bytes) > region.size()) {
     return absl::nullopt;
   }
   int64_t cursor = 0;
   std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(*inline_tensors[i], cursor, &placed[i]);
+  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(region, *inline_tensors[i], cursor, &placed[i]);
   const bool has_c = args.c && args.c_resident_id.empty();
   const bool has_bias = args.bias && args.bias_resident_id.empty();
   v1::MatmulRequest request = ToProto(std::move(args));
@@ -213,13 +267,13 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   *request.mutable_b() = std::move(placed[1]);
   if (has_c) *request.mutable_c() = std::move(placed[2]);
   if (has_bias) *request.mutable_bias() = std::move(placed[has_c ? 3 : 2]);
-  if (!request.keep_result()) PlaceOutput(cursor, request.mutable_out_shm());
+  if (!request.keep_result()) PlaceOutput(region, cursor, request.mutable_out_shm());
   v1::MatmulResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
   if (!status.ok()) return absl::StatusOr<MatmulResult>(FromGrpc(status));
-  if (absl::Status s = Fetch(response.mutable_out()); !s.ok()) return absl::StatusOr<MatmulResult>(s);
+  if (absl::Status s = Fetch(region, response.mutable_out()); !s.ok()) return absl::StatusOr<MatmulResult>(s);
   return FromProto(&response);
 }
 
@@ -227,31 +281,32 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
                                                                     const CallOptions& call) {
   const bool use_a = args.factor_id.empty();
   if (!options_.use_shared_memory || (use_a && !args.a_resident_id.empty()) ||
-      !args.b_resident_id.empty() || !mu_.TryLock()) {
+      !args.b_resident_id.empty()) {
     return absl::nullopt;
   }
-  Unlocker unlock(mu_);
-  if (!EnsureRegistered(call)) return absl::nullopt;
+  Lease lease(*this, call);
+  if (lease.get() == nullptr) return absl::nullopt;
+  const ShmRegion& region = *lease.get();
   std::vector<Tensor*> inline_tensors = {&args.b};
   if (use_a) inline_tensors.push_back(&args.a);
   const int64_t out_bytes = args.keep_result ? 0 : SolveOutBytes(args);
   if ((!args.keep_result && out_bytes == 0) ||
-      Needed(inline_tensors, out_bytes) > region_->size()) {
+      Needed(inline_tensors, out_bytes) > region.size()) {
     return absl::nullopt;
   }
   int64_t cursor = 0;
   std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(*inline_tensors[i], cursor, &placed[i]);
+  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(region, *inline_tensors[i], cursor, &placed[i]);
   v1::SolveRequest request = ToProto(std::move(args));
   *request.mutable_b() = std::move(placed[0]);
   if (use_a) *request.mutable_a() = std::move(placed[1]);
-  if (!request.keep_result()) PlaceOutput(cursor, request.mutable_out_shm());
+  if (!request.keep_result()) PlaceOutput(region, cursor, request.mutable_out_shm());
   v1::SolveResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
   if (!status.ok()) return absl::StatusOr<SolveResult>(FromGrpc(status));
-  if (absl::Status s = Fetch(response.mutable_x()); !s.ok()) return absl::StatusOr<SolveResult>(s);
+  if (absl::Status s = Fetch(region, response.mutable_x()); !s.ok()) return absl::StatusOr<SolveResult>(s);
   return FromProto(&response);
 }
 

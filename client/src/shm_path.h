@@ -2,12 +2,13 @@
 #define LINALGD_CLIENT_SRC_SHM_PATH_H_
 
 // The client's same-host shared-memory path (ClientOptions.use_shared_memory):
-// one POSIX region, registered with the server on first use, carries the
-// inline operands of Matmul/Solve and receives the result (out_shm), so no
-// tensor bytes cross the socket. Internal to the client library.
+// POSIX regions, registered with the server on first use, carry the inline
+// operands of Matmul/Solve and receive the result (out_shm), so no tensor
+// bytes cross the socket. Internal to the client library.
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -25,42 +26,48 @@ namespace linalgd::client::internal {
 // True for a target on this host: unix:..., localhost, 127.x.y.z, [::1].
 bool IsLocalTarget(absl::string_view target);
 
-// Thread-safe. One call uses the region at a time; a call that finds it busy,
-// or whose tensors do not fit, is not taken (the caller uses the socket).
+// Thread-safe. A call takes an idle region, or registers a new one while
+// fewer than shared_memory_regions exist, and gives it back when it returns;
+// a call that finds every region busy, or whose tensors do not fit, is not
+// taken (the caller uses the socket).
 class SharedMemoryPath {
  public:
   SharedMemoryPath(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline)
       : stub_(stub), options_(options), deadline_(std::move(deadline)) {}
-  ~SharedMemoryPath();  // unregisters the region (best effort)
+  ~SharedMemoryPath();  // unregisters the regions (best effort)
 
   // nullopt: not taken, `args` untouched; else the call's result.
   absl::optional<absl::StatusOr<MatmulResult>> Matmul(MatmulArgs& args, const CallOptions& call);
   absl::optional<absl::StatusOr<SolveResult>> Solve(SolveArgs& args, const CallOptions& call);
 
-  // Whether the region is registered (false before the first call and after
-  // a failed registration).
+  // Whether a region is registered (false before the first call and after
+  // a failed first registration).
   bool active() const;
+  // Regions registered so far (at most shared_memory_regions).
+  int regions() const;
 
  private:
-  // Creates and registers the region on the first call; false (and a debug
-  // line, once) when shared memory cannot be used.
-  bool EnsureRegistered(const CallOptions& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  class Lease;  // one region for one call, given back when destroyed
+
+  // An idle region, or a newly registered one while there are fewer than
+  // shared_memory_regions; null when none can be had (a debug line, once,
+  // when shared memory cannot be used at all).
+  ShmRegion* Acquire(const CallOptions& call);
+  void Release(ShmRegion* region);
+  // Creates and registers a region; null on failure (with the reason in
+  // `why`).
+  std::unique_ptr<ShmRegion> Register(const CallOptions& call, std::string& why);
   void Debug(const std::string& line) const;
-  // Copies `t` into the region at the next aligned offset (`cursor`) and
-  // points `out` at it; the bytes of `t` are released.
-  void Place(Tensor& t, int64_t& cursor, v1::Tensor* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Points `out` at the rest of the region from `cursor`, for the result.
-  void PlaceOutput(int64_t cursor, v1::SharedMemoryRef* out) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reads `response_tensor`'s shm bytes back into an inline tensor.
-  absl::Status Fetch(v1::Tensor* response_tensor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   v1::Linalg::Stub& stub_;
   const ClientOptions& options_;
   const DeadlineSetter deadline_;
   mutable absl::Mutex mu_;
-  bool tried_ ABSL_GUARDED_BY(mu_) = false;
-  std::unique_ptr<ShmRegion> region_ ABSL_GUARDED_BY(mu_);  // set once registered
+  bool disabled_ ABSL_GUARDED_BY(mu_) = false;  // the first registration failed
+  int cap_ ABSL_GUARDED_BY(mu_) = -1;           // lowered when a later one fails
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;        // registrations in progress
+  std::vector<std::unique_ptr<ShmRegion>> regions_ ABSL_GUARDED_BY(mu_);
+  std::vector<ShmRegion*> idle_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace linalgd::client::internal

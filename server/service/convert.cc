@@ -69,7 +69,9 @@ constexpr int64_t kMaxScanThreads = 16;
 
 int64_t FirstNonFinite(const TensorView& t) {
   const int64_t n = t.num_elements();
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
+  // on every call, and this runs for every operand of every request.
+  static const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
   const int64_t pieces = std::min({kMaxScanThreads, hw,
                                    static_cast<int64_t>(t.num_bytes() / kScanPieceBytes)});
   if (pieces <= 1) return FirstNonFiniteIn(t, 0, n);

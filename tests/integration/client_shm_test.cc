@@ -1,10 +1,14 @@
 // The C++ client's same-host shared-memory path (ClientOptions.
 // use_shared_memory) against the real server: results equal the socket's,
 // and a server without --allow-shm is a transparent fallback.
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/src/shm_path.h"
@@ -21,16 +25,24 @@ class ClientShmTest : public ServerTest {
 
   // A client of the running server with shared memory asked for; its debug
   // lines go to debug_lines().
-  std::unique_ptr<Client> ShmClient(int64_t region_bytes = int64_t{16} << 20) {
+  std::unique_ptr<Client> ShmClient(int64_t region_bytes = int64_t{16} << 20, int regions = 1) {
     client::ClientOptions co;
     co.target = target();
     co.use_shared_memory = true;
     co.shared_memory_bytes = region_bytes;
+    co.shared_memory_regions = regions;
     co.debug_log = [this](absl::string_view line) {
       absl::MutexLock lock(&mu_);
       lines_.emplace_back(line);
     };
     return Client::Create(co).value();
+  }
+  // How many of the debug lines contain `what`.
+  int debug_lines_with(absl::string_view what) {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(std::count_if(lines_.begin(), lines_.end(), [&](const std::string& l) {
+      return absl::StrContains(l, what);
+    }));
   }
   std::string debug_lines() {
     absl::MutexLock lock(&mu_);
@@ -80,6 +92,54 @@ TEST_F(ClientShmTest, NoTensorBytesCrossTheSocket) {
   absl::StatusOr<client::MatmulResult> via_shm = shm->Matmul(Product(128, 128, 128));
   ASSERT_TRUE(via_shm.ok()) << via_shm.status();
   EXPECT_EQ(via_shm->out.shape(), (std::vector<int64_t>{2, 128, 128}));
+}
+
+// `threads` threads making `calls` Matmul(Product(128, 128, 128)) each on
+// `client` at once; the results must all equal `expected`.
+void CallAtOnce(Client& client, int threads, int calls, const std::string& expected) {
+  std::vector<std::thread> pool;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (int i = 0; i < calls; ++i) {
+        absl::StatusOr<client::MatmulResult> r = client.Matmul(Product(128, 128, 128));
+        if (!r.ok() || r->out.bytes() != expected) {
+          if (failures++ == 0) ADD_FAILURE() << (r.ok() ? "wrong result" : r.status().ToString());
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// Over a 64 KiB message cap only shared memory can carry these calls: with a
+// region per thread, every one of them made at once from 4 threads does.
+TEST_F(ClientShmTest, ConcurrentCallsEachTakeARegionOfTheirOwn) {
+  ServerOptions o;
+  o.allow_shm = true;
+  o.max_message_bytes = 64 << 10;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient(int64_t{1} << 20, /*regions=*/4);
+  absl::StatusOr<client::MatmulResult> first = shm->Matmul(Product(128, 128, 128));
+  ASSERT_TRUE(first.ok()) << first.status();
+  CallAtOnce(*shm, 4, 25, first->out.bytes());
+  EXPECT_GE(debug_lines_with("registered"), 1);
+  EXPECT_LE(debug_lines_with("registered"), 4);
+}
+
+// More threads than regions: the regions stop at the cap, and the calls that
+// find them all busy go through the socket, with the same results.
+TEST_F(ClientShmTest, RegionsStopAtTheCapAndBusyCallsUseTheSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient(int64_t{1} << 20, /*regions=*/2);
+  absl::StatusOr<client::MatmulResult> ref = client_->Matmul(Product(128, 128, 128));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  CallAtOnce(*shm, 6, 20, ref->out.bytes());
+  EXPECT_GE(debug_lines_with("registered"), 1);
+  EXPECT_LE(debug_lines_with("registered"), 2);
 }
 
 TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {

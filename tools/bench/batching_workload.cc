@@ -8,12 +8,16 @@
 // what any batching can gain end to end.
 // The callers share one client (one TCP connection) unless
 // --batch-connections spreads them over more, each on a connection of its
-// own (the echo likewise); with --batch-shm each caller has its own client
-// passing its operands and result through same-host shared memory, so the
-// socket carries only the small requests (there is no echo then: no bytes
-// to echo).
+// own (the echo likewise). With --batch-shm the operands and result go
+// through same-host shared memory, a region per caller (a client per caller
+// unless --batch-connections), so the socket carries only small requests and
+// responses; the echo is then of messages of their size.
+// Each setting also reports the server's mean queue and run time per call
+// (from the responses), so that what lies outside the server shows.
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -32,8 +36,33 @@ struct Setting {
   double mean_batch = 0;  // over each caller's last call
   Summary latency;        // under load
   Summary low_load;       // one caller
+  double queue_us = 0, run_us = 0;                    // server means under load
+  double low_load_queue_us = 0, low_load_run_us = 0;  // and for one caller
   std::string backend;
 };
+
+// The server's mean queue and run time per call over `callers`, in us.
+void ServerMeans(const std::vector<MatmulCaller*>& callers, double& queue_us, double& run_us) {
+  int64_t calls = 0, queue_ns = 0, run_ns = 0;
+  for (const MatmulCaller* c : callers) {
+    calls += c->calls();
+    queue_ns += c->total_queue_ns();
+    run_ns += c->total_run_ns();
+  }
+  queue_us = queue_ns / 1e3 / std::max<int64_t>(1, calls);
+  run_us = run_ns / 1e3 / std::max<int64_t>(1, calls);
+}
+
+// Clients for the callers: one per caller with --batch-shm alone (a
+// client's region serves one call at a time), else --batch-connections.
+int ClientCount(const BenchOptions& o) {
+  return o.batch_shm && o.batch_connections <= 1 ? o.batch_callers
+                                                 : std::max(1, o.batch_connections);
+}
+
+// Sizes of the shared-memory Matmul request and response of this workload
+// (tensors as references into a region), rounded up: what its echo sends.
+constexpr int64_t kShmRequestBytes = 192, kShmResponseBytes = 128;
 
 absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int max_batch) {
   ServerOptions so;
@@ -47,11 +76,10 @@ absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int m
   return Server::Start(so);
 }
 
-// The clients the callers take turns on: one per caller with --batch-shm
-// (a client's shared-memory region serves one call at a time), else
-// --batch-connections, each on its own connection when there are several.
+// The clients the callers take turns on (ClientCount), each on its own
+// connection when there are several.
 absl::StatusOr<std::vector<std::unique_ptr<Client>>> Clients(const BenchOptions& o, int port) {
-  const int n = o.batch_shm ? o.batch_callers : std::max(1, o.batch_connections);
+  const int n = ClientCount(o);
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < n; ++i) {
     client::ClientOptions co;
@@ -60,6 +88,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Client>>> Clients(const BenchOptions&
     co.own_connection = n > 1;
     co.use_shared_memory = o.batch_shm;
     co.shared_memory_bytes = int64_t{1} << 20;
+    co.shared_memory_regions = (o.batch_callers + n - 1) / n;
     absl::StatusOr<std::unique_ptr<Client>> c = Client::Create(co);
     if (!c.ok()) return c.status();
     clients.push_back(*std::move(c));
@@ -74,10 +103,12 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   if (!clients.ok()) return clients.status();
   const MatmulOperands operands(o.batch_n, o.batch_n, o.batch_n);
   std::vector<std::unique_ptr<Caller>> callers;
+  std::vector<MatmulCaller*> matmul_callers;
   for (int i = 0; i < o.batch_callers; ++i) {
-    callers.push_back(
-        std::make_unique<MatmulCaller>(*(*clients)[static_cast<size_t>(i) % clients->size()],
-                                       operands));
+    auto caller = std::make_unique<MatmulCaller>(
+        *(*clients)[static_cast<size_t>(i) % clients->size()], operands);
+    matmul_callers.push_back(caller.get());
+    callers.push_back(std::move(caller));
   }
   absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
   if (!t.ok()) return t.status();
@@ -88,10 +119,12 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
     s.mean_batch += static_cast<MatmulCaller&>(*c).last_info().batch_size;
   }
   s.mean_batch /= callers.size();
+  ServerMeans(matmul_callers, s.queue_us, s.run_us);
   MatmulCaller one(*(*clients)[0], operands);
   absl::StatusOr<std::vector<double>> calls = TimeCalls(one, 20, o.batch_latency_iterations);
   if (!calls.ok()) return calls.status();
   s.low_load = Summarize(*std::move(calls));
+  ServerMeans({&one}, s.low_load_queue_us, s.low_load_run_us);
   s.backend = one.last_info().backend;
   (*server)->Shutdown(absl::Seconds(5));
   (*server)->Wait();
@@ -104,19 +137,20 @@ absl::StatusOr<double> EchoCallsPerSecond(BenchContext& ctx) {
   // Over as many connections as the matmul callers had: a server of its own.
   std::unique_ptr<EchoServer> server;
   std::vector<std::unique_ptr<echo::Echo::Stub>> stubs;
-  if (o.batch_connections > 1) {
+  if (const int connections = ClientCount(o); connections > 1) {
     absl::StatusOr<std::unique_ptr<EchoServer>> started = EchoServer::Start(o.max_message_bytes);
     if (!started.ok()) return started.status();
     server = *std::move(started);
-    for (int i = 0; i < o.batch_connections; ++i) {
+    for (int i = 0; i < connections; ++i) {
       stubs.push_back(echo::Echo::NewStub(server->NewChannel(/*own_connection=*/true)));
     }
   }
+  const int64_t request_bytes = o.batch_shm ? kShmRequestBytes : operands.request_bytes();
+  const int64_t response_bytes = o.batch_shm ? kShmResponseBytes : operands.response_bytes();
   std::vector<std::unique_ptr<Caller>> callers;
   for (int i = 0; i < o.batch_callers; ++i) {
     echo::Echo::Stub& stub = stubs.empty() ? ctx.echo : *stubs[static_cast<size_t>(i) % stubs.size()];
-    callers.push_back(std::make_unique<EchoCaller>(stub, operands.request_bytes(),
-                                                   operands.response_bytes()));
+    callers.push_back(std::make_unique<EchoCaller>(stub, request_bytes, response_bytes));
   }
   absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
   if (!t.ok()) return t.status();
@@ -133,33 +167,40 @@ class BatchingWorkload final : public Workload {
     if (!on.ok()) return on.status();
     absl::StatusOr<Setting> off = Measure(o, 1);
     if (!off.ok()) return off.status();
-    absl::StatusOr<double> echo = o.batch_shm ? 0.0 : EchoCallsPerSecond(ctx);
+    absl::StatusOr<double> echo = EchoCallsPerSecond(ctx);
     if (!echo.ok()) return echo.status();
     const std::string w(name());
-    report.SetConfig(w + ".connections",
-                     o.batch_shm ? absl::StrCat(o.batch_callers, " (one client per caller, shm)")
-                                 : absl::StrCat(o.batch_connections));
+    report.SetConfig(w + ".connections", absl::StrCat(ClientCount(o), o.batch_shm ? " (shm)" : ""));
+    if (o.batch_shm) {
+      report.SetConfig(w + ".echo_bytes",
+                       absl::StrCat(kShmRequestBytes, " request, ", kShmResponseBytes, " response"));
+    }
     report.SetConfig(w + ".backend", on->backend);
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
     report.SetConfig(w + ".max_queue_delay_us", absl::StrCat(o.batch_delay_us));
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
     report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});
-    if (!o.batch_shm) report.Add({w, "echo.calls_per_second", *echo, "calls/s"});
+    report.Add({w, "echo.calls_per_second", *echo, "calls/s"});
     report.Add({w, "batched.mean_batch_size", on->mean_batch, "jobs"});
     report.AddSummary(w, "batched.latency", on->latency);
     report.AddSummary(w, "unbatched.latency", off->latency);
     report.AddSummary(w, "batched.low_load", on->low_load);
     report.AddSummary(w, "unbatched.low_load", off->low_load);
+    for (const auto& [label, s] : {std::pair<std::string, const Setting*>{"batched", &*on},
+                                   {"unbatched", &*off}}) {
+      report.Add({w, label + ".server_queue_mean", s->queue_us, "us"});
+      report.Add({w, label + ".server_run_mean", s->run_us, "us"});
+      report.Add({w, label + ".low_load.server_queue_mean", s->low_load_queue_us, "us"});
+      report.Add({w, label + ".low_load.server_run_mean", s->low_load_run_us, "us"});
+    }
     const double added_us = (on->low_load.p50 - off->low_load.p50) * 1e6;
     report.Add({w, "low_load.p50_added", added_us, "us"});
     report.Add({w, "low_load.p50_added_goal", o.batch_delay_us + 50, "us"});
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, ", o.batch_callers, " callers, batched"),
                     on->calls_per_second, "--max-batch=1", off->calls_per_second, "calls/s"});
-    if (!o.batch_shm) {
-      report.Compare({absl::StrCat("most any batching could gain here: echo ceiling"), *echo,
-                      "--max-batch=1", off->calls_per_second, "calls/s"});
-    }
+    report.Compare({absl::StrCat("most any batching could gain here: echo ceiling"), *echo,
+                    "--max-batch=1", off->calls_per_second, "calls/s"});
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, 1 caller p50, batched"),
                     on->low_load.p50 * 1e6, "--max-batch=1 p50", off->low_load.p50 * 1e6, "us"});
     return absl::OkStatus();

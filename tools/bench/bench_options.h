@@ -35,8 +35,9 @@ struct BenchOptions {
   int batch_latency_iterations = 300;
   int64_t batch_cpu_threshold = 0;  // 0: the matmuls go to a GPU when there is one
   // The callers share batch_connections clients, each on a TCP connection of
-  // its own (the echo likewise); with batch_shm every caller has its own
-  // client passing operands and result through same-host shared memory.
+  // its own (the echo likewise). With batch_shm the clients pass operands and
+  // result through same-host shared memory, a region per caller; without
+  // --batch-connections each caller then has a client of its own.
   int batch_connections = 1;
   bool batch_shm = false;
   // e2e64: f64 matmuls and LU solves through the service vs in-process

@@ -91,7 +91,8 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "batching: TCP connections (clients) the callers are spread over")
       ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_flag("--batch-shm", o.batch_shm,
-               "batching: every caller its own client, tensors through shared memory");
+               "batching: tensors through shared memory (a client per caller unless "
+               "--batch-connections)");
 }
 
 }  // namespace

@@ -41,13 +41,16 @@ struct ClientOptions {
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
   // POSIX shared-memory region of shared_memory_bytes and registers it
   // (RegisterSharedMemory); from then on the inline operands of each call are
-  // written into it and the result is asked for there (out_shm), so no
-  // tensor bytes cross the socket. A call whose tensors do not fit, that
-  // names resident a/b, or that finds the region in use by another thread
-  // goes through the socket as before; so does every call when registration
+  // written into a region and the result is asked for there (out_shm), so no
+  // tensor bytes cross the socket. A region serves one call at a time:
+  // concurrent calls register more, up to shared_memory_regions (the server
+  // maps and, with a GPU, page-locks each one whole). A call whose tensors do
+  // not fit, that names resident a/b, or that finds every region in use goes
+  // through the socket as before; so does every call when registration
   // fails (e.g. a server without --allow-shm), which debug_log reports once.
   bool use_shared_memory = false;
   int64_t shared_memory_bytes = int64_t{256} << 20;
+  int shared_memory_regions = 1;
   // Receives the client's debug lines (e.g. why shared memory is not used).
   // Unset: stderr when the environment has LINALGD_CLIENT_DEBUG, else nowhere.
   std::function<void(absl::string_view)> debug_log;
