@@ -73,6 +73,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int m
   so.cpu_threshold = o.batch_cpu_threshold;
   so.max_queue = std::max(1024, 2 * o.batch_callers);
   so.allow_shm = o.batch_shm;
+  so.handles_per_device = o.batch_handles;
   return Server::Start(so);
 }
 
@@ -177,6 +178,7 @@ class BatchingWorkload final : public Workload {
     }
     report.SetConfig(w + ".backend", on->backend);
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
+    report.SetConfig(w + ".handles_per_device", absl::StrCat(o.batch_handles));
     report.SetConfig(w + ".max_queue_delay_us", absl::StrCat(o.batch_delay_us));
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});

@@ -40,6 +40,7 @@ struct BenchOptions {
   // --batch-connections each caller then has a client of its own.
   int batch_connections = 1;
   bool batch_shm = false;
+  int batch_handles = 4;  // --handles-per-device (GPU workers) of the batching servers
   // e2e64: f64 matmuls and LU solves through the service vs in-process
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};

@@ -90,6 +90,9 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--batch-connections", o.batch_connections,
                  "batching: TCP connections (clients) the callers are spread over")
       ->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--batch-handles", o.batch_handles,
+                 "batching: --handles-per-device (GPU worker threads) of the servers")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
