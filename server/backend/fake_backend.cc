@@ -1,5 +1,8 @@
 #include "server/backend/fake_backend.h"
 
+#include "server/backend/finite_check.h"
+#include "server/common/status_macros.h"
+
 namespace linalgd {
 
 void FakeBackend::SetBehaviour(absl::Duration delay, absl::Status status) {
@@ -24,6 +27,7 @@ absl::Status FakeBackend::Act() {
 absl::StatusOr<Tensor> FakeBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
   absl::Status s = Act();
   if (!s.ok()) return s;
+  LINALGD_RETURN_IF_ERROR(CheckMatmulInputsFinite(op));
   return Tensor(op.out_dtype, plan.out_shape);
 }
 

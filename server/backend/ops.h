@@ -36,6 +36,10 @@ struct MatmulOp {
   ComputeMode compute = ComputeMode::kDefault;
   DType out_dtype = DType::kF32;
   ResultDestination result_to;
+  // The backend rejects a NaN or Inf in a, b, c or bias with
+  // CheckMatmulInputsFinite's error (finite_check.h), wherever it looks:
+  // the GPU checks its device copies, so the host does not scan them.
+  bool check_finite = false;
 };
 
 // Solves a @ x = b for each broadcast batch element.

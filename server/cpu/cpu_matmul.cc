@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/backend/finite_check.h"
 #include "server/common/half.h"
 #include "server/cpu/blas_gemm.h"
 #include "server/cpu/matmul_epilogue.h"
@@ -92,6 +93,7 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
 absl::StatusOr<Tensor> CpuMatmul(const MatmulOp& op, const MatmulPlan& plan,
                                  const CpuExecution& exec) {
   if (absl::Status s = CheckBlasLimits(op, plan); !s.ok()) return s;
+  if (absl::Status s = CheckMatmulInputsFinite(op); !s.ok()) return s;
   if (op.a.dtype == DType::kF64) return RunMatmul<double>(op, plan, exec);
   return RunMatmul<float>(op, plan, exec);
 }

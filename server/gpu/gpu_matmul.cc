@@ -3,9 +3,12 @@
 // has a uniform batch stride, else one call per batch element.
 #include <optional>
 
+#include "server/backend/finite_check.h"
+#include "server/common/status_macros.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
 #include "server/gpu/gpu_ops.h"
+#include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
 
 namespace linalgd::gpu {
@@ -37,6 +40,50 @@ absl::Status FillFromC(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& pl
   return absl::OkStatus();
 }
 
+// The operands of a matmul scanned on the device, in CheckMatmulInputsFinite's
+// order (c, uploaded reshaped, is scanned on the host).
+enum CheckSlot { kSlotA, kSlotB, kSlotBias };
+
+// With op.check_finite: enqueues the scans of the uploaded a, b and bias into
+// the handle set's check slots and the slots' copy to the host, which the
+// stream's next synchronization completes (FiniteVerdict reads them then).
+absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
+                                 const void* b, const void* bias) {
+  if (!op.check_finite) return absl::OkStatus();
+  HandleSet& hs = ctx.hs;
+  const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
+  LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
+  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.a.dtype, a, op.a.num_elements(),
+                                         hs.check_device + kSlotA, hs.stream));
+  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.b.dtype, b, op.b.num_elements(),
+                                         hs.check_device + kSlotB, hs.stream));
+  if (op.bias) {
+    LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
+                                           hs.check_device + kSlotBias, hs.stream));
+  }
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(hs.check_host, hs.check_device, bytes, cudaMemcpyDeviceToHost, hs.stream));
+  return absl::OkStatus();
+}
+
+// After the stream has synchronized: CheckMatmulInputsFinite's verdict from
+// the slots (and from a host scan of c).
+absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
+  if (!op.check_finite) return absl::OkStatus();
+  constexpr unsigned long long kNone = ~0ull;
+  if (hs.check_host[kSlotA] != kNone) {
+    return NonFiniteError(op.a, "a", static_cast<int64_t>(hs.check_host[kSlotA]));
+  }
+  if (hs.check_host[kSlotB] != kNone) {
+    return NonFiniteError(op.b, "b", static_cast<int64_t>(hs.check_host[kSlotB]));
+  }
+  if (op.c) LINALGD_RETURN_IF_ERROR(CheckFinite(*op.c, "c"));
+  if (op.bias && hs.check_host[kSlotBias] != kNone) {
+    return NonFiniteError(*op.bias, "bias", static_cast<int64_t>(hs.check_host[kSlotBias]));
+  }
+  return absl::OkStatus();
+}
+
 LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
   LtMatmulArgs x;
   x.in_dtype = op.a.dtype;
@@ -58,7 +105,10 @@ LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
 
 absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan) {
   const int64_t mn = plan.m * plan.n;
-  if (plan.batch * mn == 0) return Tensor(op.out_dtype, plan.out_shape);
+  if (plan.batch * mn == 0) {
+    LINALGD_RETURN_IF_ERROR(CheckMatmulInputsFinite(op));
+    return Tensor(op.out_dtype, plan.out_shape);
+  }
   const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
@@ -69,6 +119,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   if (op.bias) {
     LINALGD_ASSIGN_OR_RETURN(bias, UploadOperand(ctx, *op.bias));
   }
+  LINALGD_RETURN_IF_ERROR(EnqueueFiniteChecks(ctx, op, a.data, b.data, bias.data));
   LtMatmulArgs x = BaseArgs(op, plan);
   x.bias = op.bias ? bias.data : nullptr;
   const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
@@ -93,7 +144,10 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
       LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
     }
   }
-  return Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
+  absl::StatusOr<Tensor> out = Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
+  if (!out.ok()) return out;
+  LINALGD_RETURN_IF_ERROR(FiniteVerdict(ctx.hs, op));
+  return out;
 }
 
 }  // namespace linalgd::gpu

@@ -24,7 +24,13 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes) {
   LINALGD_GPU_CHECK(cusparseCreate(&sparse));
   LINALGD_GPU_CHECK(cusparseSetStream(sparse, stream));
   LINALGD_GPU_CHECK(cudaMalloc(&workspace, ws_bytes));
-  workspace_bytes = ws_bytes;
+  constexpr size_t kSlotBytes = 256;  // kCheckSlots values, 256-byte aligned
+  static_assert(kCheckSlots * sizeof(unsigned long long) <= kSlotBytes);
+  workspace_bytes = ws_bytes - kSlotBytes;
+  check_device = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) +
+                                                       workspace_bytes);
+  LINALGD_GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host),
+                                  kCheckSlots * sizeof(unsigned long long), cudaHostAllocDefault));
   LINALGD_GPU_CHECK(cublasSetWorkspace(blas, workspace, workspace_bytes));
   for (cudaEvent_t& e : copy_events) {
     LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -46,6 +52,7 @@ HandleSet::~HandleSet() {
   if (lt != nullptr) cublasLtDestroy(lt);
   if (blas != nullptr) cublasDestroy(blas);
   if (workspace != nullptr) cudaFree(workspace);
+  if (check_host != nullptr) cudaFreeHost(check_host);
   if (stream != nullptr) cudaStreamDestroy(stream);
   cudaGetLastError();
 }

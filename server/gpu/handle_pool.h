@@ -17,8 +17,9 @@
 namespace linalgd::gpu {
 
 // What one job on one device needs: a non-blocking stream with its library
-// handles bound to it, a cuBLAS(Lt) workspace and two events for staged
-// copies. Created once, owned by a HandlePool, used by one job at a time.
+// handles bound to it, a cuBLAS(Lt) workspace, two events for staged copies
+// and the slots of on-device checks. Created once, owned by a HandlePool,
+// used by one job at a time.
 struct HandleSet {
   static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes);
   ~HandleSet();
@@ -35,6 +36,12 @@ struct HandleSet {
   void* workspace = nullptr;  // shared by cuBLAS and cuBLASLt (stream-ordered)
   size_t workspace_bytes = 0;
   cudaEvent_t copy_events[2] = {nullptr, nullptr};
+  // kCheckSlots values for a job's on-device checks (kernels.h
+  // FirstNonFinite): on the device, past the end of the workspace (so within
+  // its budgeted allocation), and their page-locked host copies.
+  static constexpr int kCheckSlots = 4;
+  unsigned long long* check_device = nullptr;
+  unsigned long long* check_host = nullptr;
 
  private:
   HandleSet() = default;

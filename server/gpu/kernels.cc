@@ -70,6 +70,12 @@ absl::Status FillRandom(DType t, void* x, int64_t count, uint64_t seed, double l
   return absl::OkStatus();
 }
 
+absl::Status FirstNonFinite(DType t, const void* x, int64_t count, unsigned long long* slot,
+                            cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::FirstNonFinite(ToElem(t), x, count, slot, stream));
+  return absl::OkStatus();
+}
+
 absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, double shift,
                                 cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::SymmetrizeAndShift(ToElem(t), a, n, batch, shift, stream));

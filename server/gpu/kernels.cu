@@ -234,6 +234,23 @@ __global__ void DiagonalKernel(const T* a, int64_t n, int64_t ld, int64_t stride
 
 __global__ void IllegalAddressKernel(int* p) { *p = 1; }
 
+// NaN and Inf are the values whose exponent bits are all ones; each thread
+// keeps its smallest such index, and the few threads that found one take
+// the minimum into *slot.
+template <typename Bits>
+__global__ void FirstNonFiniteKernel(const Bits* x, int64_t count, Bits exp_mask,
+                                     unsigned long long* slot) {
+  unsigned long long first = ~0ull;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if ((x[i] & exp_mask) == exp_mask) {
+      first = static_cast<unsigned long long>(i);
+      break;  // later indices of this thread are larger
+    }
+  }
+  if (first != ~0ull) atomicMin(slot, first);
+}
+
 int Blocks(int64_t work, int threads) {
   const int64_t b = (work + threads - 1) / threads;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(b, 65535)));
@@ -381,6 +398,24 @@ cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t strid
     DiagonalKernel<T><<<Blocks(n * batch, 256), 256, 0, stream>>>(static_cast<const T*>(a), n,
                                                                    ld, stride, batch, out);
   });
+}
+
+cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long long* slot,
+                           cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const int blocks = std::min(Blocks(count, 256), 2048);
+  auto launch = [&](auto exp_mask) {
+    using Bits = decltype(exp_mask);
+    FirstNonFiniteKernel<<<blocks, 256, 0, stream>>>(static_cast<const Bits*>(x), count,
+                                                     exp_mask, slot);
+  };
+  switch (t) {
+    case Elem::kF32: launch(uint32_t{0x7f800000}); break;
+    case Elem::kF64: launch(uint64_t{0x7ff0000000000000}); break;
+    case Elem::kF16: launch(uint16_t{0x7c00}); break;
+    case Elem::kBF16: launch(uint16_t{0x7f80}); break;
+  }
+  return cudaGetLastError();
 }
 
 cudaError_t IllegalAddress(cudaStream_t stream) {

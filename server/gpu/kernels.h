@@ -67,6 +67,11 @@ absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, doub
 absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride,
                        int64_t batch, double* out, cudaStream_t stream);
 
+// *slot (device, ~0 before the first call) = min(*slot, index of the first
+// NaN or Inf among x[0, count)), or unchanged when there is none. Any dtype.
+absl::Status FirstNonFinite(DType t, const void* x, int64_t count, unsigned long long* slot,
+                            cudaStream_t stream);
+
 // Test hook: a kernel that writes through an invalid device address, leaving
 // the context with cudaErrorIllegalAddress (sticky).
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream);

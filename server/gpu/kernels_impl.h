@@ -34,6 +34,8 @@ cudaError_t SymmetrizeAndShift(Elem t, void* a, int64_t n, int64_t batch, double
                                cudaStream_t stream);
 cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride,
                      int64_t batch, double* out, cudaStream_t stream);
+cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long long* slot,
+                           cudaStream_t stream);
 cudaError_t IllegalAddress(cudaStream_t stream);
 
 }  // namespace linalgd::gpu::impl

@@ -9,8 +9,8 @@ namespace {
 
 auto Tie(const BatchKey& k) {
   return std::tie(k.kind, k.dtype, k.out_dtype, k.a_shape, k.b_shape, k.c_shape, k.bias_shape,
-                  k.has_c, k.has_bias, k.trans_a, k.trans_b, k.alpha, k.beta, k.epilogue,
-                  k.compute, k.method, k.allow_fallback, k.refine);
+                  k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite, k.alpha, k.beta,
+                  k.epilogue, k.compute, k.method, k.allow_fallback, k.refine);
 }
 
 BatchKey MatmulKey(const MatmulOp& op) {
@@ -26,6 +26,7 @@ BatchKey MatmulKey(const MatmulOp& op) {
   if (op.bias) k.bias_shape = op.bias->shape;
   k.trans_a = op.trans_a;
   k.trans_b = op.trans_b;
+  k.check_finite = op.check_finite;
   k.alpha = op.alpha;
   k.beta = op.beta;
   k.epilogue = op.epilogue;
@@ -62,7 +63,8 @@ std::optional<BatchKey> BatchKeyOf(const Job& job) {
   }
   k.hash = absl::HashOf(static_cast<int>(k.kind), static_cast<int>(k.dtype),
                         static_cast<int>(k.out_dtype), k.a_shape, k.b_shape, k.c_shape,
-                        k.bias_shape, k.has_c, k.has_bias, k.trans_a, k.trans_b, k.alpha, k.beta,
+                        k.bias_shape, k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite,
+                        k.alpha, k.beta,
                         static_cast<int>(k.epilogue), static_cast<int>(k.compute),
                         static_cast<int>(k.method), k.allow_fallback, k.refine);
   return k;

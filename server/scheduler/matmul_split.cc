@@ -89,6 +89,7 @@ absl::StatusOr<std::unique_ptr<MatmulPiece>> MatmulSplitter::Piece(int64_t i) co
   auto piece = std::make_unique<MatmulPiece>();
   piece->op = op_;
   piece->op.result_to = {};
+  piece->op.check_finite = false;  // the whole op is checked before it is split
   if (chunk_ > 0) {
     const int64_t first = i * chunk_;
     BatchPiece(first, std::min(chunk_, plan_.batch - first), *piece);

@@ -5,6 +5,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/backend/finite_check.h"
 #include "server/common/logging.h"
 #include "server/scheduler/job_cost.h"
 #include "server/scheduler/scheduler.h"
@@ -259,6 +260,10 @@ void Scheduler::NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl:
 void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start) {
   Job& job = *item.job;
   const std::string name = lane.backend->name();
+  // The pieces are not checked (their element numbers would not be the op's).
+  if (absl::Status finite = CheckMatmulInputsFinite(*job.matmul_op()); !finite.ok()) {
+    return Finish(lane, item, finite, {}, start);
+  }
   auto splitter = MatmulSplitter::Create(*job.matmul_op(), *job.matmul_plan(),
                                          lane.budget->budget());
   if (!splitter.ok()) {

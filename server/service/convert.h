@@ -27,9 +27,6 @@ absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
 absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view field,
                                       const TensorLimits& limits, int min_rank = 2);
 
-// INVALID_ARGUMENT naming `field` and the first NaN or Inf element.
-absl::Status CheckFinite(const TensorView& t, absl::string_view field);
-
 absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field);
 v1::DType DTypeToProto(DType dtype);
 absl::StatusOr<Epilogue> EpilogueFromProto(int value);

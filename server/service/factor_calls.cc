@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
 #include "server/service/call_reactor.h"
 #include "server/service/status_map.h"

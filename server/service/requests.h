@@ -13,9 +13,8 @@ namespace linalgd {
 // A validated request: the op (views into the request message, which must
 // outlive it) and its plan.
 struct PreparedMatmul {
-  MatmulOp op;
+  MatmulOp op;  // op.check_finite unless the request allows non-finite values
   MatmulPlan plan;
-  bool check_finite = true;
   InputLeases leases;  // resident and shared-memory inputs
   OutputSpec output;   // keep_result / out_shm
 };
@@ -38,7 +37,9 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& request,
                                            const TensorLimits& limits,
                                            const TensorSources& sources = {});
 
-// The NaN/Inf scan of every input (O(elements)); ok when check_finite is off.
+// The NaN/Inf scan of every input (O(elements)); ok when check_finite is
+// off. A matmul's is left to the backend that runs it (op.check_finite):
+// always ok here.
 absl::Status CheckInputsFinite(const PreparedMatmul& p);
 absl::Status CheckInputsFinite(const PreparedSolve& p);
 

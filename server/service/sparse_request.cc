@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
 
 namespace linalgd {

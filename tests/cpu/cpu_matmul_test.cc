@@ -1,8 +1,10 @@
+#include <limits>
 #include <memory>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
 #include "server/common/half.h"
@@ -62,6 +64,31 @@ class CpuMatmulTest : public ::testing::Test {
   std::mt19937 rng_{42};
   std::unique_ptr<Backend> backend_ = CreateCpuBackend({.blas_threads = 2, .batch_threads = 3});
 };
+
+// MatmulOp::check_finite: the backend refuses a NaN or Inf input, alone and
+// in a batch, naming the field and element; without it the NaN flows.
+TEST_F(CpuMatmulTest, CheckFiniteRefusesNonFiniteInputsAloneAndInBatches) {
+  Tensor a = RandomTensor(DType::kF32, {5, 7}, rng_), b = RandomTensor(DType::kF32, {7, 6}, rng_);
+  Tensor bias = RandomTensor(DType::kF32, {6}, rng_);
+  bias.mutable_as<float>()[2] = std::numeric_limits<float>::quiet_NaN();
+  MatmulOp op = MakeOp(a, b);
+  op.bias = bias.view();
+  op.epilogue = Epilogue::kBias;
+  const MatmulPlan plan = PlanMatmul(op).value();
+  EXPECT_TRUE(backend_->Matmul(op, plan).ok());  // allowed: the NaN reaches column 2
+  op.check_finite = true;
+  absl::StatusOr<Tensor> out = backend_->Matmul(op, plan);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), testing::HasSubstr("bias: element 2 is NaN"));
+  MatmulOp clean = op;
+  Tensor clean_bias = RandomTensor(DType::kF32, {6}, rng_);
+  clean.bias = clean_bias.view();
+  std::vector<Tensor> outs;
+  const MatmulOp* batch[] = {&clean, &op, &clean};
+  EXPECT_EQ(backend_->MatmulBatch(batch, plan, &outs).code(), absl::StatusCode::kInvalidArgument);
+  const MatmulOp* good[] = {&clean, &clean};
+  EXPECT_TRUE(backend_->MatmulBatch(good, plan, &outs).ok());
+}
 
 TEST_F(CpuMatmulTest, EveryDtypeAndTranspose) {
   for (DType dt : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {

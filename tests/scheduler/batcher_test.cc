@@ -187,5 +187,18 @@ TEST(BatchKeyTest, EqualForCompatibleJobsAndHashedOnce) {
   EXPECT_NE(*ka, *kc);
 }
 
+// A job that allows non-finite inputs never shares a batch (and its one
+// stacked check) with one that refuses them.
+TEST(BatchKeyTest, CheckedAndUncheckedJobsDoNotBatchTogether) {
+  Outcome out;
+  MatmulOp checked;
+  checked.check_finite = true;
+  TestJob a(0, Spec(8), &out, Tensor(DType::kF32, {4, 5}), Tensor(DType::kF32, {5, 3}), checked);
+  TestJob b(1, Spec(8), &out, Tensor(DType::kF32, {4, 5}), Tensor(DType::kF32, {5, 3}));
+  auto ka = BatchKeyOf(a), kb = BatchKeyOf(b);
+  ASSERT_TRUE(ka && kb);
+  EXPECT_NE(*ka, *kb);
+}
+
 }  // namespace
 }  // namespace linalgd::testing

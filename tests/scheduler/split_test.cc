@@ -3,10 +3,13 @@
 #include "server/scheduler/matmul_split.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/scheduler/job_cost.h"
@@ -65,29 +68,40 @@ void ExpectNear(const Tensor& got, const Tensor& want) {
   }
 }
 
-// Runs `c` through a scheduler whose only GPU has `budget` bytes and checks
-// the split result against the CPU backend's unsplit one.
-void CheckSplitThroughScheduler(const Case& c, int64_t budget_bytes) {
+// Runs `c` alone through a scheduler whose only GPU (the CPU backend under a
+// GPU's name) has `budget_bytes`, more than the op needs; `out` gets the
+// outcome. Returns the GPU's calls; *peak gets the budget's peak.
+int RunOnSmallGpu(const Case& c, int64_t budget_bytes, Outcome& out, int64_t* peak = nullptr) {
   std::unique_ptr<Backend> cpu = CreateCpuBackend({1, 1});
   CpuAsGpu gpu(cpu.get());
   MemoryBudget budget("gpu:0", budget_bytes);
   const MatmulOp op = c.Op();
   const MatmulPlan plan = PlanMatmul(op).value();
-  const Tensor want = cpu->Matmul(op, plan).value();
-  ASSERT_GT(MatmulDeviceBytes(op, plan), budget_bytes);
+  EXPECT_GT(MatmulDeviceBytes(op, plan), budget_bytes);
   SchedulerOptions o;
   o.cpu_threshold = 0;
   o.batching.max_batch = 1;
-  Outcome out;
   {
     Scheduler s(o, cpu.get(), std::vector<GpuLane>{{&gpu, &budget}});
     JobSpec spec = Spec(4096);
     spec.device_bytes = MatmulDeviceBytes(op, plan);
     s.Submit(std::make_unique<TestJob>(1, spec, &out, c.a, c.b, c.options, c.c, c.bias));
-    ASSERT_TRUE(out.WaitFor(1));
+    EXPECT_TRUE(out.WaitFor(1));
   }
-  EXPECT_GT(gpu.calls(), 1);  // it was split
-  EXPECT_LE(budget.peak(), budget_bytes);
+  if (peak) *peak = budget.peak();
+  return gpu.calls();
+}
+
+// The split result of `c` on a GPU of `budget` bytes against the CPU
+// backend's unsplit one.
+void CheckSplitThroughScheduler(const Case& c, int64_t budget_bytes) {
+  std::unique_ptr<Backend> cpu = CreateCpuBackend({1, 1});
+  const MatmulOp op = c.Op();
+  const Tensor want = cpu->Matmul(op, PlanMatmul(op).value()).value();
+  Outcome out;
+  int64_t peak = 0;
+  EXPECT_GT(RunOnSmallGpu(c, budget_bytes, out, &peak), 1);  // it was split
+  EXPECT_LE(peak, budget_bytes);
   absl::MutexLock lock(&out.mu);
   ASSERT_TRUE(out.finished[0].second.ok()) << out.finished[0].second;
   EXPECT_EQ(out.infos[0].backend, "gpu:0");
@@ -147,6 +161,20 @@ TEST(MatmulSplitTest, EveryPieceFits) {
     }
     ExpectNear(out, cpu->Matmul(op, plan).value());
   }
+}
+
+// The pieces are not checked for NaN on their own: the whole op is, first,
+// so the element named is the op's, and nothing runs.
+TEST(MatmulSplitTest, ANonFiniteInputIsNamedByItsIndexInTheWholeOp) {
+  Case c{Random({3, 40, 30}, 18), Random({30, 20}, 19), std::nullopt, std::nullopt, {}};
+  c.a.mutable_as<double>()[2 * 40 * 30 + 17] = std::numeric_limits<double>::infinity();
+  c.options.check_finite = true;
+  Outcome out;
+  EXPECT_EQ(RunOnSmallGpu(c, 12000, out), 0);
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.finished[0].second.message()),
+              ::testing::HasSubstr(absl::StrCat("a: element ", 2 * 40 * 30 + 17, " is +Inf")));
 }
 
 TEST(MatmulSplitTest, KTooLargeForAnyTileGoesToCpuOrFails) {
