@@ -1,5 +1,6 @@
 #include "server/backend/batch_stack.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -8,13 +9,21 @@
 namespace linalgd {
 namespace {
 
+// [count] + padding ones up to `rank` dims + inner.
+Shape StackedShape(const Shape& inner, size_t count, size_t rank) {
+  Shape shape = {static_cast<int64_t>(count)};
+  for (size_t i = inner.size(); i < rank; ++i) shape.push_back(1);
+  shape.insert(shape.end(), inner.begin(), inner.end());
+  return shape;
+}
+
+// The rank of a matmul's output (and of its stacked operands, less one).
+size_t OutRank(const MatmulOp& op) { return std::max(op.a.shape.size(), op.b.shape.size()); }
+
 // Concatenates the views' bytes under shape [count] + padding ones + shape,
 // into a block from `alloc` when it gives one.
 Tensor Stack(const std::vector<TensorView>& views, size_t rank, const HostAllocator& alloc) {
-  Shape shape = {static_cast<int64_t>(views.size())};
-  const Shape& inner = views[0].shape;
-  for (size_t i = inner.size(); i < rank; ++i) shape.push_back(1);
-  shape.insert(shape.end(), inner.begin(), inner.end());
+  Shape shape = StackedShape(views[0].shape, views.size(), rank);
   if (std::shared_ptr<std::byte> block =
           alloc ? alloc(views.size() * views[0].num_bytes()) : nullptr) {
     std::byte* at = block.get();
@@ -58,8 +67,7 @@ absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
     bs.push_back(op->b);
     if (op->c) cs.push_back(*op->c);
   }
-  const size_t out_rank = first.a.shape.size() > first.b.shape.size() ? first.a.shape.size()
-                                                                      : first.b.shape.size();
+  const size_t out_rank = OutRank(first);
   s->a = Stack(as, out_rank, alloc);
   s->b = Stack(bs, out_rank, alloc);
   s->op = first;
@@ -73,6 +81,16 @@ absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
   s->op.result_to = ResultBlock(
       alloc, NumElements(s->plan.out_shape) * DTypeSize(s->op.out_dtype), s->out_memory);
   return s;
+}
+
+MatmulOp StackedShapes(absl::Span<const MatmulOp* const> ops) {
+  MatmulOp op = *ops[0];
+  const size_t rank = OutRank(op);
+  op.a = TensorView{op.a.dtype, StackedShape(op.a.shape, ops.size(), rank), nullptr};
+  op.b = TensorView{op.b.dtype, StackedShape(op.b.shape, ops.size(), rank), nullptr};
+  op.c.reset();
+  op.result_to = {};
+  return op;
 }
 
 absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const SolveOp* const> ops,

@@ -33,6 +33,11 @@ struct StackedMatmul {
 absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(absl::Span<const MatmulOp* const> ops,
                                                             const HostAllocator& alloc = {});
 
+// The op StackMatmuls would build, shapes only: a and b are stacked-shape
+// views without data, and c and result_to are unset. For a backend that
+// gathers the operands itself. REQUIRES: ops non-empty, all of one plan.
+MatmulOp StackedShapes(absl::Span<const MatmulOp* const> ops);
+
 // Same for solves: a and b stacked along a new leading dim.
 struct StackedSolve {
   Tensor a, b;

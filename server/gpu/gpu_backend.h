@@ -74,6 +74,9 @@ class GpuBackend : public Backend {
  private:
   GpuBackend(int device, std::unique_ptr<DeviceMemory> memory,
              std::unique_ptr<HandlePool> handles, PinnedPool* pinned);
+  // MatmulBatch of page-locked operands, gathered on the device (gpu_batch.cc).
+  absl::Status MatmulBatchOnDevice(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
+                                   std::vector<Tensor>* outs);
   absl::Status BeginJob() const;
   absl::Status FinishJob(HandleSet& hs, absl::Status status);
   void Fence(const std::string& reason) ABSL_LOCKS_EXCLUDED(mu_);

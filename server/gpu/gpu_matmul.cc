@@ -40,31 +40,26 @@ absl::Status FillFromC(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& pl
   return absl::OkStatus();
 }
 
+LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
+  LtMatmulArgs x;
+  x.in_dtype = op.a.dtype;
+  x.out_dtype = op.out_dtype;
+  x.compute = op.compute;
+  x.act = ActivationOf(op.epilogue);
+  x.trans_a = op.trans_a;
+  x.trans_b = op.trans_b;
+  x.m = plan.m;
+  x.n = plan.n;
+  x.k = plan.k;
+  x.alpha = op.alpha;
+  x.beta = op.beta;
+  x.bias_per_row = plan.bias_per_row;
+  return x;
+}
+
 // The operands of a matmul scanned on the device, in CheckMatmulInputsFinite's
 // order (c, uploaded reshaped, is scanned on the host).
 enum CheckSlot { kSlotA, kSlotB, kSlotBias };
-
-// With op.check_finite: enqueues the scans of the uploaded a, b and bias into
-// the handle set's check slots and the slots' copy to the host, which the
-// stream's next synchronization completes (FiniteVerdict reads them then).
-absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
-                                 const void* b, const void* bias) {
-  if (!op.check_finite) return absl::OkStatus();
-  HandleSet& hs = ctx.hs;
-  const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
-  LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
-  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.a.dtype, a, op.a.num_elements(),
-                                         hs.check_device + kSlotA, hs.stream));
-  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.b.dtype, b, op.b.num_elements(),
-                                         hs.check_device + kSlotB, hs.stream));
-  if (op.bias) {
-    LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
-                                           hs.check_device + kSlotBias, hs.stream));
-  }
-  LINALGD_GPU_CHECK(
-      cudaMemcpyAsync(hs.check_host, hs.check_device, bytes, cudaMemcpyDeviceToHost, hs.stream));
-  return absl::OkStatus();
-}
 
 // After the stream has synchronized: CheckMatmulInputsFinite's verdict from
 // the slots (and from a host scan of c).
@@ -84,24 +79,64 @@ absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
   return absl::OkStatus();
 }
 
-LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
-  LtMatmulArgs x;
-  x.in_dtype = op.a.dtype;
-  x.out_dtype = op.out_dtype;
-  x.compute = op.compute;
-  x.act = ActivationOf(op.epilogue);
-  x.trans_a = op.trans_a;
-  x.trans_b = op.trans_b;
-  x.m = plan.m;
-  x.n = plan.n;
-  x.k = plan.k;
-  x.alpha = op.alpha;
-  x.beta = op.beta;
-  x.bias_per_row = plan.bias_per_row;
-  return x;
+}  // namespace
+
+absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
+                                 const void* b, const void* bias) {
+  if (!op.check_finite) return absl::OkStatus();
+  HandleSet& hs = ctx.hs;
+  const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
+  LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
+  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.a.dtype, a, op.a.num_elements(),
+                                         hs.check_device + kSlotA, hs.stream));
+  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.b.dtype, b, op.b.num_elements(),
+                                         hs.check_device + kSlotB, hs.stream));
+  if (op.bias) {
+    LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
+                                           hs.check_device + kSlotBias, hs.stream));
+  }
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(hs.check_host, hs.check_device, bytes, cudaMemcpyDeviceToHost, hs.stream));
+  return absl::OkStatus();
 }
 
-}  // namespace
+bool FoundNonFinite(const HandleSet& hs, const MatmulOp& op) {
+  if (!op.check_finite) return false;
+  for (int slot = 0; slot < HandleSet::kCheckSlots; ++slot) {
+    if (hs.check_host[slot] != ~0ull) return true;
+  }
+  return false;
+}
+
+absl::Status LaunchMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan,
+                          const void* a, const void* b, const void* bias, void* d, bool use_c) {
+  const int64_t mn = plan.m * plan.n;
+  const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
+  LtMatmulArgs x = BaseArgs(op, plan);
+  x.bias = bias;
+  const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
+  const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
+  if (sa && sb) {
+    x.batch = plan.batch;
+    x.a = a;
+    x.a_stride = *sa;
+    x.b = b;
+    x.b_stride = *sb;
+    x.d = d;
+    x.c = use_c ? d : nullptr;
+    x.c_stride = mn;
+    return LtMatmul(ctx.hs, ctx.cache, x);
+  }
+  for (int64_t i = 0; i < plan.batch; ++i) {
+    x.batch = 1;
+    x.a = static_cast<const char*>(a) + plan.a_offsets[i] * in_es;
+    x.b = static_cast<const char*>(b) + plan.b_offsets[i] * in_es;
+    x.d = static_cast<char*>(d) + i * mn * out_es;
+    x.c = use_c ? x.d : nullptr;
+    LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan) {
   const int64_t mn = plan.m * plan.n;
@@ -109,7 +144,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
     LINALGD_RETURN_IF_ERROR(CheckMatmulInputsFinite(op));
     return Tensor(op.out_dtype, plan.out_shape);
   }
-  const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
+  const size_t out_es = DTypeSize(op.out_dtype);
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
@@ -120,30 +155,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
     LINALGD_ASSIGN_OR_RETURN(bias, UploadOperand(ctx, *op.bias));
   }
   LINALGD_RETURN_IF_ERROR(EnqueueFiniteChecks(ctx, op, a.data, b.data, bias.data));
-  LtMatmulArgs x = BaseArgs(op, plan);
-  x.bias = op.bias ? bias.data : nullptr;
-  const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
-  const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
-  if (sa && sb) {
-    x.batch = plan.batch;
-    x.a = a.data;
-    x.a_stride = *sa;
-    x.b = b.data;
-    x.b_stride = *sb;
-    x.d = d.data();
-    x.c = use_c ? d.data() : nullptr;
-    x.c_stride = mn;
-    LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
-  } else {
-    for (int64_t i = 0; i < plan.batch; ++i) {
-      x.batch = 1;
-      x.a = static_cast<const char*>(a.data) + plan.a_offsets[i] * in_es;
-      x.b = static_cast<const char*>(b.data) + plan.b_offsets[i] * in_es;
-      x.d = d.as<char>() + i * mn * out_es;
-      x.c = use_c ? x.d : nullptr;
-      LINALGD_RETURN_IF_ERROR(LtMatmul(ctx.hs, ctx.cache, x));
-    }
-  }
+  LINALGD_RETURN_IF_ERROR(LaunchMatmul(ctx, op, plan, a.data, b.data, bias.data, d.data(), use_c));
   absl::StatusOr<Tensor> out = Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
   if (!out.ok()) return out;
   LINALGD_RETURN_IF_ERROR(FiniteVerdict(ctx.hs, op));

@@ -15,6 +15,20 @@ namespace linalgd::gpu {
 absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan);
 absl::StatusOr<SolveResult> RunSolve(GpuContext& ctx, const SolveOp& op, const SolvePlan& plan);
 
+// The parts of RunMatmul for callers that move the operands and the result
+// themselves (the batcher's direct batches, gpu_batch.cc). Each enqueues on
+// ctx's stream without synchronizing; op and plan give the shapes.
+// The cuBLASLt call(s) of op on device a, b and bias (may be null) into d,
+// which holds c first when use_c.
+absl::Status LaunchMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan,
+                          const void* a, const void* b, const void* bias, void* d, bool use_c);
+// With op.check_finite: the device scans of a, b and bias for NaN and Inf
+// (kernels.h FirstNonFinite) into ctx.hs's check slots, and the slots' copy
+// to the host; FoundNonFinite reads it once the stream has synchronized.
+absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
+                                 const void* b, const void* bias);
+bool FoundNonFinite(const HandleSet& hs, const MatmulOp& op);
+
 }  // namespace linalgd::gpu
 
 #endif  // LINALGD_SERVER_GPU_GPU_OPS_H_

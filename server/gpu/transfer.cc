@@ -41,6 +41,19 @@ absl::Status CopyWhole(HandleSet& hs, void* dst, const void* src, size_t bytes,
                    __LINE__);
 }
 
+// One counted, unstaged copy between page-locked host memory and the
+// device, not waited for.
+absl::Status CopyDirectAsync(HandleSet& hs, void* dst, const void* src, size_t bytes,
+                             cudaMemcpyKind kind) {
+  TransferCounters& n = GlobalTransferCounters();
+  const bool up = kind == cudaMemcpyHostToDevice;
+  (up ? n.h2d_copies : n.d2h_copies).fetch_add(1);
+  (up ? n.h2d_bytes : n.d2h_bytes).fetch_add(static_cast<int64_t>(bytes));
+  (up ? n.h2d_pinned_direct : n.d2h_pinned_direct).fetch_add(1);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, hs.stream));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsPinnedHost(const void* p, size_t bytes) {
@@ -82,6 +95,14 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
   LINALGD_GPU_CHECK(cudaEventSynchronize(hs.copy_events[0]));
   LINALGD_GPU_CHECK(cudaEventSynchronize(hs.copy_events[1]));
   return absl::OkStatus();
+}
+
+absl::Status CopyToDeviceAsync(HandleSet& hs, const void* src, size_t bytes, void* dst) {
+  return CopyDirectAsync(hs, dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+absl::Status CopyToHostAsync(HandleSet& hs, const void* src, size_t bytes, void* dst) {
+  return CopyDirectAsync(hs, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,

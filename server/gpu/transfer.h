@@ -24,6 +24,13 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
 absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
                         void* dst);
 
+// One cudaMemcpyAsync on hs.stream, not waited for (counted as direct).
+// REQUIRES: the host range is page-locked (IsPinnedHost) and stays valid and
+// unchanged (CopyToDeviceAsync) or unread (CopyToHostAsync) until the
+// stream has synchronized.
+absl::Status CopyToDeviceAsync(HandleSet& hs, const void* src, size_t bytes, void* dst);
+absl::Status CopyToHostAsync(HandleSet& hs, const void* src, size_t bytes, void* dst);
+
 // True when every byte of [p, p + bytes) lies in page-locked host memory
 // known to CUDA (cudaPointerGetAttributes on the first and the last byte;
 // an error from the query means "not pinned" and is cleared).

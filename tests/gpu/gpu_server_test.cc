@@ -1,8 +1,12 @@
 // The real server with its GPU engine, called through the real client: routing
 // by size, CPU rollback on a device failure and on a job that cannot fit, and
 // results against float64 references. Skips without a GPU.
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -118,6 +122,54 @@ TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhe
       EXPECT_LT(MatmulError(a, b, r->out), 1e-12) << "round " << round;
     }
   }
+}
+
+// Concurrent shared-memory callers of one client: their matmuls are batched
+// on the GPU (gathered there from the callers' regions, results written
+// back into them), each answer is the caller's own, and a caller's NaN
+// fails only its own call, naming the element.
+TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
+  ServerOptions o;
+  o.cpu_threshold = 0;
+  o.allow_shm = true;
+  START_OR_SKIP(o);
+  client::ClientOptions co;
+  co.target = "127.0.0.1:" + std::to_string(server_->port());
+  co.use_shared_memory = true;
+  co.shared_memory_bytes = int64_t{4} << 20;
+  co.shared_memory_regions = 16;
+  std::unique_ptr<Client> shm = Client::Create(co).value();
+  std::atomic<int> batched{0}, wrong{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        client::MatmulArgs args;
+        args.a = Random({96, 80}, 100 * t + i);
+        args.b = Random({80, 72}, 100 * t + i + 50);
+        const client::Tensor a = args.a, b = args.b;
+        const bool poison = t == 3 && i == 5;
+        if (poison) args.b.mutable_as<double>()[61] = std::nan("");
+        auto r = shm->Matmul(std::move(args));
+        if (poison) {
+          if (r.ok() || r.status().message().find("b: element 61 is NaN") == std::string::npos) {
+            failed++;
+          }
+          continue;
+        }
+        if (!r.ok()) {
+          failed++;
+          continue;
+        }
+        if (r->info.batch_size > 1) batched++;
+        if (r->info.backend != "gpu:0" || MatmulError(a, b, r->out) > 1e-12) wrong++;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(batched.load(), 0);
 }
 
 TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
