@@ -64,7 +64,7 @@ class BatchResults {
     }
   }
   ~BatchResults() {
-    cudaStreamSynchronize(hs_.stream);  // a no-op after Take()'s
+    cudaStreamSynchronize(hs_.stream);  // a no-op once the batch has synchronized
     for (size_t i = 0; i < ops_.size(); ++i) {
       if (direct_[i]) ops_[i]->result_to.End();
     }
@@ -107,11 +107,15 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer a, ctx.Alloc(n * a_bytes));
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, ctx.Alloc(n * b_bytes));
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(n * out_bytes));
-    for (size_t i = 0; i < n; ++i) {
-      LINALGD_RETURN_IF_ERROR(CopyToDeviceAsync(ctx.hs, ops[i]->a.data, a_bytes,
-                                                a.as<char>() + i * a_bytes));
-      LINALGD_RETURN_IF_ERROR(CopyToDeviceAsync(ctx.hs, ops[i]->b.data, b_bytes,
-                                                b.as<char>() + i * b_bytes));
+    std::vector<void*> to(n);
+    std::vector<const void*> from(n);
+    for (const bool is_a : {true, false}) {
+      const size_t bytes = is_a ? a_bytes : b_bytes;
+      for (size_t i = 0; i < n; ++i) {
+        to[i] = (is_a ? a : b).as<char>() + i * bytes;
+        from[i] = (is_a ? ops[i]->a : ops[i]->b).data;
+      }
+      LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, bytes, cudaMemcpyHostToDevice));
     }
     DeviceOperand bias;
     if (stacked.bias) {
@@ -122,9 +126,10 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
                                          bias.data, d.data(), /*use_c=*/false));
     BatchResults results(ctx.hs, ops, out_bytes, host_alloc_);
     for (size_t i = 0; i < n; ++i) {
-      LINALGD_RETURN_IF_ERROR(
-          CopyToHostAsync(ctx.hs, d.as<char>() + i * out_bytes, out_bytes, results.at(i)));
+      to[i] = results.at(i);
+      from[i] = d.as<char>() + i * out_bytes;
     }
+    LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, out_bytes, cudaMemcpyDeviceToHost));
     LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
     if (FoundNonFinite(ctx.hs, stacked)) {
       // Which member, and which element of it, its own rerun says.

@@ -41,19 +41,6 @@ absl::Status CopyWhole(HandleSet& hs, void* dst, const void* src, size_t bytes,
                    __LINE__);
 }
 
-// One counted, unstaged copy between page-locked host memory and the
-// device, not waited for.
-absl::Status CopyDirectAsync(HandleSet& hs, void* dst, const void* src, size_t bytes,
-                             cudaMemcpyKind kind) {
-  TransferCounters& n = GlobalTransferCounters();
-  const bool up = kind == cudaMemcpyHostToDevice;
-  (up ? n.h2d_copies : n.d2h_copies).fetch_add(1);
-  (up ? n.h2d_bytes : n.d2h_bytes).fetch_add(static_cast<int64_t>(bytes));
-  (up ? n.h2d_pinned_direct : n.d2h_pinned_direct).fetch_add(1);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, hs.stream));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 bool IsPinnedHost(const void* p, size_t bytes) {
@@ -97,12 +84,29 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
   return absl::OkStatus();
 }
 
-absl::Status CopyToDeviceAsync(HandleSet& hs, const void* src, size_t bytes, void* dst) {
-  return CopyDirectAsync(hs, dst, src, bytes, cudaMemcpyHostToDevice);
-}
-
-absl::Status CopyToHostAsync(HandleSet& hs, const void* src, size_t bytes, void* dst) {
-  return CopyDirectAsync(hs, dst, src, bytes, cudaMemcpyDeviceToHost);
+absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
+                           const std::vector<const void*>& srcs, size_t bytes,
+                           cudaMemcpyKind kind) {
+  const size_t count = dsts.size();
+  if (count == 0) return absl::OkStatus();
+  TransferCounters& n = GlobalTransferCounters();
+  const bool up = kind == cudaMemcpyHostToDevice;
+  (up ? n.h2d_copies : n.d2h_copies).fetch_add(static_cast<int64_t>(count));
+  (up ? n.h2d_bytes : n.d2h_bytes).fetch_add(static_cast<int64_t>(count * bytes));
+  (up ? n.h2d_pinned_direct : n.d2h_pinned_direct).fetch_add(static_cast<int64_t>(count));
+  std::vector<size_t> sizes(count, bytes);
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // after what the stream did before
+  size_t first = 0;
+  if (cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attr, &first, 1,
+                           hs.stream) == cudaSuccess) {
+    return absl::OkStatus();
+  }
+  cudaGetLastError();  // not taken (an older driver): one by one
+  for (size_t i = 0; i < count; ++i) {
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(dsts[i], srcs[i], bytes, kind, hs.stream));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/gpu/handle_pool.h"
@@ -24,12 +25,15 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
 absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
                         void* dst);
 
-// One cudaMemcpyAsync on hs.stream, not waited for (counted as direct).
-// REQUIRES: the host range is page-locked (IsPinnedHost) and stays valid and
-// unchanged (CopyToDeviceAsync) or unread (CopyToHostAsync) until the
-// stream has synchronized.
-absl::Status CopyToDeviceAsync(HandleSet& hs, const void* src, size_t bytes, void* dst);
-absl::Status CopyToHostAsync(HandleSet& hs, const void* src, size_t bytes, void* dst);
+// Many cudaMemcpyAsync of `bytes` each (srcs[i] -> dsts[i], all one `kind`)
+// on hs.stream, not waited for (counted as direct copies), submitted as one
+// cudaMemcpyBatchAsync where the driver takes it, else one by one.
+// REQUIRES: the host ranges are page-locked (IsPinnedHost) and stay valid
+// and unchanged (to the device) or unread (to the host) until the stream
+// has synchronized.
+absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
+                           const std::vector<const void*>& srcs, size_t bytes,
+                           cudaMemcpyKind kind);
 
 // True when every byte of [p, p + bytes) lies in page-locked host memory
 // known to CUDA (cudaPointerGetAttributes on the first and the last byte;
