@@ -169,6 +169,14 @@ void SharedMemoryPath::Debug(const std::string& line) const {
 ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
   {
     absl::MutexLock lock(&mu_);
+    // Calls that arrive while the first registration is out wait for its
+    // verdict rather than all trying (and all reporting a refusal); it ends
+    // by its RPC's deadline.
+    mu_.Await(absl::Condition(
+        +[](SharedMemoryPath* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return !p->regions_.empty() || p->pending_ == 0;
+        },
+        this));
     if (disabled_) return nullptr;
     if (!idle_.empty()) {
       ShmRegion* region = idle_.back();
@@ -176,12 +184,7 @@ ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
       return region;
     }
     const int cap = cap_ >= 0 ? cap_ : std::max(1, options_.shared_memory_regions);
-    // While the first registration is out, the others wait for its verdict
-    // on the socket rather than all trying (and all reporting a refusal).
-    if (static_cast<int>(regions_.size()) + pending_ >= cap ||
-        (regions_.empty() && pending_ > 0)) {
-      return nullptr;
-    }
+    if (static_cast<int>(regions_.size()) + pending_ >= cap) return nullptr;
     ++pending_;
   }
   std::string why;

@@ -126,6 +126,10 @@ TEST_F(ClientShmTest, ConcurrentCallsEachTakeARegionOfTheirOwn) {
   CallAtOnce(*shm, 4, 25, first->out.bytes());
   EXPECT_GE(debug_lines_with("registered"), 1);
   EXPECT_LE(debug_lines_with("registered"), 4);
+  // A fresh client's first calls, made at once: those that arrive while the
+  // first region is being registered wait for it, none takes the socket.
+  std::unique_ptr<Client> fresh = ShmClient(int64_t{1} << 20, /*regions=*/4);
+  CallAtOnce(*fresh, 4, 1, first->out.bytes());
 }
 
 // More threads than regions: the regions stop at the cap, and the calls that

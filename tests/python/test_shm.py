@@ -174,6 +174,37 @@ def test_concurrent_calls_share_one_region(shm_server):
         assert c.shared_memory_active
 
 
+def test_concurrent_calls_each_take_a_region_up_to_the_cap(start_server):
+    """Over a 64 KiB message cap only shared memory carries these calls: with a
+    region per thread every call of 4 threads at once succeeds; the regions
+    stop at the cap."""
+    a, b = rand(128, 128, dtype=np.float32), rand(128, 128, dtype=np.float32)  # 64 KiB each
+    want = a.astype(np.float64) @ b
+    server = start_server("--allow-shm", "--max-message-bytes", "65536")
+    with linalgd.Client(server.target, timeout=20.0, retries=0, use_shared_memory=True,
+                        shared_memory_bytes=1 << 20, shared_memory_regions=4) as c:
+        errors = []
+        start = threading.Barrier(4)
+
+        def work():
+            try:
+                start.wait()
+                for _ in range(15):
+                    np.testing.assert_allclose(c.matmul(a, b), want, rtol=1e-4, atol=1e-4)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert 1 <= c._shm.regions <= 4
+    assert not c.shared_memory_active
+    assert our_shm_names() == []
+
+
 def test_close_unregisters_the_region(shm_server):
     c = linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True)
     c.matmul(rand(3, 3), rand(3, 3))

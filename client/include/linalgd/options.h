@@ -44,7 +44,8 @@ struct ClientOptions {
   // written into a region and the result is asked for there (out_shm), so no
   // tensor bytes cross the socket. A region serves one call at a time:
   // concurrent calls register more, up to shared_memory_regions (the server
-  // maps and, with a GPU, page-locks each one whole). A call whose tensors do
+  // maps and, with a GPU, page-locks each one whole); calls that arrive while
+  // the first is being registered wait for it. A call whose tensors do
   // not fit, that names resident a/b, or that finds every region in use goes
   // through the socket as before; so does every call when registration
   // fails (e.g. a server without --allow-shm), which debug_log reports once.

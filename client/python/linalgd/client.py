@@ -58,15 +58,18 @@ class Client(StoreMixin, SparseMixin):
         close()).
     use_shared_memory: carry matmul/solve operands and results through a POSIX
         shared-memory region of shared_memory_bytes registered with a same-host
-        server (--allow-shm). Falls back to the socket, silently (logger
-        "linalgd", debug level), for a remote target, a server that refuses,
-        tensors that do not fit, or while another thread's call holds the region.
+        server (--allow-shm). A region serves one call at a time: calls made at
+        once from several threads register up to shared_memory_regions of them.
+        Falls back to the socket, silently (logger "linalgd", debug level), for
+        a remote target, a server that refuses, tensors that do not fit, or
+        while other threads' calls hold every region.
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
                  credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
-                 use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES):
+                 use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
+                 shared_memory_regions=1):
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive or None")
         self.target = target
@@ -100,8 +103,8 @@ class Client(StoreMixin, SparseMixin):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
-        self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes) if use_shared_memory
-                     else None)
+        self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes, shared_memory_regions)
+                     if use_shared_memory else None)
 
     # -- lifecycle ---------------------------------------------------------
 

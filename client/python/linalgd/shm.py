@@ -1,14 +1,15 @@
 """Shared memory with a same-host linalgd server (issue 8; server flag --allow-shm).
 
-The protocol is the C++ client's (client/src/shm_path.cc): one POSIX region
-per Client, created on first use and registered once (RegisterSharedMemory,
-then its name is unlinked: the mapping stays, no /dev/shm entry is left
-behind). A call writes its operands into the region at 64-byte-aligned
-offsets, sends Tensor.shm references instead of bytes, asks for the result
-in the rest of the region (out_shm) and copies it out before the region is
-reused. A lock guards the region: a call that finds it busy, operands that do
-not fit, a remote target or a server that refuses registration all take the
-socket instead, said at debug level on the "linalgd" logger.
+The protocol is the C++ client's (client/src/shm_path.cc): POSIX regions
+created on first use and registered once each (RegisterSharedMemory, then
+the name is unlinked: the mapping stays, no /dev/shm entry is left behind).
+A call takes an idle region, or registers another while there are fewer than
+shared_memory_regions, writes its operands into it at 64-byte-aligned
+offsets, sends Tensor.shm references instead of bytes, asks for the result in
+the rest of the region (out_shm) and copies it out before giving the region
+back. A call that finds every region busy, operands that do not fit, a remote
+target or a server that refuses registration all take the socket instead,
+said at debug level on the "linalgd" logger.
 """
 import itertools
 import logging
@@ -53,78 +54,131 @@ def is_local_target(target):
 
 
 class SharedMemoryPath:
-    """The region of one Client and the calls that go through it."""
+    """The regions of one Client and the calls that go through them."""
 
-    def __init__(self, client, nbytes):
+    def __init__(self, client, nbytes, regions=1):
         if int(nbytes) <= 0:
             raise ValueError("shared_memory_bytes must be positive")
+        if int(regions) <= 0:
+            raise ValueError("shared_memory_regions must be positive")
         self._client = client
         self._bytes = int(nbytes)
-        self._lock = threading.Lock()
-        self._region = None  # a SharedMemory once registered
+        self._lock = threading.Lock()  # guards everything below
+        self._registered = threading.Condition(self._lock)  # a registration ended
+        self._cap = int(regions)  # lowered when the server takes no more
+        self._regions = []  # SharedMemory objects, registered
+        self._idle = []  # those no call holds
+        self._pending = 0  # registrations in progress
         self._refused = False  # registration failed for good: never try again
         self._closed = False
 
     @property
     def active(self):
-        return self._region is not None
+        return bool(self._regions)
 
     @property
     def name(self):
-        return self._region.name if self._region is not None else None
+        """The first region's name (None before one is registered)."""
+        regions = self._regions
+        return regions[0].name if regions else None
 
-    # -- region lifecycle (under self._lock) --------------------------------
+    @property
+    def regions(self):
+        return len(self._regions)
 
-    def _ensure_registered(self, timeout):
-        if self._region is not None:
-            return True
-        if self._refused or self._closed:
-            return False
+    # -- regions ---------------------------------------------------------------
+
+    def _acquire(self, timeout):
+        """An idle or newly registered region, or None (use the socket)."""
+        with self._lock:
+            # Calls that arrive while the first registration is out wait for
+            # its verdict rather than all trying (and all logging a refusal).
+            self._registered.wait_for(lambda: self._regions or not self._pending)
+            if self._refused or self._closed:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            if len(self._regions) + self._pending >= self._cap:
+                return None
+            self._pending += 1
+        region, final, late = None, True, None  # late: registered after close()
+        try:
+            region, final = self._register(timeout)
+        finally:
+            with self._lock:
+                self._pending -= 1
+                self._registered.notify_all()
+                if region is None:
+                    if self._regions:
+                        self._cap = len(self._regions)  # the server takes no more
+                    else:
+                        self._refused = final
+                elif self._closed:
+                    late, region = region, None
+                else:
+                    self._regions.append(region)
+        if late is not None:
+            self._unregister(late)
+        return region
+
+    def _release(self, region, dropped=False):
+        """Gives a call's region back; a region the server forgot (dropped)
+        or one of a closed client is let go."""
+        with self._lock:
+            keep = not dropped and not self._closed
+            if keep:
+                self._idle.append(region)
+            else:
+                self._regions.remove(region)
+        if dropped:
+            region.close()
+        elif not keep:
+            self._unregister(region)
+
+    def _register(self, timeout):
+        """(a registered region, None) or (None, whether the refusal is final)."""
         target = self._client.target
         if not is_local_target(target):
-            self._refused = True
             log.debug("shared memory not used: target %r is not on this host; using the socket",
                       target)
-            return False
+            return None, True
         name = f"linalgd-py-{os.getpid()}-{next(_COUNTER)}-{secrets.token_hex(4)}"
         try:
             region = shared_memory.SharedMemory(name=name, create=True, size=self._bytes)
         except (OSError, ValueError) as e:
-            self._refused = True
             log.debug("shared memory not used: cannot create a %d-byte region: %s; using the "
                       "socket", self._bytes, e)
-            return False
+            return None, True
         try:
             self._client._invoke("RegisterSharedMemory", pb.RegisterSharedMemoryRequest(
                 name=region.name, key="/" + region.name, size=region.size), timeout)
         except Exception as e:  # noqa: BLE001  any refusal means: use the socket
             _discard(region)
-            # A server not up yet may accept later; anything else is final.
-            self._refused = not isinstance(e, (Unavailable, DeadlineExceeded))
             log.debug("shared memory not used: RegisterSharedMemory: %s; using the socket", e)
-            return False
+            # A server not up yet may accept later; anything else is final.
+            return None, not isinstance(e, (Unavailable, DeadlineExceeded))
         region.unlink()  # the server has mapped it; leave no name behind
-        self._region = region
         log.debug("shared memory: region %s of %d bytes registered", region.name, region.size)
-        return True
+        return region, False
 
-    def _drop_region(self):
-        region, self._region = self._region, None
-        if region is not None:
-            region.close()
+    def _unregister(self, region):
+        try:
+            self._client._stub.UnregisterSharedMemory(
+                pb.UnregisterSharedMemoryRequest(name=region.name), timeout=2.0,
+                metadata=self._client._metadata or None)
+        except Exception:  # noqa: BLE001  best effort; the server drops it with us
+            pass
+        region.close()
 
     def close(self):
+        """Unregisters the idle regions now, the others when their calls end."""
         with self._lock:
             self._closed = True
-            if self._region is None:
-                return
-            try:
-                self._client._stub.UnregisterSharedMemory(
-                    pb.UnregisterSharedMemoryRequest(name=self._region.name), timeout=2.0,
-                    metadata=self._client._metadata or None)
-            except Exception:  # noqa: BLE001  best effort; the server drops it with us
-                pass
-            self._drop_region()
+            idle, self._idle = self._idle, []
+            for region in idle:
+                self._regions.remove(region)
+        for region in idle:
+            self._unregister(region)
 
     # -- calls ----------------------------------------------------------------
 
@@ -135,13 +189,13 @@ class SharedMemoryPath:
             return None
         out_bytes = math.prod(out_shape) * tensors.itemsize(out_dtype)
         need = align_up(out_bytes) + sum(align_up(arr.nbytes) for arr, _ in operands.values())
-        if not self._lock.acquire(blocking=False):
-            log.debug("%s: the shared-memory region is busy; using the socket", method)
+        region = self._acquire(timeout)
+        if region is None:
+            if self._regions:
+                log.debug("%s: every shared-memory region is busy; using the socket", method)
             return None
+        dropped = False
         try:
-            if not self._ensure_registered(timeout):
-                return None
-            region = self._region
             if need > region.size:
                 log.debug("%s: %d bytes do not fit the %d-byte shared-memory region; using "
                           "the socket", method, need, region.size)
@@ -167,7 +221,7 @@ class SharedMemoryPath:
                     raise
                 # The server forgot the region (it restarted): register a new one next time.
                 log.debug("%s: %s; using the socket", method, e)
-                self._drop_region()
+                dropped = True
                 req.ClearField("out_shm")
                 return None
             out = getattr(resp, out_field)
@@ -181,7 +235,7 @@ class SharedMemoryPath:
             del buf
             return resp, arr
         finally:
-            self._lock.release()
+            self._release(region, dropped)
 
 
 def _discard(region):
