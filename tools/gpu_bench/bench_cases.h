@@ -29,7 +29,9 @@ absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, 
 // The batcher's library path: `count` n x n f32 products with host operands,
 // as one GpuBackend::MatmulBatch call (ours_ms) against `count` Matmul calls
 // one after another (direct_ms), wall clock for all of them; op
-// "batch_vs_single", so that ratio is the in-process batching gain.
+// "batch_vs_single", so that ratio is the in-process batching gain. Then the
+// same with the operands in page-locked memory ("batch_vs_single_pinned",
+// the batch gathered on the device).
 absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, int count,
                                                int reps);
 

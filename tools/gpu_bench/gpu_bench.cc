@@ -110,7 +110,8 @@ int Main(int argc, char** argv) {
     std::fclose(f);
   }
   std::printf("device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's;\n"
-              "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them)\n",
+              "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them;\n"
+              "_pinned: with the operands in page-locked memory, the batch gathered on the device)\n",
               device.c_str());
   PrintTable(rows);
   return 0;
