@@ -41,9 +41,6 @@ Tensor Stack(const std::vector<TensorView>& views, size_t rank, const HostAlloca
   return Tensor(views[0].dtype, std::move(shape), std::move(bytes));
 }
 
-bool SameBytes(const TensorView& x, const TensorView& y) {
-  return x.num_bytes() == y.num_bytes() && std::memcmp(x.data, y.data, x.num_bytes()) == 0;
-}
 
 // A block of `bytes` from `alloc` for a stacked result, and where it is.
 ResultDestination ResultBlock(const HostAllocator& alloc, size_t bytes,
@@ -54,15 +51,27 @@ ResultDestination ResultBlock(const HostAllocator& alloc, size_t bytes,
 
 }  // namespace
 
+bool ShareOneBias(absl::Span<const MatmulOp* const> ops) {
+  const std::optional<TensorView>& first = ops[0]->bias;
+  if (!first) return true;
+  for (const MatmulOp* op : ops) {
+    if (op->bias->num_bytes() != first->num_bytes() ||
+        std::memcmp(op->bias->data, first->data, first->num_bytes()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
     absl::Span<const MatmulOp* const> ops, const HostAllocator& alloc) {
   const MatmulOp& first = *ops[0];
   auto s = std::make_unique<StackedMatmul>();
   std::vector<TensorView> as, bs, cs;
+  if (!ShareOneBias(ops)) {
+    return absl::UnimplementedError("batched matmul: the ops have different biases");
+  }
   for (const MatmulOp* op : ops) {
-    if (first.bias && !SameBytes(*op->bias, *first.bias)) {
-      return absl::UnimplementedError("batched matmul: the ops have different biases");
-    }
     as.push_back(op->a);
     bs.push_back(op->b);
     if (op->c) cs.push_back(*op->c);

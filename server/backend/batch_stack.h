@@ -28,8 +28,12 @@ struct StackedMatmul {
   std::shared_ptr<std::byte> out_memory;  // behind op.result_to, or null
 };
 
+// Whether the ops (of one plan) carry one bias value, or none: one fused
+// bias then serves the whole batch.
+bool ShareOneBias(absl::Span<const MatmulOp* const> ops);
+
 // REQUIRES: ops non-empty, all of one plan. UNIMPLEMENTED when the ops carry
-// different bias values (one fused bias serves the whole batch).
+// different bias values (ShareOneBias).
 absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(absl::Span<const MatmulOp* const> ops,
                                                             const HostAllocator& alloc = {});
 

@@ -8,7 +8,6 @@
 // all: each operand goes by DMA straight into its place in the device's
 // stacked buffer, and each result straight into its caller's destination
 // (out_shm, a kept result's block) when it has one.
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -26,19 +25,14 @@ namespace {
 // Whether `ops` can run as a direct batch: a and b page-locked, no c, one
 // bias value for all (as StackMatmuls requires).
 bool CanGatherOnDevice(absl::Span<const MatmulOp* const> ops) {
-  const MatmulOp& first = *ops[0];
-  if (first.c) return false;
+  if (ops[0]->c) return false;
   for (const MatmulOp* op : ops) {
     if (!IsPinnedHost(op->a.data, op->a.num_bytes()) ||
         !IsPinnedHost(op->b.data, op->b.num_bytes())) {
-      return false;
-    }
-    if (first.bias && (op->bias->num_bytes() != first.bias->num_bytes() ||
-                       std::memcmp(op->bias->data, first.bias->data, first.bias->num_bytes()))) {
-      return false;
+      return false;  // at the first op, for operands that came over the socket
     }
   }
-  return true;
+  return ShareOneBias(ops);
 }
 
 // The results' destinations of one direct batch: callers' own ranges
