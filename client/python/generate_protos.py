@@ -3,7 +3,8 @@
 
 The stubs are build output (git-ignored), never edited by hand. Layout:
 
-    proto/linalgd/v1/foo.proto  ->  linalgd/_proto/v1/foo_pb2.py, foo_pb2_grpc.py
+    proto/linalgd/v1/foo.proto      ->  linalgd/_proto/v1/foo_pb2.py, foo_pb2_grpc.py
+    proto/grpc/health/v1/health.proto -> linalgd/_proto/health_v1/health_pb2.py, ...
 
 protoc writes ``from linalgd.v1 import foo_pb2``; that absolute import would
 collide with this package's own name, so it is rewritten to ``from . import``.
@@ -32,7 +33,7 @@ PACKAGE_DIR = os.path.join(HERE, "linalgd")
 OUT_DIR = os.path.join(PACKAGE_DIR, "_proto")
 STAMP = os.path.join(OUT_DIR, ".stamp")
 # Proto packages generated, as (proto subdir, output subpackage).
-API_VERSIONS = (("linalgd/v1", "v1"),)
+API_VERSIONS = (("linalgd/v1", "v1"), ("grpc/health/v1", "health_v1"))
 
 
 def default_proto_dir():

@@ -13,7 +13,6 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
@@ -30,7 +29,7 @@ class Client::Impl {
       : options_(std::move(options)),
         channel_(MakeChannel(options_)),
         stub_(v1::Linalg::NewStub(channel_)),
-        generic_(channel_),
+        health_(grpc::health::v1::Health::NewStub(channel_)),
         transfer_(
             *stub_, options_,
             [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); },
@@ -42,7 +41,7 @@ class Client::Impl {
   const ClientOptions& options() const { return options_; }
   v1::Linalg::Stub& stub() { return *stub_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
-  grpc::GenericStub& generic() { return generic_; }
+  grpc::health::v1::Health::Stub& health() { return *health_; }
   client::internal::Transfer& transfer() { return transfer_; }
   client::internal::SharedMemoryPath& shm() { return shm_; }
 
@@ -76,7 +75,7 @@ class Client::Impl {
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Linalg::Stub> stub_;
-  grpc::GenericStub generic_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   client::internal::Transfer transfer_;  // large data: streaming, resident ids
   client::internal::SharedMemoryPath shm_;  // same-host shared memory, when asked
 };
@@ -187,7 +186,7 @@ absl::StatusOr<std::unique_ptr<client::SharedTensor>> Client::CreateSharedTensor
 absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {
   grpc::ClientContext context;
   impl_->SetDeadline(call, context);
-  return client::internal::CheckHealth(impl_->generic(), context, "");
+  return client::internal::CheckHealth(impl_->health(), context, "");
 }
 
 }  // namespace linalgd
