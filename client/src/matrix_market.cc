@@ -53,6 +53,8 @@ absl::StatusOr<Header> ParseHeader(absl::string_view line) {
 }
 
 // Reads "i j [v]" (1-based) into `out`, mirroring per the header.
+constexpr int64_t kMaxDim = int64_t{1} << 31;  // CSR indices are 32-bit
+
 absl::Status ParseEntry(absl::string_view line, int64_t n, const Header& h, int64_t rows,
                         int64_t cols, std::vector<Entry>& out) {
   std::vector<absl::string_view> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
@@ -124,7 +126,15 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
           !absl::SimpleAtoi(w[2], &declared) || rows < 0 || cols < 0 || declared < 0) {
         return LineError(n, absl::StrCat("expected 'rows cols entries', got '", line, "'"));
       }
-      entries.reserve(declared * (header->symmetry != 0 ? 2 : 1));
+      if (rows >= kMaxDim || cols >= kMaxDim) {
+        return LineError(n, absl::StrCat(rows, " x ", cols, ": dimensions must be below 2^31"));
+      }
+      if (header->symmetry != 0 && rows != cols) {
+        return LineError(n, absl::StrCat("a ", header->symmetry > 0 ? "symmetric" : "skew-symmetric",
+                                         " matrix must be square, not ", rows, " x ", cols));
+      }
+      // The count is the file's word: reserve no more than a bounded guess.
+      entries.reserve(std::min<int64_t>(declared, int64_t{1} << 20) * (header->symmetry != 0 ? 2 : 1));
       continue;
     }
     if (absl::Status s = ParseEntry(line, n, *header, rows, cols, entries); !s.ok()) return s;

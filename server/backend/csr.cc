@@ -37,28 +37,44 @@ absl::Status CheckShape(const RawCsr& raw, const std::string& f) {
   return absl::OkStatus();
 }
 
-// Checks offsets and indices; sets *canonical when every row is strictly
-// increasing.
-absl::Status CheckIndices(const RawCsr& raw, const std::string& f, bool* canonical) {
+// Checks every offset before any column index is read: row_offsets[0] == 0,
+// non-decreasing, each <= nnz, row_offsets[rows] == nnz.
+absl::Status CheckOffsets(const RawCsr& raw, const std::string& f) {
   const int w = raw.index_bytes;
-  if (IndexAt(raw.row_offsets, w, 0) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        f, ".row_offsets[0]: ", IndexAt(raw.row_offsets, w, 0), ", must be 0"));
+  if (const int64_t first = IndexAt(raw.row_offsets, w, 0); first != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f, ".row_offsets[0]: ", first, ", must be 0"));
   }
-  const int64_t last = IndexAt(raw.row_offsets, w, raw.rows);
-  if (last != raw.nnz) {
+  int64_t prev = 0;
+  for (int64_t r = 1; r <= raw.rows; ++r) {
+    const int64_t o = IndexAt(raw.row_offsets, w, r);
+    if (o < prev) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f, ".row_offsets: decreasing at row ", r - 1, " (", prev, " then ", o, ")"));
+    }
+    if (o > raw.nnz) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f, ".row_offsets[", r, "]: ", o, " is beyond nnz ", raw.nnz,
+          " (the length of col_indices and values)"));
+    }
+    prev = o;
+  }
+  if (prev != raw.nnz) {
     return absl::InvalidArgumentError(absl::StrCat(
-        f, ".row_offsets[", raw.rows, "]: ", last, ", must equal nnz ", raw.nnz,
+        f, ".row_offsets[", raw.rows, "]: ", prev, ", must equal nnz ", raw.nnz,
         " (the length of col_indices and values)"));
   }
+  return absl::OkStatus();
+}
+
+// Checks the column indices of offsets that CheckOffsets accepted; sets
+// *canonical when every row is strictly increasing.
+absl::Status CheckColumns(const RawCsr& raw, const std::string& f, bool* canonical) {
+  const int w = raw.index_bytes;
   *canonical = true;
-  int64_t begin = 0;
   for (int64_t r = 0; r < raw.rows; ++r) {
+    const int64_t begin = IndexAt(raw.row_offsets, w, r);
     const int64_t end = IndexAt(raw.row_offsets, w, r + 1);
-    if (end < begin) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          f, ".row_offsets: decreasing at row ", r, " (", begin, " then ", end, ")"));
-    }
     int64_t prev = -1;
     for (int64_t p = begin; p < end; ++p) {
       const int64_t c = IndexAt(raw.col_indices, w, p);
@@ -69,7 +85,6 @@ absl::Status CheckIndices(const RawCsr& raw, const std::string& f, bool* canonic
       if (c <= prev) *canonical = false;
       prev = c;
     }
-    begin = end;
   }
   return absl::OkStatus();
 }
@@ -130,7 +145,8 @@ void CsrMatrix::Canonicalize(const RawCsr& raw) {
 absl::StatusOr<CsrMatrix> ValidateCsr(const RawCsr& raw, const std::string& f) {
   if (absl::Status s = CheckShape(raw, f); !s.ok()) return s;
   bool canonical = false;
-  if (absl::Status s = CheckIndices(raw, f, &canonical); !s.ok()) return s;
+  if (absl::Status s = CheckOffsets(raw, f); !s.ok()) return s;
+  if (absl::Status s = CheckColumns(raw, f, &canonical); !s.ok()) return s;
   CsrMatrix m;
   m.view_.rows = raw.rows;
   m.view_.cols = raw.cols;

@@ -30,6 +30,36 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& x, const Shape& y,
   return out;
 }
 
+// The element count of `dims` (1 for none) when it is at most `limit`; the
+// message names `field` and the limit otherwise. Never overflows.
+absl::StatusOr<int64_t> CheckedCount(const Shape& dims, int64_t limit, absl::string_view field,
+                                     absl::string_view what) {
+  int64_t count = 1;
+  for (const int64_t d : dims) {
+    if (d < 0 || (d > 0 && count > limit / d)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": ", ShapeString(dims), " has more than ", limit, " ", what));
+    }
+    count *= d;
+  }
+  return count;
+}
+
+// Checks the broadcast batch and the result [batch..., rows, cols] against
+// `limits` (before any offset vector is built).
+absl::Status CheckPlanSize(const Shape& batch, int64_t rows, int64_t cols,
+                           const PlanLimits& limits, absl::string_view out) {
+  LINALGD_RETURN_IF_ERROR(CheckedCount(batch, limits.max_batch, "a, b: broadcast batch dims",
+                                       "matrices, the batch limit (--max-batch-matrices)")
+                              .status());
+  Shape full = batch;
+  full.push_back(rows);
+  full.push_back(cols);
+  return CheckedCount(full, limits.max_out_elements, absl::StrCat(out, ".shape"),
+                      "elements, the per-tensor limit (--max-elements)")
+      .status();
+}
+
 // Offsets (in elements) of operand matrices for each element of out_batch.
 // `batch` are the operand's own batch dims; `matrix` its matrix size.
 std::vector<int64_t> BatchOffsets(const Shape& batch, const Shape& out_batch,
@@ -153,7 +183,7 @@ std::optional<int64_t> MatmulPlan::UniformStride(const std::vector<int64_t>& off
   return step;
 }
 
-absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op) {
+absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limits) {
   LINALGD_RETURN_IF_ERROR(CheckMatmulDtypes(op));
   MatmulPlan plan;
   const int64_t ar = op.a.rows(), ac = op.a.cols(), br = op.b.rows(), bc = op.b.cols();
@@ -169,6 +199,7 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op) {
   }
   const Shape ab = BatchDims(op.a.shape), bb = BatchDims(op.b.shape);
   LINALGD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ab, bb, "a, b"));
+  LINALGD_RETURN_IF_ERROR(CheckPlanSize(batch, plan.m, plan.n, limits, "out"));
   plan.batch = NumElements(batch);
   plan.a_offsets = BatchOffsets(ab, batch, ar * ac);
   plan.b_offsets = BatchOffsets(bb, batch, br * bc);
@@ -180,7 +211,7 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op) {
   return plan;
 }
 
-absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op) {
+absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits) {
   if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
@@ -206,6 +237,7 @@ absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op) {
   }
   const Shape ab = BatchDims(op.a.shape), bb = BatchDims(op.b.shape);
   LINALGD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ab, bb, "a, b"));
+  LINALGD_RETURN_IF_ERROR(CheckPlanSize(batch, plan.n, plan.k, limits, "x"));
   plan.batch = NumElements(batch);
   plan.a_offsets = BatchOffsets(ab, batch, plan.m * plan.n);
   plan.b_offsets = BatchOffsets(bb, batch, plan.m * plan.k);

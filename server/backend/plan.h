@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_BACKEND_PLAN_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -31,9 +32,18 @@ struct MatmulPlan {
   static std::optional<int64_t> UniformStride(const std::vector<int64_t>& offsets);
 };
 
+// Caller-facing bounds checked while planning, before any per-batch offset
+// vector is allocated. The defaults bound nothing but int64 overflow (for
+// internal re-plans of jobs already checked); the service passes its flags.
+struct PlanLimits {
+  int64_t max_batch = std::numeric_limits<int64_t>::max();         // broadcast batch
+  int64_t max_out_elements = std::numeric_limits<int64_t>::max();  // the result tensor
+};
+
 // Validates the shapes, dtypes and options of `op` (field names and numbers
-// in every message) and computes its plan. INVALID_ARGUMENT on any mismatch.
-absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op);
+// in every message) and computes its plan. INVALID_ARGUMENT on any mismatch,
+// and when the broadcast batch or the output exceeds `limits`.
+absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limits = {});
 
 struct SolvePlan {
   Shape x_shape;  // [batch..., N, K]
@@ -42,7 +52,7 @@ struct SolvePlan {
   std::vector<int64_t> a_offsets, b_offsets;
 };
 
-absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op);
+absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits = {});
 
 // Element flop count of the op (2*M*N*K per batch element for matmul).
 double MatmulFlops(const MatmulPlan& plan);

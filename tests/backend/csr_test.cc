@@ -57,6 +57,25 @@ TEST(CsrTest, RejectsMalformedOffsetsAndIndices) {
   EXPECT_THAT(s.message(), HasSubstr("a.col_indices[1]: -1"));
 }
 
+// An offset past nnz in a middle row was followed into col_indices before the
+// last offset was checked: a heap read past the array, its bytes echoed in the
+// message. Every offset is now checked before any index is read (ASan would
+// report the old read; the message says which offset is wrong).
+TEST(CsrTest, OffsetBeyondNnzIsRefusedBeforeIndicesAreRead) {
+  const std::vector<int64_t> o = {0, int64_t{1} << 40, 2};
+  const std::vector<int64_t> i = {0, 0};
+  const std::vector<double> v = {1, 2};
+  absl::Status s = ValidateCsr(Raw<int64_t>(2, o, i, v), "a").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("a.row_offsets[1]: 1099511627776 is beyond nnz 2"));
+  const std::vector<int32_t> o32 = {0, 3, 2}, i32 = {0, 0};
+  s = ValidateCsr(Raw<int32_t>(2, o32, i32, v), "a").status();
+  EXPECT_THAT(s.message(), HasSubstr("a.row_offsets[1]: 3 is beyond nnz 2"));
+  const std::vector<int32_t> neg = {0, -5, 2};
+  s = ValidateCsr(Raw<int32_t>(2, neg, i32, v), "a").status();
+  EXPECT_THAT(s.message(), HasSubstr("decreasing at row 0 (0 then -5)"));
+}
+
 TEST(CsrTest, SortsRowsAndSumsDuplicates) {
   // Row 0: (1, 2), (0, 1), (1, 5) -> (0, 1), (1, 7).
   std::vector<int64_t> o = {0, 3, 4}, i = {1, 0, 1, 0};

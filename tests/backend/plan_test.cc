@@ -192,3 +192,44 @@ TEST(BroadcastToTest, ExpandsRowsColumnsAndBatches) {
 
 }  // namespace
 }  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+// A 64 KiB request broadcasting [8192,1,1,1] x [1,8192,1,1] planned 2^26
+// offsets per operand (RSS +1.3 GB) before any limit was looked at; 2^32
+// matrices threw bad_alloc. The limits are checked before any offset vector.
+TEST(PlanLimitsTest, BroadcastBatchIsCheckedBeforeOffsetsAreBuilt) {
+  const PlanLimits limits{.max_batch = int64_t{1} << 20, .max_out_elements = int64_t{1} << 31};
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(Op({8192, 1, 1, 1}, {1, 8192, 1, 1}), limits);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(),
+              AllOf(HasSubstr("broadcast batch dims: [8192, 8192]"), HasSubstr("1048576")));
+  plan = PlanMatmul(Op({65536, 65536, 1, 1}, {1, 1}), limits);
+  EXPECT_THAT(plan.status().message(), HasSubstr("[65536, 65536] has more than 1048576"));
+}
+
+TEST(PlanLimitsTest, OutputElementsAreLimitedForMatmulAndSolve) {
+  const PlanLimits limits{.max_batch = 1 << 20, .max_out_elements = 4096};
+  absl::StatusOr<MatmulPlan> mm = PlanMatmul(Op({128, 1}, {1, 128}), limits);
+  EXPECT_THAT(mm.status().message(),
+              AllOf(HasSubstr("out.shape: [128, 128] has more than 4096 elements"),
+                    HasSubstr("--max-elements")));
+  EXPECT_TRUE(PlanMatmul(Op({64, 1}, {1, 64}), limits).ok());
+  SolveOp solve;
+  solve.a = View({128, 128});
+  solve.b = View({128, 128});
+  absl::StatusOr<SolvePlan> sp = PlanSolve(solve, limits);
+  EXPECT_THAT(sp.status().message(), HasSubstr("x.shape: [128, 128] has more than 4096"));
+}
+
+TEST(PlanLimitsTest, HugeDimsNeverOverflow) {
+  const int64_t big = int64_t{1} << 40;
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(Op({big, big, 1, 1}, {big, 1, 1}));
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  plan = PlanMatmul(Op({big, big}, {big, big}));  // out: 2^80 elements
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace linalgd

@@ -2,6 +2,7 @@
 // skew-symmetric) and the SparseSolve proto conversions.
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "client/src/sparse_convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -89,6 +90,25 @@ TEST(MatrixMarketTest, RejectsMalformedFiles) {
                   .message(),
               HasSubstr("line 3: expected 'row col value'"));
   EXPECT_EQ(ReadMatrixMarket("/nonexistent/a.mtx").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Found by the fuzz_client_readers fuzz target: a symmetric file that is not
+// square mirrored (1, 2) of a 1 x 3 matrix to row 2, past the row offsets; a
+// size line declaring 10^18 entries reserved them up front.
+TEST(MatrixMarketTest, RejectsNonSquareSymmetricAndHugeDeclarations) {
+  for (const char* kind : {"symmetric", "skew-symmetric"}) {
+    auto m = ParseMatrixMarket(
+        absl::StrCat("%%MatrixMarket matrix coordinate pattern ", kind, "\n1 3 1\n1 2\n"));
+    EXPECT_THAT(m.status().message(), HasSubstr("must be square, not 1 x 3")) << kind;
+  }
+  EXPECT_THAT(ParseMatrixMarket("%%MatrixMarket matrix coordinate real general\n"
+                                "9999999999 2 1\n1 1 1\n")
+                  .status()
+                  .message(),
+              HasSubstr("below 2^31"));
+  auto m = ParseMatrixMarket("%%MatrixMarket matrix coordinate real general\n"
+                             "2 2 1000000000000000000\n1 1 1\n");
+  EXPECT_THAT(m.status().message(), HasSubstr("declares 1000000000000000000 entries"));
 }
 
 TEST(SparseConvertTest, RequestCarriesPackedInt32Arrays) {
