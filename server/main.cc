@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/common/logging.h"
 #include "server/service/server.h"
@@ -21,6 +22,9 @@
 namespace {
 
 int g_signal_pipe[2] = {-1, -1};
+
+// How long past --shutdown-grace the process may live after SIGTERM/SIGINT.
+constexpr absl::Duration kHardStopMargin = absl::Seconds(5);
 
 // Async-signal-safe: only write(2).
 void OnSignal(int sig) {
@@ -54,14 +58,19 @@ struct Flags {
   std::string devices;
   std::string log_level = "info";
   std::string store_ttl = "1h";
+  std::string max_ttl = "24h";
+  std::string stream_idle_timeout = "60s";
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
   auto& o = f.options;
   app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")->capture_default_str();
   app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")->capture_default_str();
-  app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->capture_default_str();
-  app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->capture_default_str();
+  app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->check(CLI::Range(int64_t{4096}, int64_t{2047} << 20))->capture_default_str();
+  app.add_option("--max-inflight-bytes", o.max_inflight_bytes, "request bytes all queued and running jobs may hold; beyond, calls are refused (RESOURCE_EXHAUSTED)")->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))->capture_default_str();
+  app.add_option("--max-abandoned-per-device", o.max_abandoned_per_device, "GPU calls abandoned after --op-timeout and still running before the device is fenced")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--max-concurrent-streams", o.max_concurrent_streams, "concurrent calls per connection")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->check(CLI::Range(int64_t{0}, int64_t{1} << 31))->capture_default_str();
   app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold, "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
@@ -70,20 +79,26 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--devices", f.devices, "comma-separated CUDA device ordinals; empty: all usable");
   app.add_flag("--disable-gpu", o.disable_gpu, "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
   app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")->capture_default_str();
-  app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")->capture_default_str();
-  app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--max-batch", o.max_batch, "compatible small jobs per batched backend call; 1: no batching")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")->check(CLI::Range(0, 1024))->capture_default_str();
+  app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--max-batch", o.max_batch, "compatible small jobs per batched backend call; 1: no batching")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--max-queue-delay", f.max_queue_delay, "how long a job may wait for others to batch with (200us, 1ms, ...)")->capture_default_str();
-  app.add_option("--batch-max-dim", o.batch_max_dim, "jobs whose largest dim is above are never batched")->capture_default_str();
+  app.add_option("--batch-max-dim", o.batch_max_dim, "jobs whose largest dim is above are never batched")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   app.add_option("--budget-wait", f.budget_wait, "longest wait for room in a GPU memory budget before the CPU takes the job")->capture_default_str();
   app.add_flag("--no-cpu-fallback", f.no_cpu_fallback, "never move a GPU job to the CPU (no rollback on errors, timeouts, budget or deadlines)");
-  app.add_option("--max-elements", o.max_elements, "largest tensor, in elements")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--max-elements", o.max_elements, "largest tensor (operand or result), in elements")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  app.add_option("--max-priority", o.max_priority, "request priorities are clamped to [-this, this]")->check(CLI::Range(0, 1000))->capture_default_str();
+  app.add_option("--max-iterations-per-row", o.max_iterations_per_row, "SparseSolve: max_iterations may be at most max(1000, this x n)")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
+  app.add_option("--max-batch-matrices", o.max_batch_matrices, "most matrices in a (broadcast) batch of one Matmul or Solve")->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->capture_default_str();
   app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
-  app.add_option("--store-bytes", o.store_bytes, "resident tensors and factors: LRU eviction beyond this many bytes")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--pinned-host-bytes", o.pinned_host_bytes, "with a GPU: page-locked host memory for uploaded tensors, kept results and batched operands (cached by size); 0: none")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--store-bytes", o.store_bytes, "resident tensors and factors: LRU eviction beyond this many bytes")->check(CLI::Range(int64_t{0}, int64_t{1} << 50))->capture_default_str();
+  app.add_option("--pinned-host-bytes", o.pinned_host_bytes, "with a GPU: page-locked host memory for uploaded tensors, kept results and batched operands (cached by size); 0: none")->check(CLI::Range(int64_t{0}, int64_t{1} << 50))->capture_default_str();
+  app.add_option("--store-max-objects", o.store_max_objects, "resident tensors and factors at most (LRU eviction beyond)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
   app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
+  app.add_option("--stream-idle-timeout", f.stream_idle_timeout, "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")->capture_default_str();
+  app.add_option("--max-ttl", f.max_ttl, "longest TTL a request may ask for (tensors, factors, uploads)")->capture_default_str();
   app.add_flag("--allow-shm", o.allow_shm, "let same-host callers register POSIX shared-memory regions (RegisterSharedMemory)");
   app.add_option("--inject-faults", o.inject_faults,
                  "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
@@ -105,6 +120,15 @@ bool Finalize(Flags& f, absl::Duration* grace) {
   if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
   if (!ParseSeconds(f.store_ttl, &o.store_ttl) || o.store_ttl <= absl::ZeroDuration()) {
     return bad("--store-ttl", f.store_ttl);
+  }
+  if (!ParseSeconds(f.max_ttl, &o.max_ttl) || o.max_ttl <= absl::ZeroDuration() ||
+      o.max_ttl == absl::InfiniteDuration()) {
+    return bad("--max-ttl", f.max_ttl);
+  }
+  o.store_ttl = std::min(o.store_ttl, o.max_ttl);
+  if (!ParseSeconds(f.stream_idle_timeout, &o.stream_idle_timeout) ||
+      o.stream_idle_timeout <= absl::ZeroDuration()) {
+    return bad("--stream-idle-timeout", f.stream_idle_timeout);
   }
   for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
     int ordinal;
@@ -158,6 +182,17 @@ int main(int argc, char** argv) {
     while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
     spdlog::info("signal {} received", static_cast<int>(sig));
+    // At the grace's end gRPC cancels the calls still running, and their
+    // jobs stop at their next check; a computation that cannot be stopped
+    // (one LAPACK call, an abandoned GPU call) must not keep the process.
+    std::thread([grace] {
+      absl::SleepFor(grace + kHardStopMargin);
+      spdlog::critical("still running {} after the signal (--shutdown-grace + {}); exiting",
+                       absl::FormatDuration(grace + kHardStopMargin),
+                       absl::FormatDuration(kHardStopMargin));
+      spdlog::shutdown();
+      std::_Exit(1);
+    }).detach();
     (*server)->Shutdown(grace);
   }).detach();
   (*server)->Wait();

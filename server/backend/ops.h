@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 
 #include "server/backend/result_destination.h"
+#include "server/common/stop_token.h"
 #include "server/common/tensor.h"
 
 namespace linalgd {
@@ -40,6 +41,9 @@ struct MatmulOp {
   // CheckMatmulInputsFinite's error (finite_check.h), wherever it looks:
   // the GPU checks its device copies, so the host does not scan them.
   bool check_finite = false;
+  // Polled between batch elements by the CPU backend: cancellation and the
+  // run's deadline (a stacked batch of several callers' ops has none).
+  StopToken stop;
 };
 
 // Solves a @ x = b for each broadcast batch element.
@@ -52,6 +56,7 @@ struct SolveOp {
   // refinement (GPU: cusolverDnIRSXgesv). Backends without it solve plainly.
   bool refine = false;
   ResultDestination result_to;  // for x
+  StopToken stop;  // as MatmulOp::stop
 };
 
 struct SolveResult {

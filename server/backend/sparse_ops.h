@@ -6,6 +6,7 @@
 
 #include "absl/strings/string_view.h"
 #include "server/backend/csr.h"
+#include "server/common/stop_token.h"
 #include "server/common/tensor.h"
 
 namespace linalgd {
@@ -33,6 +34,7 @@ struct SparseSolveOp {
   double tolerance = 0;        // > 0 after planning
   int64_t max_iterations = 0;  // > 0 after planning
   bool allow_fallback = true;
+  StopToken stop;  // polled between iterations: cancellation and deadlines
 };
 
 struct SparseSolveResult {

@@ -1,5 +1,6 @@
 #include "server/cpu/cpu_matmul.h"
 
+#include <atomic>
 #include <climits>
 #include <type_traits>
 #include <vector>
@@ -72,7 +73,12 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   const int m = plan.m, n = plan.n, k = plan.k;
   const int lda = op.a.cols(), ldb = op.b.cols();
   const T alpha = static_cast<T>(op.alpha);
+  std::atomic<bool> stopped{false};
   auto element = [&](int64_t i) {
+    if (stopped.load(std::memory_order_relaxed) || op.stop.stop_requested()) {
+      stopped.store(true, std::memory_order_relaxed);
+      return;
+    }
     T* di = d + i * plan.m * plan.n;
     Gemm(op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
          b + plan.b_offsets[i], ldb, T{0}, di, n);
@@ -80,6 +86,7 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   };
   const bool small = static_cast<double>(m) * n * k <= kSingleThreadGemmMnk;
   exec.pool->ParallelFor(plan.batch, exec.BatchParallelism(plan.batch, small), element);
+  if (stopped.load()) return op.stop.Check("cpu: matmul between batch elements");
   if (!native_out) {
     if constexpr (std::is_same_v<T, float>) {
       out = FromFloats(op.out_dtype, plan.out_shape, acc.data());

@@ -1,6 +1,7 @@
 #include "server/cpu/cpu_solve.h"
 
 
+#include <atomic>
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -226,9 +227,16 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
   for (const Group& g : groups) widest = std::max(widest, g.elements.size());
   const bool small = std::max({plan.m, plan.n, plan.k * static_cast<int64_t>(widest)}) <=
                      kSingleThreadSolveOrder;
+  std::atomic<bool> stopped{false};
   exec.pool->ParallelFor(
-      groups.size(), exec.BatchParallelism(groups.size(), small),
-      [&](int64_t i) { outcomes[i] = SolveGroup<T>(op, plan, groups[i], x_out); });
+      groups.size(), exec.BatchParallelism(groups.size(), small), [&](int64_t i) {
+        if (stopped.load(std::memory_order_relaxed) || op.stop.stop_requested()) {
+          stopped.store(true, std::memory_order_relaxed);
+          return;
+        }
+        outcomes[i] = SolveGroup<T>(op, plan, groups[i], x_out);
+      });
+  if (stopped.load()) return op.stop.Check("cpu: solve between batch members");
   return Combine(outcomes, std::move(x));
 }
 

@@ -76,7 +76,8 @@ class CpuSparseJob {
     SparseAttempt attempt;
     for (int64_t c = 0; c < plan_.k; ++c) {
       IterationOutcome o = CpuKrylov(m, a_.view, *pre, &b_[c * n], &x[c * n], op_.tolerance,
-                                     op_.max_iterations);
+                                     op_.max_iterations, op_.stop);
+      if (!o.stopped.ok()) return o.stopped;
       attempt.iterations = std::max(attempt.iterations, o.iterations);
       if (!o.converged) {
         return absl::FailedPreconditionError(

@@ -27,7 +27,17 @@ struct Problem {
   double tol;
   int64_t max_iterations;
   double bnorm;
+  const StopToken& stop;
 };
+
+// Set when the problem's stop token asks to stop before iteration `it`.
+bool Stopped(const Problem& pb, absl::string_view name, int64_t it, IterationOutcome* o) {
+  if (!pb.stop.stop_requested()) return false;
+  o->iterations = it;
+  o->stopped = pb.stop.Check(absl::StrCat("cpu: ", name, " at iteration ", it));
+  o->failure = std::string(o->stopped.message());
+  return true;
+}
 
 IterationOutcome NotConverged(absl::string_view name, int64_t it, double rel, double tol) {
   IterationOutcome o;
@@ -60,7 +70,9 @@ IterationOutcome Cg(const Problem& pb, Vec r, Vec& x) {
   pb.m.Apply(r.data(), z.data());
   Vec p = z;
   double rz = Dot(r, z), rel = 1;
+  IterationOutcome stopped;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
+    if (Stopped(pb, "cg", it, &stopped)) return stopped;
     CsrMultiply(pb.a, p.data(), q.data());
     const double pq = Dot(p, q);
     if (!(pq > 0)) {
@@ -85,7 +97,9 @@ IterationOutcome Bicgstab(const Problem& pb, Vec r, Vec& x) {
   const Vec rhat = r;
   Vec p(n, 0.0), v(n, 0.0), ph(n), s(n), sh(n), t(n);
   double rho = 1, alpha = 1, omega = 1, rel = 1;
+  IterationOutcome stopped;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
+    if (Stopped(pb, "bicgstab", it, &stopped)) return stopped;
     const double rho_next = Dot(rhat, r);
     if (rho_next == 0 || omega == 0) return Breakdown("bicgstab", it, rel, "rho or omega is 0");
     const double beta = (rho_next / rho) * (alpha / omega);
@@ -183,6 +197,8 @@ IterationOutcome Gmres(const Problem& pb, const Vec& b, Vec& x) {
     c.g[0] = beta;
     int last = -1;
     for (int j = 0; j < kGmresRestart && it < pb.max_iterations; ++j) {
+      IterationOutcome stopped;
+      if (Stopped(pb, "gmres", it + 1, &stopped)) return stopped;
       ++it;
       last = j;
       rel = GmresStep(pb, c, j, z) / pb.bnorm;
@@ -198,7 +214,8 @@ IterationOutcome Gmres(const Problem& pb, const Vec& b, Vec& x) {
 }  // namespace
 
 IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreconditioner& m,
-                           const double* b, double* x, double tol, int64_t max_iterations) {
+                           const double* b, double* x, double tol, int64_t max_iterations,
+                           const StopToken& stop) {
   const size_t n = a.rows;
   Vec bv(b, b + n), xv(n, 0.0);
   const double bnorm = Norm(bv);
@@ -206,7 +223,7 @@ IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreco
     std::fill(x, x + n, 0.0);
     return Converged(0, 0);
   }
-  const Problem pb{a, m, tol, max_iterations, bnorm};
+  const Problem pb{a, m, tol, max_iterations, bnorm, stop};
   IterationOutcome o;
   switch (method) {
     case SparseMethod::kCg: o = Cg(pb, bv, xv); break;

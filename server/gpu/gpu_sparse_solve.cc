@@ -70,7 +70,7 @@ absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
     LINALGD_ASSIGN_OR_RETURN(
         GpuIterationOutcome o,
         GpuKrylov(ctx_, m, *a, *pre, b.as<char>() + c * n * es, x.as<char>() + c * n * es,
-                  op_.tolerance, op_.max_iterations));
+                  op_.tolerance, op_.max_iterations, op_.stop));
     attempt.iterations = std::max(attempt.iterations, o.iterations);
     if (!o.converged) {
       return absl::FailedPreconditionError(

@@ -35,7 +35,13 @@ struct Problem {
   double tol;
   int64_t max_iterations;
   double bnorm;
+  const StopToken& stop;
 };
+
+absl::Status CheckStop(const Problem& pb, absl::string_view name, int64_t it) {
+  if (!pb.stop.stop_requested()) return absl::OkStatus();
+  return pb.stop.Check(absl::StrCat("gpu: ", name, " at iteration ", it));
+}
 
 GpuIterationOutcome Done(int64_t it, double rel, bool converged, std::string failure = "") {
   return GpuIterationOutcome{it, rel, converged, std::move(failure)};
@@ -55,6 +61,7 @@ absl::StatusOr<GpuIterationOutcome> Cg(Problem& pb, const void* b, void* x) {
   LINALGD_ASSIGN_OR_RETURN(double rz, pb.v.Dot(r, z));
   double rel = 1;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
+    LINALGD_RETURN_IF_ERROR(CheckStop(pb, "cg", it));
     LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, p, q));
     LINALGD_ASSIGN_OR_RETURN(const double pq, pb.v.Dot(p, q));
     if (!(pq > 0)) {
@@ -85,6 +92,7 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(v));
   double rho = 1, alpha = 1, omega = 1, rel = 1;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
+    LINALGD_RETURN_IF_ERROR(CheckStop(pb, "bicgstab", it));
     LINALGD_ASSIGN_OR_RETURN(const double rho_next, pb.v.Dot(rhat, r));
     if (rho_next == 0 || omega == 0) {
       return Done(it, rel, false, absl::StrCat("bicgstab: breakdown at iteration ", it,
@@ -195,6 +203,7 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
     c.g[0] = beta;
     int last = -1;
     for (int j = 0; j < kGmresRestart && it < pb.max_iterations; ++j) {
+      LINALGD_RETURN_IF_ERROR(CheckStop(pb, "gmres", it + 1));
       ++it;
       last = j;
       LINALGD_ASSIGN_OR_RETURN(const double res, GmresStep(pb, c, j, w[1]));
@@ -216,8 +225,9 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
 absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
                                               DeviceCsr& a, GpuPreconditioner& m,
                                               const void* b, void* x, double tol,
-                                              int64_t max_iterations) {
-  Problem pb{ctx, a, m, DeviceVectors(ctx.hs, a.dtype(), a.n()), tol, max_iterations, 0};
+                                              int64_t max_iterations,
+                                              const StopToken& stop) {
+  Problem pb{ctx, a, m, DeviceVectors(ctx.hs, a.dtype(), a.n()), tol, max_iterations, 0, stop};
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(x));
   LINALGD_ASSIGN_OR_RETURN(pb.bnorm, pb.v.Nrm2(b));
   if (pb.bnorm == 0) return Done(0, 0, true);

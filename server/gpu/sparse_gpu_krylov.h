@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/common/stop_token.h"
 #include "server/backend/sparse_ops.h"
 #include "server/gpu/gpu_context.h"
 #include "server/gpu/sparse_device.h"
@@ -25,11 +26,13 @@ struct GpuIterationOutcome {
 // operations through cuBLAS, only scalars (dots, norms) and the small GMRES
 // Hessenberg system on the host. x starts at 0. b and x: n device elements.
 // A library error is a non-ok status; a breakdown or max_iterations is an
-// outcome with converged = false.
+// outcome with converged = false. `stop` is polled every iteration: its
+// CANCELLED / DEADLINE_EXCEEDED status ends the solve.
 absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
                                               DeviceCsr& a, GpuPreconditioner& m,
                                               const void* b, void* x, double tol,
-                                              int64_t max_iterations);
+                                              int64_t max_iterations,
+                                              const StopToken& stop = {});
 
 }  // namespace linalgd::gpu
 

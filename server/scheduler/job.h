@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
+#include "server/common/stop_token.h"
 
 namespace linalgd {
 
@@ -44,8 +45,7 @@ struct JobSpec {
 // Finish; any other job is run through Run().
 class Job {
  public:
-  explicit Job(JobSpec spec)
-      : spec_(spec), cancelled_(std::make_shared<std::atomic<bool>>(false)) {}
+  explicit Job(JobSpec spec) : spec_(spec), stop_(std::make_shared<StopState>()) {}
   virtual ~Job() = default;
 
   const JobSpec& spec() const { return spec_; }
@@ -100,14 +100,23 @@ class Job {
 
   // Thread-safe. A cancelled job still queued is finished with CANCELLED
   // without running; a running job's result is dropped (CANCELLED).
-  void Cancel() { cancelled_->store(true); }
-  bool cancelled() const { return cancelled_->load(); }
+  void Cancel() { stop_->Cancel(); }
+  bool cancelled() const { return stop_->cancelled.load(); }
   // The flag behind Cancel(), for whoever outlives the job (a gRPC reactor).
-  std::shared_ptr<std::atomic<bool>> cancel_token() const { return cancelled_; }
+  std::shared_ptr<std::atomic<bool>> cancel_token() const {
+    return std::shared_ptr<std::atomic<bool>>(stop_, &stop_->cancelled);
+  }
+  // What the job's computations poll: Cancel() and the run deadline.
+  StopToken stop_token() const { return StopToken(stop_); }
+  // The deadline of the run about to start (set by the lane's worker): the
+  // caller's deadline, or the op-timeout when that comes first.
+  void SetRunDeadline(absl::Time deadline, bool is_op_timeout) {
+    stop_->SetDeadline(deadline, is_op_timeout);
+  }
 
  private:
   const JobSpec spec_;
-  const std::shared_ptr<std::atomic<bool>> cancelled_;
+  const std::shared_ptr<StopState> stop_;
 };
 
 }  // namespace linalgd

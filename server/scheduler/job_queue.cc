@@ -1,5 +1,8 @@
 #include "server/scheduler/job_queue.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace linalgd {
 
 std::optional<QueuedJob> JobQueue::Push(QueuedJob item, bool force) {
@@ -31,11 +34,12 @@ std::optional<QueuedJob> JobQueue::Pop() {
   return item;
 }
 
-void JobQueue::TakeMatchingLocked(const BatchKey& key, int max, std::vector<QueuedJob>& out) {
-  for (auto level = levels_.begin(); level != levels_.end() && static_cast<int>(out.size()) < max;) {
+void JobQueue::TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take, size_t max,
+                               std::vector<QueuedJob>& out) {
+  for (auto level = levels_.begin(); level != levels_.end() && out.size() < max;) {
     auto& jobs = level->second;
-    for (auto it = jobs.begin(); it != jobs.end() && static_cast<int>(out.size()) < max;) {
-      if (it->key && *it->key == key) {
+    for (auto it = jobs.begin(); it != jobs.end() && out.size() < max;) {
+      if (take(*it)) {
         out.push_back(std::move(*it));
         Removed(out.back());
         it = jobs.erase(it);
@@ -51,7 +55,8 @@ std::vector<QueuedJob> JobQueue::TakeMatching(const BatchKey& key, int max, absl
   std::vector<QueuedJob> out;
   absl::MutexLock lock(&mu_);
   while (true) {
-    TakeMatchingLocked(key, max, out);
+    TakeWhereLocked([&key](const QueuedJob& q) { return q.key && *q.key == key; },
+                    static_cast<size_t>(std::max(max, 0)), out);
     if (!out.empty() || closed_ || absl::Now() >= until) return out;
     struct Changed {
       const JobQueue* q;
@@ -62,6 +67,13 @@ std::vector<QueuedJob> JobQueue::TakeMatching(const BatchKey& key, int max, absl
     } changed{this, pushes_};
     mu_.AwaitWithDeadline(absl::Condition(&changed), until);
   }
+}
+
+std::vector<QueuedJob> JobQueue::TakeIf(const std::function<bool(const QueuedJob&)>& drop) {
+  std::vector<QueuedJob> out;
+  absl::MutexLock lock(&mu_);
+  TakeWhereLocked(drop, std::numeric_limits<size_t>::max(), out);
+  return out;
 }
 
 void JobQueue::Close() {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,6 +50,11 @@ class JobQueue {
   std::vector<QueuedJob> TakeMatching(const BatchKey& key, int max, absl::Time until)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Removes every queued job for which `drop` is true (cancelled or expired
+  // ones, so their requests are freed without waiting for a worker).
+  std::vector<QueuedJob> TakeIf(const std::function<bool(const QueuedJob&)>& drop)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // After Close, Push fails and Pop drains what is left.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -58,8 +64,10 @@ class JobQueue {
   double queued_flops() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void TakeMatchingLocked(const BatchKey& key, int max, std::vector<QueuedJob>& out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves up to `max` jobs for which `take` is true into `out` (priority
+  // order, oldest first within a level).
+  void TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take, size_t max,
+                       std::vector<QueuedJob>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Removed(const QueuedJob& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int capacity_;

@@ -1,6 +1,7 @@
 #include "server/scheduler/scheduler.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,8 @@ absl::string_view OpKindName(OpKind kind) {
 
 namespace {
 
+constexpr absl::Duration kSweepPeriod = absl::Milliseconds(100);
+
 std::vector<GpuLane> WithoutBudgets(const std::vector<Backend*>& gpus) {
   std::vector<GpuLane> lanes;
   for (Backend* b : gpus) lanes.push_back(GpuLane{b, nullptr});
@@ -47,6 +50,31 @@ Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<
   AddLane(cpu, nullptr, false, options_.cpu_workers);
   for (const GpuLane& gpu : gpus) {
     AddLane(gpu.backend, gpu.budget, true, options_.gpu_workers_per_device);
+  }
+  sweeper_ = std::thread([this] { SweepLoop(); });
+}
+
+void Scheduler::SweepLoop() {
+  while (!stop_sweeping_.WaitForNotificationWithTimeout(kSweepPeriod)) {
+    const absl::Time now = absl::Now();
+    for (const auto& lane : lanes_) {
+      std::vector<QueuedJob> gone = lane->queue->TakeIf(
+          [now](const QueuedJob& q) { return q.job->cancelled() || now > q.expires; });
+      for (QueuedJob& item : gone) {
+        const bool cancelled = item.job->cancelled();
+        const bool op_timeout = item.expires < item.job->spec().deadline;
+        Finish(*lane, item,
+               cancelled ? absl::CancelledError("call cancelled while queued")
+                         : absl::DeadlineExceededError(absl::StrCat(
+                               op_timeout ? "--op-timeout" : "deadline", " passed after ",
+                               absl::ToInt64Milliseconds(now - item.enqueued),
+                               " ms in the queue of ", lane->backend->name())),
+               ExecutionInfo{}, now);
+      }
+      if (!gone.empty() && metrics_) {
+        metrics_->SetQueueDepth(lane->backend->name(), lane->queue->size());
+      }
+    }
   }
 }
 
@@ -71,6 +99,8 @@ Scheduler::~Scheduler() { Shutdown(); }
 
 void Scheduler::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    stop_sweeping_.Notify();
+    if (sweeper_.joinable()) sweeper_.join();
     // GPU lanes drain first: their reruns still find the CPU lane open.
     for (size_t i = 1; i < lanes_.size(); ++i) lanes_[i]->queue->Close();
     for (size_t i = 1; i < lanes_.size(); ++i) {
@@ -78,7 +108,7 @@ void Scheduler::Shutdown() {
     }
     lanes_[0]->queue->Close();
     for (auto& t : lanes_[0]->workers) t.join();
-    abandoned_->WaitForNone();
+    for (const auto& lane : lanes_) lane->abandoned->WaitForNone();
   });
 }
 
@@ -90,11 +120,17 @@ absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
 Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::string* reason) {
   Lane& cpu = *lanes_[0];
   if (lanes_.size() == 1 || spec.largest_dim < options_.cpu_threshold) return cpu;
-  Lane* best = lanes_[1].get();
-  absl::Duration best_wait = PredictedWait(*best);
-  for (size_t i = 2; i < lanes_.size(); ++i) {
+  Lane* best = nullptr;
+  absl::Duration best_wait = absl::InfiniteDuration();
+  for (size_t i = 1; i < lanes_.size(); ++i) {
+    if (Fenced(*lanes_[i])) continue;
     const absl::Duration wait = PredictedWait(*lanes_[i]);
-    if (wait < best_wait) best = lanes_[i].get(), best_wait = wait;
+    if (best == nullptr || wait < best_wait) best = lanes_[i].get(), best_wait = wait;
+  }
+  if (best == nullptr) {  // every GPU is fenced
+    *reason = std::string(FencedStatus(*lanes_[1]).message());
+    RecordFallback(spec.kind, kFallbackDeviceError);
+    return cpu;
   }
   if (!options_.cpu_fallback || spec.deadline == absl::InfiniteFuture()) return *best;
   const absl::Duration gpu_run = best->estimate.Predict(spec.flops);
@@ -137,7 +173,7 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
 }
 
 void Scheduler::WorkerLoop(Lane& lane) {
-  TimedRunner runner(abandoned_);
+  TimedRunner runner(lane.abandoned);
   while (auto item = lane.queue->Pop()) {
     int max_count = batcher_.options().max_batch;
     const int64_t bytes = item->job->spec().device_bytes;
@@ -146,8 +182,13 @@ void Scheduler::WorkerLoop(Lane& lane) {
     }
     const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
     const bool busy = lane.running.load() > 0;
-    ExecuteGroup(lane, runner,
-                 batcher_.Form(std::move(*item), *lane.queue, max_count, run, busy));
+    try {
+      ExecuteGroup(lane, runner,
+                   batcher_.Form(std::move(*item), *lane.queue, max_count, run, busy));
+    } catch (const std::exception& e) {  // backend calls never throw (NoThrow); this is the rest
+      spdlog::error("{}: a job's delivery threw: {}; the worker goes on", lane.backend->name(),
+                    e.what());
+    }
   }
 }
 
@@ -192,6 +233,25 @@ absl::string_view FallbackLabel(const absl::Status& status) {
 
 void Scheduler::RecordFallback(OpKind kind, absl::string_view why) {
   if (metrics_) metrics_->RecordFallback(OpKindName(kind), why);
+}
+
+bool Scheduler::Fenced(const Lane& lane) const {
+  return lane.is_gpu && lane.abandoned->count() >= options_.max_abandoned_per_device;
+}
+
+absl::Status Scheduler::FencedStatus(const Lane& lane) const {
+  return absl::UnavailableError(absl::StrCat(
+      lane.backend->name(), " is fenced: ", lane.abandoned->count(),
+      " calls abandoned after --op-timeout are still running (--max-abandoned-per-device=",
+      options_.max_abandoned_per_device, ")"));
+}
+
+std::vector<std::pair<std::string, std::string>> Scheduler::FencedLanes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& lane : lanes_) {
+    if (Fenced(*lane)) out.emplace_back(lane->backend->name(), FencedStatus(*lane).message());
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, int>> Scheduler::QueueDepths() const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
 #include "server/backend/memory_budget.h"
@@ -40,6 +41,10 @@ struct SchedulerOptions {
   absl::Duration budget_wait = absl::Seconds(1);
   // Speeds assumed until a lane has measured its own (ThroughputEstimate).
   double cpu_flops_per_second = 5e10;
+  // A GPU lane with this many calls abandoned after op_timeout and still
+  // running is fenced: no new work until one ends (each holds a thread, a
+  // handle set, its memory reservation and its request).
+  int max_abandoned_per_device = 4;
   double gpu_flops_per_second = 2e13;
 };
 
@@ -95,6 +100,10 @@ class Scheduler {
   // calls to return. Idempotent.
   void Shutdown();
 
+  // The GPU lanes fenced now (see max_abandoned_per_device), by name, each
+  // with the reason.
+  std::vector<std::pair<std::string, std::string>> FencedLanes() const;
+
   // Jobs queued (not running) on each backend, by backend name.
   std::vector<std::pair<std::string, int>> QueueDepths() const;
 
@@ -111,6 +120,8 @@ class Scheduler {
     std::atomic<int> running{0};
     std::atomic<int64_t> running_flops{0};
     ThroughputEstimate estimate;
+    // Calls abandoned after --op-timeout that still run on this lane.
+    const std::shared_ptr<AbandonedCalls> abandoned = std::make_shared<AbandonedCalls>();
   };
   using Group = std::vector<QueuedJob>;
 
@@ -146,13 +157,21 @@ class Scheduler {
                         Tensor& out);
   void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
   absl::Duration TimeoutFor(const Lane& lane) const;
+  // A GPU lane with max_abandoned_per_device abandoned calls still running
+  // takes no work until some of them end (its jobs go to the CPU).
+  bool Fenced(const Lane& lane) const;
+  absl::Status FencedStatus(const Lane& lane) const;
 
   const SchedulerOptions options_;
   LinalgdMetrics* const metrics_;
   const Batcher batcher_;
-  const std::shared_ptr<AbandonedCalls> abandoned_ = std::make_shared<AbandonedCalls>();
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
+  // Every kSweepPeriod, finishes queued jobs that were cancelled or expired,
+  // so their requests are freed without waiting for a worker.
+  void SweepLoop();
+  absl::Notification stop_sweeping_;
+  std::thread sweeper_;
 };
 
 // True for the errors after which a GPU job is rerun on the CPU.

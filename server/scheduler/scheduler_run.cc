@@ -1,6 +1,8 @@
 // Scheduler: running groups of jobs on a lane (admission against the memory
 // budget, the timed backend call, delivery, splitting, rollback).
 #include <algorithm>
+#include <exception>
+#include <new>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -56,6 +58,22 @@ void CallSolve(Backend& backend, const std::vector<std::shared_ptr<Job>>& jobs,
   }
 }
 
+// Runs `fn`, turning any exception it throws into a status: a request must
+// never abort the process (std::bad_alloc, std::system_error from a thread
+// that could not start, ...). `what` names the call in the message.
+template <typename Fn>
+absl::Status NoThrow(absl::string_view what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of host memory"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(what, ": unknown exception"));
+  }
+}
+
 // "gpu:0: <message>" (the message itself when it already names the lane).
 std::string Reason(absl::string_view lane, const absl::Status& status) {
   if (absl::StartsWith(status.message(), lane)) return std::string(status.message());
@@ -89,6 +107,14 @@ void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
   const absl::Time start = absl::Now();
   group = Admissible(lane, std::move(group), start);
   if (group.empty()) return;
+  if (Fenced(lane)) {  // queued before the lane was fenced
+    const absl::Status fenced = FencedStatus(lane);
+    for (QueuedJob& item : group) {
+      MoveToCpu(lane, std::move(item), fenced, std::string(fenced.message()),
+                kFallbackDeviceError, start);
+    }
+    return;
+  }
   if (!lane.is_gpu || lane.budget == nullptr) {
     RunGroup(lane, runner, std::move(group), MemoryBudget::Reservation(), start);
     return;
@@ -167,10 +193,17 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<std::shared_ptr<void>> pins;
   double flops = 0;
+  const absl::Time op_end = options_.op_timeout == absl::InfiniteDuration()
+                               ? absl::InfiniteFuture()
+                               : absl::Now() + options_.op_timeout;
   for (const QueuedJob& item : group) {
     jobs.push_back(item.job);
     pins.push_back(item.job->PinInputs());
     flops += item.job->spec().flops;
+    // Computations that poll the job's stop token end at the op-timeout or
+    // the caller's deadline, on every lane (CPU work cannot be abandoned).
+    const absl::Time deadline = item.job->spec().deadline;
+    item.job->SetRunDeadline(std::min(deadline, op_end), op_end < deadline);
   }
   const OpKind kind = jobs[0]->spec().kind;
   const bool opaque = IsOpaque(*jobs[0]);
@@ -182,9 +215,13 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   const bool returned = runner.Run(
       [backend, kind, opaque, result, jobs = std::move(jobs), pins = std::move(pins),
        reservation = std::move(reservation)]() mutable {
-        if (opaque) result->status = jobs[0]->Run(*backend);
-        else if (kind == OpKind::kMatmul) CallMatmul(*backend, jobs, *result);
-        else CallSolve(*backend, jobs, *result);
+        const absl::Status thrown = NoThrow(backend->name(), [&] {
+          if (opaque) result->status = jobs[0]->Run(*backend);
+          else if (kind == OpKind::kMatmul) CallMatmul(*backend, jobs, *result);
+          else CallSolve(*backend, jobs, *result);
+          return absl::OkStatus();
+        });
+        if (!thrown.ok()) result->status = thrown;
       },
       opaque ? absl::InfiniteDuration() : TimeoutFor(lane));
   const absl::Duration took = absl::Now() - run_start;
@@ -312,7 +349,13 @@ absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJo
   lane.running.fetch_add(1);
   const bool returned = runner.Run(
       [backend, piece, result, job = item.job, pin = item.job->PinInputs(),
-       r = *std::move(reservation)]() mutable { *result = backend->Matmul(piece->op, piece->plan); },
+       r = *std::move(reservation)]() mutable {
+        const absl::Status thrown = NoThrow(backend->name(), [&] {
+          *result = backend->Matmul(piece->op, piece->plan);
+          return absl::OkStatus();
+        });
+        if (!thrown.ok()) *result = thrown;
+      },
       end - absl::Now());
   lane.running.fetch_sub(1);
   if (!returned) return timeout;

@@ -1,5 +1,6 @@
 #include "server/scheduler/timed_runner.h"
 
+#include <system_error>
 #include <utility>
 
 namespace linalgd {
@@ -81,7 +82,15 @@ bool TimedRunner::Run(absl::AnyInvocable<void() &&> fn, absl::Duration timeout) 
     std::move(fn)();
     return true;
   }
-  if (!helper_) StartHelper();
+  if (!helper_) {
+    try {
+      StartHelper();
+    } catch (const std::system_error&) {  // no thread to be had: run it here, untimed
+      helper_.reset();
+      std::move(fn)();
+      return true;
+    }
+  }
   Helper& h = *helper_;
   absl::MutexLock lock(&h.mu);
   h.task = std::move(fn);

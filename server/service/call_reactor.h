@@ -6,7 +6,6 @@
 #include <atomic>
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace linalgd {
@@ -20,16 +19,12 @@ class CallReactor : public grpc::ServerUnaryReactor {
   void OnCancel() override {
     if (token_) token_->store(true);
   }
-  // OnDone waits until no pin is left: a GPU call abandoned after
-  // --op-timeout may still read the request, which gRPC frees after OnDone.
-  void OnDone() override;
-  // Keeps the request (and so the reactor) alive while the pin lives.
-  std::shared_ptr<void> Pin();
+  // Never blocks: a GPU call abandoned after --op-timeout that may still read
+  // the request pins the messages themselves (pinned_messages.h).
+  void OnDone() override { delete this; }
 
  private:
   std::shared_ptr<std::atomic<bool>> token_;
-  absl::Mutex mu_;
-  int pins_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The call's gRPC deadline; InfiniteFuture when the caller set none.

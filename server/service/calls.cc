@@ -9,6 +9,7 @@
 #include "server/common/logging.h"
 #include "spdlog/spdlog.h"
 #include "server/service/call_reactor.h"
+#include "server/service/pinned_messages.h"
 #include "server/service/factor_calls.h"
 #include "server/service/requests.h"
 #include "server/service/status_map.h"
@@ -29,7 +30,9 @@ class CallJob : public Job {
   CallJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
           CallReactor* reactor, Response* response, Prepared prepared)
       : Job(spec), metrics_(env.metrics), context_(context), reactor_(reactor),
-        response_(response), prepared_(std::move(prepared)), sources_(env.sources) {}
+        response_(response), prepared_(std::move(prepared)), sources_(env.sources) {
+    prepared_.op.stop = stop_token();
+  }
 
   // The scheduler runs the op itself (batched, split, timed); Run() below is
   // the path of the jobs it runs whole.
@@ -42,7 +45,8 @@ class CallJob : public Job {
     finite_checked_ = true;
     return CheckInputsFinite(prepared_);
   }
-  std::shared_ptr<void> PinInputs() override { return reactor_->Pin(); }
+  // The request's messages (PinnedMessageAllocator): valid after OnDone.
+  std::shared_ptr<void> PinInputs() override { return PinMessages(context_); }
   void SetMatmulResult(Tensor out) override {
     if constexpr (kMatmul) result_ = std::move(out);
   }
@@ -171,7 +175,7 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
   spec.largest_dim = LargestDim(*prepared);
   spec.flops = Flops(*prepared);
   spec.device_bytes = DeviceBytes(*prepared);
-  spec.priority = priority;
+  spec.priority = ClampPriority(priority, env);
   spec.deadline = CallDeadline(context);
   auto job = std::make_unique<JobT>(spec, env, context, reactor, response,
                                     std::move(*prepared));
@@ -187,7 +191,10 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
                                       v1::MatmulResponse* response) {
   const absl::Time received = absl::Now();
   return Enqueue<MatmulJob>(env, OpKind::kMatmul, request->priority(), context, response,
-                            PrepareMatmul(*request, env.limits, env.sources), received);
+                            Admitted(env, *request, "Matmul", [&] {
+                              return PrepareMatmul(*request, env.limits, env.sources);
+                            }),
+                            received);
 }
 
 grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerContext* context,
@@ -196,7 +203,10 @@ grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerCon
   const absl::Time received = absl::Now();
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return Enqueue<SolveJob>(env, OpKind::kSolve, request->priority(), context, response,
-                           PrepareSolve(*request, env.limits, env.sources), received);
+                           Admitted(env, *request, "Solve", [&] {
+                             return PrepareSolve(*request, env.limits, env.sources);
+                           }),
+                           received);
 }
 
 }  // namespace linalgd

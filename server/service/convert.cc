@@ -40,6 +40,16 @@ v1::DType DTypeToProto(DType dtype) {
   return v1::DTYPE_UNSPECIFIED;
 }
 
+absl::StatusOr<absl::Duration> RequestTtl(double seconds, absl::string_view field,
+                                          const TensorLimits& limits) {
+  if (!(seconds >= 0) || !(seconds <= absl::ToDoubleSeconds(limits.max_ttl))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ", seconds, " must be in [0, ", absl::ToDoubleSeconds(limits.max_ttl),
+        "] seconds (0: the default; the limit is --max-ttl)"));
+  }
+  return absl::Seconds(seconds);
+}
+
 absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view field,
                                       const TensorLimits& limits, int min_rank) {
   TensorView view;

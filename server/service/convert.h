@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "linalgd/v1/linalgd.pb.h"
 #include "server/backend/ops.h"
 #include "server/common/tensor.h"
@@ -14,8 +15,17 @@ namespace linalgd {
 
 // Limits applied to every tensor of a request.
 struct TensorLimits {
-  int64_t max_elements = int64_t{1} << 31;
+  int64_t max_elements = int64_t{1} << 31;  // per tensor, inputs and results
+  int64_t max_batch = int64_t{1} << 20;     // matrices in a broadcast batch
+  // SparseSolve: max_iterations may be at most max(1000, this x n).
+  int64_t max_iterations_per_row = 10;
+  absl::Duration max_ttl = absl::Hours(24);  // of stored tensors, factors, uploads
 };
+
+// A request's TTL field (seconds; 0: the store's default): INVALID_ARGUMENT
+// naming `field` for NaN, negative, infinite or above limits.max_ttl.
+absl::StatusOr<absl::Duration> RequestTtl(double seconds, absl::string_view field,
+                                          const TensorLimits& limits);
 
 // Validates a request tensor and returns a view into its bytes (valid while
 // the message lives). `field` names it in errors ("a", "bias", ...). Rank must

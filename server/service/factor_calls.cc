@@ -55,10 +55,7 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
   }
   p.op.allow_fallback = !r.no_fallback();
   p.check_finite = !r.allow_non_finite();
-  if (!(r.ttl_seconds() >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("ttl_seconds: ", r.ttl_seconds(), " < 0"));
-  }
-  p.ttl = absl::Seconds(r.ttl_seconds());
+  LINALGD_ASSIGN_OR_RETURN(p.ttl, RequestTtl(r.ttl_seconds(), "ttl_seconds", env.limits));
   return p;
 }
 
@@ -140,9 +137,10 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
                                                    " needs ", f.n, " rows (the factor is ", f.n,
                                                    " x ", f.n, ")"));
   }
-  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
-                                                   r.has_out_shm(), r.out_shm(), "x",
-                                                   env.sources));
+  LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
+                           RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", env.limits));
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(),
+                                                   r.out_shm(), "x", env.sources));
   p.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -199,7 +197,8 @@ grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext
     reactor->Finish(ToGrpcStatus(prepared.status(), context));
     return reactor;
   }
-  auto job = std::make_unique<JobT>(SpecFor(context, largest_dim, priority, flops), env, context,
+  const int clamped = ClampPriority(priority, env);
+  auto job = std::make_unique<JobT>(SpecFor(context, largest_dim, clamped, flops), env, context,
                                     reactor, response, std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());
   env.scheduler->Submit(std::move(job));
@@ -211,7 +210,7 @@ grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext
 grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServerContext* context,
                                          const v1::FactorizeRequest* request,
                                          v1::FactorizeResponse* response) {
-  auto p = PrepareFactorize(*request, env);
+  auto p = Admitted(env, *request, "Factorize", [&] { return PrepareFactorize(*request, env); });
   const int64_t n = p.ok() ? p->op.a.rows() : 0;
   const double flops = 2.0 / 3.0 * n * n * n;
   // Routed like a solve of a (n >= --cpu-threshold: a GPU lane when there is
@@ -224,7 +223,7 @@ grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
                                            grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response) {
-  auto p = PrepareFactorSolve(*request, env);
+  auto p = Admitted(env, *request, "Solve", [&] { return PrepareFactorSolve(*request, env); });
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
   int64_t route = 0;
   double flops = 0;

@@ -6,6 +6,7 @@
 
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
+#include "server/service/pinned_messages.h"
 #include "server/service/sparse_call.h"
 #include "server/service/factor_calls.h"
 #include "server/service/store_calls.h"
@@ -20,7 +21,11 @@ class LinalgService final : public v1::Linalg::CallbackService {
   // `server_info` fills a GetServerInfo response (live device health);
   // `env.scheduler` must outlive the service.
   LinalgService(CallEnv env, std::function<void(v1::GetServerInfoResponse*)> server_info)
-      : env_(env), server_info_(std::move(server_info)) {}
+      : env_(env), server_info_(std::move(server_info)) {
+    // The ops a GPU call may still read after --op-timeout (pinned_messages.h).
+    SetMessageAllocatorFor_Matmul(&matmul_messages_);
+    SetMessageAllocatorFor_Solve(&solve_messages_);
+  }
 
   grpc::ServerUnaryReactor* Matmul(grpc::CallbackServerContext* context,
                                    const v1::MatmulRequest* request,
@@ -107,6 +112,8 @@ class LinalgService final : public v1::Linalg::CallbackService {
  private:
   const CallEnv env_;
   const std::function<void(v1::GetServerInfoResponse*)> server_info_;
+  PinnedMessageAllocator<v1::MatmulRequest, v1::MatmulResponse> matmul_messages_;
+  PinnedMessageAllocator<v1::SolveRequest, v1::SolveResponse> solve_messages_;
 };
 
 }  // namespace linalgd

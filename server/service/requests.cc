@@ -33,6 +33,10 @@ absl::Status ReadMatmulScalars(const v1::MatmulRequest& r, MatmulOp& op) {
   return absl::OkStatus();
 }
 
+PlanLimits PlanLimitsOf(const TensorLimits& limits) {
+  return {.max_batch = limits.max_batch, .max_out_elements = limits.max_elements};
+}
+
 }  // namespace
 
 absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
@@ -50,16 +54,12 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
   if (r.has_bias()) {
     LINALGD_ASSIGN_OR_RETURN(p.op.bias, ResolveTensor(r.bias(), "bias", limits, sources, l, 1));
   }
-  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
-                                                   r.has_out_shm(), r.out_shm(), "out", sources));
+  LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
+                           RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(),
+                                                   r.out_shm(), "out", sources));
   LINALGD_RETURN_IF_ERROR(ReadMatmulScalars(r, p.op));
-  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op));
-  if (p.plan.batch > limits.max_elements ||
-      p.plan.batch * p.plan.m > limits.max_elements / p.plan.n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "out.shape: ", ShapeString(p.plan.out_shape), " has more than ", limits.max_elements,
-        " elements, the per-tensor limit"));
-  }
+  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op, PlanLimitsOf(limits)));
   const TensorView* c = p.op.c ? &*p.op.c : nullptr;
   const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
   p.op.result_to = DirectDestination(
@@ -77,11 +77,13 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
   LINALGD_ASSIGN_OR_RETURN(p.op.a, ResolveTensor(r.a(), "a", limits, sources, p.leases));
   LINALGD_ASSIGN_OR_RETURN(p.op.b, ResolveTensor(r.b(), "b", limits, sources, p.leases));
-  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), r.result_ttl_seconds(),
-                                                   r.has_out_shm(), r.out_shm(), "x", sources));
+  LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
+                           RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(),
+                                                   r.out_shm(), "x", sources));
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   p.op.allow_fallback = !r.no_fallback();
-  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op));
+  LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op, PlanLimitsOf(limits)));
   p.op.result_to = DirectDestination(
       p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b},
       sources);

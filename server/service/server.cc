@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "server/metrics/http_exposer.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/scheduler.h"
+#include "server/service/inflight_budget.h"
 #include "server/service/linalg_service.h"
 #include "server/store/resident_store.h"
 #include "server/store/shm_registry.h"
@@ -41,6 +43,7 @@ void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
   s.batching.max_dim = o.batch_max_dim;
   s.budget_wait = o.budget_wait;
   s.cpu_fallback = o.cpu_fallback;
+  s.max_abandoned_per_device = o.max_abandoned_per_device;
 }
 
 void FillDevice(const DeviceInfo& d, v1::Device* out) {
@@ -93,6 +96,8 @@ class ServerImpl : public Server {
   // Every device allocation is to be charged to it (memory_budget.h).
   std::vector<std::unique_ptr<MemoryBudget>> budgets_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<InflightBudget> inflight_;
+  std::unique_ptr<IdleStreams> idle_streams_;
   // Declared after the backends: GPU factors must go before their devices.
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ShmRegistry> shm_;
@@ -133,8 +138,16 @@ absl::Status ServerImpl::Init() {
   env.scheduler = scheduler_.get();
   env.metrics = metrics_.get();
   env.limits.max_elements = options_.max_elements;
+  env.limits.max_batch = options_.max_batch_matrices;
+  env.limits.max_iterations_per_row = options_.max_iterations_per_row;
+  env.max_priority = options_.max_priority;
+  env.limits.max_ttl = options_.max_ttl;
   env.sparse_dense_threshold = options_.sparse_dense_threshold;
   env.max_message_bytes = options_.max_message_bytes;
+  inflight_ = std::make_unique<InflightBudget>(options_.max_inflight_bytes);
+  env.inflight = inflight_.get();
+  idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
+  env.idle_streams = idle_streams_.get();
   InitStore(env.sources);
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
@@ -146,6 +159,7 @@ void ServerImpl::InitStore(TensorSources& sources) {
   StoreOptions so;
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
+  so.max_objects = options_.store_max_objects;
   so.device_copy = MakeResidentCopier(gpu_->backends());  // placement gpu:N
   so.host_alloc = gpu_->host_allocator();  // page-locked with a GPU in service
   store_ = std::make_unique<ResidentStore>(so);
@@ -183,9 +197,13 @@ absl::Status ServerImpl::StartMetrics() {
 
 void ServerImpl::MonitorDevices() {
   while (!stop_monitor_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+    const auto fenced = scheduler_->FencedLanes();
     for (const DeviceInfo& d : gpu_->Devices()) {
-      metrics_->SetDeviceHealthy(GpuLabel(d.index), d.healthy);
-      metrics_->SetDeviceMemoryUsed(GpuLabel(d.index), d.used_bytes);
+      const std::string name = GpuLabel(d.index);
+      const bool is_fenced = std::any_of(fenced.begin(), fenced.end(),
+                                         [&](const auto& f) { return f.first == name; });
+      metrics_->SetDeviceHealthy(name, d.healthy && !is_fenced);
+      metrics_->SetDeviceMemoryUsed(name, d.used_bytes);
     }
   }
 }
@@ -236,6 +254,12 @@ absl::Status ServerImpl::StartGrpc() {
   const int max_bytes = static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
+  // gRPC's own buffers: reads slow down past this (our admission refuses
+  // compute requests earlier, at --max-inflight-bytes).
+  grpc::ResourceQuota quota("linalgd");
+  quota.Resize(static_cast<size_t>(options_.max_inflight_bytes + options_.max_message_bytes));
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
   if (options_.max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_age)));
@@ -278,7 +302,16 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
   out->set_version(kVersion);
   out->add_backends("cpu");
   for (Backend* b : gpu_->backends()) out->add_backends(b->name());
-  for (const DeviceInfo& d : gpu_->Devices()) FillDevice(d, out->add_devices());
+  const auto fenced = scheduler_->FencedLanes();
+  for (const DeviceInfo& d : gpu_->Devices()) {
+    v1::Device* device = out->add_devices();
+    FillDevice(d, device);
+    for (const auto& [name, why] : fenced) {
+      if (name != GpuLabel(d.index)) continue;
+      device->set_healthy(false);
+      device->set_status(why);
+    }
+  }
   out->set_gpu_status(gpu_->status());
   auto* limits = out->mutable_limits();
   limits->set_max_message_bytes(options_.max_message_bytes);

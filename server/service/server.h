@@ -16,6 +16,16 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:50051";  // host:port; port 0 picks a free port
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
   int64_t max_message_bytes = int64_t{1} << 30;
+  // Request bytes that queued and running jobs may hold in all; a call past it
+  // is refused (RESOURCE_EXHAUSTED, retry-after) when it arrives.
+  int64_t max_inflight_bytes = int64_t{2} << 30;
+  int max_concurrent_streams = 128;  // per connection
+  // A PutTensor/GetTensor stream with no message for this long is cancelled;
+  // an upload with no part in progress for this long expires.
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
+  // A GPU with this many calls abandoned after --op-timeout still running is
+  // fenced (unhealthy, its work goes to the CPU) until they end.
+  int max_abandoned_per_device = 4;
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   absl::Duration op_timeout = absl::Seconds(10);
@@ -26,6 +36,10 @@ struct ServerOptions {
   int cpu_workers = 0;       // CPU job threads; 0: number of cores
   int blas_threads = 0;      // OpenBLAS threads; 0: number of cores
   int64_t max_elements = int64_t{1} << 31;  // per tensor
+  int64_t max_batch_matrices = int64_t{1} << 20;  // matrices in a broadcast batch
+  int64_t max_iterations_per_row = 10;
+  int max_priority = 10;  // request priorities are clamped to [-this, this]
+  absl::Duration max_ttl = absl::Hours(24);  // longest TTL a request may ask for  // SparseSolve: max_iterations <= max(1000, this x n)
   int max_queue = 1024;
   // Dynamic batching: up to max_batch compatible jobs whose largest dim is at
   // most batch_max_dim, arriving within max_queue_delay, share one call.
@@ -43,6 +57,7 @@ struct ServerOptions {
   // bytes; an object unused for its TTL (default below) is dropped.
   int64_t store_bytes = int64_t{8} << 30;
   absl::Duration store_ttl = absl::Hours(1);
+  int64_t store_max_objects = 65536;  // resident tensors and factors at most
   // With a GPU in service: uploaded tensors and kept results of 1 MiB or more
   // live in page-locked host memory (cached, reused by size) up to this many
   // bytes, so they reach the device at DMA speed; 0: ordinary memory.

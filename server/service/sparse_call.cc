@@ -24,7 +24,9 @@ class SparseSolveJob : public Job {
                  CallReactor* reactor, v1::SparseSolveResponse* response,
                  PreparedSparseSolve prepared)
       : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
-        p_(std::move(prepared)) {}
+        p_(std::move(prepared)) {
+    p_.op.stop = stop_token();
+  }
 
   absl::Status Run(Backend& backend) override {
     absl::Status complete = CompleteSparseSolve(p_);
@@ -84,13 +86,13 @@ class SparseSolveJob : public Job {
 };
 
 JobSpec SpecOf(const PreparedSparseSolve& p, const v1::SparseSolveRequest& r,
-               grpc::CallbackServerContext* context) {
+               grpc::CallbackServerContext* context, const CallEnv& env) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
   // LU with no_fallback stays on the CPU: the GPU would substitute QR.
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
-  spec.priority = r.priority();
+  spec.priority = ClampPriority(r.priority(), env);
   spec.deadline = CallDeadline(context);
   return spec;
 }
@@ -103,7 +105,8 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env,
                                            v1::SparseSolveResponse* response) {
   const absl::Time received = absl::Now();
   auto* reactor = new CallReactor();
-  absl::StatusOr<PreparedSparseSolve> prepared = PrepareSparseSolve(*request, env.limits);
+  absl::StatusOr<PreparedSparseSolve> prepared = Admitted(
+      env, *request, kOp, [&] { return PrepareSparseSolve(*request, env.limits); });
   if (!prepared.ok()) {
     spdlog::debug("SparseSolve rejected: {}", prepared.status().ToString());
     if (env.metrics) {
@@ -113,7 +116,7 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env,
     reactor->Finish(ToGrpcStatus(prepared.status(), context));
     return reactor;
   }
-  const JobSpec spec = SpecOf(*prepared, *request, context);
+  const JobSpec spec = SpecOf(*prepared, *request, context, env);
   auto job = std::make_unique<SparseSolveJob>(spec, env, context, reactor, response,
                                               std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());

@@ -1,5 +1,6 @@
 #include "server/service/sparse_request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -85,6 +86,15 @@ absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequ
   if (p.raw.rows != p.raw.cols) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a: ", p.raw.rows, " x ", p.raw.cols, " is not square; sparse solves need a square a"));
+  }
+  const int64_t most_iterations =
+      std::max<int64_t>(1000, std::min<int64_t>(p.raw.rows, int64_t{1} << 40) *
+                                  limits.max_iterations_per_row);
+  if (p.op.max_iterations > most_iterations) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_iterations: ", p.op.max_iterations, " is above the limit ", most_iterations,
+        " for n = ", p.raw.rows, " (max(1000, ", limits.max_iterations_per_row,
+        " x n); --max-iterations-per-row)"));
   }
   if (p.op.b.shape.size() != 2 || p.op.b.shape[0] != p.raw.rows) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -9,6 +9,7 @@
 #include "server/backend/sparse_ops.h"
 #include "server/backend/sparse_plan.h"
 #include "server/service/convert.h"
+#include "server/service/tensor_sources.h"
 
 namespace linalgd {
 
@@ -23,6 +24,7 @@ struct PreparedSparseSolve {
   SparseSolvePlan plan;  // after CompleteSparseSolve
   bool check_finite = true;
   bool completed = false;
+  InputLeases leases;  // the admission token (AdmitRequest)
 };
 
 absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequest& request,

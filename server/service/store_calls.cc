@@ -34,10 +34,8 @@ absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTenso
   *t.mutable_shape() = header.shape();
   LINALGD_ASSIGN_OR_RETURN(TensorView view, ViewHeader(t, "header", env.limits, /*min_rank=*/1));
   LINALGD_RETURN_IF_ERROR(CheckPlacement(header.placement()));
-  if (!(header.ttl_seconds() >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.ttl_seconds: ", header.ttl_seconds(), " must be >= 0"));
-  }
+  LINALGD_RETURN_IF_ERROR(
+      RequestTtl(header.ttl_seconds(), "header.ttl_seconds", env.limits).status());
   const int64_t total = static_cast<int64_t>(view.num_bytes());
   if (header.total_bytes() != total) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -65,11 +63,12 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
  public:
   PutTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    v1::PutTensorResponse* response)
-      : env_(env), context_(context), response_(response) {
+      : env_(env), context_(context), response_(response), idle_(env.idle_streams, context) {
     StartRead(&message_);
   }
 
   void OnReadDone(bool ok) override {
+    idle_.Touch();
     absl::Status s = !ok ? Complete() : (header_seen_ ? OnChunk() : OnHeader());
     if (!ok || !s.ok()) {
       part_.reset();  // a failed part's range is free before the caller hears of it
@@ -88,6 +87,7 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   const CallEnv env_;
   grpc::CallbackServerContext* const context_;
   v1::PutTensorResponse* const response_;
+  IdleWatch idle_;
   v1::PutTensorRequest message_;
   bool header_seen_ = false;
   v1::PutTensorHeader header_;
@@ -168,7 +168,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
  public:
   GetTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    const v1::GetTensorRequest* request)
-      : env_(env), context_(context) {
+      : env_(env), context_(context), idle_(env.idle_streams, context) {
     absl::Status s = Start(*request);
     if (!s.ok()) {
       Finish(ToGrpcStatus(s, context_));
@@ -178,6 +178,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   }
 
   void OnWriteDone(bool ok) override {
+    idle_.Touch();
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "GetTensor: the client went away"));
       return;
@@ -233,6 +234,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
 
   const CallEnv env_;
   grpc::CallbackServerContext* const context_;
+  IdleWatch idle_;
   TensorLease lease_;
   int64_t chunk_ = kDefaultChunkBytes;
   int64_t begin_ = 0;  // the requested range [begin_, end_)

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/caller_string.h"
 #include "absl/strings/match.h"
 #include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
@@ -86,19 +87,15 @@ absl::StatusOr<TensorView> ResolveTensor(const v1::Tensor& t, absl::string_view 
   }
 }
 
-absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has_shm,
+absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has_shm,
                                          const v1::SharedMemoryRef& shm, absl::string_view field,
                                          const TensorSources& sources) {
   OutputSpec spec;
   if (keep && has_shm) {
     return absl::InvalidArgumentError("keep_result and out_shm cannot both be set");
   }
-  if (!(ttl_seconds >= 0) || ttl_seconds > 1e9) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("result_ttl_seconds: ", ttl_seconds, " must be >= 0"));
-  }
   spec.keep = keep;
-  spec.ttl = absl::Seconds(ttl_seconds);
+  spec.ttl = ttl;
   if (keep && sources.store == nullptr) {
     return absl::InvalidArgumentError("keep_result: no tensor store");
   }
@@ -178,7 +175,7 @@ absl::Status CheckPlacement(absl::string_view placement) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "placement: '", placement, "' is not \"host\", \"cpu\" or \"gpu:N\""));
+      "placement: ", Quoted(placement), " is not \"host\", \"cpu\" or \"gpu:N\""));
 }
 
 }  // namespace linalgd

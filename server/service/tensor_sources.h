@@ -59,7 +59,7 @@ struct OutputSpec {
 };
 
 // Validates keep_result / out_shm of a request (`field`: "out", "x").
-absl::StatusOr<OutputSpec> PrepareOutput(bool keep, double ttl_seconds, bool has_shm,
+absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has_shm,
                                          const v1::SharedMemoryRef& shm, absl::string_view field,
                                          const TensorSources& sources);
 

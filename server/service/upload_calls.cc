@@ -29,6 +29,7 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
   spec.placement = header.placement();
   spec.crc32c = header.crc32c();
   spec.ttl = absl::Seconds(header.ttl_seconds());
+  if (env.idle_streams) spec.idle_timeout = env.idle_streams->limit();
   LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
                            env.sources.store->StartUpload(std::move(spec)));
   response->set_upload_id(session->id());

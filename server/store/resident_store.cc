@@ -4,11 +4,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/caller_string.h"
 #include "server/store/resident_id.h"
 
 namespace linalgd {
 namespace {
 
+constexpr absl::Duration kExpiryScanPeriod = absl::Seconds(1);
 constexpr size_t kGoneMemory = 4096;  // removed ids remembered for messages
 
 }  // namespace
@@ -52,13 +54,22 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
   uploads_.DropExpired();  // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
-  DropExpired(options_.now(), dropped);
+  const absl::Time now = options_.now();
+  if (now - last_expiry_scan_ >= kExpiryScanPeriod) {
+    last_expiry_scan_ = now;
+    DropExpired(now, dropped);
+  }
   if (!MakeRoom(bytes, dropped)) {
     int64_t leased = 0;
     for (const auto& [id, e] : index_) {
       if (e.use_count() > 1) leased += e->meta.bytes;
     }
     const int64_t used = used_->load();
+    if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "store: ", index_.size(), " objects stored, the limit --store-max-objects=",
+          options_.max_objects, ", and every one is in use"));
+    }
     return absl::ResourceExhaustedError(absl::StrCat(
         "store: ", bytes, " bytes do not fit in --store-bytes=", options_.capacity_bytes, " (",
         used, " bytes used: ", stored_bytes_, " by stored objects, ", leased,
@@ -71,14 +82,18 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
 
 bool ResidentStore::MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) {
   if (bytes > options_.capacity_bytes) return false;
+  auto full = [&] {
+    return used_->load() + bytes > options_.capacity_bytes ||
+           static_cast<int64_t>(index_.size()) >= options_.max_objects;
+  };
   auto it = lru_.begin();
-  while (used_->load() + bytes > options_.capacity_bytes && it != lru_.end()) {
+  while (full() && it != lru_.end()) {
     const std::string id = *it++;
     auto found = index_.find(id);
     if (found->second.use_count() > 1) continue;  // leased: pinned
     Remove(id, "evicted (least recently used, beyond --store-bytes)", dropped);
   }
-  return used_->load() + bytes <= options_.capacity_bytes;
+  return !full();
 }
 
 void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) {
@@ -194,7 +209,7 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
     if (gone != gone_.end()) return absl::NotFoundError(gone->second);
     if (!IsResidentId(id)) {
       return absl::NotFoundError(
-          absl::StrCat("resident id '", id, "' is not 32 hex digits (an id from PutTensor, "
+          absl::StrCat("resident id ", Quoted(id), " is not 32 hex digits (an id from PutTensor, "
                        "Factorize or keep_result)"));
     }
     return absl::NotFoundError(absl::StrCat("resident id ", id, " is unknown"));

@@ -27,6 +27,9 @@ namespace linalgd {
 struct StoreOptions {
   int64_t capacity_bytes = int64_t{8} << 30;  // --store-bytes
   absl::Duration default_ttl = absl::Hours(1);  // --store-ttl
+  // Stored objects at most (--store-max-objects): each costs index and LRU
+  // memory beyond its bytes, and a flood of tiny ones must not grow it freely.
+  int64_t max_objects = 65536;
   std::function<absl::Time()> now = [] { return absl::Now(); };  // injectable clock
   // Tensors put with placement "gpu:N": called once, outside the store's
   // lock, with the stored host tensor (its bytes stay put and unchanged for
@@ -152,6 +155,9 @@ class ResidentStore {
   absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
   std::function<void(int64_t, int64_t)> observer_ ABSL_GUARDED_BY(mu_);
+  // Expired objects are looked for at most once per kExpiryScanPeriod (a
+  // scan visits every object).
+  absl::Time last_expiry_scan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   UploadTable uploads_;  // its own lock; never taken under mu_
 };
 

@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/caller_string.h"
 
 namespace linalgd {
 
@@ -38,12 +40,16 @@ class ShmRegistry::Region {
 namespace {
 
 absl::Status CheckKey(absl::string_view key) {
-  if (key.size() < 2 || key.size() > 255 || key[0] != '/' ||
-      key.substr(1).find('/') != absl::string_view::npos) {
+  if (key.size() < 2 || key[0] != '/') {
     return absl::InvalidArgumentError(absl::StrCat(
-        "key: '", key, "' is not a POSIX shared-memory name (\"/name\", no other '/')"));
+        "key: ", Quoted(key), " is not a POSIX shared-memory name (\"/name\")"));
   }
-  return absl::OkStatus();
+  return CheckName(key.substr(1), "key");
+}
+
+// Region names: [A-Za-z0-9._-], at most 64 bytes, after an optional '/'.
+absl::Status CheckRegionName(absl::string_view name) {
+  return CheckName(absl::StartsWith(name, "/") ? name.substr(1) : name, "name");
 }
 
 // Opens and maps `key`; the mapping covers `size` bytes.
@@ -76,14 +82,14 @@ ShmRegistry::~ShmRegistry() = default;
 
 absl::StatusOr<ShmRegionInfo> ShmRegistry::Register(absl::string_view name,
                                                     absl::string_view key, int64_t size) {
-  if (name.empty()) return absl::InvalidArgumentError("name: required");
+  if (absl::Status s = CheckRegionName(name); !s.ok()) return s;
   if (size <= 0) return absl::InvalidArgumentError(absl::StrCat("size: ", size, " must be > 0"));
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
     if (regions_.contains(name)) {
-      return absl::AlreadyExistsError(absl::StrCat("shared-memory region '", name,
-                                                   "' is already registered"));
+      return absl::AlreadyExistsError(absl::StrCat("shared-memory region ", Quoted(name),
+                                                   " is already registered"));
     }
   }
   absl::StatusOr<void*> base = MapObject(std::string(key), size);
@@ -98,7 +104,7 @@ absl::StatusOr<ShmRegionInfo> ShmRegistry::Register(absl::string_view name,
   absl::MutexLock lock(&mu_);
   if (!regions_.emplace(std::string(name), std::move(region)).second) {
     return absl::AlreadyExistsError(
-        absl::StrCat("shared-memory region '", name, "' is already registered"));
+        absl::StrCat("shared-memory region ", Quoted(name), " is already registered"));
   }
   return info;
 }
@@ -108,7 +114,7 @@ absl::Status ShmRegistry::Unregister(absl::string_view name) {
   absl::MutexLock lock(&mu_);
   auto it = regions_.find(name);
   if (it == regions_.end()) {
-    return absl::NotFoundError(absl::StrCat("shared-memory region '", name, "' is not registered"));
+    return absl::NotFoundError(absl::StrCat("shared-memory region ", Quoted(name), " is not registered"));
   }
   region = std::move(it->second);
   regions_.erase(it);
@@ -123,14 +129,14 @@ absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view name, int64_t of
     absl::MutexLock lock(&mu_);
     auto it = regions_.find(name);
     if (it == regions_.end()) {
-      return absl::NotFoundError(absl::StrCat(field, ".shm.region: '", name,
-                                              "' is not registered (RegisterSharedMemory)"));
+      return absl::NotFoundError(absl::StrCat(field, ".shm.region: ", Quoted(name),
+                                              " is not registered (RegisterSharedMemory)"));
     }
     region = it->second;
   }
   if (offset < 0 || bytes < 0 || offset > region->size() || bytes > region->size() - offset) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".shm: offset ", offset, " + bytes ", bytes, " is outside region '", name, "' of ",
+        field, ".shm: offset ", offset, " + bytes ", bytes, " is outside region ", Quoted(name), " of ",
         region->size(), " bytes"));
   }
   if (align > 1 && offset % align != 0) {

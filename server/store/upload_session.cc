@@ -1,5 +1,6 @@
 #include "server/store/upload_session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -123,7 +124,7 @@ void UploadSession::Close(absl::string_view why) {
 
 bool UploadSession::Expired(absl::Time now) const {
   absl::MutexLock lock(&mu_);
-  return in_flight_ == 0 && last_activity_ + spec_.ttl <= now;
+  return in_flight_ == 0 && last_activity_ + std::min(spec_.ttl, spec_.idle_timeout) <= now;
 }
 
 }  // namespace linalgd

@@ -23,6 +23,9 @@ struct UploadSpec {
   std::string placement;
   uint32_t crc32c = 0;  // of all the bytes
   absl::Duration ttl;   // of the upload without activity, and of the stored tensor
+  // The upload expires sooner when no part is written for this long
+  // (--stream-idle-timeout): an abandoned upload gives its space back.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
 };
 
 // One tensor being uploaded in parts (StartUpload, PutTensor parts,

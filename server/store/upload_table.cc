@@ -1,9 +1,11 @@
 #include "server/store/upload_table.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/caller_string.h"
 #include "server/store/resident_id.h"
 
 namespace linalgd {
@@ -32,7 +34,7 @@ absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_vie
   if (it != sessions_.end()) return it->second;
   auto gone = gone_.find(id);
   if (gone != gone_.end()) return absl::NotFoundError(gone->second);
-  return absl::NotFoundError(absl::StrCat("upload id '", id, "' is unknown (ids come from StartUpload)"));
+  return absl::NotFoundError(absl::StrCat("upload id ", Quoted(id), " is unknown (ids come from StartUpload)"));
 }
 
 absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_view id) {
@@ -85,8 +87,10 @@ void UploadTable::DropExpiredLocked(std::vector<SessionPtr>& dropped) {
     if (session->Expired(now)) expired.push_back(session);
   }
   for (const SessionPtr& session : expired) {
-    Remove(session, absl::StrCat("expired (no activity for its TTL of ",
-                                 absl::FormatDuration(session->spec().ttl), ")"),
+    const UploadSpec& spec = session->spec();
+    Remove(session, absl::StrCat("expired (no activity for ",
+                                 absl::FormatDuration(std::min(spec.ttl, spec.idle_timeout)),
+                                 ": its TTL or --stream-idle-timeout)"),
            dropped);
   }
 }

@@ -26,6 +26,7 @@ struct Request {
   bool allow_fallback = true;
   int64_t max_iterations = 0;
   double tolerance = 0;
+  StopToken stop;
 };
 
 class CpuSparseTest : public ::testing::Test {
@@ -42,6 +43,7 @@ class CpuSparseTest : public ::testing::Test {
     op.allow_fallback = r.allow_fallback;
     op.max_iterations = r.max_iterations;
     op.tolerance = r.tolerance;
+    op.stop = r.stop;
     auto plan = PlanSparseSolve(op);
     if (!plan.ok()) return plan.status();
     return backend_->SparseSolve(op, *plan);
@@ -234,6 +236,29 @@ TEST_F(CpuSparseTest, IterativeNotConvergedFailsOrFallsBack) {
   EXPECT_EQ(res->method_used, SparseMethod::kCholesky);
   EXPECT_THAT(res->fallback, HasSubstr("cg: relative residual"));
   EXPECT_THAT(res->fallback, HasSubstr("used cholesky"));
+}
+
+// Iterative solvers poll the job's stop token every iteration: a cancelled
+// call or a passed deadline ends them at once, with no fallback to a direct
+// method (a GMRES with max_iterations 1e15 held a CPU worker forever).
+TEST_F(CpuSparseTest, IterativeSolversStopWhenAsked) {
+  Csr a = sparse_test::Poisson2D(10);
+  const std::vector<double> b = RandomB(a.n, 1);
+  for (SparseMethod m : {SparseMethod::kCg, SparseMethod::kBicgstab, SparseMethod::kGmres}) {
+    auto state = std::make_shared<StopState>();
+    Request r;
+    r.method = m;
+    r.stop = StopToken(state);
+    state->SetDeadline(absl::Now() - absl::Seconds(1), true);
+    auto res = Solve(a, DType::kF64, b, 1, r);
+    EXPECT_EQ(res.status().code(), absl::StatusCode::kDeadlineExceeded) << SparseMethodName(m);
+    EXPECT_THAT(res.status().message(),
+                HasSubstr(absl::StrCat("cpu: ", SparseMethodName(m), " at iteration 1")));
+    state->SetDeadline(absl::InfiniteFuture(), false);
+    state->Cancel();
+    res = Solve(a, DType::kF64, b, 1, r);
+    EXPECT_EQ(res.status().code(), absl::StatusCode::kCancelled) << SparseMethodName(m);
+  }
 }
 
 TEST_F(CpuSparseTest, JacobiWithZeroDiagonalFails) {

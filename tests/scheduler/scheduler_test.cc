@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -124,6 +125,69 @@ TEST(SchedulerTest, GpuCallPastOpTimeoutIsRerunOnCpuAndItsResultDropped) {
   EXPECT_EQ(out.infos[1].backend, "gpu:0");
 }
 
+// Each abandoned GPU call keeps a thread, a handle set, its reservation and
+// its request: past max_abandoned_per_device the lane is fenced (its work goes
+// to the CPU, saying why) until they end, and then it serves again.
+TEST(SchedulerTest, LaneWithTooManyAbandonedCallsIsFencedUntilTheyEnd) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  gpu.SetBehaviour(absl::Milliseconds(1500), absl::OkStatus());
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  o.max_abandoned_per_device = 2;
+  o.gpu_workers_per_device = 2;  // both run at once (a second one queued would expire)
+  Outcome out;
+  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+  s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(2));
+  ASSERT_EQ(s.FencedLanes().size(), 1u);
+  EXPECT_EQ(s.FencedLanes()[0].first, "gpu:0");
+  EXPECT_NE(s.FencedLanes()[0].second.find("2 calls abandoned"), std::string::npos);
+  s.Submit(std::make_unique<TestJob>(3, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(3));
+  {
+    absl::MutexLock lock(&out.mu);
+    EXPECT_TRUE(out.finished[2].second.ok());
+    EXPECT_EQ(out.infos[2].backend, "cpu");
+    EXPECT_NE(out.infos[2].fallback_reason.find("gpu:0 is fenced"), std::string::npos)
+        << out.infos[2].fallback_reason;
+  }
+  EXPECT_EQ(gpu.calls(), 2);  // the fenced lane got no third call
+  gpu.SetBehaviour(absl::ZeroDuration(), absl::OkStatus());
+  while (!s.FencedLanes().empty()) absl::SleepFor(absl::Milliseconds(10));
+  s.Submit(std::make_unique<TestJob>(4, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(4));
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.infos[3].backend, "gpu:0");
+}
+
+// A backend that throws, as an allocation or a thread creation may.
+class ThrowingBackend : public FakeBackend {
+ public:
+  using FakeBackend::FakeBackend;
+  absl::StatusOr<Tensor> Matmul(const MatmulOp&, const MatmulPlan&) override {
+    if (bad_alloc_) throw std::bad_alloc();
+    throw std::runtime_error("boom");
+  }
+  bool bad_alloc_ = true;
+};
+
+// An exception in a worker thread used to abort the whole process.
+TEST(SchedulerTest, BackendExceptionsBecomeTheJobsStatus) {
+  ThrowingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
+  s.Submit(std::make_unique<TestJob>(1, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(1));
+  EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(out.StatusOf(1).message().find("cpu: out of host memory"), absl::string_view::npos);
+  cpu.bad_alloc_ = false;
+  s.Submit(std::make_unique<TestJob>(2, Spec(8), &out));
+  ASSERT_TRUE(out.WaitFor(2));
+  EXPECT_EQ(out.StatusOf(2).code(), absl::StatusCode::kInternal);
+  EXPECT_NE(out.StatusOf(2).message().find("boom"), absl::string_view::npos);
+}
+
 TEST(SchedulerTest, AbandonedGpuCallCannotWriteItsDirectResultLate) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   SchedulerOptions o = OneWorker();
@@ -239,9 +303,7 @@ TEST(SchedulerTest, DeadlinePassedInQueueIsDeadlineExceeded) {
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   s.Submit(std::make_unique<TestJob>(1, Spec(8, 0, absl::Now() + absl::Milliseconds(20)), &out));
   ASSERT_TRUE(out.WaitFor(2));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.finished[1].first, 1);
-  EXPECT_EQ(out.finished[1].second.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(cpu.calls(), 1);
 }
 
@@ -255,10 +317,10 @@ TEST(SchedulerTest, OpTimeoutCapsTheTimeInTheQueue) {
   s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
   s.Submit(std::make_unique<TestJob>(1, Spec(8), &out));  // no deadline of its own
   ASSERT_TRUE(out.WaitFor(2));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_TRUE(out.finished[0].second.ok());
-  EXPECT_EQ(out.finished[1].second.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_NE(out.finished[1].second.message().find("--op-timeout"), absl::string_view::npos);
+  EXPECT_TRUE(out.StatusOf(0).ok());
+  const absl::Status expired = out.StatusOf(1);
+  EXPECT_EQ(expired.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(expired.message().find("--op-timeout"), absl::string_view::npos);
 }
 
 TEST(SchedulerTest, CancelledJobLeavesQueueWithoutRunning) {
@@ -272,9 +334,30 @@ TEST(SchedulerTest, CancelledJobLeavesQueueWithoutRunning) {
   s.Submit(std::move(job));
   token->store(true);
   ASSERT_TRUE(out.WaitFor(2));
+  const int cancelled = out.IndexOf(1);  // the sweeper may finish it first
+  ASSERT_GE(cancelled, 0);
   absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.finished[1].second.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(out.finished[cancelled].second.code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(cpu.calls(), 1);
+}
+
+// A cancelled job queued behind a long one is finished (and its request
+// freed) by the sweeper, not when a worker finally pops it.
+TEST(SchedulerTest, CancelledQueuedJobIsFinishedWithoutWaitingForAWorker) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Seconds(3), absl::OkStatus());
+  Outcome out;
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
+  s.Submit(std::make_unique<TestJob>(0, Spec(8), &out));
+  WaitForCalls(cpu, 1);
+  auto job = std::make_unique<TestJob>(1, Spec(8), &out);
+  auto token = job->cancel_token();
+  s.Submit(std::move(job));
+  token->store(true);
+  ASSERT_TRUE(out.WaitFor(1, absl::Seconds(2)));  // long before the first job ends
+  absl::MutexLock lock(&out.mu);
+  EXPECT_EQ(out.finished[0].first, 1);
+  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kCancelled);
 }
 
 TEST(SchedulerTest, CancelledRunningJobResultIsDropped) {

@@ -30,15 +30,23 @@ struct Outcome {
     infos.push_back(std::move(info));
     if (out) results[id] = std::move(*out);
   }
-  // Waits up to 20 s for n finished jobs.
-  bool WaitFor(size_t n) {
+  // Waits up to `limit` (20 s by default) for n finished jobs.
+  bool WaitFor(size_t n, absl::Duration limit = absl::Seconds(20)) {
     struct Enough {
       Outcome* o;
       size_t n;
       bool operator()() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return o->finished.size() >= n; }
     } enough{this, n};
     absl::MutexLock lock(&mu);
-    return mu.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(20));
+    return mu.AwaitWithTimeout(absl::Condition(&enough), limit);
+  }
+  // The status job `id` finished with (UNKNOWN when it did not finish).
+  absl::Status StatusOf(int id) {
+    absl::MutexLock lock(&mu);
+    for (const auto& [job, status] : finished) {
+      if (job == id) return status;
+    }
+    return absl::UnknownError("not finished");
   }
   // The index in `finished` of job `id`, or -1.
   int IndexOf(int id) {

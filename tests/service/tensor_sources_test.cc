@@ -26,7 +26,7 @@ class KeptResultTest : public ::testing::Test {
 
   OutputSpec Keep() {
     absl::StatusOr<OutputSpec> spec =
-        PrepareOutput(true, 0, false, v1::SharedMemoryRef(), "out", sources_);
+        PrepareOutput(true, absl::ZeroDuration(), false, v1::SharedMemoryRef(), "out", sources_);
     EXPECT_TRUE(spec.ok()) << spec.status();
     return *spec;
   }
@@ -77,7 +77,7 @@ TEST_F(KeptResultTest, ABackendThatIgnoresTheDestinationStoresItsOwnTensor) {
 
 TEST_F(KeptResultTest, AResultForTheResponseGetsNoStoreMemory) {
   absl::StatusOr<OutputSpec> spec =
-      PrepareOutput(false, 0, false, v1::SharedMemoryRef(), "out", sources_);
+      PrepareOutput(false, absl::ZeroDuration(), false, v1::SharedMemoryRef(), "out", sources_);
   ASSERT_TRUE(spec.ok());
   ResultDestination dest = DirectDestination(*spec, 64, {}, sources_);
   EXPECT_EQ(dest.data(), nullptr);

@@ -1,0 +1,27 @@
+#include "server/service/inflight_budget.h"
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "server/scheduler/scheduler.h"
+
+namespace linalgd {
+
+absl::StatusOr<std::shared_ptr<const void>> InflightBudget::Acquire(int64_t bytes,
+                                                                    absl::string_view what) {
+  int64_t used = used_->load();
+  do {
+    if (bytes > limit_ - used) {
+      absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+          what, ": the request's ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_,
+          " (", used, " bytes held by requests in progress); retry later",
+          bytes > limit_ ? ", or send the tensors with PutTensor and pass their ids" : ""));
+      status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
+      return status;
+    }
+  } while (!used_->compare_exchange_weak(used, used + bytes));
+  std::shared_ptr<std::atomic<int64_t>> counter = used_;
+  return std::shared_ptr<const void>(counter.get(),
+                                     [counter, bytes](const void*) { counter->fetch_sub(bytes); });
+}
+
+}  // namespace linalgd

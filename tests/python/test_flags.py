@@ -1,0 +1,26 @@
+"""Server flags are bounded: out-of-range values are refused at start with a
+message naming the flag (--max-elements above 2^61 used to make byte counts
+wrap)."""
+import subprocess
+
+import pytest
+
+from conftest import server_binary
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("--max-elements", str(1 << 62)),
+    ("--max-elements", "0"),
+    ("--max-batch-matrices", "0"),
+    ("--max-priority", "-1"),
+    ("--max-inflight-bytes", "10"),
+    ("--max-ttl", "inf"),
+    ("--stream-idle-timeout", "0"),
+    ("--max-queue", "0"),
+    ("--max-message-bytes", str(1 << 40)),
+])
+def test_out_of_range_flag_is_refused(flag, value):
+    out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                          flag, value], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert flag in (out.stdout + out.stderr)
