@@ -63,6 +63,7 @@ RESOURCE_FLOORS = {"rss_kib": 16 << 10, "threads": 8, "fds": 8, "maps": 32}
 # --inject-faults of the fault phase, and what each faulted op must answer.
 FAULT_SPEC = ("cpu:matmul:stall=1ms,cpu:solve:stall=2ms,"
               "cpu:sparse_solve:fail=internal,cpu:factorize:fail=deadline_exceeded")
+SPARSE_DENSE_THRESHOLD = 0.1  # the server's default --sparse-dense-threshold
 FAULTS = {"sparse_solve": grpc.StatusCode.INTERNAL, "factorize": grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
@@ -372,13 +373,21 @@ class Caller:
                                           ("gmres", None), ("gmres", "ilu0")])
         iterative = method in ("cg", "bicgstab", "gmres")
         itol = 0.0 if not iterative else (1e-10 if dtype == np.float64 else 1e-5)
+        # The documented rule (--sparse-dense-threshold 0.1): direct methods on a matrix
+        # denser than 10% run as a dense solve (so sparse_solve faults do not apply).
+        dense_path = not iterative and np.count_nonzero(d) > SPARSE_DENSE_THRESHOLD * d.size
         call = lambda: self.c.sparse_solve(  # noqa: E731
             self.csr(d), b, method=method, preconditioner=pre, tol=itol,
-            priority=self.priority(), timeout=CALL_TIMEOUT)
-        faulted = self.faulted("sparse_solve", call)
-        if faulted:
-            return faulted
-        x = call()
+            priority=self.priority(), timeout=CALL_TIMEOUT, return_info=True)
+        if not dense_path:
+            faulted = self.faulted("sparse_solve", call)
+            if faulted:
+                return faulted
+        r = call()
+        x = r.x
+        if r.dense_path != dense_path:
+            raise WrongAnswer(f"sparse {method}: dense_path {r.dense_path}, expected {dense_path}"
+                              f" (n={d.shape[0]}, nnz={np.count_nonzero(d)})")
         B = b.astype(np.float64)
         if x.shape != B.shape or x.dtype != dtype:
             raise WrongAnswer(f"sparse {method}: x {x.shape} {x.dtype}, b {B.shape} {dtype}")
