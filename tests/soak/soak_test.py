@@ -22,7 +22,10 @@ health (SERVING throughout) and the process (alive throughout). Resources of
 the server (RSS, threads, fds, memory mappings from /proc) are sampled after a
 warm-up and again after the load and a short settle; they must be within 10%
 (with absolute floors for small numbers). Every future must complete exactly
-once. A second, shorter phase runs the same mix against a server started with
+once. After the load, abandoned work must not hold the server's CPU workers:
+long GMRES solves (one per worker) are cancelled / left past their deadline and
+a small call made right after must not wait for their iterations to run out.
+A second, shorter phase runs the same mix against a server started with
 --inject-faults rules (stalls for matmul and solve, failures for
 sparse_solve and factorize): the faulted operations must fail with the
 injected code, everything else must still be right.
@@ -720,6 +723,68 @@ class Monitor(threading.Thread):
         self.join()
 
 
+def poisson(m):
+    """The 5-point Laplacian on an m x m grid as (indptr, indices, data, shape), int32."""
+    n = m * m
+    idx = np.arange(n).reshape(m, m)
+    rows, cols, vals = [idx.ravel()], [idx.ravel()], [np.full(n, 4.0)]
+    for src, dst in ((idx[:, :-1], idx[:, 1:]), (idx[:, 1:], idx[:, :-1]),
+                     (idx[:-1, :], idx[1:, :]), (idx[1:, :], idx[:-1, :])):
+        rows.append(src.ravel())
+        cols.append(dst.ravel())
+        vals.append(np.full(src.size, -1.0))
+    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    order = np.lexsort((c, r))
+    indptr = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(r, minlength=n), out=indptr[1:])
+    return indptr, c[order].astype(np.int32), v[order], (n, n)
+
+
+def abandoned_work_check(server, cpu_workers=2):
+    """Long GMRES solves (one per CPU worker of the test server), abandoned: one cancelled,
+    the others past a short deadline. A small call made right after must not wait for them
+    to run out their iterations. Returns (seconds the solve takes when left to run, seconds
+    the small call took, problems)."""
+    from linalgd.sparse import encode_csr
+    a = poisson(100)
+    b = np.ones((a[3][0], 1))
+    req = pb.SparseSolveRequest(a=encode_csr(a), b=tensors.encode(b, "b"),
+                                method=pb.SPARSE_METHOD_GMRES, tolerance=1e-16,
+                                max_iterations=12000, no_fallback=True)
+    problems = []
+    with linalgd.Client(server.target, timeout=CALL_TIMEOUT) as c:
+        t0 = time.monotonic()
+        try:  # the yardstick: never reaches 1e-16, so it runs all its iterations
+            c._stub.SparseSolve(req, timeout=CALL_TIMEOUT)
+            problems.append("abandon check: the long GMRES solve converged; make it longer")
+        except grpc.RpcError as e:
+            if e.code() != FP:
+                problems.append(f"abandon check: the long solve gave {e.code().name} "
+                                f"({e.details()}), expected FAILED_PRECONDITION")
+        full = time.monotonic() - t0
+        cancelled = c._stub.SparseSolve.future(req, timeout=CALL_TIMEOUT)
+        expiring = [c._stub.SparseSolve.future(req, timeout=0.3) for _ in range(cpu_workers - 1)]
+        time.sleep(0.3)
+        cancelled.cancel()
+        for f in expiring:
+            try:
+                f.result()
+                problems.append("abandon check: a solve with a 0.3 s deadline succeeded")
+            except grpc.RpcError as e:
+                if e.code() != DE:
+                    problems.append(f"abandon check: {e.code().name}, expected DEADLINE_EXCEEDED")
+        t0 = time.monotonic()
+        c.matmul(np.ones((8, 8)), np.ones((8, 8)), timeout=CALL_TIMEOUT)
+        probe = time.monotonic() - t0
+    if full < 1.0:
+        problems.append(f"abandon check: the long solve took only {full:.2f} s; make it longer")
+    elif probe > max(0.5, full / 4):
+        problems.append(f"abandoned work holds the CPU workers: a small matmul took {probe:.2f} s "
+                        f"after {cpu_workers} long GMRES solves ({full:.2f} s each when left to "
+                        "run) were cancelled / expired")
+    return full, probe, problems
+
+
 def run_load(server, seconds, callers, stats, faults, seed):
     """callers threads (sharing a few clients) run the mix for seconds."""
     policy = linalgd.RetryPolicy(retries=3, initial_backoff=0.05)
@@ -744,7 +809,7 @@ def run_load(server, seconds, callers, stats, faults, seed):
     return stuck
 
 
-def soak(name, seconds, callers, flags, faults, report):
+def soak(name, seconds, callers, flags, faults, report, abandon_check=False):
     stats = Stats()
     server = Server(*flags).start()
     pid = server.proc.pid
@@ -752,6 +817,7 @@ def soak(name, seconds, callers, flags, faults, report):
     monitor.start()
     problems = []
     base = now = None
+    abandon = ""
     try:
         warm = min(20.0, max(5.0, 0.15 * seconds))
         problems += [f"caller stuck in warm-up: {t}"
@@ -775,6 +841,10 @@ def soak(name, seconds, callers, flags, faults, report):
             if left:
                 problems.append(f"{len(left)} resident tensors/factors left in the store, "
                                 f"e.g. {left[0]}")
+        if abandon_check and server.proc.poll() is None:
+            full, probe, found = abandoned_work_check(server)
+            abandon = f" | abandoned GMRES: {full:.2f}s when run, small call after {probe:.2f}s"
+            problems += found
     finally:
         monitor.stop()
         crashed = server.proc.poll() is not None
@@ -791,7 +861,8 @@ def soak(name, seconds, callers, flags, faults, report):
                 f"unexpected {len(stats.unexpected)} futures {len(stats.futures)} "
                 f"(twice {twice}, never {never}, unfinished {unfinished}) health "
                 f"{stats.health_polls - len(stats.health_bad)}/{stats.health_polls} SERVING | "
-                + (format_resources(base, now) if base and now else "resources: n/a"))
+                + (format_resources(base, now) if base and now else "resources: n/a")
+                + abandon)
     report(line)
     print(line)
     for bucket, label in ((stats.wrong, "WRONG"), (stats.unexpected, "UNEXPECTED")):
@@ -833,7 +904,7 @@ def soak(name, seconds, callers, flags, faults, report):
 
 
 def test_soak(soak_seconds, soak_callers, soak_summary):
-    soak("main", soak_seconds, soak_callers, (), {}, soak_summary)
+    soak("main", soak_seconds, soak_callers, (), {}, soak_summary, abandon_check=True)
 
 
 def test_soak_with_injected_faults(soak_seconds, soak_callers, soak_summary):
