@@ -135,7 +135,9 @@ def matmul_reference(a, b, c=None, bias=None, ta=False, tb=False, alpha=None, be
         out = gelu(out)
         bound = bound * 1.2  # |gelu'| <= 1.13
     acc = a.dtype if a.dtype != np.float16 else np.dtype(np.float32)  # f16 accumulates in f32
-    tol = 4.0 * (k + 8) * EPS[acc] * bound + EPS[a.dtype] * np.abs(out) * 2.0 + 1e-30
+    # output rounding: relative, and absolute in the subnormal range (f16's starts at 6e-5)
+    tol = (4.0 * (k + 8) * EPS[acc] * bound + EPS[a.dtype] * np.abs(out) * 2.0
+           + float(np.finfo(a.dtype).smallest_subnormal))
     return out, tol
 
 
