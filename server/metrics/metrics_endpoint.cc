@@ -1,0 +1,80 @@
+#include "server/metrics/metrics_endpoint.h"
+
+#include <exception>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace linalgd::metrics {
+namespace {
+
+// The host part of "host:port", checking the port is a number in
+// [0, 65535]. A comma is refused too: civetweb would read it as a second
+// address to listen on.
+absl::StatusOr<std::string> HostOf(absl::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      absl::StrContains(listen, ',') ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics address '", listen, "' is not host:port (port 0-65535)"));
+  }
+  return std::string(listen.substr(0, colon));
+}
+
+// civetweb's options: the address, the worker threads and how long a
+// connection may take to send its request.
+std::vector<std::string> CivetOptions(const MetricsEndpointOptions& options) {
+  return {"listening_ports",
+          options.listen,
+          "num_threads",
+          absl::StrCat(options.threads),
+          "request_timeout_ms",
+          absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout))};
+}
+
+}  // namespace
+
+MetricsEndpoint::MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
+                                 std::shared_ptr<prometheus::Registry> registry,
+                                 int port, std::string address)
+    : registry_(std::move(registry)),
+      process_(std::make_shared<ProcessCollector>()),
+      exposer_(std::move(exposer)),
+      port_(port),
+      address_(std::move(address)) {
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(process_);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    const MetricsEndpointOptions& options,
+    std::shared_ptr<prometheus::Registry> registry) {
+  absl::StatusOr<std::string> host = HostOf(options.listen);
+  if (!host.ok()) return host.status();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::vector<int> ports;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(CivetOptions(options));
+    ports = exposer->GetListeningPorts();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ",
+                                               options.listen, ": ", e.what()));
+  }
+  if (ports.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics server bound no port for ", options.listen));
+  }
+  return std::unique_ptr<MetricsEndpoint>(
+      new MetricsEndpoint(std::move(exposer), std::move(registry), ports[0],
+                          absl::StrCat(*host, ":", ports[0])));
+}
+
+}  // namespace linalgd::metrics
