@@ -1,5 +1,10 @@
 #include "server/metrics/metrics_endpoint.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstddef>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -9,6 +14,21 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+
+// Debian's civetweb (1.15) starts every thread with a fixed 100 KiB stack,
+// and glibc carves the static TLS of all loaded libraries out of a thread's
+// stack: in linalgd (OpenBLAS 60 KiB, METIS 29 KiB) a worker is left a few
+// KiB and overflows while serving a scrape. This definition interposes
+// libc's for the whole process (exported from the executable by
+// linalgd_metrics' link options) and raises requests below 1 MiB to 1 MiB;
+// larger requests pass unchanged.
+extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr,
+                                         size_t size) noexcept {
+  using Fn = int (*)(pthread_attr_t*, size_t);
+  static const Fn libc_setstacksize =
+      reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_attr_setstacksize"));
+  return libc_setstacksize(attr, std::max<size_t>(size, size_t{1} << 20));
+}
 
 namespace linalgd::metrics {
 namespace {
