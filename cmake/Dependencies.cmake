@@ -5,6 +5,8 @@ find_package(gRPC CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
+# prometheus-cpp 1.0.1 (MIT): metric families and the /metrics HTTP endpoint.
+find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 find_library(LAPACKE_LIBRARY NAMES lapacke REQUIRED)

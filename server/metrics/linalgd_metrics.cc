@@ -2,7 +2,9 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "prometheus/metric_family.h"
 #include "server/common/status_macros.h"
 
 namespace linalgd {
@@ -18,6 +20,20 @@ std::vector<double> BatchBuckets() {
   return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 }
 
+// ALREADY_EXISTS when `registry` exports a linalgd_ family. prometheus-cpp's
+// default (Merge) registry would hand back the existing families instead of
+// failing, so the check is made here. linalgd_build_info always has a
+// series, so a registry that a Create succeeded on is always caught.
+absl::Status CheckNoLinalgdFamilies(const prometheus::Registry& registry) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (absl::StartsWith(family.name, "linalgd_")) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("metric family ", family.name, " already registered"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string GpuLabel(int device_index) {
@@ -25,7 +41,8 @@ std::string GpuLabel(int device_index) {
 }
 
 absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
-    metrics::Registry* registry, absl::string_view version) {
+    prometheus::Registry* registry, absl::string_view version) {
+  LINALGD_RETURN_IF_ERROR(CheckNoLinalgdFamilies(*registry));
   std::unique_ptr<LinalgdMetrics> out(new LinalgdMetrics(registry));
   LINALGD_RETURN_IF_ERROR(out->RegisterRequestFamilies());
   LINALGD_RETURN_IF_ERROR(out->RegisterQueueFamilies());
@@ -35,127 +52,104 @@ absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
 }
 
 absl::Status LinalgdMetrics::RegisterRequestFamilies() {
-  metrics::Registry& r = *registry_;
-  LINALGD_ASSIGN_OR_RETURN(
-      requests_, r.AddCounter("linalgd_requests_total",
-                              "RPCs finished, by operation, gRPC status code "
-                              "and the backend that ran them.",
-                              {"op", "code", "backend"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      request_seconds_,
-      r.AddHistogram("linalgd_request_duration_seconds",
-                     "RPC time from receipt to finish, in seconds.",
-                     {"op", "backend"}, LatencyBuckets()));
-  LINALGD_ASSIGN_OR_RETURN(
-      queue_wait_seconds_,
-      r.AddHistogram("linalgd_queue_wait_seconds",
-                     "Time a job waited in a device queue, in seconds.",
-                     {"backend"}, LatencyBuckets()));
-  LINALGD_ASSIGN_OR_RETURN(
-      compute_seconds_,
-      r.AddHistogram("linalgd_compute_seconds",
-                     "Time the backend spent computing a job, in seconds.",
-                     {"op", "backend"}, LatencyBuckets()));
-  LINALGD_ASSIGN_OR_RETURN(
-      batch_size_, r.AddHistogram("linalgd_batch_size",
-                                  "Jobs per backend call (1: not batched).",
-                                  {"op", "backend"}, BatchBuckets()));
-  LINALGD_ASSIGN_OR_RETURN(
-      fallbacks_, r.AddCounter("linalgd_cpu_fallbacks_total",
-                               "Jobs meant for a GPU that ran on the CPU, by "
-                               "operation and reason.",
-                               {"op", "reason"}));
+  prometheus::Registry& r = *registry_;
+  LINALGD_RETURN_IF_ERROR(
+      requests_.Register(r, "linalgd_requests_total",
+                         "RPCs finished, by operation, gRPC status code "
+                         "and the backend that ran them.",
+                         {"op", "code", "backend"}));
+  LINALGD_RETURN_IF_ERROR(
+      request_seconds_.Register(r, "linalgd_request_duration_seconds",
+                                "RPC time from receipt to finish, in seconds.",
+                                {"op", "backend"}, LatencyBuckets()));
+  LINALGD_RETURN_IF_ERROR(queue_wait_seconds_.Register(
+      r, "linalgd_queue_wait_seconds",
+      "Time a job waited in a device queue, in seconds.", {"backend"},
+      LatencyBuckets()));
+  LINALGD_RETURN_IF_ERROR(compute_seconds_.Register(
+      r, "linalgd_compute_seconds",
+      "Time the backend spent computing a job, in seconds.", {"op", "backend"},
+      LatencyBuckets()));
+  LINALGD_RETURN_IF_ERROR(batch_size_.Register(
+      r, "linalgd_batch_size", "Jobs per backend call (1: not batched).",
+      {"op", "backend"}, BatchBuckets()));
+  LINALGD_RETURN_IF_ERROR(
+      fallbacks_.Register(r, "linalgd_cpu_fallbacks_total",
+                          "Jobs meant for a GPU that ran on the CPU, by "
+                          "operation and reason.",
+                          {"op", "reason"}));
   return absl::OkStatus();
 }
 
 absl::Status LinalgdMetrics::RegisterQueueFamilies() {
-  metrics::Registry& r = *registry_;
-  LINALGD_ASSIGN_OR_RETURN(
-      queue_depth_, r.AddGauge("linalgd_queue_depth",
-                               "Jobs waiting in the device's queue.",
-                               {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      queue_capacity_,
-      r.AddGauge("linalgd_queue_capacity",
-                 "Jobs the device's queue holds before RESOURCE_EXHAUSTED.",
-                 {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      inflight_jobs_, r.AddGauge("linalgd_inflight_jobs",
-                                 "Jobs running on the device.", {"device"}));
+  prometheus::Registry& r = *registry_;
+  LINALGD_RETURN_IF_ERROR(
+      queue_depth_.Register(r, "linalgd_queue_depth",
+                            "Jobs waiting in the device's queue.", {"device"}));
+  LINALGD_RETURN_IF_ERROR(queue_capacity_.Register(
+      r, "linalgd_queue_capacity",
+      "Jobs the device's queue holds before RESOURCE_EXHAUSTED.", {"device"}));
+  LINALGD_RETURN_IF_ERROR(inflight_jobs_.Register(
+      r, "linalgd_inflight_jobs", "Jobs running on the device.", {"device"}));
   return absl::OkStatus();
 }
 
 absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
-  metrics::Registry& r = *registry_;
-  LINALGD_ASSIGN_OR_RETURN(
-      memory_budget_,
-      r.AddGauge("linalgd_device_memory_budget_bytes",
-                 "Device memory the server may use, in bytes.", {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      memory_reserved_,
-      r.AddGauge("linalgd_device_memory_reserved_bytes",
-                 "Device memory reserved by admitted jobs and resident data, "
-                 "in bytes.",
-                 {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      memory_used_,
-      r.AddGauge("linalgd_device_memory_used_bytes",
-                 "Device memory in use as the device reports it, in bytes.",
-                 {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      device_healthy_,
-      r.AddGauge("linalgd_device_healthy",
-                 "1 while the device is usable, 0 when fenced or failed.",
-                 {"device"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      device_busy_seconds_,
-      r.AddCounter("linalgd_device_busy_seconds_total",
-                   "Wall time the device spent running jobs, in seconds; "
-                   "its rate is the utilization.",
-                   {"device"}));
+  prometheus::Registry& r = *registry_;
+  LINALGD_RETURN_IF_ERROR(memory_budget_.Register(
+      r, "linalgd_device_memory_budget_bytes",
+      "Device memory the server may use, in bytes.", {"device"}));
+  LINALGD_RETURN_IF_ERROR(memory_reserved_.Register(
+      r, "linalgd_device_memory_reserved_bytes",
+      "Device memory reserved by admitted jobs and resident data, "
+      "in bytes.",
+      {"device"}));
+  LINALGD_RETURN_IF_ERROR(memory_used_.Register(
+      r, "linalgd_device_memory_used_bytes",
+      "Device memory in use as the device reports it, in bytes.", {"device"}));
+  LINALGD_RETURN_IF_ERROR(device_healthy_.Register(
+      r, "linalgd_device_healthy",
+      "1 while the device is usable, 0 when fenced or failed.", {"device"}));
+  LINALGD_RETURN_IF_ERROR(device_busy_seconds_.Register(
+      r, "linalgd_device_busy_seconds_total",
+      "Wall time the device spent running jobs, in seconds; "
+      "its rate is the utilization.",
+      {"device"}));
   return absl::OkStatus();
 }
 
 absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
-  metrics::Registry& r = *registry_;
-  LINALGD_ASSIGN_OR_RETURN(
-      flops_, r.AddCounter("linalgd_flops_total",
-                           "Floating-point operations performed by finished "
-                           "jobs.",
-                           {"op", "backend"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      bytes_received_,
-      r.AddCounter("linalgd_received_bytes_total",
-                   "Tensor payload bytes received from callers.",
-                   {"transport"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      bytes_sent_, r.AddCounter("linalgd_sent_bytes_total",
-                                "Tensor payload bytes sent to callers.",
-                                {"transport"}));
-  LINALGD_ASSIGN_OR_RETURN(
-      store_bytes_,
-      r.AddGauge("linalgd_resident_store_bytes",
-                 "Bytes held by resident tensors and cached factorizations.",
-                 {}));
-  LINALGD_ASSIGN_OR_RETURN(
-      store_objects_,
-      r.AddGauge("linalgd_resident_store_objects",
-                 "Resident tensors and cached factorizations held.", {}));
-  LINALGD_ASSIGN_OR_RETURN(
-      build_info_, r.AddGauge("linalgd_build_info",
-                              "Always 1; the labels describe the build.",
-                              {"version"}));
-  build_info_->With({version}).Set(1);
-  store_bytes_->With({}).Set(0);
-  store_objects_->With({}).Set(0);
+  prometheus::Registry& r = *registry_;
+  LINALGD_RETURN_IF_ERROR(
+      flops_.Register(r, "linalgd_flops_total",
+                      "Floating-point operations performed by finished "
+                      "jobs.",
+                      {"op", "backend"}));
+  LINALGD_RETURN_IF_ERROR(bytes_received_.Register(
+      r, "linalgd_received_bytes_total",
+      "Tensor payload bytes received from callers.", {"transport"}));
+  LINALGD_RETURN_IF_ERROR(bytes_sent_.Register(
+      r, "linalgd_sent_bytes_total", "Tensor payload bytes sent to callers.",
+      {"transport"}));
+  LINALGD_RETURN_IF_ERROR(store_bytes_.Register(
+      r, "linalgd_resident_store_bytes",
+      "Bytes held by resident tensors and cached factorizations.", {}));
+  LINALGD_RETURN_IF_ERROR(store_objects_.Register(
+      r, "linalgd_resident_store_objects",
+      "Resident tensors and cached factorizations held.", {}));
+  LINALGD_RETURN_IF_ERROR(build_info_.Register(
+      r, "linalgd_build_info", "Always 1; the labels describe the build.",
+      {"version"}));
+  build_info_.With({version}).Set(1);
+  store_bytes_.With({}).Set(0);
+  store_objects_.With({}).Set(0);
   return absl::OkStatus();
 }
 
-void LinalgdMetrics::RecordRequest(absl::string_view op,
-                                   absl::string_view code,
+void LinalgdMetrics::RecordRequest(absl::string_view op, absl::string_view code,
                                    absl::string_view backend, double seconds) {
-  requests_->With({op, code, backend}).Increment();
-  request_seconds_->With({op, backend}).Observe(seconds);
+  requests_.With({op, code, backend}).Increment();
+  request_seconds_.With({op, backend}).Observe(seconds);
 }
 
 void LinalgdMetrics::RecordRequest(absl::string_view op, absl::StatusCode code,
@@ -165,87 +159,84 @@ void LinalgdMetrics::RecordRequest(absl::string_view op, absl::StatusCode code,
 
 void LinalgdMetrics::ObserveQueueWait(absl::string_view backend,
                                       double seconds) {
-  queue_wait_seconds_->With({backend}).Observe(seconds);
+  queue_wait_seconds_.With({backend}).Observe(seconds);
 }
 
 void LinalgdMetrics::ObserveCompute(absl::string_view op,
-                                    absl::string_view backend,
-                                    double seconds) {
-  compute_seconds_->With({op, backend}).Observe(seconds);
+                                    absl::string_view backend, double seconds) {
+  compute_seconds_.With({op, backend}).Observe(seconds);
 }
 
 void LinalgdMetrics::ObserveBatchSize(absl::string_view op,
-                                      absl::string_view backend,
-                                      int64_t jobs) {
-  batch_size_->With({op, backend}).Observe(static_cast<double>(jobs));
+                                      absl::string_view backend, int64_t jobs) {
+  batch_size_.With({op, backend}).Observe(static_cast<double>(jobs));
 }
 
 void LinalgdMetrics::SetQueueDepth(absl::string_view device, int64_t jobs) {
-  queue_depth_->With({device}).Set(static_cast<double>(jobs));
+  queue_depth_.With({device}).Set(static_cast<double>(jobs));
 }
 
 void LinalgdMetrics::SetInFlightJobs(absl::string_view device, int64_t jobs) {
-  inflight_jobs_->With({device}).Set(static_cast<double>(jobs));
+  inflight_jobs_.With({device}).Set(static_cast<double>(jobs));
 }
 
 void LinalgdMetrics::SetQueueCapacity(absl::string_view device, int64_t jobs) {
-  queue_capacity_->With({device}).Set(static_cast<double>(jobs));
+  queue_capacity_.With({device}).Set(static_cast<double>(jobs));
 }
 
 void LinalgdMetrics::SetDeviceMemoryBudget(absl::string_view device,
                                            int64_t bytes) {
-  memory_budget_->With({device}).Set(static_cast<double>(bytes));
+  memory_budget_.With({device}).Set(static_cast<double>(bytes));
 }
 
 void LinalgdMetrics::SetDeviceMemoryReserved(absl::string_view device,
                                              int64_t bytes) {
-  memory_reserved_->With({device}).Set(static_cast<double>(bytes));
+  memory_reserved_.With({device}).Set(static_cast<double>(bytes));
 }
 
 void LinalgdMetrics::SetDeviceMemoryUsed(absl::string_view device,
                                          int64_t bytes) {
-  memory_used_->With({device}).Set(static_cast<double>(bytes));
+  memory_used_.With({device}).Set(static_cast<double>(bytes));
 }
 
 void LinalgdMetrics::SetDeviceHealthy(absl::string_view device, bool healthy) {
-  device_healthy_->With({device}).Set(healthy ? 1 : 0);
+  device_healthy_.With({device}).Set(healthy ? 1 : 0);
 }
 
 void LinalgdMetrics::AddDeviceBusySeconds(absl::string_view device,
                                           double seconds) {
-  device_busy_seconds_->With({device}).Increment(seconds);
+  device_busy_seconds_.With({device}).Increment(seconds);
 }
 
 void LinalgdMetrics::AddDevice(absl::string_view device, bool healthy) {
   SetDeviceHealthy(device, healthy);
-  queue_depth_->With({device});
-  inflight_jobs_->With({device});
-  device_busy_seconds_->With({device});
+  queue_depth_.With({device});
+  inflight_jobs_.With({device});
+  device_busy_seconds_.With({device});
 }
 
 void LinalgdMetrics::RecordFallback(absl::string_view op,
                                     absl::string_view reason) {
-  fallbacks_->With({op, reason}).Increment();
+  fallbacks_.With({op, reason}).Increment();
 }
 
 void LinalgdMetrics::AddFlops(absl::string_view op, absl::string_view backend,
                               double flops) {
-  flops_->With({op, backend}).Increment(flops);
+  flops_.With({op, backend}).Increment(flops);
 }
 
 void LinalgdMetrics::AddBytesReceived(absl::string_view transport,
                                       int64_t bytes) {
-  bytes_received_->With({transport}).Increment(static_cast<double>(bytes));
+  bytes_received_.With({transport}).Increment(static_cast<double>(bytes));
 }
 
-void LinalgdMetrics::AddBytesSent(absl::string_view transport,
-                                  int64_t bytes) {
-  bytes_sent_->With({transport}).Increment(static_cast<double>(bytes));
+void LinalgdMetrics::AddBytesSent(absl::string_view transport, int64_t bytes) {
+  bytes_sent_.With({transport}).Increment(static_cast<double>(bytes));
 }
 
 void LinalgdMetrics::SetResidentStore(int64_t bytes, int64_t objects) {
-  store_bytes_->With({}).Set(static_cast<double>(bytes));
-  store_objects_->With({}).Set(static_cast<double>(objects));
+  store_bytes_.With({}).Set(static_cast<double>(bytes));
+  store_objects_.With({}).Set(static_cast<double>(objects));
 }
 
 }  // namespace linalgd

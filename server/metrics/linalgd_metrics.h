@@ -8,7 +8,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/metrics/registry.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "server/metrics/metric_series.h"
 
 namespace linalgd {
 
@@ -32,17 +36,21 @@ inline constexpr absl::string_view kFallbackDeviceError = "device_error";
 inline constexpr absl::string_view kTransportGrpc = "grpc";
 inline constexpr absl::string_view kTransportShm = "shm";
 
-// Every linalgd metric, registered in a Registry that the caller owns and
-// passes in (no global). The typed Record/Observe/Set/Add methods are
-// thread-safe and cheap: a hash lookup under a reader lock plus atomics. Ops
+// Every linalgd metric, as prometheus-cpp families in a prometheus::Registry
+// that the caller owns and passes in (no global); expose the registry with a
+// MetricsEndpoint (metrics_endpoint.h) or serialize its Collect(). The typed
+// Record/Observe/Set/Add methods are thread-safe: a label-map lookup under
+// the family's mutex, then an atomic update (a mutex for histograms). Ops
 // are the RPC or operation names ("Matmul", "Solve", ...); codes are gRPC
 // status code names ("OK", "INVALID_ARGUMENT", ...). Units: seconds, bytes,
 // floating-point operations. The registry must outlive this object.
 class LinalgdMetrics {
  public:
-  // Registers the families in `registry`; fails when a name is taken there.
+  // Registers the families in `registry`. ALREADY_EXISTS when the registry
+  // already exports one of their names (e.g. a second Create on it);
+  // INVALID_ARGUMENT when prometheus-cpp refuses a family.
   static absl::StatusOr<std::unique_ptr<LinalgdMetrics>> Create(
-      metrics::Registry* registry, absl::string_view version);
+      prometheus::Registry* registry, absl::string_view version);
 
   LinalgdMetrics(const LinalgdMetrics&) = delete;
   LinalgdMetrics& operator=(const LinalgdMetrics&) = delete;
@@ -90,33 +98,38 @@ class LinalgdMetrics {
   void SetResidentStore(int64_t bytes, int64_t objects);
 
  private:
-  explicit LinalgdMetrics(metrics::Registry* registry) : registry_(registry) {}
+  explicit LinalgdMetrics(prometheus::Registry* registry)
+      : registry_(registry) {}
   absl::Status RegisterRequestFamilies();
   absl::Status RegisterQueueFamilies();
   absl::Status RegisterDeviceFamilies();
   absl::Status RegisterDataFamilies(absl::string_view version);
 
-  metrics::Registry* const registry_;
-  metrics::Family<metrics::Counter>* requests_ = nullptr;
-  metrics::Family<metrics::Histogram>* request_seconds_ = nullptr;
-  metrics::Family<metrics::Histogram>* queue_wait_seconds_ = nullptr;
-  metrics::Family<metrics::Histogram>* compute_seconds_ = nullptr;
-  metrics::Family<metrics::Histogram>* batch_size_ = nullptr;
-  metrics::Family<metrics::Gauge>* queue_depth_ = nullptr;
-  metrics::Family<metrics::Gauge>* inflight_jobs_ = nullptr;
-  metrics::Family<metrics::Gauge>* queue_capacity_ = nullptr;
-  metrics::Family<metrics::Gauge>* memory_budget_ = nullptr;
-  metrics::Family<metrics::Gauge>* memory_reserved_ = nullptr;
-  metrics::Family<metrics::Gauge>* memory_used_ = nullptr;
-  metrics::Family<metrics::Gauge>* device_healthy_ = nullptr;
-  metrics::Family<metrics::Counter>* device_busy_seconds_ = nullptr;
-  metrics::Family<metrics::Counter>* fallbacks_ = nullptr;
-  metrics::Family<metrics::Counter>* flops_ = nullptr;
-  metrics::Family<metrics::Counter>* bytes_received_ = nullptr;
-  metrics::Family<metrics::Counter>* bytes_sent_ = nullptr;
-  metrics::Family<metrics::Gauge>* store_bytes_ = nullptr;
-  metrics::Family<metrics::Gauge>* store_objects_ = nullptr;
-  metrics::Family<metrics::Gauge>* build_info_ = nullptr;
+  using CounterSeries = metrics::Series<prometheus::Counter>;
+  using GaugeSeries = metrics::Series<prometheus::Gauge>;
+  using HistogramSeries = metrics::Series<prometheus::Histogram>;
+
+  prometheus::Registry* const registry_;
+  CounterSeries requests_;
+  HistogramSeries request_seconds_;
+  HistogramSeries queue_wait_seconds_;
+  HistogramSeries compute_seconds_;
+  HistogramSeries batch_size_;
+  GaugeSeries queue_depth_;
+  GaugeSeries inflight_jobs_;
+  GaugeSeries queue_capacity_;
+  GaugeSeries memory_budget_;
+  GaugeSeries memory_reserved_;
+  GaugeSeries memory_used_;
+  GaugeSeries device_healthy_;
+  CounterSeries device_busy_seconds_;
+  CounterSeries fallbacks_;
+  CounterSeries flops_;
+  CounterSeries bytes_received_;
+  CounterSeries bytes_sent_;
+  GaugeSeries store_bytes_;
+  GaugeSeries store_objects_;
+  GaugeSeries build_info_;
 };
 
 }  // namespace linalgd

@@ -18,8 +18,8 @@
 #include "server/gpu/resident_copy.h"
 #include "server/gpu/host_pinning.h"
 #include "server/gpu/lane_budget.h"
-#include "server/metrics/http_exposer.h"
 #include "server/metrics/linalgd_metrics.h"
+#include "server/metrics/metrics_endpoint.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/inflight_budget.h"
 #include "server/service/linalg_service.h"
@@ -84,9 +84,10 @@ class ServerImpl : public Server {
   void MonitorDevices();
 
   const ServerOptions options_;
-  metrics::Registry registry_;
+  // Shared with the endpoint, which keeps it alive while serving.
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<LinalgdMetrics> metrics_;
-  std::unique_ptr<metrics::HttpExposer> exposer_;
+  std::unique_ptr<metrics::MetricsEndpoint> exposer_;
   std::thread monitor_;
   absl::Notification stop_monitor_;
   std::unique_ptr<Backend> cpu_;
@@ -109,7 +110,7 @@ class ServerImpl : public Server {
 };
 
 absl::Status ServerImpl::Init() {
-  auto metrics = LinalgdMetrics::Create(&registry_, kVersion);
+  auto metrics = LinalgdMetrics::Create(registry_.get(), kVersion);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
   cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers});
@@ -183,9 +184,9 @@ absl::Status ServerImpl::StartMetrics() {
   }
   monitor_ = std::thread([this] { MonitorDevices(); });
   if (options_.metrics_listen.empty()) return absl::OkStatus();
-  metrics::HttpExposerOptions eo;
+  metrics::MetricsEndpointOptions eo;
   eo.listen = options_.metrics_listen;
-  auto exposer = metrics::HttpExposer::Start(eo, &registry_);
+  auto exposer = metrics::MetricsEndpoint::Start(eo, registry_);
   if (!exposer.ok()) {
     return absl::Status(exposer.status().code(),
                         absl::StrCat("--metrics-listen: ", exposer.status().message()));

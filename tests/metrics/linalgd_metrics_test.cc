@@ -1,10 +1,15 @@
 #include "server/metrics/linalgd_metrics.h"
 
-#include <set>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "prometheus/metric_type.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace linalgd {
 namespace {
@@ -16,40 +21,104 @@ class LinalgdMetricsTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status();
     metrics_ = std::move(*created);
   }
+  // The registry as prometheus-cpp's text serializer renders it for a
+  // scrape (labels in name order).
+  std::string Render() const {
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, registry_.Collect());
+    return out.str();
+  }
   bool Has(const std::string& line) const {
-    return absl::StrContains(registry_.RenderText(), line + "\n");
+    return absl::StrContains(Render(), line + "\n");
+  }
+  // One sample in every family (prometheus-cpp omits families without one).
+  void RecordOneOfEach() {
+    metrics_->RecordRequest("Matmul", "OK", "cpu", 0.1);
+    metrics_->ObserveQueueWait("cpu", 0.1);
+    metrics_->ObserveCompute("Matmul", "cpu", 0.1);
+    metrics_->ObserveBatchSize("Matmul", "cpu", 1);
+    metrics_->RecordFallback("Matmul", kFallbackNoGpu);
+    metrics_->AddDevice("cpu", true);
+    metrics_->SetQueueCapacity("cpu", 1);
+    metrics_->SetDeviceMemoryBudget("cpu", 1);
+    metrics_->SetDeviceMemoryReserved("cpu", 1);
+    metrics_->SetDeviceMemoryUsed("cpu", 1);
+    metrics_->AddFlops("Matmul", "cpu", 1);
+    metrics_->AddBytesReceived(kTransportGrpc, 1);
+    metrics_->AddBytesSent(kTransportGrpc, 1);
   }
 
-  metrics::Registry registry_;
+  prometheus::Registry registry_;
   std::unique_ptr<LinalgdMetrics> metrics_;
 };
 
-TEST_F(LinalgdMetricsTest, FamilyNamesFollowConventions) {
-  std::set<std::string> names;
-  for (const auto& family : registry_.Collect()) names.insert(family.name);
-  const std::set<std::string> expected = {
-      "linalgd_requests_total",
-      "linalgd_request_duration_seconds",
-      "linalgd_queue_wait_seconds",
-      "linalgd_compute_seconds",
-      "linalgd_batch_size",
-      "linalgd_cpu_fallbacks_total",
-      "linalgd_queue_depth",
-      "linalgd_queue_capacity",
-      "linalgd_inflight_jobs",
-      "linalgd_device_memory_budget_bytes",
-      "linalgd_device_memory_reserved_bytes",
-      "linalgd_device_memory_used_bytes",
-      "linalgd_device_healthy",
-      "linalgd_device_busy_seconds_total",
-      "linalgd_flops_total",
-      "linalgd_received_bytes_total",
-      "linalgd_sent_bytes_total",
-      "linalgd_resident_store_bytes",
-      "linalgd_resident_store_objects",
-      "linalgd_build_info",
+TEST_F(LinalgdMetricsTest, FamilyNamesAndTypes) {
+  RecordOneOfEach();
+  using prometheus::MetricType;
+  std::map<std::string, MetricType> families;
+  for (const auto& family : registry_.Collect()) {
+    families.emplace(family.name, family.type);
+  }
+  const std::map<std::string, MetricType> expected = {
+      {"linalgd_requests_total", MetricType::Counter},
+      {"linalgd_request_duration_seconds", MetricType::Histogram},
+      {"linalgd_queue_wait_seconds", MetricType::Histogram},
+      {"linalgd_compute_seconds", MetricType::Histogram},
+      {"linalgd_batch_size", MetricType::Histogram},
+      {"linalgd_cpu_fallbacks_total", MetricType::Counter},
+      {"linalgd_queue_depth", MetricType::Gauge},
+      {"linalgd_queue_capacity", MetricType::Gauge},
+      {"linalgd_inflight_jobs", MetricType::Gauge},
+      {"linalgd_device_memory_budget_bytes", MetricType::Gauge},
+      {"linalgd_device_memory_reserved_bytes", MetricType::Gauge},
+      {"linalgd_device_memory_used_bytes", MetricType::Gauge},
+      {"linalgd_device_healthy", MetricType::Gauge},
+      {"linalgd_device_busy_seconds_total", MetricType::Counter},
+      {"linalgd_flops_total", MetricType::Counter},
+      {"linalgd_received_bytes_total", MetricType::Counter},
+      {"linalgd_sent_bytes_total", MetricType::Counter},
+      {"linalgd_resident_store_bytes", MetricType::Gauge},
+      {"linalgd_resident_store_objects", MetricType::Gauge},
+      {"linalgd_build_info", MetricType::Gauge},
   };
-  EXPECT_EQ(names, expected);
+  EXPECT_EQ(families, expected);
+}
+
+TEST_F(LinalgdMetricsTest, HelpAndTypeLines) {
+  RecordOneOfEach();
+  EXPECT_TRUE(
+      Has("# HELP linalgd_requests_total RPCs finished, by operation, "
+          "gRPC status code and the backend that ran them."));
+  EXPECT_TRUE(Has("# TYPE linalgd_requests_total counter"));
+  EXPECT_TRUE(
+      Has("# HELP linalgd_batch_size Jobs per backend call (1: not "
+          "batched)."));
+  EXPECT_TRUE(Has("# TYPE linalgd_batch_size histogram"));
+  EXPECT_TRUE(
+      Has("# HELP linalgd_build_info Always 1; the labels describe "
+          "the build."));
+}
+
+TEST_F(LinalgdMetricsTest, HistogramBuckets) {
+  RecordOneOfEach();
+  const std::string text = Render();
+  for (const char* le : {"0.0001", "0.00025", "0.0005", "0.001", "0.0025",
+                         "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
+                         "1", "2.5", "5", "10", "30", "60", "+Inf"}) {
+    EXPECT_TRUE(absl::StrContains(
+        text, std::string("linalgd_queue_wait_seconds_bucket{backend=\"cpu\","
+                          "le=\"") +
+                  le + "\"} "))
+        << le;
+  }
+  for (const char* le : {"1", "2", "4", "8", "16", "32", "64", "128", "256",
+                         "512", "1024", "+Inf"}) {
+    EXPECT_TRUE(absl::StrContains(
+        text, std::string("linalgd_batch_size_bucket{backend=\"cpu\","
+                          "op=\"Matmul\",le=\"") +
+                  le + "\"} 1\n"))
+        << le;
+  }
 }
 
 TEST_F(LinalgdMetricsTest, CreateTwiceInOneRegistryFails) {
@@ -68,15 +137,19 @@ TEST_F(LinalgdMetricsTest, RecordRequest) {
                           kNoBackendLabel, 0.0001);
   metrics_->RecordRequest("Matmul", absl::StatusCode::kOk, GpuLabel(0), 0.5);
   EXPECT_TRUE(Has(
-      "linalgd_requests_total{op=\"Matmul\",code=\"OK\",backend=\"gpu:0\"} 2"));
-  EXPECT_TRUE(Has("linalgd_requests_total{op=\"Matmul\",code="
-                  "\"INVALID_ARGUMENT\",backend=\"none\"} 1"));
-  EXPECT_TRUE(Has("linalgd_request_duration_seconds_count{op=\"Matmul\","
-                  "backend=\"gpu:0\"} 2"));
-  EXPECT_TRUE(Has("linalgd_request_duration_seconds_bucket{op=\"Matmul\","
-                  "backend=\"gpu:0\",le=\"0.0025\"} 1"));
-  EXPECT_TRUE(Has("linalgd_request_duration_seconds_sum{op=\"Matmul\","
-                  "backend=\"gpu:0\"} 0.502"));
+      "linalgd_requests_total{backend=\"gpu:0\",code=\"OK\",op=\"Matmul\"} 2"));
+  EXPECT_TRUE(
+      Has("linalgd_requests_total{backend=\"none\",code="
+          "\"INVALID_ARGUMENT\",op=\"Matmul\"} 1"));
+  EXPECT_TRUE(
+      Has("linalgd_request_duration_seconds_count{backend=\"gpu:0\","
+          "op=\"Matmul\"} 2"));
+  EXPECT_TRUE(
+      Has("linalgd_request_duration_seconds_bucket{backend=\"gpu:0\","
+          "op=\"Matmul\",le=\"0.0025\"} 1"));
+  EXPECT_TRUE(
+      Has("linalgd_request_duration_seconds_sum{backend=\"gpu:0\","
+          "op=\"Matmul\"} 0.502"));
 }
 
 TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
@@ -94,22 +167,27 @@ TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
   metrics_->SetDeviceHealthy("gpu:1", false);
   metrics_->RecordFallback("Solve", kFallbackBudget);
   EXPECT_TRUE(Has("linalgd_queue_wait_seconds_count{backend=\"cpu\"} 1"));
-  EXPECT_TRUE(Has("linalgd_compute_seconds_count{op=\"Solve\",backend=\"cpu\"} 1"));
-  EXPECT_TRUE(Has("linalgd_batch_size_bucket{op=\"Matmul\",backend=\"gpu:0\","
-                  "le=\"8\"} 0"));
-  EXPECT_TRUE(Has("linalgd_batch_size_bucket{op=\"Matmul\",backend=\"gpu:0\","
-                  "le=\"16\"} 1"));
+  EXPECT_TRUE(
+      Has("linalgd_compute_seconds_count{backend=\"cpu\",op=\"Solve\"} 1"));
+  EXPECT_TRUE(
+      Has("linalgd_batch_size_bucket{backend=\"gpu:0\",op=\"Matmul\","
+          "le=\"8\"} 0"));
+  EXPECT_TRUE(
+      Has("linalgd_batch_size_bucket{backend=\"gpu:0\",op=\"Matmul\","
+          "le=\"16\"} 1"));
   EXPECT_TRUE(Has("linalgd_queue_depth{device=\"gpu:0\"} 3"));
   EXPECT_TRUE(Has("linalgd_inflight_jobs{device=\"gpu:0\"} 1"));
   EXPECT_TRUE(Has("linalgd_queue_capacity{device=\"gpu:0\"} 256"));
   EXPECT_TRUE(Has("linalgd_device_memory_budget_bytes{device=\"gpu:0\"} 1000"));
-  EXPECT_TRUE(Has("linalgd_device_memory_reserved_bytes{device=\"gpu:0\"} 400"));
+  EXPECT_TRUE(
+      Has("linalgd_device_memory_reserved_bytes{device=\"gpu:0\"} 400"));
   EXPECT_TRUE(Has("linalgd_device_memory_used_bytes{device=\"gpu:0\"} 450"));
   EXPECT_TRUE(Has("linalgd_device_busy_seconds_total{device=\"gpu:0\"} 0.25"));
   EXPECT_TRUE(Has("linalgd_device_healthy{device=\"gpu:0\"} 1"));
   EXPECT_TRUE(Has("linalgd_device_healthy{device=\"gpu:1\"} 0"));
-  EXPECT_TRUE(Has("linalgd_cpu_fallbacks_total{op=\"Solve\","
-                  "reason=\"memory_budget\"} 1"));
+  EXPECT_TRUE(
+      Has("linalgd_cpu_fallbacks_total{op=\"Solve\","
+          "reason=\"memory_budget\"} 1"));
 }
 
 TEST_F(LinalgdMetricsTest, DataSeries) {
@@ -117,7 +195,8 @@ TEST_F(LinalgdMetricsTest, DataSeries) {
   metrics_->AddBytesReceived(kTransportGrpc, 3 << 20);
   metrics_->AddBytesSent(kTransportShm, 1 << 20);
   metrics_->SetResidentStore(4096, 2);
-  EXPECT_TRUE(Has("linalgd_flops_total{op=\"Matmul\",backend=\"cpu\"} 268435456"));
+  EXPECT_TRUE(
+      Has("linalgd_flops_total{backend=\"cpu\",op=\"Matmul\"} 268435456"));
   EXPECT_TRUE(Has("linalgd_received_bytes_total{transport=\"grpc\"} 3145728"));
   EXPECT_TRUE(Has("linalgd_sent_bytes_total{transport=\"shm\"} 1048576"));
   EXPECT_TRUE(Has("linalgd_resident_store_bytes 4096"));

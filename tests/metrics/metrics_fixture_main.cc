@@ -10,13 +10,14 @@
 // test of the metrics library, independent of the server.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "server/metrics/http_exposer.h"
 #include "server/metrics/linalgd_metrics.h"
+#include "server/metrics/metrics_endpoint.h"
 
 namespace {
 
@@ -52,13 +53,13 @@ bool Apply(linalgd::LinalgdMetrics& m, const std::vector<std::string>& w) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  linalgd::metrics::Registry registry;
-  auto metrics = linalgd::LinalgdMetrics::Create(&registry, "fixture");
-  linalgd::metrics::HttpExposerOptions options;
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto metrics = linalgd::LinalgdMetrics::Create(registry.get(), "fixture");
+  linalgd::metrics::MetricsEndpointOptions options;
   options.listen = argc > 2 && std::string(argv[1]) == "--listen"
                        ? argv[2]
                        : "127.0.0.1:0";
-  auto exposer = linalgd::metrics::HttpExposer::Start(options, &registry);
+  auto exposer = linalgd::metrics::MetricsEndpoint::Start(options, registry);
   if (!metrics.ok() || !exposer.ok()) {
     std::fprintf(stderr, "metrics_fixture: %s\n",
                  (metrics.ok() ? exposer.status() : metrics.status())

@@ -250,7 +250,9 @@ def server_serves_metrics(metrics_address, timeout=15):
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            return "linalgd_requests_total" in http_get(f"http://{metrics_address}/metrics")
+            # linalgd_build_info always has a series; prometheus-cpp leaves out
+            # families without one (linalgd_requests_total before any RPC).
+            return "linalgd_build_info" in http_get(f"http://{metrics_address}/metrics")
         except OSError:
             time.sleep(0.25)
     return False

@@ -1,0 +1,85 @@
+#ifndef LINALGD_SERVER_METRICS_METRIC_SERIES_H_
+#define LINALGD_SERVER_METRICS_METRIC_SERIES_H_
+
+#include <exception>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/labels.h"
+#include "prometheus/registry.h"
+
+namespace linalgd::metrics {
+
+// A prometheus-cpp family of T (Counter, Gauge or Histogram) together with
+// its fixed label names (and, for a histogram, its bucket bounds), so that
+// callers pass label values only, in label-name order.
+template <typename T>
+class Series {
+ public:
+  // Builds the family in `registry` (prometheus::Build{Counter,Gauge,
+  // Histogram}). INVALID_ARGUMENT when prometheus-cpp refuses it (a bad
+  // name, or the name taken by another type); nothing escapes as an
+  // exception. `buckets` is for histograms only.
+  absl::Status Register(prometheus::Registry& registry, absl::string_view name,
+                        absl::string_view help,
+                        std::vector<std::string> label_names,
+                        std::vector<double> buckets = {}) {
+    label_names_ = std::move(label_names);
+    buckets_ = std::move(buckets);
+    try {
+      family_ = &Builder()
+                     .Name(std::string(name))
+                     .Help(std::string(help))
+                     .Register(registry);
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metric ", name, ": ", e.what()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The series with `values` (one per label name, in order), created at zero
+  // on first use. Thread-safe (prometheus-cpp locks the family). Requires a
+  // successful Register() and values.size() == the number of label names.
+  T& With(std::initializer_list<absl::string_view> values) {
+    prometheus::Labels labels;
+    auto value = values.begin();
+    for (const std::string& name : label_names_) {
+      labels.emplace(name, std::string(*value++));
+    }
+    if constexpr (std::is_same_v<T, prometheus::Histogram>) {
+      return family_->Add(labels, buckets_);
+    } else {
+      return family_->Add(labels);
+    }
+  }
+
+ private:
+  static auto Builder() {
+    if constexpr (std::is_same_v<T, prometheus::Counter>) {
+      return prometheus::BuildCounter();
+    } else if constexpr (std::is_same_v<T, prometheus::Gauge>) {
+      return prometheus::BuildGauge();
+    } else {
+      return prometheus::BuildHistogram();
+    }
+  }
+
+  prometheus::Family<T>* family_ = nullptr;
+  std::vector<std::string> label_names_;
+  prometheus::Histogram::BucketBoundaries buckets_;
+};
+
+}  // namespace linalgd::metrics
+
+#endif  // LINALGD_SERVER_METRICS_METRIC_SERIES_H_
