@@ -32,6 +32,11 @@ artifacts="$build/artifacts"
 mkdir -p "$artifacts"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# The gist of a libFuzzer log: the error, our frames, the crash input.
+report() {
+  grep -E "ERROR:|SUMMARY:|runtime error|FUZZ_REQUIRE|Test unit written|#[0-9]+ 0x.* in .*/(server|client|tests)/" \
+    "$1" | grep -v "LLVMFuzzer\|fuzzer::" | sed 's/^ *//' | cut -c1-200 | head -12 || true
+}
 failed=()
 summary=()
 for t in "${targets[@]}"; do
@@ -41,7 +46,7 @@ for t in "${targets[@]}"; do
     echo "== $t: regression $f"
     if ! "$bin" "${opts[@]}" -artifact_prefix="$artifacts/$t-regression-" "$f" \
         >"$work/reg.log" 2>&1; then
-      grep -E "ERROR|SUMMARY|#[0-9]+ 0x" "$work/reg.log" | head -20 || true
+      report "$work/reg.log"
       failed+=("$t:$(basename "$f")")
     fi
   done
@@ -53,7 +58,7 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$artifacts/$t-" "$work/$t" >"$work/$t.log" 2>&1 || rc=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)"
   if [[ $rc -ne 0 ]]; then
-    grep -E "ERROR|SUMMARY|Test unit written|#[0-9]+ 0x" "$work/$t.log" | head -30 || true
+    report "$work/$t.log"
     failed+=("$t:fuzz")
   fi
   summary+=("$(printf '%-20s %10s executions  rc=%d' "$t" "${execs:-?}" "$rc")")

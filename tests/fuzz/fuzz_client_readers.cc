@@ -11,21 +11,18 @@
 #include "client/src/npy_header.h"
 #include "linalgd/matrix_market.h"
 #include "linalgd/npy.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
-
-void Require(bool ok) {
-  if (!ok) std::abort();
-}
 
 void FuzzNpy(absl::string_view contents) {
   using namespace linalgd::client;
   absl::StatusOr<Tensor> t = DecodeNpy(contents, "fuzz.npy");
   if (!t.ok()) return;
   absl::StatusOr<std::string> encoded = EncodeNpy(*t);
-  Require(encoded.ok());
+  FUZZ_REQUIRE(encoded.ok());
   absl::StatusOr<Tensor> again = DecodeNpy(*encoded, "again.npy");
-  Require(again.ok() && again->dtype() == t->dtype() && again->shape() == t->shape() &&
+  FUZZ_REQUIRE(again.ok() && again->dtype() == t->dtype() && again->shape() == t->shape() &&
           again->bytes() == t->bytes());
 }
 
@@ -34,20 +31,20 @@ void FuzzNpyHeader(absl::string_view text) {
   absl::StatusOr<NpyHeader> h = ParseNpyHeader(text);
   if (!h.ok()) return;
   absl::StatusOr<NpyHeader> again = ParseNpyHeader(FormatNpyHeader(*h));
-  Require(again.ok() && again->descr == h->descr && again->fortran_order == h->fortran_order &&
+  FUZZ_REQUIRE(again.ok() && again->descr == h->descr && again->fortran_order == h->fortran_order &&
           again->shape == h->shape);
 }
 
 void FuzzMatrixMarket(absl::string_view text, linalgd::client::DType dtype) {
   absl::StatusOr<linalgd::client::CsrMatrix> m = linalgd::client::ParseMatrixMarket(text, dtype);
   if (!m.ok()) return;
-  Require(m->rows >= 0 && m->cols >= 0);
-  Require(m->row_offsets.size() == static_cast<size_t>(m->rows) + 1 && m->row_offsets[0] == 0);
-  Require(m->row_offsets.back() == m->nnz() && m->values.num_elements() == m->nnz());
+  FUZZ_REQUIRE(m->rows >= 0 && m->cols >= 0);
+  FUZZ_REQUIRE(m->row_offsets.size() == static_cast<size_t>(m->rows) + 1 && m->row_offsets[0] == 0);
+  FUZZ_REQUIRE(m->row_offsets.back() == m->nnz() && m->values.num_elements() == m->nnz());
   for (int64_t r = 0; r < m->rows; ++r) {
     for (int32_t p = m->row_offsets[r]; p < m->row_offsets[r + 1]; ++p) {
-      Require(m->col_indices[p] >= 0 && m->col_indices[p] < m->cols);
-      if (p > m->row_offsets[r]) Require(m->col_indices[p - 1] < m->col_indices[p]);
+      FUZZ_REQUIRE(m->col_indices[p] >= 0 && m->col_indices[p] < m->cols);
+      if (p > m->row_offsets[r]) FUZZ_REQUIRE(m->col_indices[p - 1] < m->col_indices[p]);
     }
   }
 }

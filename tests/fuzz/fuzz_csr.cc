@@ -12,22 +12,18 @@
 #include <vector>
 
 #include "server/backend/csr.h"
-#include "tests/fuzz/fuzz_reader.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
-void Require(bool ok) {
-  if (!ok) std::abort();
-}
-
 // The CsrView contract of csr.h.
 void CheckCanonical(const linalgd::CsrView& v) {
-  Require(v.rows == 0 || v.row_offsets[0] == 0);
+  FUZZ_REQUIRE(v.rows == 0 || v.row_offsets[0] == 0);
   for (int64_t r = 0; r < v.rows; ++r) {
-    Require(v.row_offsets[r] <= v.row_offsets[r + 1]);
+    FUZZ_REQUIRE(v.row_offsets[r] <= v.row_offsets[r + 1]);
     for (int32_t p = v.row_offsets[r]; p < v.row_offsets[r + 1]; ++p) {
-      Require(v.col_indices[p] >= 0 && v.col_indices[p] < v.cols);
-      if (p > v.row_offsets[r]) Require(v.col_indices[p - 1] < v.col_indices[p]);
+      FUZZ_REQUIRE(v.col_indices[p] >= 0 && v.col_indices[p] < v.cols);
+      if (p > v.row_offsets[r]) FUZZ_REQUIRE(v.col_indices[p - 1] < v.col_indices[p]);
     }
   }
 }
@@ -63,11 +59,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<CsrMatrix> m = ValidateCsr(raw, "a");
   if (!m.ok()) return 0;
   const CsrView& v = m->view();
-  Require(v.rows == raw.rows && v.cols == raw.cols && v.nnz() <= raw.nnz);
+  FUZZ_REQUIRE(v.rows == raw.rows && v.cols == raw.cols && v.nnz() <= raw.nnz);
   CheckCanonical(v);
   AnalyzeCsr(v);
   std::vector<double> x(v.cols, 1.0), y(v.rows);
   CsrMultiply(v, x.data(), y.data());
-  Require(CsrToDenseBytes(v).size() == static_cast<size_t>(v.rows * v.cols) * es);
+  FUZZ_REQUIRE(CsrToDenseBytes(v).size() == static_cast<size_t>(v.rows * v.cols) * es);
   return 0;
 }

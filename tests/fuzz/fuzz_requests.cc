@@ -15,19 +15,18 @@
 // shared memory (refused: no registry); keep_result gets a 64 MiB store.
 #include <cstdlib>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "server/service/calls.h"
 #include "server/service/requests.h"
 #include "server/service/sparse_dense_path.h"
 #include "server/service/sparse_request.h"
 #include "server/service/store_calls.h"
 #include "server/store/resident_store.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace linalgd {
 namespace {
-
-void Require(bool ok) {
-  if (!ok) std::abort();
-}
 
 const CallEnv& Env() {
   static ResidentStore* store = [] {
@@ -52,10 +51,10 @@ bool Parse(const uint8_t* data, size_t size, M& m) {
 void Matmul(const v1::MatmulRequest& r, const CallEnv& env) {
   absl::StatusOr<PreparedMatmul> p = PrepareMatmul(r, env.limits, env.sources);
   if (!p.ok()) return;
-  Require(NumElements(p->plan.out_shape) <= env.limits.max_elements);
+  FUZZ_REQUIRE(NumElements(p->plan.out_shape) <= env.limits.max_elements);
   CheckInputsFinite(*p).IgnoreError();
-  Require(PayloadBytes(*p) >= 0 && Flops(*p) >= 0 && LargestDim(*p) >= 0);
-  Require(DeviceBytes(*p) >= 0);
+  FUZZ_REQUIRE(PayloadBytes(*p) >= 0 && Flops(*p) >= 0 && LargestDim(*p) >= 0);
+  FUZZ_REQUIRE(DeviceBytes(*p) >= 0);
 }
 
 void Solve(const v1::SolveRequest& r, const CallEnv& env) {
@@ -63,14 +62,14 @@ void Solve(const v1::SolveRequest& r, const CallEnv& env) {
   absl::StatusOr<PreparedSolve> p = PrepareSolve(r, env.limits, env.sources);
   if (!p.ok()) return;
   CheckInputsFinite(*p).IgnoreError();
-  Require(PayloadBytes(*p) >= 0 && Flops(*p) >= 0 && LargestDim(*p) >= 0);
-  Require(DeviceBytes(*p) >= 0);
+  FUZZ_REQUIRE(PayloadBytes(*p) >= 0 && Flops(*p) >= 0 && LargestDim(*p) >= 0);
+  FUZZ_REQUIRE(DeviceBytes(*p) >= 0);
 }
 
 void SparseSolve(const v1::SparseSolveRequest& r, const CallEnv& env) {
   absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(r, env.limits);
   if (!p.ok() || !CompleteSparseSolve(*p).ok()) return;
-  Require(CompleteSparseSolve(*p).ok());  // idempotent
+  FUZZ_REQUIRE(CompleteSparseSolve(*p).ok());  // idempotent
   UseDensePath(p->op, p->plan, env.sparse_dense_threshold, env.limits.max_elements);
 }
 
@@ -82,6 +81,12 @@ void Factorize(const v1::FactorizeRequest& r, const CallEnv& env) {
 
 }  // namespace
 }  // namespace linalgd
+
+// Protobuf logs every string field with invalid UTF-8 it parses: silenced.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace linalgd;

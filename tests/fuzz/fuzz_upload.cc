@@ -19,13 +19,9 @@
 
 #include "server/store/crc32c.h"
 #include "server/store/upload_table.h"
-#include "tests/fuzz/fuzz_reader.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
-
-void Require(bool ok) {
-  if (!ok) std::abort();
-}
 
 struct Claimed {
   int64_t offset, bytes;
@@ -47,13 +43,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t p = 0; p < total; ++p) expected[p] = Pattern(p);
   const uint32_t true_crc = Crc32c(expected.data(), expected.size());
   spec.crc32c = crc_word % 2 == 0 ? true_crc : crc_word;
-  spec.ttl = absl::Seconds(60);
+  spec.ttl = absl::Hours(1);  // the clock moves 1 s per operation: never expires
   absl::Time clock = absl::UnixEpoch();
   UploadTable table([&clock] { return clock; });
   absl::StatusOr<std::shared_ptr<UploadSession>> s = table.Start(spec, StoreReservation());
-  Require(s.ok());
+  FUZZ_REQUIRE(s.ok());
   std::shared_ptr<UploadSession> session = *s;
-  Require(session->total_bytes() == total);
+  FUZZ_REQUIRE(session->total_bytes() == total);
   std::string covered(total, '\0');  // 1: inside a committed part
   std::deque<Claimed> open;
   for (int steps = 0; in.left() > 0 && steps < 64; ++steps) {
@@ -63,10 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const int64_t offset = in.Get<int64_t>(), bytes = in.Get<int64_t>();
         absl::StatusOr<char*> dest = session->Claim(offset, bytes);
         if (!dest.ok()) break;
-        Require(offset >= 0 && bytes > 0 && offset <= total - bytes);
-        for (int64_t p = offset; p < offset + bytes; ++p) Require(!covered[p]);
+        FUZZ_REQUIRE(offset >= 0 && bytes > 0 && offset <= total - bytes);
+        for (int64_t p = offset; p < offset + bytes; ++p) FUZZ_REQUIRE(!covered[p]);
         for (const Claimed& c : open) {
-          Require(offset + bytes <= c.offset || c.offset + c.bytes <= offset);
+          FUZZ_REQUIRE(offset + bytes <= c.offset || c.offset + c.bytes <= offset);
         }
         for (int64_t i = 0; i < bytes; ++i) (*dest)[i] = Pattern(offset + i);
         open.push_back({offset, bytes});
@@ -88,18 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 3: {
         const bool complete = open.empty() && covered.find('\0') == std::string::npos;
         absl::StatusOr<UploadSession::Finished> f = table.Finish(session->id());
-        Require(f.ok() == (complete && spec.crc32c == true_crc));
+        FUZZ_REQUIRE(f.ok() == (complete && spec.crc32c == true_crc));
         if (!f.ok()) {
           if (complete) return 0;  // DATA_LOSS closed the upload
           break;
         }
         const std::string got(reinterpret_cast<const char*>(f->tensor.data()),
                               f->tensor.num_bytes());
-        Require(got == expected && f->crc32c == true_crc);
+        FUZZ_REQUIRE(got == expected && f->crc32c == true_crc);
         return 0;
       }
       case 4:
-        Require(table.Abort(session->id()).ok());
+        FUZZ_REQUIRE(table.Abort(session->id()).ok());
         return 0;
     }
   }

@@ -1,12 +1,24 @@
-#ifndef LINALGD_TESTS_FUZZ_FUZZ_READER_H_
-#define LINALGD_TESTS_FUZZ_FUZZ_READER_H_
+#ifndef LINALGD_TESTS_FUZZ_FUZZ_SUPPORT_H_
+#define LINALGD_TESTS_FUZZ_FUZZ_SUPPORT_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+// Aborts (a crash libFuzzer reports) naming the condition when a contract
+// the target checks does not hold.
+#define FUZZ_REQUIRE(cond) \
+  ((cond) ? (void)0 : ::linalgd::fuzz::Fail(#cond, __FILE__, __LINE__))
+
 namespace linalgd::fuzz {
+
+[[noreturn]] inline void Fail(const char* what, const char* file, int line) {
+  std::fprintf(stderr, "FUZZ_REQUIRE failed: %s at %s:%d\n", what, file, line);
+  std::abort();
+}
 
 // Consumes a fuzzer input front to back. Reads past the end yield zeros
 // (numbers) or short strings, so every input decodes to something.
@@ -39,4 +51,4 @@ class Reader {
 
 }  // namespace linalgd::fuzz
 
-#endif  // LINALGD_TESTS_FUZZ_FUZZ_READER_H_
+#endif  // LINALGD_TESTS_FUZZ_FUZZ_SUPPORT_H_
