@@ -239,4 +239,14 @@ void LinalgdMetrics::SetResidentStore(int64_t bytes, int64_t objects) {
   store_objects_.With({}).Set(static_cast<double>(objects));
 }
 
+std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
+  return {requests_.header(),        request_seconds_.header(),  queue_wait_seconds_.header(),
+          compute_seconds_.header(), batch_size_.header(),       queue_depth_.header(),
+          inflight_jobs_.header(),   queue_capacity_.header(),   memory_budget_.header(),
+          memory_reserved_.header(), memory_used_.header(),      device_healthy_.header(),
+          device_busy_seconds_.header(), fallbacks_.header(),    flops_.header(),
+          bytes_received_.header(), bytes_sent_.header(),       store_bytes_.header(),
+          store_objects_.header(),   build_info_.header()};
+}
+
 }  // namespace linalgd

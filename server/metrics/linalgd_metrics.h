@@ -55,6 +55,9 @@ class LinalgdMetrics {
   LinalgdMetrics(const LinalgdMetrics&) = delete;
   LinalgdMetrics& operator=(const LinalgdMetrics&) = delete;
 
+  // Every linalgd_ family (name, help, type), for FamiliesWithHeaders.
+  std::vector<metrics::FamilyHeader> families() const;
+
   // A finished RPC: linalgd_requests_total{op,code,backend} += 1 and
   // linalgd_request_duration_seconds{op,backend} observes `seconds`
   // (receive to finish).

@@ -20,6 +20,14 @@
 
 namespace linalgd::metrics {
 
+// What a scrape says of a family before it has a series: its name, help
+// and type (see FamiliesWithHeaders).
+struct FamilyHeader {
+  std::string name;
+  std::string help;
+  prometheus::MetricType type;
+};
+
 // A prometheus-cpp family of T (Counter, Gauge or Histogram) together with
 // its fixed label names (and, for a histogram, its bucket bounds), so that
 // callers pass label values only, in label-name order.
@@ -36,6 +44,7 @@ class Series {
                         std::vector<double> buckets = {}) {
     label_names_ = std::move(label_names);
     buckets_ = std::move(buckets);
+    header_ = FamilyHeader{std::string(name), std::string(help), Type()};
     try {
       family_ = &Builder()
                      .Name(std::string(name))
@@ -75,6 +84,22 @@ class Series {
     }
   }
 
+  static prometheus::MetricType Type() {
+    if constexpr (std::is_same_v<T, prometheus::Counter>) {
+      return prometheus::MetricType::Counter;
+    } else if constexpr (std::is_same_v<T, prometheus::Gauge>) {
+      return prometheus::MetricType::Gauge;
+    } else {
+      return prometheus::MetricType::Histogram;
+    }
+  }
+
+ public:
+  // The family's name, help and type (after Register).
+  const FamilyHeader& header() const { return header_; }
+
+ private:
+  FamilyHeader header_;
   prometheus::Family<T>* family_ = nullptr;
   std::vector<std::string> label_names_;
   prometheus::Histogram::BucketBoundaries buckets_;

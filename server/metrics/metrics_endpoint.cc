@@ -64,19 +64,21 @@ std::vector<std::string> CivetOptions(const MetricsEndpointOptions& options) {
 
 MetricsEndpoint::MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
                                  std::shared_ptr<prometheus::Registry> registry,
-                                 int port, std::string address)
-    : registry_(std::move(registry)),
+                                 std::vector<FamilyHeader> declared, int port,
+                                 std::string address)
+    : families_(std::make_shared<FamiliesWithHeaders>(std::move(registry),
+                                                      std::move(declared))),
       process_(std::make_shared<ProcessCollector>()),
       exposer_(std::move(exposer)),
       port_(port),
       address_(std::move(address)) {
-  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(families_);
   exposer_->RegisterCollectable(process_);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const MetricsEndpointOptions& options,
-    std::shared_ptr<prometheus::Registry> registry) {
+    std::shared_ptr<prometheus::Registry> registry, std::vector<FamilyHeader> declared) {
   absl::StatusOr<std::string> host = HostOf(options.listen);
   if (!host.ok()) return host.status();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -93,7 +95,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
         absl::StrCat("metrics server bound no port for ", options.listen));
   }
   return std::unique_ptr<MetricsEndpoint>(
-      new MetricsEndpoint(std::move(exposer), std::move(registry), ports[0],
+      new MetricsEndpoint(std::move(exposer), std::move(registry), std::move(declared), ports[0],
                           absl::StrCat(*host, ":", ports[0])));
 }
 

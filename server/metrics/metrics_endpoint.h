@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "server/metrics/families_with_headers.h"
 #include "server/metrics/process_collector.h"
 
 namespace linalgd::metrics {
@@ -33,9 +34,12 @@ class MetricsEndpoint {
   // INVALID_ARGUMENT for an address that is not "host:port" with a port in
   // [0, 65535]; UNAVAILABLE when it cannot be bound. prometheus-cpp's
   // exceptions are caught here and never escape.
+  // `declared`: families named in every scrape even before they have a
+  // series (FamiliesWithHeaders).
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
       const MetricsEndpointOptions& options,
-      std::shared_ptr<prometheus::Registry> registry);
+      std::shared_ptr<prometheus::Registry> registry,
+      std::vector<FamilyHeader> declared = {});
 
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -52,12 +56,12 @@ class MetricsEndpoint {
 
  private:
   MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
-                  std::shared_ptr<prometheus::Registry> registry, int port,
-                  std::string address);
+                  std::shared_ptr<prometheus::Registry> registry,
+                  std::vector<FamilyHeader> declared, int port, std::string address);
 
   // The exposer holds weak pointers to these two; declared last, it is
   // destroyed (stops serving) first.
-  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<FamiliesWithHeaders> families_;
   std::shared_ptr<ProcessCollector> process_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_;

@@ -186,7 +186,7 @@ absl::Status ServerImpl::StartMetrics() {
   if (options_.metrics_listen.empty()) return absl::OkStatus();
   metrics::MetricsEndpointOptions eo;
   eo.listen = options_.metrics_listen;
-  auto exposer = metrics::MetricsEndpoint::Start(eo, registry_);
+  auto exposer = metrics::MetricsEndpoint::Start(eo, registry_, metrics_->families());
   if (!exposer.ok()) {
     return absl::Status(exposer.status().code(),
                         absl::StrCat("--metrics-listen: ", exposer.status().message()));

@@ -36,7 +36,7 @@ class MetricsEndpointTest : public ::testing::Test {
     metrics_ = std::move(*metrics);
     MetricsEndpointOptions options;
     options.listen = "127.0.0.1:0";
-    auto endpoint = MetricsEndpoint::Start(options, registry_);
+    auto endpoint = MetricsEndpoint::Start(options, registry_, metrics_->families());
     ASSERT_TRUE(endpoint.ok()) << endpoint.status();
     endpoint_ = std::move(*endpoint);
   }
@@ -46,6 +46,21 @@ class MetricsEndpointTest : public ::testing::Test {
   std::unique_ptr<LinalgdMetrics> metrics_;
   std::unique_ptr<MetricsEndpoint> endpoint_;
 };
+
+// prometheus-cpp leaves out a family until it has a series; the endpoint
+// still names every linalgd_ family (HELP and TYPE, no samples) from the
+// start, once each, as the hand-written exposer did.
+TEST_F(MetricsEndpointTest, FamiliesWithoutSeriesAreNamedOnce) {
+  std::string response = HttpGet(endpoint_->port(), "/metrics");
+  EXPECT_THAT(response, HasSubstr("# TYPE linalgd_cpu_fallbacks_total counter\n"));
+  EXPECT_THAT(response, HasSubstr("# TYPE linalgd_request_duration_seconds histogram\n"));
+  EXPECT_THAT(response, HasSubstr("# HELP linalgd_device_memory_budget_bytes "));
+  metrics_->RecordRequest("Matmul", "OK", kCpuLabel, 0.01);
+  response = HttpGet(endpoint_->port(), "/metrics");
+  const std::string type = "# TYPE linalgd_requests_total counter";
+  ASSERT_NE(response.find(type), std::string::npos);
+  EXPECT_EQ(response.find(type), response.rfind(type));
+}
 
 TEST_F(MetricsEndpointTest, ServesRegistryAndProcessGaugesOnAChosenPort) {
   ASSERT_GT(endpoint_->port(), 0);

@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   options.listen = argc > 2 && std::string(argv[1]) == "--listen"
                        ? argv[2]
                        : "127.0.0.1:0";
-  auto exposer = linalgd::metrics::MetricsEndpoint::Start(options, registry);
+  auto exposer = linalgd::metrics::MetricsEndpoint::Start(
+      options, registry,
+      metrics.ok() ? (*metrics)->families() : std::vector<linalgd::metrics::FamilyHeader>{});
   if (!metrics.ok() || !exposer.ok()) {
     std::fprintf(stderr, "metrics_fixture: %s\n",
                  (metrics.ok() ? exposer.status() : metrics.status())
