@@ -16,7 +16,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 targets=(fuzz_csr fuzz_requests fuzz_upload fuzz_client_readers)
-build=build-fuzz
+build="${FUZZ_BUILD_DIR:-build-fuzz}"
 if [[ ! -f $build/CMakeCache.txt ]]; then
   CC="${CC:-clang-14}" CXX="${CXX:-clang++-14}" cmake -S . -B "$build" -G Ninja \
     -DLINALGD_WITH_CUDA=OFF -DLINALGD_FUZZ=ON -DLINALGD_BUILD_TESTS=ON >/dev/null

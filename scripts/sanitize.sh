@@ -2,7 +2,9 @@
 # Usage: scripts/sanitize.sh asan|tsan [TARGET...]
 # asan: clang-14 build in build-asan with -DLINALGD_SANITIZE=ON (ASan +
 #   UBSan on our code, any UB fatal), CUDA off; builds everything (or only
-#   TARGETs) and runs ctest -L 'unit|integration'.
+#   TARGETs) and runs ctest -L 'unit|integration'. With LINALGD_FUZZ=ON the
+#   same build also has the fuzz targets (FUZZ_BUILD_DIR=build-asan
+#   scripts/fuzz.sh then runs them without another build).
 # tsan: clang-14 build in build-tsan with -DLINALGD_SANITIZE=thread, CUDA
 #   off; builds the scheduler, store and service unit tests (or TARGETs) and
 #   runs them. Third-party libraries (gRPC, protobuf, abseil) are not
@@ -14,7 +16,7 @@ mode="${1:-}"
 shift || true
 case "$mode" in
   asan) build=build-asan; sanitize=ON; default_targets=() ;;
-  tsan) build=build-tsan; sanitize=thread
+  tsan) build=build-tsan; sanitize=thread; LINALGD_FUZZ=OFF
         default_targets=(scheduler_tests store_unit_tests service_unit_tests) ;;
   *) echo "usage: $0 asan|tsan [TARGET...]" >&2; exit 2 ;;
 esac
@@ -23,7 +25,7 @@ targets=("$@")
 
 CC="${CC:-clang-14}" CXX="${CXX:-clang++-14}" cmake -S . -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLINALGD_WITH_CUDA=OFF -DLINALGD_BUILD_TESTS=ON \
-  -DLINALGD_SANITIZE="$sanitize" >/dev/null
+  -DLINALGD_SANITIZE="$sanitize" -DLINALGD_FUZZ="${LINALGD_FUZZ:-OFF}" >/dev/null
 target_args=()
 [[ ${#targets[@]} -eq 0 ]] || target_args=(--target "${targets[@]}")
 cmake --build "$build" -j "${JOBS:-2}" ${target_args[@]+"${target_args[@]}"}
