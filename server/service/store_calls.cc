@@ -94,8 +94,9 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   TensorView shape_;  // dtype and shape, no data
   StoreReservation reservation_;
   std::unique_ptr<UploadPartWriter> part_;  // a part of a multi-part upload
-  // Allocated at the header (page-locked when a GPU serves: the store's
-  // HostAllocator), filled chunk by chunk.
+  // Allocated at the first chunk (page-locked when a GPU serves: the store's
+  // HostAllocator), filled chunk by chunk: a stream that sends a header and
+  // no data holds only its reservation, until --stream-idle-timeout.
   Tensor tensor_;
   int64_t received_ = 0;
   int64_t total_ = 0;
@@ -115,8 +116,7 @@ absl::Status PutTensorReactor::OnHeader() {
   LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
   LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_));
-  tensor_ = NewHostTensor(env_.sources.store->host_allocator(), shape_.dtype, shape_.shape);
-  return absl::OkStatus();
+  return absl::OkStatus();  // the buffer comes with the first chunk
 }
 
 absl::Status PutTensorReactor::OnChunk() {
@@ -136,6 +136,9 @@ absl::Status PutTensorReactor::OnChunk() {
                                        static_cast<uInt>(chunk.size())));
   } else {
     crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
+  }
+  if (received_ == 0 && n > 0) {
+    tensor_ = NewHostTensor(env_.sources.store->host_allocator(), shape_.dtype, shape_.shape);
   }
   std::memcpy(tensor_.mutable_data() + received_, chunk.data(), chunk.size());
   received_ += n;

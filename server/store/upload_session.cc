@@ -14,7 +14,7 @@ UploadSession::UploadSession(std::string id, UploadSpec spec, StoreReservation r
       spec_(std::move(spec)),
       total_(NumElements(spec_.shape) * static_cast<int64_t>(DTypeSize(spec_.dtype))),
       now_(std::move(now)),
-      tensor_(NewHostTensor(alloc, spec_.dtype, spec_.shape)),
+      alloc_(alloc),
       reservation_(std::move(reservation)),
       last_activity_(now_()) {}
 
@@ -50,6 +50,9 @@ absl::StatusOr<char*> UploadSession::Claim(int64_t offset, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckOpen(); !s.ok()) return s;
   if (absl::Status s = CheckRange(offset, bytes); !s.ok()) return s;
+  if (tensor_.num_bytes() == 0) {
+    tensor_ = NewHostTensor(alloc_, spec_.dtype, spec_.shape);
+  }
   parts_[offset] = Part{bytes, 0, false};
   ++in_flight_;
   last_activity_ = now_();

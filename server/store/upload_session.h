@@ -96,8 +96,11 @@ class UploadSession {
   const UploadSpec spec_;
   const int64_t total_;
   const std::function<absl::Time()> now_;
+  const HostAllocator alloc_;
   mutable absl::Mutex mu_;
-  Tensor tensor_;  // total_ bytes; the parts write into it unlocked
+  // total_ bytes, allocated when the first part is claimed (an upload that
+  // never sends a part takes no memory); the parts write into it unlocked.
+  Tensor tensor_;
   StoreReservation reservation_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Part> parts_ ABSL_GUARDED_BY(mu_);  // by offset
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
