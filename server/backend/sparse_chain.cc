@@ -6,6 +6,21 @@
 #include "absl/strings/str_join.h"
 
 namespace linalgd {
+namespace {
+
+// FAILED_PRECONDITION (so the chain falls back, or refuses with no_fallback)
+// when an iterative attempt's true residual misses the tolerance.
+absl::StatusOr<SparseAttempt> CheckTrueResidual(const SparseSolveOp& op, SparseMethod m,
+                                                SparseAttempt attempt) {
+  const double rel = SparseResidual(op.a, attempt.x.view(), op.b);
+  if (rel <= kTrueResidualSlack * op.tolerance) return attempt;
+  return absl::FailedPreconditionError(absl::StrCat(
+      SparseMethodName(m), ": stopped after ", attempt.iterations,
+      " iterations by its own residual estimate, but the true relative residual is ", rel,
+      ", above the tolerance ", op.tolerance, " (x ", kTrueResidualSlack, ")"));
+}
+
+}  // namespace
 
 absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
                                                  const SparseSolvePlan& plan,
@@ -14,6 +29,7 @@ absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
   SparseMethod m = plan.first;
   while (true) {
     absl::StatusOr<SparseAttempt> attempt = run(m);
+    if (attempt.ok() && IsIterative(m)) attempt = CheckTrueResidual(op, m, *std::move(attempt));
     if (attempt.ok()) {
       SparseSolveResult r;
       r.x = std::move(attempt->x);

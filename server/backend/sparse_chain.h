@@ -11,6 +11,13 @@
 
 namespace linalgd {
 
+// An iterative method's answer counts as converged only when its true
+// relative residual, max over columns of ||b - a x|| / ||b|| recomputed from
+// x in double, is within this factor of the tolerance (the recurrence's own
+// estimate and the recomputed residual differ by rounding; a breakdown, e.g.
+// GMRES on a singular a, can leave the estimate far from the truth).
+inline constexpr double kTrueResidualSlack = 10;
+
 // One backend's attempt at one method.
 struct SparseAttempt {
   Tensor x;                // [n, k], a's dtype

@@ -272,6 +272,27 @@ TEST_F(CpuSparseTest, JacobiWithZeroDiagonalFails) {
   EXPECT_THAT(res.status().message(), HasSubstr("jacobi: a[0][0] is 0"));
 }
 
+// GMRES on a singular a broke down (Arnoldi's h[j+1][j] = 0) and returned
+// OK, trusting its running estimate, with a true residual of 0.707: an
+// iterative answer is now converged only when its recomputed residual is.
+TEST_F(CpuSparseTest, IterativeAnswerMustMeetTheToleranceOnItsTrueResidual) {
+  Csr a = sparse_test::FromDense({0, 1, 0, 1, 0, 0, 0, 0, 0}, 3);
+  Request r;
+  r.method = SparseMethod::kGmres;
+  r.tolerance = 1e-8;
+  r.allow_fallback = false;
+  auto res = Solve(a, DType::kF64, {1, 0, 1}, 1, r);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kFailedPrecondition) << res.status();
+  EXPECT_THAT(res.status().message(),
+              HasSubstr("gmres: stopped after 3 iterations by its own residual estimate, but the "
+                        "true relative residual is 0.707"));
+  r.allow_fallback = true;
+  res = Solve(a, DType::kF64, {1, 0, 1}, 1, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_NE(res->method_used, SparseMethod::kGmres);
+  EXPECT_THAT(res->fallback, HasSubstr("true relative residual"));
+}
+
 TEST_F(CpuSparseTest, ZeroRightHandSideGivesZero) {
   Csr a = sparse_test::Poisson2D(4);
   Request r;
