@@ -101,6 +101,7 @@ v1::SparseSolveRequest ToProto(SparseSolveArgs args) {
   a->set_dtype(ToProto(args.a.values.dtype()));
   a->set_values(args.a.values.ReleaseBytes());
   ToProto(std::move(args.b), r.mutable_b());
+  if (args.x0) ToProto(*std::move(args.x0), r.mutable_x0());
   r.set_method(static_cast<v1::SparseMethod>(static_cast<int>(args.method)));
   r.set_preconditioner(static_cast<v1::Preconditioner>(static_cast<int>(args.preconditioner)));
   r.set_tolerance(args.tolerance);

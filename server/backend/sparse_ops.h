@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_BACKEND_SPARSE_OPS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -34,6 +35,7 @@ struct SparseSolveOp {
   double tolerance = 0;        // > 0 after planning
   int64_t max_iterations = 0;  // > 0 after planning
   bool allow_fallback = true;
+  std::optional<TensorView> x0;  // iterative methods' starting point, [n, k]; unset: zeros
   StopToken stop;  // polled between iterations: cancellation and deadlines
 };
 

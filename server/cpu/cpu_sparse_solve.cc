@@ -72,7 +72,7 @@ class CpuSparseJob {
     LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<CpuPreconditioner> pre,
                              MakeCpuPreconditioner(op_.preconditioner, a_.view));
     const int64_t n = plan_.n;
-    std::vector<double> x(n * plan_.k);
+    std::vector<double> x = op_.x0 ? ColumnMajor(*op_.x0) : std::vector<double>(n * plan_.k);
     SparseAttempt attempt;
     for (int64_t c = 0; c < plan_.k; ++c) {
       IterationOutcome o = CpuKrylov(m, a_.view, *pre, &b_[c * n], &x[c * n], op_.tolerance,

@@ -217,17 +217,20 @@ IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreco
                            const double* b, double* x, double tol, int64_t max_iterations,
                            const StopToken& stop) {
   const size_t n = a.rows;
-  Vec bv(b, b + n), xv(n, 0.0);
+  Vec bv(b, b + n), xv(x, x + n);
   const double bnorm = Norm(bv);
   if (bnorm == 0) {
     std::fill(x, x + n, 0.0);
     return Converged(0, 0);
   }
   const Problem pb{a, m, tol, max_iterations, bnorm, stop};
+  Vec r0(n);  // b - a x for the starting x
+  CsrMultiply(a, xv.data(), r0.data());
+  for (size_t i = 0; i < n; ++i) r0[i] = bv[i] - r0[i];
   IterationOutcome o;
   switch (method) {
-    case SparseMethod::kCg: o = Cg(pb, bv, xv); break;
-    case SparseMethod::kBicgstab: o = Bicgstab(pb, bv, xv); break;
+    case SparseMethod::kCg: o = Cg(pb, r0, xv); break;
+    case SparseMethod::kBicgstab: o = Bicgstab(pb, r0, xv); break;
     default: o = Gmres(pb, bv, xv); break;
   }
   std::copy(xv.begin(), xv.end(), x);

@@ -22,7 +22,7 @@ struct IterationOutcome {
 };
 
 // Krylov solvers for one right-hand side on the CPU, in double, starting from
-// x = 0, preconditioned with `m` (left for CG, right for BiCGSTAB and
+// the x passed in (zeros for no starting point), preconditioned with `m` (left for CG, right for BiCGSTAB and
 // GMRES). Stop when ||r|| / ||b|| <= tol, after max_iterations, or when
 // `stop` asks (polled every iteration; then `stopped` says why). `a` is a
 // canonical f64 CSR; b and x hold n elements.

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/backend/sparse_chain.h"
@@ -65,12 +66,17 @@ absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, ctx_.Alloc(n * k * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx_.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(ctx_.hs, t, b_rows.data(), n, k, b.data(), n));
+  std::optional<DeviceBuffer> x0_rows;  // lives until the solve's stream work is done
+  if (op_.x0) {  // the starting point, column-major like b
+    LINALGD_ASSIGN_OR_RETURN(x0_rows, Upload(ctx_, *op_.x0));
+    LINALGD_RETURN_IF_ERROR(RowToColMajor(ctx_.hs, t, x0_rows->data(), n, k, x.data(), n));
+  }
   SparseAttempt attempt;
   for (int64_t c = 0; c < k; ++c) {
     LINALGD_ASSIGN_OR_RETURN(
         GpuIterationOutcome o,
         GpuKrylov(ctx_, m, *a, *pre, b.as<char>() + c * n * es, x.as<char>() + c * n * es,
-                  op_.tolerance, op_.max_iterations, op_.stop));
+                  op_.tolerance, op_.max_iterations, op_.x0.has_value(), op_.stop));
     attempt.iterations = std::max(attempt.iterations, o.iterations);
     if (!o.converged) {
       return absl::FailedPreconditionError(

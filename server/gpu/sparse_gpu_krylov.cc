@@ -55,7 +55,8 @@ std::string NotConverged(absl::string_view name, int64_t it, double rel, double 
 absl::StatusOr<GpuIterationOutcome> Cg(Problem& pb, const void* b, void* x) {
   LINALGD_ASSIGN_OR_RETURN(Work w, Work::Create(pb.ctx, pb.a.dtype(), pb.a.n(), 4));
   void *r = w[0], *z = w[1], *p = w[2], *q = w[3];
-  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));
+  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));  // r = b - a x
+  LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, x, r, -1.0, 1.0));
   LINALGD_RETURN_IF_ERROR(pb.m.Apply(pb.ctx, r, z));
   LINALGD_RETURN_IF_ERROR(pb.v.Copy(z, p));
   LINALGD_ASSIGN_OR_RETURN(double rz, pb.v.Dot(r, z));
@@ -86,8 +87,9 @@ absl::StatusOr<GpuIterationOutcome> Cg(Problem& pb, const void* b, void* x) {
 absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x) {
   LINALGD_ASSIGN_OR_RETURN(Work w, Work::Create(pb.ctx, pb.a.dtype(), pb.a.n(), 7));
   void *r = w[0], *rhat = w[1], *p = w[2], *v = w[3], *ph = w[4], *sh = w[5], *t = w[6];
-  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));
-  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, rhat));
+  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));  // r = b - a x
+  LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, x, r, -1.0, 1.0));
+  LINALGD_RETURN_IF_ERROR(pb.v.Copy(r, rhat));
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(p));
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(v));
   double rho = 1, alpha = 1, omega = 1, rel = 1;
@@ -225,10 +227,10 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
 absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
                                               DeviceCsr& a, GpuPreconditioner& m,
                                               const void* b, void* x, double tol,
-                                              int64_t max_iterations,
+                                              int64_t max_iterations, bool x_is_start,
                                               const StopToken& stop) {
   Problem pb{ctx, a, m, DeviceVectors(ctx.hs, a.dtype(), a.n()), tol, max_iterations, 0, stop};
-  LINALGD_RETURN_IF_ERROR(pb.v.Zero(x));
+  if (!x_is_start) LINALGD_RETURN_IF_ERROR(pb.v.Zero(x));
   LINALGD_ASSIGN_OR_RETURN(pb.bnorm, pb.v.Nrm2(b));
   if (pb.bnorm == 0) return Done(0, 0, true);
   switch (method) {

@@ -24,14 +24,15 @@ struct GpuIterationOutcome {
 // CG (left-preconditioned), BiCGSTAB and GMRES(kGmresRestart) (right-
 // preconditioned) on the device in a's dtype: SpMV through cuSPARSE, vector
 // operations through cuBLAS, only scalars (dots, norms) and the small GMRES
-// Hessenberg system on the host. x starts at 0. b and x: n device elements.
+// Hessenberg system on the host. x starts at 0, or at what x holds when
+// x_is_start. b and x: n device elements.
 // A library error is a non-ok status; a breakdown or max_iterations is an
 // outcome with converged = false. `stop` is polled every iteration: its
 // CANCELLED / DEADLINE_EXCEEDED status ends the solve.
 absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
                                               DeviceCsr& a, GpuPreconditioner& m,
                                               const void* b, void* x, double tol,
-                                              int64_t max_iterations,
+                                              int64_t max_iterations, bool x_is_start = false,
                                               const StopToken& stop = {});
 
 }  // namespace linalgd::gpu

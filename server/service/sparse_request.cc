@@ -101,6 +101,14 @@ absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequ
         "b.shape: ", ShapeString(p.op.b.shape), " must be [", p.raw.rows, ", k] for a of ",
         p.raw.rows, " x ", p.raw.cols));
   }
+  if (r.has_x0()) {
+    LINALGD_ASSIGN_OR_RETURN(p.op.x0, ViewOf(r.x0(), "x0", limits));
+    if (p.op.x0->shape != p.op.b.shape || p.op.x0->dtype != p.op.b.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "x0: ", ShapeString(p.op.x0->shape), " of ", DTypeName(p.op.x0->dtype),
+          " must match b: ", ShapeString(p.op.b.shape), " of ", DTypeName(p.op.b.dtype)));
+    }
+  }
   return p;
 }
 
@@ -111,6 +119,7 @@ absl::Status CompleteSparseSolve(PreparedSparseSolve& p) {
   if (p.check_finite) {
     LINALGD_RETURN_IF_ERROR(CheckValuesFinite(p.op.a));
     LINALGD_RETURN_IF_ERROR(CheckFinite(p.op.b, "b"));
+    if (p.op.x0) LINALGD_RETURN_IF_ERROR(CheckFinite(*p.op.x0, "x0"));
   }
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSparseSolve(p.op));
   p.completed = true;

@@ -2,6 +2,7 @@
 // preconditioner) against dense float64 references and against the CPU
 // backend; failure cases. Skips cleanly without a device.
 #include <memory>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -26,6 +27,8 @@ struct Request {
   Preconditioner pre = Preconditioner::kNone;
   bool allow_fallback = true;
   int64_t max_iterations = 0;
+  double tolerance = 0;
+  std::optional<Tensor> x0;  // a starting point [n, k] of the solve's dtype
 };
 
 // Solves on `backend`; b_ keeps the right-hand side alive.
@@ -40,6 +43,8 @@ absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
   op.preconditioner = r.pre;
   op.allow_fallback = r.allow_fallback;
   op.max_iterations = r.max_iterations;
+  op.tolerance = r.tolerance;
+  if (r.x0) op.x0 = r.x0->view();
   auto plan = PlanSparseSolve(op);
   if (!plan.ok()) return plan.status();
   return backend.SparseSolve(op, *plan);
@@ -137,6 +142,42 @@ TEST(GpuSparseFailureTest, IndefiniteCholeskyAndNonConvergence) {
   res = Solve(*gpu_test::FirstGpu(), p, DType::kF64, RandomB(p.n, 1, 1), 1, cg, bt);
   EXPECT_EQ(res.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(res.status().message(), HasSubstr("after 3 iterations"));
+}
+
+// As on the CPU: GMRES on a singular a breaks down with a small estimate and
+// a true residual of 0.707; that is not convergence.
+TEST(GpuSparseFailureTest, IterativeAnswerMustMeetTheToleranceOnItsTrueResidual) {
+  LINALGD_REQUIRE_GPU();
+  Csr a = sparse_test::FromDense({0, 1, 0, 1, 0, 0, 0, 0, 0}, 3);
+  Request r;
+  r.method = SparseMethod::kGmres;
+  r.tolerance = 1e-8;
+  r.allow_fallback = false;
+  Tensor bt;
+  auto res = Solve(*gpu_test::FirstGpu(), a, DType::kF64, {1, 0, 1}, 1, r, bt);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kFailedPrecondition) << res.status();
+  EXPECT_THAT(res.status().message(), HasSubstr("true relative residual is 0.707"));
+}
+
+// A starting point at the answer converges at once, on every Krylov method.
+TEST(GpuSparseFailureTest, StartingPointIsUsed) {
+  LINALGD_REQUIRE_GPU();
+  Csr p = sparse_test::Poisson2D(20);
+  const std::vector<double> b = RandomB(p.n, 2, 5);
+  for (SparseMethod m : {SparseMethod::kCg, SparseMethod::kBicgstab, SparseMethod::kGmres}) {
+    Request r;
+    r.method = m;
+    r.allow_fallback = false;
+    Tensor bt;
+    auto cold = Solve(*gpu_test::FirstGpu(), p, DType::kF64, b, 2, r, bt);
+    ASSERT_TRUE(cold.ok()) << cold.status();
+    r.x0 = test_ref::FromValues(DType::kF64, {p.n, 2}, test_ref::Values(cold->x));
+    auto warm = Solve(*gpu_test::FirstGpu(), p, DType::kF64, b, 2, r, bt);
+    ASSERT_TRUE(warm.ok()) << warm.status();
+    EXPECT_LE(warm->iterations, 1) << SparseMethodName(m);
+    EXPECT_GT(cold->iterations, 10) << SparseMethodName(m);
+    EXPECT_LT(warm->residual, 1e-9);
+  }
 }
 
 TEST(GpuSparseFailureTest, SingularQrGoesToTheCpuWhenFallbacksAreAllowed) {

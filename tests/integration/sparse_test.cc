@@ -171,5 +171,19 @@ TEST_F(SparseIntegrationTest, F32AndPreconditionedIterative) {
   EXPECT_LT(r->residual, 1e-4);
 }
 
+// The C++ client passes x0; a start at the answer ends GMRES at once.
+TEST_F(SparseIntegrationTest, StartingPointReachesTheServer) {
+  client::SparseSolveArgs cold = Args(Poisson(16), client::SparseMethod::kGmres);
+  auto r = client_->SparseSolve(std::move(cold));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->iterations, 5);
+  client::SparseSolveArgs warm = Args(Poisson(16), client::SparseMethod::kGmres);
+  warm.x0 = std::move(r->x);
+  auto w = client_->SparseSolve(std::move(warm));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_LE(w->iterations, 1);
+  EXPECT_LT(w->residual, 1e-9);
+}
+
 }  // namespace
 }  // namespace linalgd::testing

@@ -90,3 +90,25 @@ def test_errors_name_the_field(client):
     singular = (np.array(list(range(n)) + [n - 1]), np.arange(n - 1), np.ones(n - 1), (n, n))
     with pytest.raises(linalgd.FailedPrecondition, match="singular"):
         client.sparse_solve(singular, np.ones(n), method="lu", no_fallback=True)
+
+
+@pytest.mark.parametrize("method", ["cg", "bicgstab", "gmres"])
+def test_initial_guess_x0(client, method):
+    """A starting point near the answer takes fewer iterations; the answer is the same."""
+    a = poisson(12)
+    b = RNG.standard_normal(144)
+    cold = client.sparse_solve(a, b, method=method, no_fallback=True, return_info=True)
+    x_near = cold.x + 1e-6 * RNG.standard_normal(144)
+    warm = client.sparse_solve(a, b, method=method, x0=x_near, no_fallback=True, return_info=True)
+    np.testing.assert_allclose(warm.x, cold.x, rtol=1e-7, atol=1e-8)
+    assert warm.iterations < cold.iterations
+    exact = client.sparse_solve(a, b, method=method, x0=cold.x, return_info=True)
+    assert exact.iterations <= 1
+
+
+def test_x0_must_match_b(client):
+    a = poisson(4)
+    with pytest.raises(linalgd.InvalidArgument, match="x0"):
+        client.sparse_solve(a, np.ones((16, 2)), method="cg", x0=np.zeros((16, 3)))
+    with pytest.raises(linalgd.InvalidArgument, match="x0"):
+        client.sparse_solve(a, np.ones(16), method="cg", x0=np.full(16, np.nan))

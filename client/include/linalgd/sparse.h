@@ -2,6 +2,7 @@
 #define LINALGD_CLIENT_SPARSE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ struct SparseSolveArgs {
   Preconditioner preconditioner = Preconditioner::kNone;
   double tolerance = 0;        // 0: 1e-10 (f64), 1e-5 (f32)
   int64_t max_iterations = 0;  // 0: max(1000, n)
+  // Iterative methods' starting point, [n, k] like b; unset: zeros.
+  std::optional<Tensor> x0;
   bool no_fallback = false;
   bool allow_non_finite = false;
   int32_t priority = 0;

@@ -82,14 +82,15 @@ class SparseMixin:
     """Client.sparse_solve; mixed into Client (uses its _invoke)."""
 
     def sparse_solve(self, a, b, *, method=None, preconditioner=None, tol=0.0, max_iter=0,
-                     no_fallback=False, allow_non_finite=False, priority=0, timeout=_DEFAULT,
-                     return_info=False):
+                     x0=None, no_fallback=False, allow_non_finite=False, priority=0,
+                     timeout=_DEFAULT, return_info=False):
         """x with a @ x = b for a sparse square a (n x n) and b [n] or [n, k].
 
         method: auto (default; cholesky for a symmetric a with a positive
         diagonal, else lu), cholesky, lu, qr, cg, bicgstab, gmres.
         preconditioner (iterative methods): none, jacobi, ilu0, ic0.
         tol, max_iter: iterative stopping rule (0: the server's defaults).
+        x0: the iterative methods' starting point, shaped like b (default zeros).
         A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
         unless no_fallback, which raises FailedPrecondition instead.
         a's values are sent in b's dtype. Returns x, or a SparseSolveResult
@@ -106,6 +107,12 @@ class SparseMixin:
             preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
             tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
             allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
+            x0_arr, _ = tensors.to_numpy(x0, "x0")
+            if vector:
+                x0_arr = x0_arr.reshape(-1, 1)
+            req.x0.CopyFrom(tensors.encode_array(x0_arr.astype(b_arr.dtype, copy=False), b_wire,
+                                                 "x0"))
         resp = self._invoke("SparseSolve", req, self.timeout if timeout is _DEFAULT else timeout)
         x = tensors.decode(resp.x, "x")
         if vector:
