@@ -59,18 +59,8 @@ void Scheduler::SweepLoop() {
     const absl::Time now = absl::Now();
     for (const auto& lane : lanes_) {
       std::vector<QueuedJob> gone = lane->queue->TakeIf(
-          [now](const QueuedJob& q) { return q.job->cancelled() || now > q.expires; });
-      for (QueuedJob& item : gone) {
-        const bool cancelled = item.job->cancelled();
-        const bool op_timeout = item.expires < item.job->spec().deadline;
-        Finish(*lane, item,
-               cancelled ? absl::CancelledError("call cancelled while queued")
-                         : absl::DeadlineExceededError(absl::StrCat(
-                               op_timeout ? "--op-timeout" : "deadline", " passed after ",
-                               absl::ToInt64Milliseconds(now - item.enqueued),
-                               " ms in the queue of ", lane->backend->name())),
-               ExecutionInfo{}, now);
-      }
+          [&](const QueuedJob& q) { return !QueuedEnd(*lane, q, now).ok(); });
+      for (QueuedJob& item : gone) Finish(*lane, item, QueuedEnd(*lane, item, now), {}, now);
       if (!gone.empty() && metrics_) {
         metrics_->SetQueueDepth(lane->backend->name(), lane->queue->size());
       }

@@ -157,6 +157,9 @@ class Scheduler {
                         Tensor& out);
   void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
   absl::Duration TimeoutFor(const Lane& lane) const;
+  // Why a queued job must end without running at `now` (cancelled, or past
+  // its op-timeout or deadline); OK when it may still run.
+  static absl::Status QueuedEnd(const Lane& lane, const QueuedJob& item, absl::Time now);
   // A GPU lane with max_abandoned_per_device abandoned calls still running
   // takes no work until some of them end (its jobs go to the CPU).
   bool Fenced(const Lane& lane) const;

@@ -139,20 +139,20 @@ void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
   RunGroup(lane, runner, std::move(group), *std::move(reservation), start);
 }
 
+absl::Status Scheduler::QueuedEnd(const Lane& lane, const QueuedJob& item, absl::Time now) {
+  if (item.job->cancelled()) return absl::CancelledError("call cancelled while queued");
+  if (now <= item.expires) return absl::OkStatus();
+  const bool op_timeout = item.expires < item.job->spec().deadline;
+  return absl::DeadlineExceededError(absl::StrCat(
+      op_timeout ? "--op-timeout" : "deadline", " passed after ", Millis(now - item.enqueued),
+      " ms in the queue of ", lane.backend->name()));
+}
+
 Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start) {
   Group out;
   for (QueuedJob& item : group) {
-    if (item.job->cancelled()) {
-      Finish(lane, item, absl::CancelledError("call cancelled while queued"), {}, start);
-      continue;
-    }
-    if (start > item.expires) {
-      const bool op_timeout = item.expires < item.job->spec().deadline;
-      Finish(lane, item,
-             absl::DeadlineExceededError(absl::StrCat(
-                 op_timeout ? "--op-timeout" : "deadline", " passed after ",
-                 Millis(start - item.enqueued), " ms in the queue of ", lane.backend->name())),
-             {}, start);
+    if (absl::Status end = QueuedEnd(lane, item, start); !end.ok()) {
+      Finish(lane, item, end, {}, start);
       continue;
     }
     if (!item.validated) {
