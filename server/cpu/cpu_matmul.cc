@@ -10,7 +10,7 @@
 #include "server/backend/finite_check.h"
 #include "server/common/half.h"
 #include "server/cpu/blas_gemm.h"
-#include "server/cpu/matmul_epilogue.h"
+#include "server/backend/matmul_epilogue.h"
 
 namespace linalgd {
 namespace {
