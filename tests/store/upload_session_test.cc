@@ -56,6 +56,25 @@ class UploadTest : public ::testing::Test {
   std::unique_ptr<ResidentStore> store_;
 };
 
+// An empty tensor has no part to send: finishing stores it with its own
+// dtype and shape (nothing allocated a buffer for it).
+TEST_F(UploadTest, AnEmptyTensorFinishesWithoutParts) {
+  UploadSpec spec;
+  spec.dtype = DType::kF64;
+  spec.shape = {0, 7};
+  absl::StatusOr<std::shared_ptr<UploadSession>> s = store_->StartUpload(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->total_bytes(), 0);
+  absl::StatusOr<std::string> id = store_->FinishUpload((*s)->id());
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<TensorLease> lease = store_->GetTensor(*id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->meta.dtype, DType::kF64);
+  EXPECT_EQ(lease->meta.shape, (Shape{0, 7}));
+  EXPECT_EQ(lease->tensor->shape(), (Shape{0, 7}));
+  EXPECT_EQ(lease->meta.bytes, 0);
+}
+
 TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
   const std::string data = RandomBytes(12 * 1001, 3);
   const uint32_t crc = Crc32c(data.data(), data.size());
