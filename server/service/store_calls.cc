@@ -10,7 +10,7 @@
 #include "server/common/status_macros.h"
 #include "server/service/status_map.h"
 #include "server/service/upload_calls.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <random>
 
+#include "common/crc32c.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/crc32c.h"
 #include "server/store/resident_store.h"
 
 namespace linalgd {
