@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/gpu_context.h"
 

@@ -1,31 +1,17 @@
 #include "server/service/factor_calls.h"
 
-#include <chrono>
 #include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
-#include "server/service/call_reactor.h"
-#include "server/service/status_map.h"
+#include "server/service/rpc_job.h"
 #include "server/service/store_calls.h"
 #include "server/service/tensor_sources.h"
 
 namespace linalgd {
 namespace {
-
-
-JobSpec SpecFor(grpc::CallbackServerContext* context, int64_t largest_dim, int priority,
-                double flops) {
-  JobSpec spec;
-  spec.kind = OpKind::kSolve;
-  spec.largest_dim = largest_dim;
-  spec.priority = priority;
-  spec.flops = flops;
-  spec.deadline = CallDeadline(context);
-  return spec;
-}
 
 struct PreparedFactorize {
   FactorizeOp op;
@@ -64,11 +50,11 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
   return p;
 }
 
-class FactorizeJob : public Job {
+class FactorizeJob : public RpcJob {
  public:
-  FactorizeJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-               CallReactor* reactor, v1::FactorizeResponse* response, PreparedFactorize p)
-      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+  FactorizeJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
+               v1::FactorizeResponse* response, PreparedFactorize p)
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
         p_(std::move(p)) {}
 
   absl::Status Run(Backend& backend) override {
@@ -78,13 +64,9 @@ class FactorizeJob : public Job {
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    absl::Status s = status.ok() ? Store(info) : status;
-    reactor_->Finish(ToGrpcStatus(s, context_));
-  }
-
  private:
-  absl::Status Store(const ExecutionInfo& info) {
+  // Stores the factor (counted against --store-bytes) and describes it.
+  absl::Status Deliver(ExecutionInfo& info) override {
     const FactorInfo& f = result_.factor->info();
     LINALGD_ASSIGN_OR_RETURN(StoreReservation r, env_.sources.store->Reserve(f.bytes));
     LINALGD_ASSIGN_OR_RETURN(std::string id,
@@ -100,10 +82,11 @@ class FactorizeJob : public Job {
     InfoToProto(info, response_->mutable_info());
     return absl::OkStatus();
   }
+  std::string Describe() const override {
+    return absl::StrCat(ShapeString(p_.op.a.shape), " ", DTypeName(p_.op.a.dtype));
+  }
 
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
-  CallReactor* const reactor_;
   v1::FactorizeResponse* const response_;
   PreparedFactorize p_;
   FactorizeResult result_;
@@ -150,11 +133,11 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   return p;
 }
 
-class FactorSolveJob : public Job {
+class FactorSolveJob : public RpcJob {
  public:
-  FactorSolveJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-                 CallReactor* reactor, v1::SolveResponse* response, PreparedFactorSolve p)
-      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+  FactorSolveJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
+                 v1::SolveResponse* response, PreparedFactorSolve p)
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
         p_(std::move(p)) {}
 
   absl::Status Run(Backend& /*lane*/) override {
@@ -171,48 +154,35 @@ class FactorSolveJob : public Job {
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    absl::Status s = status;
+ private:
+  absl::Status Deliver(ExecutionInfo& info) override {
     int64_t sent = 0;
-    if (s.ok()) {
-      s = DeliverTensor(std::move(result_.x), p_.output, env_.sources, response_->mutable_x(),
-                        &sent);
-    }
-    if (s.ok()) {
-      response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
-      response_->set_residual(result_.residual);
-      ExecutionInfo where = info;
-      where.backend = p_.factor->info().placement;  // the factor's backend did the work
-      InfoToProto(where, response_->mutable_info());
-    }
-    if (env_.metrics && s.ok()) env_.metrics->AddBytesSent(kTransportGrpc, sent);
-    reactor_->Finish(ToGrpcStatus(s, context_));
+    LINALGD_RETURN_IF_ERROR(DeliverTensor(std::move(result_.x), p_.output, env_.sources,
+                                          response_->mutable_x(), &sent));
+    rpc().NoteSent(sent);
+    response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
+    response_->set_residual(result_.residual);
+    info.backend = p_.factor->info().placement;  // the factor's backend did the work
+    InfoToProto(info, response_->mutable_info());
+    return absl::OkStatus();
+  }
+  std::string Describe() const override {
+    return absl::StrCat("factor ", p_.factor->info().n, " b ", ShapeString(p_.b.shape), " ",
+                        DTypeName(p_.b.dtype));
   }
 
- private:
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
-  CallReactor* const reactor_;
   v1::SolveResponse* const response_;
   PreparedFactorSolve p_;
   SolveResult result_;
 };
 
-template <typename JobT, typename Prepared, typename Response>
-grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext* context,
-                                 Response* response, absl::StatusOr<Prepared> prepared,
-                                 int64_t largest_dim, int priority, double flops) {
-  auto* reactor = new CallReactor();
-  if (!prepared.ok()) {
-    reactor->Finish(ToGrpcStatus(prepared.status(), context));
-    return reactor;
-  }
-  const int clamped = ClampPriority(priority, env);
-  auto job = std::make_unique<JobT>(SpecFor(context, largest_dim, clamped, flops), env, context,
-                                    reactor, response, std::move(*prepared));
-  reactor->set_cancel_token(job->cancel_token());
-  env.scheduler->Submit(std::move(job));
-  return reactor;
+JobSpec SolveSpec(int64_t largest_dim, double flops) {
+  JobSpec spec;
+  spec.kind = OpKind::kSolve;
+  spec.largest_dim = largest_dim;
+  spec.flops = flops;
+  return spec;
 }
 
 }  // namespace
@@ -220,30 +190,30 @@ grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext
 grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServerContext* context,
                                          const v1::FactorizeRequest* request,
                                          v1::FactorizeResponse* response) {
-  auto p = Admitted(env, *request, "Factorize", [&] { return PrepareFactorize(*request, env); });
-  const int64_t n = p.ok() ? p->op.a.rows() : 0;
-  const double flops = 2.0 / 3.0 * n * n * n;
   // Routed like a solve of a (n >= --cpu-threshold: a GPU lane when there is
   // one); a retryable GPU failure reruns on the CPU.
-  return Submit<FactorizeJob>(env, context, response, std::move(p), /*largest_dim=*/n,
-                              request->priority(), flops);
+  return SubmitRpc<FactorizeJob>(
+      env, "Factorize", context, *request, response,
+      [&] { return PrepareFactorize(*request, env); },
+      [](const PreparedFactorize& p) {
+        const int64_t n = p.op.a.rows();
+        return SolveSpec(n, 2.0 / 3.0 * n * n * n);
+      });
 }
 
 grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
                                            grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response) {
-  auto p = Admitted(env, *request, "Solve", [&] { return PrepareFactorSolve(*request, env); });
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
-  int64_t route = 0;
-  double flops = 0;
-  if (p.ok()) {
-    const FactorInfo& f = p->factor->info();
-    route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
-    flops = 2.0 * f.n * f.n * (p->b.num_elements() / f.n);
-  }
-  return Submit<FactorSolveJob>(env, context, response, std::move(p), route,
-                                request->priority(), flops);
+  return SubmitRpc<FactorSolveJob>(
+      env, "Solve", context, *request, response,
+      [&] { return PrepareFactorSolve(*request, env); },
+      [](const PreparedFactorSolve& p) {
+        const FactorInfo& f = p.factor->info();
+        const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
+        return SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n));
+      });
 }
 
 }  // namespace linalgd

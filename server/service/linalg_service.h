@@ -7,6 +7,7 @@
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
 #include "server/service/pinned_messages.h"
+#include "server/service/rpc.h"
 #include "server/service/sparse_call.h"
 #include "server/service/factor_calls.h"
 #include "server/service/store_calls.h"
@@ -103,10 +104,10 @@ class LinalgService final : public v1::Linalg::CallbackService {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
                                           v1::GetServerInfoResponse* response) override {
-    server_info_(response);
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return HandleUnary(env_, "GetServerInfo", context, [&](Rpc&) {
+      server_info_(response);
+      return absl::OkStatus();
+    });
   }
 
  private:

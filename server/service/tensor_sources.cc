@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {

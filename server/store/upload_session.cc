@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "linalgd/v1/linalgd.grpc.pb.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 #include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 
