@@ -297,32 +297,4 @@ grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerCo
   return FinishUnary(context, s);
 }
 
-grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response) {
-  if (env.sources.shm == nullptr) {
-    return FinishUnary(context, absl::FailedPreconditionError(
-                             "shared memory is disabled (start linalgd with --allow-shm)"));
-  }
-  auto info = env.sources.shm->Register(request->name(), request->key(), request->size());
-  if (info.ok()) {
-    response->set_size(info->size);
-    response->set_pinned(info->pinned);
-    spdlog::info("shared-memory region '{}' ({}, {} bytes{}) registered", request->name(),
-                 request->key(), info->size, info->pinned ? ", pinned" : "");
-  }
-  return FinishUnary(context, info.status());
-}
-
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request) {
-  if (env.sources.shm == nullptr) {
-    return FinishUnary(context, absl::FailedPreconditionError(
-                             "shared memory is disabled (start linalgd with --allow-shm)"));
-  }
-  return FinishUnary(context, env.sources.shm->Unregister(request->name()));
-}
-
 }  // namespace linalgd
