@@ -175,7 +175,9 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
   if (!options_.allow_shm) return absl::OkStatus();
   shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory,
                                        options_.shm_limits);
-  LINALGD_ASSIGN_OR_RETURN(shm_listener_, ShmListener::Start({options_.shm_socket}, shm_.get()));
+  LINALGD_ASSIGN_OR_RETURN(shm_listener_,
+                           ShmListener::Start({options_.shm_socket, options_.shm_max_connections},
+                                              shm_.get()));
   sources.shm = shm_.get();
   spdlog::info("shared memory enabled (--allow-shm): memfds through {}", shm_listener_->path());
   return absl::OkStatus();

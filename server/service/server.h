@@ -68,6 +68,7 @@ struct ServerOptions {
   bool allow_shm = false;
   std::string shm_socket;
   ShmLimits shm_limits;
+  int shm_max_connections = 1024;  // open on the socket at once
   // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.
   std::string inject_faults;
 };

@@ -26,7 +26,7 @@ class ShmListener {
   struct Options {
     // Socket path; empty: "socket" in a new private directory under /tmp.
     std::string path;
-    int max_connections = 256;
+    int max_connections = 1024;
   };
   // Binds and starts the loop. `registry` must outlive the listener.
   static absl::StatusOr<std::unique_ptr<ShmListener>> Start(const Options& options,

@@ -55,7 +55,7 @@ class ShmConnection {
   }
 
   Answer Register(int memfd, absl::string_view text = "REGISTER") {
-    EXPECT_TRUE(client::internal::SendWithFd(fd_, text, memfd).ok());
+    if (!client::internal::SendWithFd(fd_, text, memfd).ok()) return Answer{"CLOSED", "", "", ""};
     char buf[1024];
     const ssize_t n = recv(fd_, buf, sizeof buf, 0);
     if (n <= 0) return Answer{"CLOSED", "", "", ""};
@@ -305,6 +305,27 @@ TEST_F(ShmTest, ClosingTheConnectionReleasesItsRegions) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   ShmConnection again(SocketPath());
   EXPECT_EQ(again.Register(mem.fd()).status, "OK");  // its memory is free to register again
+}
+
+TEST_F(ShmTest, ConnectionsBeyondTheCapAreClosed) {
+  ServerOptions o = WithShm();
+  o.shm_max_connections = 2;
+  Start(o);
+  ShmConnection first(SocketPath()), second(SocketPath());
+  Memfd a(4096), b(4096), c(4096);
+  ASSERT_EQ(first.Register(a.fd()).status, "OK");
+  ASSERT_EQ(second.Register(b.fd()).status, "OK");
+  ShmConnection third(SocketPath());
+  EXPECT_EQ(third.Register(c.fd()).status, "CLOSED");
+  first.Close();
+  Answer later;
+  for (int i = 0; i < 200; ++i) {  // once the server has seen the close
+    ShmConnection fourth(SocketPath());
+    later = fourth.Register(c.fd());
+    if (later.status == "OK") break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(later.status, "OK");
 }
 
 TEST_F(ShmTest, UnregisterWhileInUseIsDeferred) {

@@ -68,7 +68,7 @@ class Region:
             self.close()
             raise DeadlineExceeded("shared memory: no answer from the server's socket")
         reply = self._sock.recv(1024).decode("utf-8", "replace")
-        fields = reply.split(" ", 2) if reply.startswith("ERR ") else reply.split(" ")
+        fields = reply.split(" ")  # OK id secret size pinned, or ERR CODE message
         if len(fields) == 5 and fields[0] == "OK":
             return fields[1], fields[2], fields[4] == "1"
         self.close()
@@ -81,7 +81,7 @@ class Region:
     def close(self):
         """Releases the region on the server, then unmaps it here."""
         self._sock.close()
-        self.buf.release() if hasattr(self, "buf") else None
+        self.buf.release()
         self._map.close()
 
 
