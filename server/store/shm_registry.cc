@@ -152,28 +152,31 @@ absl::StatusOr<ShmGrant> ShmRegistry::Register(int fd, const ShmPeer& peer) {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = Reserve(inode, size, peer.uid); !s.ok()) return s;
   }
-  absl::StatusOr<ShmGrant> grant = [&]() -> absl::StatusOr<ShmGrant> {
-    absl::StatusOr<std::string> id = NewResidentId();
-    absl::StatusOr<std::string> secret = NewResidentId();
-    if (!id.ok()) return id.status();
-    if (!secret.ok()) return secret.status();
-    absl::StatusOr<void*> base = Map(fd, size);
-    if (!base.ok()) return base.status();
-    auto region = std::make_shared<Region>(*base, size, inode);
-    if (pinner_) {
-      absl::StatusOr<std::shared_ptr<void>> pin = pinner_(*base, static_cast<size_t>(size));
-      if (!pin.ok()) return pin.status();  // `region` unmaps
-      region->set_pin(std::move(*pin));
-    }
-    ShmGrant g{*id, *secret, size, region->pinned()};
-    absl::MutexLock lock(&mu_);
-    regions_.emplace(*std::move(id), Entry{std::move(region), *std::move(secret), peer});
-    return g;
-  }();
+  absl::StatusOr<ShmGrant> grant = MapAndAdd(fd, size, inode, peer);
   if (!grant.ok()) {
     absl::MutexLock lock(&mu_);
     Unreserve(inode, size, peer.uid);
   }
+  return grant;
+}
+
+absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inode& inode,
+                                                 const ShmPeer& peer) {
+  absl::StatusOr<std::string> id = NewResidentId();
+  absl::StatusOr<std::string> secret = NewResidentId();
+  if (!id.ok()) return id.status();
+  if (!secret.ok()) return secret.status();
+  absl::StatusOr<void*> base = Map(fd, size);
+  if (!base.ok()) return base.status();
+  auto region = std::make_shared<Region>(*base, size, inode);
+  if (pinner_) {
+    absl::StatusOr<std::shared_ptr<void>> pin = pinner_(*base, static_cast<size_t>(size));
+    if (!pin.ok()) return pin.status();  // `region` unmaps
+    region->set_pin(std::move(*pin));
+  }
+  ShmGrant grant{*id, *secret, size, region->pinned()};
+  absl::MutexLock lock(&mu_);
+  regions_.emplace(*std::move(id), Entry{std::move(region), *std::move(secret), peer});
   return grant;
 }
 

@@ -106,6 +106,9 @@ class ShmRegistry {
   absl::Status Reserve(const Inode& inode, int64_t bytes, uid_t uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Unreserve(const Inode& inode, int64_t bytes, uid_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Maps and pins `fd` (reserved already) and adds it under a new id.
+  absl::StatusOr<ShmGrant> MapAndAdd(int fd, int64_t size, const Inode& inode,
+                                     const ShmPeer& peer) ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `it`; the region is handed back to be destroyed outside the lock.
   std::shared_ptr<Region> Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
