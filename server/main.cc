@@ -99,7 +99,13 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
   app.add_option("--stream-idle-timeout", f.stream_idle_timeout, "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")->capture_default_str();
   app.add_option("--max-ttl", f.max_ttl, "longest TTL a request may ask for (tensors, factors, uploads)")->capture_default_str();
-  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers register POSIX shared-memory regions (RegisterSharedMemory)");
+  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers hand over shared memory (sealed memfds) through the --shm-socket Unix socket");
+  app.add_option("--shm-socket", o.shm_socket, "with --allow-shm: path of the Unix socket (mode 0600) that takes shared-memory registrations; empty: a new private directory under /tmp")->capture_default_str();
+  app.add_option("--shm-max-connections", o.shm_max_connections, "connections open on the shared-memory socket at once (linalgd's clients hold one per region)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-regions", o.shm_limits.max_regions, "shared-memory regions mapped at most")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-bytes", o.shm_limits.max_bytes, "shared-memory bytes mapped at most")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
+  app.add_option("--shm-max-regions-per-uid", o.shm_limits.max_regions_per_uid, "shared-memory regions mapped at most for one caller uid")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-bytes-per-uid", o.shm_limits.max_bytes_per_uid, "shared-memory bytes mapped at most for one caller uid")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
   app.add_option("--inject-faults", o.inject_faults,
                  "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
   app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();

@@ -253,6 +253,7 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response) {
   for (const v1::Device& d : response.devices()) out.devices.push_back(FromProto(d));
   out.limits = FromProto(response.limits());
   out.gpu_status = response.gpu_status();
+  out.shm_socket = response.shm_socket();
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "server/service/rpc.h"
 #include "server/service/sparse_call.h"
 #include "server/service/factor_calls.h"
+#include "server/service/shm_calls.h"
 #include "server/service/store_calls.h"
 #include "server/service/upload_calls.h"
 
@@ -40,7 +41,7 @@ class LinalgService final : public v1::Linalg::CallbackService {
     return StartSolve(env_, context, request, response);
   }
 
-  // Resident tensors, factors and shared memory (store_calls.h, factor_calls.h).
+  // Resident tensors, factors and shared memory (store_calls.h, factor_calls.h, shm_calls.h).
   grpc::ServerReadReactor<v1::PutTensorRequest>* PutTensor(
       grpc::CallbackServerContext* context, v1::PutTensorResponse* response) override {
     return StartPutTensor(env_, context, response);

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/store/shm_registry.h"
 
 namespace linalgd {
 
@@ -62,8 +63,12 @@ struct ServerOptions {
   // live in page-locked host memory (cached, reused by size) up to this many
   // bytes, so they reach the device at DMA speed; 0: ordinary memory.
   int64_t pinned_host_bytes = int64_t{4} << 30;
-  // Same-host callers may register POSIX shared-memory regions.
+  // Same-host callers may hand over shared memory (sealed memfds) through a
+  // Unix socket at shm_socket (empty: a private directory under /tmp).
   bool allow_shm = false;
+  std::string shm_socket;
+  ShmLimits shm_limits;
+  int shm_max_connections = 1024;  // open on the socket at once
   // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.
   std::string inject_faults;
 };

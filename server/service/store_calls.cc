@@ -19,15 +19,6 @@ absl::Status NeedStore(const CallEnv& env) {
   return absl::OkStatus();
 }
 
-namespace {
-
-absl::Status NeedShm(const CallEnv& env) {
-  if (env.sources.shm != nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError("shared memory is disabled (start linalgd with --allow-shm)");
-}
-
-}  // namespace
-
 absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTensorHeader& header) {
   LINALGD_RETURN_IF_ERROR(NeedStore(env));
   v1::Tensor t;
@@ -305,32 +296,6 @@ grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerCo
     response->set_used_bytes(env.sources.store->used_bytes());
     response->set_capacity_bytes(env.sources.store->capacity_bytes());
     return absl::OkStatus();
-  });
-}
-
-grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response) {
-  return HandleUnary(env, "RegisterSharedMemory", context, [&](Rpc&) -> absl::Status {
-    LINALGD_RETURN_IF_ERROR(NeedShm(env));
-    LINALGD_ASSIGN_OR_RETURN(
-        ShmRegionInfo info,
-        env.sources.shm->Register(request->name(), request->key(), request->size()));
-    response->set_size(info.size);
-    response->set_pinned(info.pinned);
-    spdlog::info("shared-memory region '{}' ({}, {} bytes{}) registered", request->name(),
-                 request->key(), info.size, info.pinned ? ", pinned" : "");
-    return absl::OkStatus();
-  });
-}
-
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request) {
-  return HandleUnary(env, "UnregisterSharedMemory", context, [&](Rpc&) {
-    LINALGD_RETURN_IF_ERROR(NeedShm(env));
-    return env.sources.shm->Unregister(request->name());
   });
 }
 

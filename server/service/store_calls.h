@@ -9,7 +9,7 @@
 
 namespace linalgd {
 
-// The resident-tensor and shared-memory RPCs. Store operations are short
+// The resident-tensor RPCs (shared memory: shm_calls.h). Store operations are short
 // (index updates, bounded by a lock); the streaming reactors copy one chunk
 // per callback, so no gRPC thread blocks on a whole tensor.
 
@@ -33,13 +33,6 @@ grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerCo
                                       v1::ListTensorsResponse* response);
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request);
-grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response);
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request);
 
 // Shared with upload_calls.cc.
 // UNIMPLEMENTED when the server has no tensor store.

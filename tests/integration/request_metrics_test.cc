@@ -4,7 +4,11 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <functional>
 #include <string>
@@ -15,8 +19,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
+#include "client/src/shm_region.h"
 #include "common/crc32c.h"
 #include "tests/integration/test_server.h"
+#include "tests/store/test_memfd.h"
 #include "tests/metrics/http_get.h"
 
 namespace linalgd::testing {
@@ -251,28 +257,37 @@ TEST_F(RequestMetricsTest, UploadRpcsAreCounted) {
 }
 
 TEST_F(RequestMetricsTest, SharedMemoryRpcsAreCounted) {
-  const std::string key = absl::StrCat("/linalgd-rm-", getpid());
-  const int fd = shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(ftruncate(fd, 4096), 0);
-  close(fd);
-  v1::RegisterSharedMemoryRequest reg;
+  v1::RegisterSharedMemoryRequest reg;  // by name: withdrawn, refused
   reg.set_name("region");
-  reg.set_key(key + "-missing");
+  reg.set_key("/linalgd-by-name");
   reg.set_size(4096);
-  ExpectCounted("RegisterSharedMemory", StatusCode::NOT_FOUND, [&] {
+  ExpectCounted("RegisterSharedMemory", StatusCode::UNIMPLEMENTED, [&] {
     return Unary(&v1::Linalg::Stub::RegisterSharedMemory, reg);
   });
-  reg.set_key(key);
-  ExpectCounted("RegisterSharedMemory", StatusCode::OK, [&] {
-    return Unary(&v1::Linalg::Stub::RegisterSharedMemory, reg);
-  });
+  // A sealed memfd registered over the server's Unix socket, unregistered by RPC.
+  v1::GetServerInfoResponse info;
+  ASSERT_TRUE(Unary(&v1::Linalg::Stub::GetServerInfo, v1::GetServerInfoRequest(), &info).ok());
+  const int conn = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, info.shm_socket().c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  TestMemfd mem(4096);
+  ASSERT_TRUE(client::internal::SendWithFd(conn, "REGISTER", mem.fd()).ok());
+  char buf[512];
+  const ssize_t n = recv(conn, buf, sizeof buf, 0);
+  ASSERT_GT(n, 0);
+  const std::vector<std::string> reply =
+      absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)), ' ');  // OK id secret ...
+  ASSERT_GE(reply.size(), 3u);
+  ASSERT_EQ(reply[0], "OK");
   v1::UnregisterSharedMemoryRequest unreg;
-  unreg.set_name("region");
+  unreg.set_name(reply[1]);
+  unreg.set_secret(reply[2]);
   ExpectOkThenNotFound("UnregisterSharedMemory", [&] {
     return Unary(&v1::Linalg::Stub::UnregisterSharedMemory, unreg);
   });
-  shm_unlink(key.c_str());
+  close(conn);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ public methods. Until then a request above `max_message_bytes` is refused
 client-side with ResourceExhausted naming the sizes.
 
 Shared memory (use_shared_memory=True, a same-host server started with
---allow-shm): matmul and solve operands and results go through one POSIX
+--allow-shm): matmul and solve operands and results go through one memfd
 region per Client instead of the socket; see shm.py.
 """
 import math
@@ -56,9 +56,10 @@ class Client(StoreMixin, SparseMixin):
         of failing fast with UNAVAILABLE.
     channel: an existing grpc.Channel to use instead of target (not closed by
         close()).
-    use_shared_memory: carry matmul/solve operands and results through a POSIX
-        shared-memory region of shared_memory_bytes registered with a same-host
-        server (--allow-shm). A region serves one call at a time: calls made at
+    use_shared_memory: carry matmul/solve operands and results through a
+        shared-memory region (a sealed memfd) of shared_memory_bytes handed to a
+        same-host server (--allow-shm) over its Unix socket: shared_memory_socket,
+        or by default the path GetServerInfo reports. A region serves one call at a time: calls made at
         once from several threads register up to shared_memory_regions of them.
         Falls back to the socket, silently (logger "linalgd", debug level), for
         a remote target, a server that refuses, tensors that do not fit, or
@@ -69,7 +70,7 @@ class Client(StoreMixin, SparseMixin):
                  credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
-                 shared_memory_regions=1):
+                 shared_memory_regions=1, shared_memory_socket=None):
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive or None")
         self.target = target
@@ -103,6 +104,7 @@ class Client(StoreMixin, SparseMixin):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
+        self._shm_socket = shared_memory_socket
         self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes, shared_memory_regions)
                      if use_shared_memory else None)
 

@@ -79,6 +79,7 @@ class ServerInfo:
     devices: List[Device]
     limits: Limits
     gpu_status: str
+    shm_socket: str = ""  # the shared-memory Unix socket (--allow-shm), else ""
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)  # the proto
 
     @classmethod
@@ -88,4 +89,5 @@ class ServerInfo:
         lim = m.limits
         limits = Limits(lim.max_message_bytes, lim.cpu_threshold, lim.op_timeout_seconds,
                         lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements)
-        return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status, m)
+        return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status,
+                   shm_socket=m.shm_socket, raw=m)
