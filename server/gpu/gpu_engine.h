@@ -18,6 +18,7 @@ struct GpuOptions {
   int handles_per_device = 4;       // leased handle sets (stream + library handles)
   int min_cc_major = 7;             // devices below compute capability 7.0 are skipped
   int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
+  double singular_rcond_factor = 1.0;  // --singular-rcond-factor (backend/condition.h)
 };
 
 // All GPUs in service: one Backend per usable device. Created once at start.

@@ -152,6 +152,7 @@ absl::Status SolveJob::Fill(const ExecutionInfo& info, int64_t* sent) {
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);
   response_->set_residual(result_.residual);
+  SolveNumericsToProto(result_, response_);
   InfoToProto(info, response_->mutable_info());
   return s;
 }
