@@ -88,6 +88,9 @@ struct SolveResult {
   // for members solved by the SVD, s_min / s_max. Unset when no member had
   // one (QR only).
   std::optional<double> rcond;
+  // Per batch member, what rcond is the minimum of (NaN: none); empty when
+  // the backend keeps no per-member record (cached factors).
+  std::vector<double> member_rcond;
   // Set when the op's method was LSTSQ.
   std::optional<LstsqOutputs> lstsq;
 };

@@ -291,9 +291,12 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
       });
   if (stopped.load()) return op.stop.Check("cpu: solve between batch members");
   absl::StatusOr<SolveResult> result = Combine(outcomes, std::move(x));
-  if (result.ok() && op.method == SolveMethod::kLstsq) {
-    result->lstsq = GatherLstsq(groups, outcomes, plan);
+  if (!result.ok()) return result;
+  result->member_rcond.resize(plan.batch);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (int64_t e : groups[gi].elements) result->member_rcond[e] = outcomes[gi].rcond;
   }
+  if (op.method == SolveMethod::kLstsq) result->lstsq = GatherLstsq(groups, outcomes, plan);
   return result;
 }
 

@@ -328,6 +328,7 @@ SolveResult SolveJob::Combine() const {
   size_t fell_back = 0;
   for (const ElementOutcome& o : out_) {
     if (SolveChainRank(o.used) > SolveChainRank(result.method_used)) result.method_used = o.used;
+    result.member_rcond.push_back(o.rcond);
     if (!std::isnan(o.rcond)) result.rcond = MinRcond(result.rcond.value_or(o.rcond), o.rcond);
     if (o.failures.empty()) continue;
     std::string msg = absl::StrCat(absl::StrJoin(o.failures, "; "), "; used ",

@@ -49,6 +49,17 @@ def test_refusal_names_rcond_and_threshold(client):
     assert "lu: rcond " in msg and f"below the threshold {32 * np.finfo(np.float64).eps:g}" in msg
 
 
+def test_singular_rcond_factor_moves_the_threshold(client, start_server):
+    a = fam.svd_family(16, 1e10, np.random.default_rng(7))  # rcond1 ~ 1e-11
+    b = a @ np.ones(16)
+    assert client.solve(a, b, method="lu", return_info=True).fallback == ""
+    strict = start_server("--singular-rcond-factor", "1e8")  # threshold 3.6e-7
+    with linalgd.Client(strict.target) as c:
+        r = c.solve(a, b, method="lu", return_info=True)
+    assert r.method_used == linalgd.SolveMethod.LSTSQ
+    assert f"below the threshold {1e8 * 16 * np.finfo(np.float64).eps:g}" in r.fallback
+
+
 def test_rank_1000_of_1024_is_the_minimum_norm_solution(client):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((1024, 1000)) @ rng.standard_normal((1000, 1024))
