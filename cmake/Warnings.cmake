@@ -8,6 +8,13 @@ function(linalgd_target_defaults target)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread -fno-omit-frame-pointer>)
     target_link_options(${target} PRIVATE -fsanitize=thread)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      # absl's locks made visible to TSan (Debian's abseil is not instrumented).
+      target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/tsan_absl_annotations.cc)
+      set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
+      target_link_libraries(${target} PRIVATE ${CMAKE_DL_LIBS})
+    endif()
   elseif(LINALGD_SANITIZE)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer

@@ -8,7 +8,8 @@
 # tsan: clang-14 build in build-tsan with -DLINALGD_SANITIZE=thread, CUDA
 #   off; builds the scheduler, store and service unit tests (or TARGETs) and
 #   runs them. Third-party libraries (gRPC, protobuf, abseil) are not
-#   instrumented: tests/tsan.supp silences reports inside them.
+#   instrumented: tests/tsan_absl_annotations.cc makes absl's locks visible
+#   and tests/tsan.supp silences reports inside the others.
 # Exits non-zero on a build failure or a failing (sanitizer-aborted) test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ shift || true
 case "$mode" in
   asan) build=build-asan; sanitize=ON; default_targets=() ;;
   tsan) build=build-tsan; sanitize=thread; LINALGD_FUZZ=OFF
-        default_targets=(scheduler_tests store_unit_tests service_unit_tests) ;;
+        default_targets=(tsan_canary_tests scheduler_tests store_unit_tests service_unit_tests) ;;
   *) echo "usage: $0 asan|tsan [TARGET...]" >&2; exit 2 ;;
 esac
 targets=("$@")

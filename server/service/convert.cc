@@ -61,18 +61,22 @@ absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view fie
     return ShapeError(field, t, absl::StrCat("has rank ", t.shape_size(), "; at least ",
                                              min_rank, " dimensions are required"));
   }
-  int64_t elements = 1;
+  // A zero dimension makes an empty tensor (as in numpy). The product of
+  // the other dimensions is bounded too, so that no product of this
+  // tensor's dimensions (a matrix size, a batch count) can overflow later.
+  int64_t nonzero = 1;
   for (int i = 0; i < t.shape_size(); ++i) {
     const int64_t d = t.shape(i);
-    if (d <= 0) {
+    if (d < 0) {
       return ShapeError(field, t, absl::StrCat("has dimension ", i, " = ", d,
-                                               "; every dimension must be > 0"));
+                                               "; dimensions must be >= 0"));
     }
-    if (elements > limits.max_elements / d) {
+    if (d > 0 && nonzero > limits.max_elements / d) {
       return ShapeError(field, t, absl::StrCat("has more than ", limits.max_elements,
-                                               " elements, the per-tensor limit"));
+                                               " elements, the per-tensor limit (zero "
+                                               "dimensions aside)"));
     }
-    elements *= d;
+    if (d > 0) nonzero *= d;
   }
   view.shape.assign(t.shape().begin(), t.shape().end());
   return view;

@@ -46,6 +46,11 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
     return absl::InvalidArgumentError(
         absl::StrCat("a.shape: ", ShapeString(a.shape), " is not one square matrix [n, n]"));
   }
+  if (a.rows() == 0) {
+    return absl::InvalidArgumentError(
+        "a.shape: [0, 0]; a factorization needs n >= 1 (Solve answers an empty system "
+        "without one)");
+  }
   if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
     return absl::InvalidArgumentError(
         absl::StrCat("a.dtype: ", DTypeName(a.dtype), "; factorizations take f32 or f64"));
@@ -158,6 +163,11 @@ class FactorSolveJob : public Job {
   absl::Status Run(Backend& /*lane*/) override {
     if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.b, "b"));
     p_.check_finite = false;
+    if (p_.b.num_elements() == 0) {  // k = 0 or an empty batch: no library call
+      result_ = SolveResult{};
+      result_.x = Tensor(p_.b.dtype, p_.b.shape);
+      return absl::OkStatus();
+    }
     Backend* owner = p_.factor->owner();
     if (owner == nullptr) return absl::InternalError("factor without a backend");
     LINALGD_ASSIGN_OR_RETURN(result_, owner->SolveWithFactor(*p_.factor, p_.b));

@@ -159,6 +159,7 @@ absl::Status PutTensorReactor::Complete() {
                                             " of the received bytes is ", crc_, ", the header says ",
                                             expected));
   }
+  if (total_ == 0) tensor_ = Tensor(shape_.dtype, shape_.shape);  // no chunk allocated it
   if (header_.has_crc32()) crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
   LINALGD_ASSIGN_OR_RETURN(
       std::string id, env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,

@@ -149,7 +149,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
                                                      ShapeString(result.shape()), " needs ",
                                                      bytes));
     }
-    if (result.data() != spec.shm->data) {  // else the backend wrote it there
+    if (bytes > 0 && result.data() != spec.shm->data) {  // else the backend wrote it there
       std::memcpy(spec.shm->data, result.data(), static_cast<size_t>(bytes));
     }
     v1::SharedMemoryRef* ref = out->mutable_shm();

@@ -10,7 +10,6 @@
 namespace linalgd {
 namespace {
 
-constexpr absl::Duration kExpiryScanPeriod = absl::Seconds(1);
 constexpr size_t kGoneMemory = 4096;  // removed ids remembered for messages
 
 }  // namespace
@@ -29,6 +28,7 @@ struct ResidentStore::Entry {
   // After `tensor`: the device copy of its bytes goes first (device_copy hook).
   std::shared_ptr<const void> device_copy;
   absl::Time last_use;
+  absl::Time expires() const { return last_use + meta.ttl; }
   std::list<std::string>::iterator lru_pos;
 };
 
@@ -54,12 +54,9 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
   uploads_.DropExpired();  // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
-  const absl::Time now = options_.now();
-  if (now - last_expiry_scan_ >= kExpiryScanPeriod) {
-    last_expiry_scan_ = now;
-    DropExpired(now, dropped);
-  }
-  if (!MakeRoom(bytes, dropped)) {
+  DropExpired(options_.now(), dropped);
+  const int64_t charge = bytes + options_.object_overhead_bytes;
+  if (!MakeRoom(charge, dropped)) {
     int64_t leased = 0;
     for (const auto& [id, e] : index_) {
       if (e.use_count() > 1) leased += e->meta.bytes;
@@ -70,14 +67,16 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
           "store: ", index_.size(), " objects stored, the limit --store-max-objects=",
           options_.max_objects, ", and every one is in use"));
     }
+    const int64_t overhead = options_.object_overhead_bytes;
+    const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
     return absl::ResourceExhaustedError(absl::StrCat(
-        "store: ", bytes, " bytes do not fit in --store-bytes=", options_.capacity_bytes, " (",
-        used, " bytes used: ", stored_bytes_, " by stored objects, ", leased,
-        " of them in use and never evicted; ", used - stored_bytes_,
+        "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
+        options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
+        " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
         " reserved by uploads and results in progress)"));
   }
-  used_->fetch_add(bytes);
-  return StoreReservation(used_, bytes);
+  used_->fetch_add(charge);
+  return StoreReservation(used_, charge);
 }
 
 bool ResidentStore::MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) {
@@ -97,14 +96,18 @@ bool ResidentStore::MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) {
 }
 
 void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) {
-  std::vector<std::string> expired;
-  for (const auto& [id, e] : index_) {
-    if (e->last_use + e->meta.ttl <= now) expired.push_back(id);
-  }
-  for (const std::string& id : expired) {
-    Remove(id, absl::StrCat("expired (TTL ", absl::FormatDuration(index_[id]->meta.ttl), ")"),
+  while (!by_expiry_.empty() && by_expiry_.begin()->first <= now) {
+    const std::string id = by_expiry_.begin()->second;
+    Remove(id, absl::StrCat("expired (TTL ", absl::FormatDuration(index_.at(id)->meta.ttl), ")"),
            dropped);
   }
+}
+
+void ResidentStore::Touch(Entry& e, absl::Time now) {
+  by_expiry_.erase({e.expires(), e.meta.id});
+  e.last_use = now;
+  by_expiry_.emplace(e.expires(), e.meta.id);
+  lru_.splice(lru_.end(), lru_, e.lru_pos);
 }
 
 void ResidentStore::Remove(const std::string& id, absl::string_view why,
@@ -114,6 +117,7 @@ void ResidentStore::Remove(const std::string& id, absl::string_view why,
   EntryPtr e = std::move(it->second);
   index_.erase(it);
   lru_.erase(e->lru_pos);
+  by_expiry_.erase({e->expires(), id});
   stored_bytes_ -= e->meta.bytes;
   // Unleased: its bytes are free now (the memory goes when `dropped` does).
   // Leased: they stay counted until the last lease ends.
@@ -140,6 +144,7 @@ absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration
   entry->meta.id = *id;
   entry->last_use = options_.now();
   entry->lru_pos = lru_.insert(lru_.end(), *id);
+  by_expiry_.emplace(entry->expires(), *id);
   stored_bytes_ += entry->meta.bytes;
   index_.emplace(*id, std::move(entry));
   Notify();
@@ -198,7 +203,7 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
   const std::string key(id);
   auto it = index_.find(key);
   const absl::Time now = options_.now();
-  if (it != index_.end() && it->second->last_use + it->second->meta.ttl <= now) {
+  if (it != index_.end() && it->second->expires() <= now) {
     std::vector<EntryPtr> dropped;  // leased or not, its id is gone; see DropExpired
     Remove(key, absl::StrCat("expired (TTL ", absl::FormatDuration(it->second->meta.ttl), ")"),
            dropped);
@@ -215,8 +220,7 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
     return absl::NotFoundError(absl::StrCat("resident id ", id, " is unknown"));
   }
   EntryPtr e = it->second;
-  e->last_use = now;
-  lru_.splice(lru_.end(), lru_, e->lru_pos);
+  Touch(*e, now);
   return e;
 }
 
@@ -262,7 +266,7 @@ absl::Status ResidentStore::Delete(absl::string_view id, ResidentKind kind) {
 
 ResidentMeta ResidentStore::MetaOf(const Entry& e, bool in_use) const {
   ResidentMeta m = e.meta;
-  m.expires = e.last_use + e.meta.ttl;
+  m.expires = e.expires();
   m.in_use = in_use;
   return m;
 }

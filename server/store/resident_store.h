@@ -7,7 +7,9 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -30,6 +32,10 @@ struct StoreOptions {
   // Stored objects at most (--store-max-objects): each costs index and LRU
   // memory beyond its bytes, and a flood of tiny ones must not grow it freely.
   int64_t max_objects = 65536;
+  // Charged against capacity_bytes for every object beyond its bytes (its
+  // index, LRU and expiry entries), so that empty or tiny objects are not
+  // free: a flood of them fills --store-bytes like any other.
+  int64_t object_overhead_bytes = 1024;
   std::function<absl::Time()> now = [] { return absl::Now(); };  // injectable clock
   // Tensors put with placement "gpu:N": called once, outside the store's
   // lock, with the stored host tensor (its bytes stay put and unchanged for
@@ -68,8 +74,10 @@ struct TensorLease {
 };
 
 // Resident tensors and cached factorizations under 128-bit random ids, in
-// one LRU over --store-bytes. An object expires `ttl` after its last use
-// (lookups refresh it). Space is made by dropping expired objects, then the
+// one LRU over --store-bytes (each object charged its bytes plus
+// object_overhead_bytes). An object expires `ttl` after its last use
+// (lookups refresh it); expired objects are found through an index ordered
+// by expiry time, so a scan costs what it drops, not what is stored. Space is made by dropping expired objects, then the
 // least recently used ones, but never an object leased by an operation
 // (a TensorLease or a factor shared_ptr held outside the store): leased
 // objects are pinned. Delete and expiry of a leased object remove its id at
@@ -81,7 +89,8 @@ class ResidentStore {
   ResidentStore(const ResidentStore&) = delete;
   ResidentStore& operator=(const ResidentStore&) = delete;
 
-  // Counts `bytes` against the capacity, evicting as above to make room.
+  // Counts `bytes` (plus the per-object overhead: a reservation is for one
+  // object) against the capacity, evicting as above to make room.
   // RESOURCE_EXHAUSTED naming --store-bytes and the numbers when it cannot.
   absl::StatusOr<StoreReservation> Reserve(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -117,7 +126,7 @@ class ResidentStore {
 
   int64_t capacity_bytes() const { return options_.capacity_bytes; }
   // Bytes reserved: stored objects, uploads in progress, objects deleted but
-  // still leased.
+  // still leased; each with its per-object overhead.
   int64_t used_bytes() const { return used_->load(); }
   absl::Duration default_ttl() const { return options_.default_ttl; }
 
@@ -140,6 +149,8 @@ class ResidentStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropExpired(absl::Time now, std::vector<EntryPtr>& dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `e` used at `now`: its LRU position and expiry key move.
+  void Touch(Entry& e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts unleased LRU entries until `bytes` more fit; false if they cannot.
   bool MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ResidentMeta MetaOf(const Entry& e, bool in_use) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -155,9 +166,8 @@ class ResidentStore {
   absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
   std::function<void(int64_t, int64_t)> observer_ ABSL_GUARDED_BY(mu_);
-  // Expired objects are looked for at most once per kExpiryScanPeriod (a
-  // scan visits every object).
-  absl::Time last_expiry_scan_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // (expiry time, id) of every stored object, earliest first.
+  std::set<std::pair<absl::Time, std::string>> by_expiry_ ABSL_GUARDED_BY(mu_);
   UploadTable uploads_;  // its own lock; never taken under mu_
 };
 

@@ -127,6 +127,23 @@ TEST_F(CpuSolveTest, AutoPicksLuForNonSymmetricAndQrForNonSquare) {
   EXPECT_EQ(r->method_used, SolveMethod::kQr);
 }
 
+// No right-hand side: x is [n, 0] and a is never factored (numpy answers a
+// singular a too), even with fallbacks forbidden; so is an empty batch.
+TEST_F(CpuSolveTest, EmptyWorkIsAnsweredWithoutFactoring) {
+  const int n = 3;
+  auto r = Solve(DType::kF64, {n, n}, Mat(n * n, 0.0), {n, 0}, {}, SolveMethod::kLu,
+                 /*fallback=*/false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_EQ(r->fallback, "");
+  r = Solve(DType::kF32, {0, n, n}, {}, {n, 2}, Random(n, 2, rng_), SolveMethod::kAuto, false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  r = Solve(DType::kF64, {0, 0}, {}, {0, 4}, {}, SolveMethod::kCholesky, false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kCholesky);
+}
+
 TEST_F(CpuSolveTest, CholeskyOnIndefiniteFallsBackToLu) {
   const int n = 5, k = 2;
   Mat a(n * n, 0.1);  // symmetric; leading minor 3 is the first that is not > 0

@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/store/crc32c.h"
+#include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 
 namespace linalgd::testing {
@@ -131,7 +132,8 @@ TEST_F(ParallelTransferTest, PartsInAnyOrderAndOddSizesGiveTheSameTensorAndCrc) 
   auto listing = client_->ListTensors();
   ASSERT_TRUE(listing.ok());
   EXPECT_TRUE(listing->objects.empty());  // an upload in progress is no tensor
-  EXPECT_EQ(listing->used_bytes, 1628);   // but its bytes are reserved
+  // but its bytes are reserved, with the per-object overhead
+  EXPECT_EQ(listing->used_bytes, 1628 + StoreOptions{}.object_overhead_bytes);
   v1::PutTensorResponse response;
   grpc::Status s = FinishUpload(id, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -201,7 +203,8 @@ TEST_F(ParallelTransferTest, WrongWholeCrcAndCrc32HeadersAreRefused) {
 
 TEST_F(ParallelTransferTest, AnAbandonedUploadReleasesItsReservation) {
   ServerOptions o;
-  o.store_bytes = 600;
+  const int64_t overhead = StoreOptions{}.object_overhead_bytes;
+  o.store_bytes = 600 + overhead;
   Start(o);
   const Tensor t = RandomTensor<float>({10, 10}, 4);  // 400 bytes: two do not fit
   v1::PutTensorHeader h = HeaderFor(t);
@@ -217,7 +220,7 @@ TEST_F(ParallelTransferTest, AnAbandonedUploadReleasesItsReservation) {
   s = FinishUpload(abandoned, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(s.error_message(), HasSubstr("expired"));
-  EXPECT_EQ(client_->ListTensors()->used_bytes, 400);
+  EXPECT_EQ(client_->ListTensors()->used_bytes, 400 + overhead);
 }
 
 TEST_F(ParallelTransferTest, RangedGetTensor) {

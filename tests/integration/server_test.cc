@@ -261,13 +261,16 @@ TEST_F(IntegrationTest, UnknownEnumValuesAreInvalidArgument) {
               HasSubstr("method: unknown value 17"));
 }
 
-TEST_F(IntegrationTest, ZeroDimensionAndMissingOperandAreInvalidArgument) {
+TEST_F(IntegrationTest, NegativeDimensionAndMissingOperandAreInvalidArgument) {
   v1::MatmulRequest req;
   *req.mutable_a() = Proto2x2();
   EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b: required"));
   *req.mutable_b() = Proto2x2();
-  req.mutable_b()->set_shape(0, 0);
-  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b.shape: [0, 2] has dimension 0 = 0"));
+  req.mutable_b()->set_shape(0, -2);
+  EXPECT_THAT(RawMatmul(req).error_message(),
+              HasSubstr("b.shape: [-2, 2] has dimension 0 = -2; dimensions must be >= 0"));
+  req.mutable_b()->set_shape(0, 0);  // empty, as numpy allows: its 16 bytes are too many
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b.data: 16 bytes, expected 0"));
   req.mutable_b()->set_shape(0, int64_t{1} << 40);
   req.mutable_b()->set_shape(1, int64_t{1} << 40);
   EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("elements, the per-tensor limit"));

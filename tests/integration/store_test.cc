@@ -12,6 +12,7 @@
 
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/store/crc32c.h"
+#include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 
 namespace linalgd::testing {
@@ -134,7 +135,7 @@ TEST_F(StoreTest, WrongChecksumAndSizesAreRefused) {
   auto listing = client_->ListTensors();
   ASSERT_TRUE(listing.ok());
   ASSERT_EQ(listing->objects.size(), 1u);  // the refused uploads left nothing
-  EXPECT_EQ(listing->used_bytes, 400);
+  EXPECT_EQ(listing->used_bytes, 400 + StoreOptions{}.object_overhead_bytes);
 }
 
 TEST_F(StoreTest, TensorsLargerThanTheMessageLimitStream) {
@@ -235,7 +236,7 @@ TEST_F(StoreTest, ResidentInputsAndKeptResultsChain) {
 TEST_F(StoreTest, EvictionNeverFreesATensorInUse) {
   ServerOptions o;
   const Tensor a = RandomTensor<float>({64, 64}, 1);  // 16 KiB
-  o.store_bytes = 2 * 16384;
+  o.store_bytes = 2 * (16384 + StoreOptions{}.object_overhead_bytes);
   o.inject_faults = "cpu:matmul:stall=1s";
   Start(o);
   const std::string a_id = Put(a);

@@ -19,9 +19,12 @@ Tensor Filled(int64_t rows, int64_t cols, float value) {
 
 class ResidentStoreTest : public ::testing::Test {
  protected:
-  ResidentStore& MakeStore(int64_t capacity) {
+  // Objects cost their bytes only unless `overhead` says otherwise, so the
+  // figures below are the tensors' own.
+  ResidentStore& MakeStore(int64_t capacity, int64_t overhead = 0) {
     StoreOptions o;
     o.capacity_bytes = capacity;
+    o.object_overhead_bytes = overhead;
     o.default_ttl = absl::Seconds(60);
     o.now = [this] { return now_; };
     store_ = std::make_unique<ResidentStore>(o);
@@ -163,6 +166,41 @@ TEST_F(ResidentStoreTest, FactorsShareTheLru) {
   f->reset();
   EXPECT_TRUE(s.Reserve(400).ok());
   EXPECT_THAT(s.GetFactor(*id).status().message(), HasSubstr("evicted"));
+}
+
+TEST_F(ResidentStoreTest, EveryObjectIsChargedItsOverheadSoEmptyOnesAreNotFree) {
+  ResidentStore& s = MakeStore(4 * 1024, 1024);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Put(s, Tensor(DType::kF32, {0, 3})));
+  EXPECT_EQ(s.used_bytes(), 4 * 1024);
+  const std::string fifth = Put(s, Tensor(DType::kF32, {0, 3}));  // evicts the oldest
+  EXPECT_THAT(s.GetTensor(ids[0]).status().message(), HasSubstr("evicted"));
+  EXPECT_EQ(s.List().size(), 4u);
+  auto held = s.GetTensor(fifth);  // leases pin all four
+  std::vector<TensorLease> leases;
+  for (int i = 1; i < 4; ++i) leases.push_back(*s.GetTensor(ids[i]));
+  auto refused = s.Reserve(0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("+1024 per object"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("by 4 stored objects"));
+}
+
+TEST_F(ResidentStoreTest, ExpiredObjectsGoAtTheNextReserveEarliestFirst) {
+  ResidentStore& s = MakeStore(1 << 20);
+  const std::string late = Put(s, Filled(4, 4, 1.0f), absl::Seconds(30));
+  const std::string early = Put(s, Filled(4, 4, 2.0f), absl::Seconds(10));
+  const std::string used = Put(s, Filled(4, 4, 3.0f), absl::Seconds(10));
+  now_ += absl::Seconds(9);
+  ASSERT_TRUE(s.GetTensor(used).ok());  // a use moves its expiry to 19 s
+  now_ += absl::Seconds(2);             // 11 s: only `early` has expired
+  ASSERT_TRUE(s.Reserve(0).ok());
+  EXPECT_EQ(s.used_bytes(), 2 * 64);
+  EXPECT_THAT(s.GetTensor(early).status().message(), HasSubstr("expired (TTL 10s)"));
+  now_ += absl::Seconds(9);  // 20 s
+  ASSERT_TRUE(s.Reserve(0).ok());
+  EXPECT_EQ(s.used_bytes(), 64);
+  EXPECT_TRUE(s.GetTensor(late).ok());
+  EXPECT_THAT(s.GetTensor(used).status().message(), HasSubstr("expired"));
 }
 
 }  // namespace

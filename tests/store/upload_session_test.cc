@@ -28,6 +28,7 @@ class UploadTest : public ::testing::Test {
   UploadTest() {
     StoreOptions o;
     o.capacity_bytes = 1 << 20;
+    o.object_overhead_bytes = 0;  // the figures below are the uploads' own bytes
     o.default_ttl = absl::Seconds(60);
     o.now = [this] { return now_; };
     store_ = std::make_unique<ResidentStore>(o);
@@ -54,6 +55,25 @@ class UploadTest : public ::testing::Test {
   absl::Time now_ = absl::FromUnixSeconds(1000);
   std::unique_ptr<ResidentStore> store_;
 };
+
+// An empty tensor has no part to send: finishing stores it with its own
+// dtype and shape (nothing allocated a buffer for it).
+TEST_F(UploadTest, AnEmptyTensorFinishesWithoutParts) {
+  UploadSpec spec;
+  spec.dtype = DType::kF64;
+  spec.shape = {0, 7};
+  absl::StatusOr<std::shared_ptr<UploadSession>> s = store_->StartUpload(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->total_bytes(), 0);
+  absl::StatusOr<std::string> id = store_->FinishUpload((*s)->id());
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<TensorLease> lease = store_->GetTensor(*id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->meta.dtype, DType::kF64);
+  EXPECT_EQ(lease->meta.shape, (Shape{0, 7}));
+  EXPECT_EQ(lease->tensor->shape(), (Shape{0, 7}));
+  EXPECT_EQ(lease->meta.bytes, 0);
+}
 
 TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
   const std::string data = RandomBytes(12 * 1001, 3);
@@ -244,9 +264,9 @@ TEST_F(UploadTest, ResourceExhaustedCountsTheSpaceOfUploadsInProgress) {
   ASSERT_TRUE(first.ok()) << first.status();
   absl::Status s = store_->StartUpload(spec).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(s.message(), HasSubstr("614400 bytes used: 0 by stored objects, 0 of them in use "
-                                     "and never evicted; 614400 reserved by uploads and results "
-                                     "in progress"));
+  EXPECT_THAT(s.message(), HasSubstr("614400 bytes used: 0 by 0 stored objects, 0 bytes of them "
+                                     "in use and never evicted; 614400 reserved by uploads and "
+                                     "results in progress"));
 }
 
 }  // namespace
