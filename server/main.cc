@@ -73,6 +73,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->check(CLI::Range(int64_t{0}, int64_t{1} << 31))->capture_default_str();
   app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold, "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--singular-rcond-factor", o.singular_rcond_factor, "a square system whose reciprocal condition estimate is below this * n * eps(dtype) is numerically singular (min-norm least squares, or FAILED_PRECONDITION with no_fallback)")
+      ->check(CLI::Range(0.0, 1e12))->capture_default_str();
   app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
   app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction, "GPU memory budget, of each device's total")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();

@@ -25,7 +25,8 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
       : batch_threads_(options.batch_threads > 0 ? options.batch_threads : AllCores()),
-        pool_(std::max(1, batch_threads_ - 1)) {
+        pool_(std::max(1, batch_threads_ - 1)),
+        rcond_factor_(options.singular_rcond_factor) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     const int blas = options.blas_threads > 0 ? options.blas_threads : AllCores();
     openblas_set_num_threads(blas);
@@ -45,11 +46,11 @@ class CpuBackend : public Backend {
 
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
     if (IsEmptyWork(plan)) return EmptySolve(op, plan);
-    return CpuSolve(op, plan, exec_);
+    return CpuSolve(op, plan, exec_, rcond_factor_);
   }
 
   absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override {
-    return CpuFactorize(op, this);
+    return CpuFactorize(op, this, rcond_factor_);
   }
 
   absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor,
@@ -73,7 +74,9 @@ class CpuBackend : public Backend {
     const bool small =
         plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
     return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs,
-                                [&](int64_t i) { return CpuSolve(*ops[i], plan, exec_); });
+                                [&](int64_t i) {
+                                  return CpuSolve(*ops[i], plan, exec_, rcond_factor_);
+                                });
   }
 
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
@@ -99,6 +102,7 @@ class CpuBackend : public Backend {
 
   const int batch_threads_;
   ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
+  const double rcond_factor_;
   CpuExecution exec_;
 };
 

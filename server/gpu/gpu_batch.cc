@@ -159,12 +159,13 @@ absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const 
   }
   std::vector<Tensor> xs = Unstack(AdoptIfAt(std::move(r.x), stacked->x_memory), ops.size());
   outs->clear();
-  for (Tensor& x : xs) {
+  for (size_t j = 0; j < xs.size(); ++j) {
     SolveResult one;
-    one.x = std::move(x);
+    one.x = std::move(xs[j]);
     one.method_used = r.method_used;
     one.residual = r.residual;  // the batch's max: an upper bound for each
     one.refine_iterations = r.refine_iterations;
+    UnstackMemberOutputs(r, j, xs.size(), &one);
     outs->push_back(std::move(one));
   }
   return absl::OkStatus();

@@ -20,6 +20,7 @@ struct GpuOptions {
   // 7.5 is the oldest CUDA 13 supports.
   int min_compute_capability = 75;
   int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
+  double singular_rcond_factor = 1.0;  // --singular-rcond-factor (backend/condition.h)
 };
 
 // All GPUs in service: one Backend per usable device. Created once at start.

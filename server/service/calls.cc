@@ -123,6 +123,7 @@ absl::Status SolveJob::Deliver(ExecutionInfo& info) {
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);
   response_->set_residual(result_.residual);
+  SolveNumericsToProto(result_, response_);
   InfoToProto(info, response_->mutable_info());
   return s;
 }

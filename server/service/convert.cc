@@ -1,5 +1,6 @@
 #include "server/service/convert.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -143,6 +144,25 @@ v1::SolveMethod SolveMethodToProto(SolveMethod method) {
     case SolveMethod::kLstsq: return v1::SOLVE_METHOD_LSTSQ;
   }
   return v1::SOLVE_METHOD_AUTO;
+}
+
+absl::StatusOr<std::optional<double>> LstsqRcondFromProto(const v1::SolveRequest& r) {
+  if (!r.has_rcond()) return std::nullopt;
+  if (!std::isfinite(r.rcond()) || r.rcond() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rcond: ", r.rcond(), "; must be finite and >= 0 (unset: eps * max(M, N))"));
+  }
+  return r.rcond();
+}
+
+void SolveNumericsToProto(const SolveResult& r, v1::SolveResponse* out) {
+  if (r.rcond) out->set_rcond(*r.rcond);
+  if (!r.lstsq) return;
+  v1::LstsqOutputs* l = out->mutable_lstsq();
+  l->mutable_residuals()->Assign(r.lstsq->residuals.begin(), r.lstsq->residuals.end());
+  l->mutable_rank()->Assign(r.lstsq->rank.begin(), r.lstsq->rank.end());
+  l->mutable_singular_values()->Assign(r.lstsq->singular_values.begin(),
+                                       r.lstsq->singular_values.end());
 }
 
 void MoveToProto(Tensor t, v1::Tensor* out) {

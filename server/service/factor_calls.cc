@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/condition.h"
 #include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
 #include "server/service/rpc_job.h"
@@ -98,6 +99,7 @@ struct PreparedFactorSolve {
   InputLeases leases;
   OutputSpec output;
   bool check_finite = true;
+  std::string condition_note;  // FactorConditionVerdict's text, for fallback
 };
 
 absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r,
@@ -116,6 +118,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   p.factor = std::move(*factor);
   LINALGD_ASSIGN_OR_RETURN(p.b, ResolveTensor(r.b(), "b", env.limits, env.sources, p.leases));
   const FactorInfo& f = p.factor->info();
+  LINALGD_ASSIGN_OR_RETURN(p.condition_note, FactorConditionVerdict(f, !r.no_fallback()));
   if (p.b.dtype != f.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(p.b.dtype),
                                                    " but the factor is ", DTypeName(f.dtype)));
@@ -162,6 +165,9 @@ class FactorSolveJob : public RpcJob {
     rpc().NoteSent(sent);
     response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
     response_->set_residual(result_.residual);
+    response_->set_fallback(p_.condition_note);
+    result_.rcond = p_.factor->info().rcond;
+    SolveNumericsToProto(result_, response_);
     info.backend = p_.factor->info().placement;  // the factor's backend did the work
     InfoToProto(info, response_->mutable_info());
     return absl::OkStatus();

@@ -116,13 +116,15 @@ absl::Status ServerImpl::Init() {
   auto metrics = LinalgdMetrics::Create(registry_.get(), kVersion);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers});
+  cpu_ = CreateCpuBackend(
+      {options_.blas_threads, options_.cpu_workers, options_.singular_rcond_factor});
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
   gpu_options.devices = options_.devices;
   gpu_options.memory_fraction = options_.gpu_memory_fraction;
   gpu_options.handles_per_device = options_.handles_per_device;
   gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
+  gpu_options.singular_rcond_factor = options_.singular_rcond_factor;
   gpu_ = StartGpuEngine(gpu_options);
   if (gpu_->backends().empty()) {
     spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());

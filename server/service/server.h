@@ -29,6 +29,9 @@ struct ServerOptions {
   int max_abandoned_per_device = 4;
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
+  // Dense solves and factors: rcond below this * n * eps(dtype) is
+  // numerically singular (server/backend/condition.h).
+  double singular_rcond_factor = 1.0;
   absl::Duration op_timeout = absl::Seconds(10);
   double gpu_memory_fraction = 0.8;
   std::vector<int> devices;  // empty: all usable

@@ -111,6 +111,37 @@ TEST_F(IntegrationTest, SingularWithoutFallbackIsFailedPrecondition) {
   ExpectStillServing();
 }
 
+TEST_F(IntegrationTest, SolveReportsRcondAndLstsqOutputs) {
+  SolveArgs args;
+  args.a = Tensor::FromVector<double>({3, 2}, {1, 0, 0, 2, 0, 0}).value();
+  args.b = Tensor::FromVector<double>({3, 1}, {1, 1, 1}).value();
+  args.method = client::SolveMethod::kLstsq;
+  auto r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->rcond.has_value());
+  EXPECT_DOUBLE_EQ(*r->rcond, 0.5);  // s_min / s_max
+  EXPECT_EQ(r->rank, std::vector<int64_t>{2});
+  EXPECT_EQ(r->singular_values, (std::vector<double>{2, 1}));
+  ASSERT_EQ(r->lstsq_residuals.size(), 1u);
+  EXPECT_NEAR(r->lstsq_residuals[0], 1.0, 1e-15);  // row 3 cannot be met
+  args.rcond = 0.6;  // drops s = 1: rank 1, no residuals (numpy's rule)
+  r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rank, std::vector<int64_t>{1});
+  EXPECT_TRUE(r->lstsq_residuals.empty());
+  args.rcond = -1;
+  EXPECT_EQ(client_->Solve(args).status().code(), absl::StatusCode::kInvalidArgument);
+
+  SolveArgs lu;
+  lu.a = Tensor::FromVector<double>({2, 2}, {4, 0, 0, 1}).value();
+  lu.b = Tensor::FromVector<double>({2, 1}, {1, 1}).value();
+  r = client_->Solve(lu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->rcond.has_value());
+  EXPECT_DOUBLE_EQ(*r->rcond, 0.25);
+  EXPECT_TRUE(r->rank.empty());
+}
+
 TEST_F(IntegrationTest, BadShapesAreInvalidArgumentNamingTheField) {
   MatmulArgs args;
   args.a = RandomTensor<float>({4, 3}, 1);

@@ -212,14 +212,17 @@ class Client(StoreMixin, SparseMixin):
         return resp, self._fetch_kept(resp.out, "out", as_torch)
 
     def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
-              priority=0, timeout=_DEFAULT, return_info=False, factor=None):
+              priority=0, timeout=_DEFAULT, return_info=False, factor=None, rcond=None):
         """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
 
-        method: auto (default), lu, cholesky, qr, lstsq. A singular or non-SPD a
-        falls back (cholesky -> lu -> lstsq) unless no_fallback, which raises
+        method: auto (default), lu, cholesky, qr, lstsq. A singular, numerically
+        singular (rcond below the server's threshold) or non-SPD a falls back
+        (cholesky -> lu -> lstsq) unless no_fallback, which raises
         FailedPrecondition instead. Returns x (torch if a or b is torch), or a
-        SolveResult (x, method_used, fallback, residual, info) with return_info.
+        SolveResult (x, method_used, fallback, residual, info, rcond and, for
+        lstsq, residuals, rank, singular_values) with return_info.
         factor: a factor id from factorize(); a must then be None.
+        rcond: numpy.linalg.lstsq's cutoff for the SVD (default eps * max(M, N)).
         """
         if factor is not None:
             a = np.zeros((1, 1))  # placeholder, not sent
@@ -231,6 +234,8 @@ class Client(StoreMixin, SparseMixin):
         req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
                               no_fallback=bool(no_fallback),
                               allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        if rcond is not None:
+            req.rcond = float(rcond)
         operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
         if factor is not None:
             del operands["a"]
@@ -255,12 +260,21 @@ class Client(StoreMixin, SparseMixin):
             finally:
                 self._drop(temps)
             x = self._fetch_kept(resp.x, "x", as_torch)
+        batch_shape = tuple(x.shape[:-2])
         if vector:
             x = x.squeeze(-1)
         if not return_info:
             return x
-        return SolveResult(x, SolveMethod(resp.method_used), resp.fallback, resp.residual,
-                           ExecutionInfo.from_proto(resp.info))
+        return SolveResult.from_proto(x, resp, batch_shape)
+
+    def lstsq(self, a, b, rcond=None, **kwargs):
+        """numpy.linalg.lstsq through the server's SVD: (x, residuals, rank, s).
+
+        Batched a and b ([..., M, N], [..., M, K]) give batched outputs.
+        Other keyword arguments go to solve().
+        """
+        r = self.solve(a, b, method="lstsq", rcond=rcond, return_info=True, **kwargs)
+        return r.x, r.residuals, r.rank, r.singular_values
 
     def server_info(self, *, timeout=_DEFAULT):
         """Version, backends, devices and limits of the server (a ServerInfo)."""
