@@ -88,7 +88,7 @@ int Main(int argc, char** argv) {
   const std::vector<int64_t> gemm_sizes =
       flags.quick ? std::vector<int64_t>{2048} : std::vector<int64_t>{2048, 4096, 8192};
   const std::vector<int64_t> solve_sizes =
-      flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{4096, 8192};
+      flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 4096, 8192};
   for (auto part : {BenchGemm(*gpu, gemm_sizes, flags.reps),
                     BenchSolves(*gpu, solve_sizes, flags.reps),
                     BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5)}) {
