@@ -37,6 +37,31 @@ absl::Status ToHost(HandleSet& hs, DType t, const void* src, std::vector<double>
   return absl::OkStatus();
 }
 
+// x <- op(T)^-1 x for the n x n triangle of `factors` (column-major, ld n):
+// one cublas trsv, a bandwidth-bound pass over the triangle (getrs and potrs
+// with one right-hand side cost several times more).
+absl::Status Trsv(HandleSet& hs, DType t, cublasFillMode_t fill, cublasOperation_t op,
+                  cublasDiagType_t diag, int64_t n, const void* factors, void* x) {
+  const int in = static_cast<int>(n);
+  if (t == DType::kF64) {
+    LINALGD_GPU_CHECK(cublasDtrsv(hs.blas, fill, op, diag, in, static_cast<const double*>(factors),
+                                  in, static_cast<double*>(x), 1));
+  } else {
+    LINALGD_GPU_CHECK(cublasStrsv(hs.blas, fill, op, diag, in, static_cast<const float*>(factors),
+                                  in, static_cast<float*>(x), 1));
+  }
+  return absl::OkStatus();
+}
+
+// getrf's row interchanges (1-based), applied to v in order or in reverse.
+void Interchange(const std::vector<int64_t>& ipiv, bool reverse, std::vector<double>& v) {
+  const int64_t n = static_cast<int64_t>(ipiv.size());
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = reverse ? n - 1 - k : k;
+    std::swap(v[i], v[ipiv[i] - 1]);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
@@ -57,29 +82,44 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm) {
   HandleSet& hs = ctx.hs;
-  const cudaDataType_t ct = CudaType(t);
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * DTypeSize(t)));
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
-  auto solve = [&](bool transposed) -> absl::Status {
-    if (method == SolveMethod::kCholesky) {  // a symmetric: a^-T = a^-1
-      LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n,
-                                         1, ct, factors, n, ct, scratch.data(), n,
-                                         info.as<int>()));
-      return absl::OkStatus();
+  std::vector<int64_t> ipiv(method == SolveMethod::kLu ? n : 0);
+  if (!ipiv.empty()) {
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
+                                      cudaMemcpyDeviceToHost, hs.stream));
+    LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+  }
+  const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
+  const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T;
+  auto tri = [&](cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag) {
+    return Trsv(hs, t, fill, op, diag, n, factors, scratch.data());
+  };
+  // One solve with a (or a^T) on the host vector v, through the device.
+  auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
+    if (method == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
+      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_NON_UNIT));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_NON_UNIT));
+      return ToHost(hs, t, scratch.data(), v);
     }
-    // The factors are those of a^T: OP_T solves a x = b, OP_N solves a^T x = b.
-    LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params,
-                                       transposed ? CUBLAS_OP_N : CUBLAS_OP_T, n, 1, ct, factors,
-                                       n, pivots, ct, scratch.data(), n, info.as<int>()));
+    // The factors are those of A = a^T (P A = L U, unit L below, U above).
+    if (transposed) {  // a^T x = v: A x = v, x = U^-1 L^-1 P v
+      Interchange(ipiv, false, v);
+      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_UNIT));
+      LINALGD_RETURN_IF_ERROR(tri(kUpper, kN, CUBLAS_DIAG_NON_UNIT));
+      return ToHost(hs, t, scratch.data(), v);
+    }
+    // a x = v: A^T x = v, x = P^T L^-T U^-T v
+    LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+    LINALGD_RETURN_IF_ERROR(tri(kUpper, kT, CUBLAS_DIAG_NON_UNIT));
+    LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_UNIT));
+    LINALGD_RETURN_IF_ERROR(ToHost(hs, t, scratch.data(), v));
+    Interchange(ipiv, true, v);
     return absl::OkStatus();
   };
-  LINALGD_ASSIGN_OR_RETURN(std::vector<double> rcond,
-                           EstimateRcond(ctx, t, n, {anorm}, scratch.data(), solve));
-  LINALGD_ASSIGN_OR_RETURN(int v, ReadDeviceInt(hs, info.as<int>()));
-  if (v < 0) {
-    return absl::InternalError(absl::StrCat("getrs/potrs (rcond): devInfo ", v));
-  }
-  return rcond[0];
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, host_solve));
+  return RcondFromNorms(anorm, inv[0]);
 }
 
 absl::StatusOr<MatrixNorms> SymmetryAndNorms(GpuContext& ctx, DType t, const void* a, int64_t n,

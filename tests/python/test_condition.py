@@ -34,8 +34,19 @@ def test_family(client, name, a, dtype):
     if not fell_back:
         assert np.linalg.norm(r.x - x0) <= n * eps / rc * np.linalg.norm(x0)
     elif dtype == np.float64 and np.linalg.matrix_rank(a) < n:
-        ref = fam.min_norm(a, b)
-        assert np.linalg.norm(r.x - ref) <= 1e-8 * np.linalg.norm(ref)
+        s = np.linalg.svd(a, compute_uv=False)
+        cutoff = n * eps * s[0]
+        if np.all(np.abs(np.log10(s / cutoff)) > 2):
+            # A clear gap at the cutoff: the minimum-norm answer is well defined.
+            ref = fam.min_norm(a, b)
+            assert np.linalg.norm(r.x - ref) <= 1e-8 * np.linalg.norm(ref)
+        else:
+            # Singular values within 100x of the cutoff: which of them count
+            # is decided by rounding (two correct SVDs differ), so check what
+            # any minimum-norm answer to a consistent b has: a tiny residual
+            # and a norm no larger than the x0 that made b.
+            assert np.linalg.norm(a @ r.x - b) <= 1e-8 * s[0] * np.linalg.norm(x0)
+            assert np.linalg.norm(r.x) <= 1.5 * np.linalg.norm(x0)
     if fell_back:
         with pytest.raises(linalgd.FailedPrecondition, match="no fallback taken"):
             client.solve(a.astype(dtype), b.astype(dtype), no_fallback=True)
