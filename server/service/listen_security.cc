@@ -7,6 +7,8 @@
 #include <grpcpp/security/tls_credentials_options.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +26,38 @@ absl::Status CheckReadable(absl::string_view flag, const std::string& path) {
   return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read '", path, "'"));
 }
 
+using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
+
+// The first PEM certificate of `path`; null when there is none.
+X509Ptr ReadCertificate(const std::string& path) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> in(BIO_new_file(path.c_str(), "r"), BIO_free);
+  return X509Ptr(in ? PEM_read_bio_X509(in.get(), nullptr, nullptr, nullptr) : nullptr, X509_free);
+}
+
+// The files parse and the key is the certificate's: gRPC would otherwise
+// start and fail every handshake.
+absl::Status CheckPem(const TlsServerOptions& tls) {
+  X509Ptr cert = ReadCertificate(tls.cert_file);
+  if (!cert) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-cert: no PEM certificate in '", tls.cert_file, "'"));
+  }
+  std::unique_ptr<BIO, decltype(&BIO_free)> in(BIO_new_file(tls.key_file.c_str(), "r"), BIO_free);
+  KeyPtr key(in ? PEM_read_bio_PrivateKey(in.get(), nullptr, nullptr, nullptr) : nullptr,
+             EVP_PKEY_free);
+  if (!key) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-key: no PEM private key in '", tls.key_file, "'"));
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return absl::InvalidArgumentError("--tls-key is not the private key of the --tls-cert certificate");
+  }
+  if (tls.client_ca_file.empty() || ReadCertificate(tls.client_ca_file)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--tls-client-ca: no PEM certificate in '", tls.client_ca_file, "'"));
+}
+
 absl::Status CheckTlsOptions(const TlsServerOptions& tls) {
   if (!tls.enabled()) {
     if (tls.client_ca_file.empty()) return absl::OkStatus();
@@ -38,8 +72,10 @@ absl::Status CheckTlsOptions(const TlsServerOptions& tls) {
   }
   if (absl::Status s = CheckReadable("--tls-cert", tls.cert_file); !s.ok()) return s;
   if (absl::Status s = CheckReadable("--tls-key", tls.key_file); !s.ok()) return s;
-  if (tls.client_ca_file.empty()) return absl::OkStatus();
-  return CheckReadable("--tls-client-ca", tls.client_ca_file);
+  if (!tls.client_ca_file.empty()) {
+    if (absl::Status s = CheckReadable("--tls-client-ca", tls.client_ca_file); !s.ok()) return s;
+  }
+  return CheckPem(tls);
 }
 
 class Reflection : public grpc::ServerBuilderOption {

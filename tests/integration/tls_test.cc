@@ -165,6 +165,27 @@ TEST_F(TlsTest, ReplacedCertificateFilesServeNewConnections) {
   EXPECT_EQ(Multiply(*MakeClient("a")).code(), absl::StatusCode::kUnavailable);
 }
 
+// Files that gRPC would accept at start and then fail every handshake with.
+TEST_F(TlsTest, UnusableFilesAreRefusedAtStart) {
+  ASSERT_TRUE(certs_.Make("other"));
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_listen = "";
+  o.tls.cert_file = certs_.Path("a", "server.key");
+  o.tls.key_file = certs_.Path("a", "server.key");
+  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-cert: no PEM certificate"));
+  o.tls.cert_file = certs_.Path("a", "server.pem");
+  o.tls.key_file = certs_.Path("a", "ca.pem");
+  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-key: no PEM private key"));
+  o.tls.key_file = certs_.Path("other", "server.key");
+  auto s = Server::Start(o);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("--tls-key is not the private key"));
+  o.tls.key_file = certs_.Path("a", "server.key");
+  o.tls.client_ca_file = certs_.Path("a", "client.key");
+  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-client-ca: no PEM"));
+}
+
 TEST(ListenSecurityTest, NonLoopbackPlaintextNeedsInsecure) {
   ServerOptions o;
   o.listen = "0.0.0.0:0";
