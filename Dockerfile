@@ -15,6 +15,7 @@ RUN bash scripts/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY cmake cmake
 COPY proto proto
+COPY common common
 COPY server server
 COPY client client
 COPY tools tools

@@ -80,6 +80,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->check(CLI::Range(int64_t{0}, int64_t{1} << 31))->capture_default_str();
   app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold, "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--singular-rcond-factor", o.singular_rcond_factor, "a square system whose reciprocal condition estimate is below this * n * eps(dtype) is numerically singular (min-norm least squares, or FAILED_PRECONDITION with no_fallback)")
+      ->check(CLI::Range(0.0, 1e12))->capture_default_str();
   app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
   app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction, "GPU memory budget, of each device's total")
       ->check(CLI::Range(0.01, 1.0))->capture_default_str();
@@ -106,7 +108,13 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
   app.add_option("--stream-idle-timeout", f.stream_idle_timeout, "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")->capture_default_str();
   app.add_option("--max-ttl", f.max_ttl, "longest TTL a request may ask for (tensors, factors, uploads)")->capture_default_str();
-  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers register POSIX shared-memory regions (RegisterSharedMemory)");
+  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers hand over shared memory (sealed memfds) through the --shm-socket Unix socket");
+  app.add_option("--shm-socket", o.shm_socket, "with --allow-shm: path of the Unix socket (mode 0600) that takes shared-memory registrations; empty: a new private directory under /tmp")->capture_default_str();
+  app.add_option("--shm-max-connections", o.shm_max_connections, "connections open on the shared-memory socket at once (linalgd's clients hold one per region)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-regions", o.shm_limits.max_regions, "shared-memory regions mapped at most")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-bytes", o.shm_limits.max_bytes, "shared-memory bytes mapped at most")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
+  app.add_option("--shm-max-regions-per-uid", o.shm_limits.max_regions_per_uid, "shared-memory regions mapped at most for one caller uid")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--shm-max-bytes-per-uid", o.shm_limits.max_bytes_per_uid, "shared-memory bytes mapped at most for one caller uid")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
   app.add_option("--inject-faults", o.inject_faults,
                  "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
   app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();

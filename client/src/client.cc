@@ -187,8 +187,9 @@ absl::StatusOr<std::unique_ptr<client::SharedTensor>> Client::CreateSharedTensor
   }
   grpc::ClientContext context;
   impl_->SetDeadline(call, context);
-  return client::internal::CreateSharedTensor(impl_->channel(), context, dtype, std::move(shape),
-                                              capacity_bytes);
+  return client::internal::CreateSharedTensor(impl_->channel(), context,
+                                              impl_->options().shared_memory_socket, dtype,
+                                              std::move(shape), capacity_bytes);
 }
 
 absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {

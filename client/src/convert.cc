@@ -170,6 +170,7 @@ v1::SolveRequest ToProto(SolveArgs args) {
   req.set_result_ttl_seconds(absl::ToDoubleSeconds(args.result_ttl));
   req.set_method(ToProto(args.method));
   req.set_no_fallback(args.no_fallback);
+  if (args.rcond) req.set_rcond(*args.rcond);
   req.set_allow_non_finite(args.allow_non_finite);
   req.set_priority(args.priority);
   return req;
@@ -212,6 +213,11 @@ absl::StatusOr<SolveResult> FromProto(v1::SolveResponse* response) {
   result.method_used = FromProto(response->method_used());
   result.fallback = response->fallback();
   result.residual = response->residual();
+  if (response->has_rcond()) result.rcond = response->rcond();
+  const v1::LstsqOutputs& l = response->lstsq();
+  result.lstsq_residuals.assign(l.residuals().begin(), l.residuals().end());
+  result.rank.assign(l.rank().begin(), l.rank().end());
+  result.singular_values.assign(l.singular_values().begin(), l.singular_values().end());
   result.info = FromProto(response->info());
   return result;
 }
@@ -253,6 +259,7 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response) {
   for (const v1::Device& d : response.devices()) out.devices.push_back(FromProto(d));
   out.limits = FromProto(response.limits());
   out.gpu_status = response.gpu_status();
+  out.shm_socket = response.shm_socket();
   return out;
 }
 

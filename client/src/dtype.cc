@@ -1,44 +1,36 @@
 #include "linalgd/dtype.h"
 
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "common/dtype.h"
+#include "common/half.h"
+#include "linalgd/tensor.h"
 
 namespace linalgd::client {
+namespace {
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 4;
-    case DType::kF64:
-      return 8;
-    case DType::kF16:
-    case DType::kBF16:
-      return 2;
-  }
-  return 0;
-}
+// client::DType is linalgd::DType in the public API: same enumerators, same
+// order.
+static_assert(static_cast<int>(DType::kF32) == static_cast<int>(::linalgd::DType::kF32) &&
+              static_cast<int>(DType::kF64) == static_cast<int>(::linalgd::DType::kF64) &&
+              static_cast<int>(DType::kF16) == static_cast<int>(::linalgd::DType::kF16) &&
+              static_cast<int>(DType::kBF16) == static_cast<int>(::linalgd::DType::kBF16));
 
-absl::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return "f32";
-    case DType::kF64:
-      return "f64";
-    case DType::kF16:
-      return "f16";
-    case DType::kBF16:
-      return "bf16";
-  }
-  return "unknown";
-}
+::linalgd::DType Shared(DType dtype) { return static_cast<::linalgd::DType>(dtype); }
+
+}  // namespace
+
+size_t DTypeSize(DType dtype) { return ::linalgd::DTypeSize(Shared(dtype)); }
+
+absl::string_view DTypeName(DType dtype) { return ::linalgd::DTypeName(Shared(dtype)); }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  if (name == "f32" || name == "float32") return DType::kF32;
-  if (name == "f64" || name == "float64") return DType::kF64;
-  if (name == "f16" || name == "float16") return DType::kF16;
-  if (name == "bf16" || name == "bfloat16") return DType::kBF16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name, "' (expected f32, f64, f16 or bf16)"));
+  absl::StatusOr<::linalgd::DType> dtype = ::linalgd::ParseDType(name);
+  if (!dtype.ok()) return dtype.status();
+  return static_cast<DType>(*dtype);
 }
+
+float HalfToFloat(uint16_t bits) { return ::linalgd::HalfToFloat(bits); }
+uint16_t FloatToHalf(float value) { return ::linalgd::FloatToHalf(value); }
+float BFloat16ToFloat(uint16_t bits) { return ::linalgd::BFloat16ToFloat(bits); }
+uint16_t FloatToBFloat16(float value) { return ::linalgd::FloatToBFloat16(value); }
 
 }  // namespace linalgd::client

@@ -8,7 +8,7 @@
 #include "client/src/convert.h"
 #include "client/src/parallel.h"
 #include "grpcpp/support/sync_stream.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd::client::internal {
 namespace {

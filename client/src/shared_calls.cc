@@ -12,16 +12,11 @@ void SetShared(const SharedTensor& shared, v1::Tensor* t) {
   t->Clear();
   t->set_dtype(ToProto(shared.dtype()));
   for (int64_t d : shared.shape()) t->add_shape(d);
-  v1::SharedMemoryRef* ref = t->mutable_shm();
-  ref->set_region(shared.region());
-  ref->set_offset(0);
-  ref->set_bytes(shared.num_bytes());
+  SharedRef(shared, shared.num_bytes(), t->mutable_shm());
 }
 
 void SetOutput(const SharedTensor& out, v1::SharedMemoryRef* ref) {
-  ref->set_region(out.region());
-  ref->set_offset(0);
-  ref->set_bytes(out.capacity_bytes());
+  SharedRef(out, out.capacity_bytes(), ref);
 }
 
 // Gives `out` the result `t` describes: written in place (shm), or copied

@@ -6,6 +6,7 @@
 // Internal to the client library.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,11 +19,16 @@
 
 namespace linalgd::client::internal {
 
-// Creates the region and registers it through `channel` (kept, to
-// unregister it when the tensor is destroyed). `context` carries the deadline.
+// Creates the region and registers it through the server's shared-memory
+// socket (`socket_path`, or when empty the one GetServerInfo on `channel`
+// names). `context` carries the deadline.
 absl::StatusOr<std::unique_ptr<SharedTensor>> CreateSharedTensor(
-    std::shared_ptr<grpc::Channel> channel, grpc::ClientContext& context, DType dtype,
-    std::vector<int64_t> shape, int64_t capacity_bytes);
+    std::shared_ptr<grpc::Channel> channel, grpc::ClientContext& context,
+    const std::string& socket_path, DType dtype, std::vector<int64_t> shape,
+    int64_t capacity_bytes);
+
+// Points `ref` at the first `bytes` of `t`'s region, secret included.
+void SharedRef(const SharedTensor& t, int64_t bytes, v1::SharedMemoryRef* ref);
 
 bool UsesShared(const MatmulArgs& args);
 bool UsesShared(const SolveArgs& args);

@@ -13,9 +13,7 @@
 namespace linalgd::client {
 
 struct SharedTensor::Impl {
-  std::unique_ptr<internal::ShmRegion> region;
-  std::string name;
-  std::shared_ptr<grpc::Channel> channel;  // that registered the region
+  std::unique_ptr<internal::ShmRegion> region;  // its connection keeps it registered
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   int64_t elements = 0;
@@ -23,16 +21,7 @@ struct SharedTensor::Impl {
 
 SharedTensor::SharedTensor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-SharedTensor::~SharedTensor() {
-  if (impl_ == nullptr || impl_->channel == nullptr) return;
-  auto stub = v1::Linalg::NewStub(impl_->channel);
-  v1::UnregisterSharedMemoryRequest request;
-  request.set_name(impl_->name);
-  v1::UnregisterSharedMemoryResponse response;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  (void)stub->UnregisterSharedMemory(&context, request, &response);  // best effort
-}
+SharedTensor::~SharedTensor() = default;
 
 DType SharedTensor::dtype() const { return impl_->dtype; }
 const std::vector<int64_t>& SharedTensor::shape() const { return impl_->shape; }
@@ -43,7 +32,7 @@ int64_t SharedTensor::num_bytes() const {
 int64_t SharedTensor::capacity_bytes() const { return impl_->region->size(); }
 char* SharedTensor::data() { return impl_->region->data(); }
 const char* SharedTensor::data() const { return impl_->region->data(); }
-const std::string& SharedTensor::region() const { return impl_->name; }
+const std::string& SharedTensor::region() const { return impl_->region->id(); }
 
 absl::Status SharedTensor::Reshape(DType dtype, std::vector<int64_t> shape) {
   absl::StatusOr<int64_t> n = NumElements(shape);
@@ -75,8 +64,9 @@ Tensor SharedTensor::ToTensor() const {
 namespace internal {
 
 absl::StatusOr<std::unique_ptr<SharedTensor>> CreateSharedTensor(
-    std::shared_ptr<grpc::Channel> channel, grpc::ClientContext& context, DType dtype,
-    std::vector<int64_t> shape, int64_t capacity_bytes) {
+    std::shared_ptr<grpc::Channel> channel, grpc::ClientContext& context,
+    const std::string& socket_path, DType dtype, std::vector<int64_t> shape,
+    int64_t capacity_bytes) {
   absl::StatusOr<int64_t> n = NumElements(shape);
   if (!n.ok()) return n.status();
   const int64_t bytes = *n * static_cast<int64_t>(DTypeSize(dtype));
@@ -85,25 +75,22 @@ absl::StatusOr<std::unique_ptr<SharedTensor>> CreateSharedTensor(
     return absl::InvalidArgumentError(absl::StrCat("capacity_bytes: ", capacity_bytes,
                                                    ", but the tensor needs ", bytes));
   }
-  absl::StatusOr<std::unique_ptr<ShmRegion>> region = ShmRegion::Create(capacity_bytes);
+  auto stub = v1::Linalg::NewStub(channel);
+  absl::StatusOr<std::string> socket = FindShmSocket(*stub, context, socket_path);
+  if (!socket.ok()) return socket.status();
+  absl::StatusOr<std::unique_ptr<ShmRegion>> region =
+      ShmRegion::Create(capacity_bytes, *socket, RegisterTimeout(context));
   if (!region.ok()) return region.status();
-  v1::RegisterSharedMemoryRequest request;
-  request.set_name((*region)->name());
-  request.set_key((*region)->key());
-  request.set_size((*region)->size());
-  v1::RegisterSharedMemoryResponse response;
-  const grpc::Status status =
-      v1::Linalg::NewStub(channel)->RegisterSharedMemory(&context, request, &response);
-  (*region)->Unlink();  // mapped by the server (or refused); leave no name behind
-  if (!status.ok()) return FromGrpc(status);
   auto impl = std::make_unique<SharedTensor::Impl>();
-  impl->name = (*region)->name();
   impl->region = *std::move(region);
-  impl->channel = std::move(channel);
   impl->dtype = dtype;
   impl->shape = std::move(shape);
   impl->elements = *n;
   return std::make_unique<SharedTensor>(std::move(impl));
+}
+
+void SharedRef(const SharedTensor& t, int64_t bytes, v1::SharedMemoryRef* ref) {
+  t.impl().region->Ref(0, bytes, ref);
 }
 
 }  // namespace internal

@@ -67,30 +67,25 @@ void Place(const ShmRegion& region, Tensor& t, int64_t& cursor, v1::Tensor* out)
   ParallelCopy(region.data() + cursor, bytes.data(), bytes.size());
   out->set_dtype(ToProto(t.dtype()));
   for (int64_t d : t.shape()) out->add_shape(d);
-  v1::SharedMemoryRef* ref = out->mutable_shm();
-  ref->set_region(region.name());
-  ref->set_offset(cursor);
-  ref->set_bytes(static_cast<int64_t>(bytes.size()));
+  region.Ref(cursor, static_cast<int64_t>(bytes.size()), out->mutable_shm());
   cursor += AlignUp(static_cast<int64_t>(bytes.size()));
   t = Tensor();
 }
 
 // Points `out` at the rest of `region` from `cursor`, for the result.
 void PlaceOutput(const ShmRegion& region, int64_t cursor, v1::SharedMemoryRef* out) {
-  out->set_region(region.name());
-  out->set_offset(cursor);
-  out->set_bytes(region.size() - cursor);
+  region.Ref(cursor, region.size() - cursor, out);
 }
 
 // Reads `tensor`'s shm bytes (in `region`) back into an inline tensor.
 absl::Status Fetch(const ShmRegion& region, v1::Tensor* tensor) {
   if (tensor->source_case() != v1::Tensor::kShm) return absl::OkStatus();  // came inline
   const v1::SharedMemoryRef& ref = tensor->shm();
-  if (ref.region() != region.name() || ref.offset() < 0 || ref.bytes() < 0 ||
+  if (ref.region() != region.id() || ref.offset() < 0 || ref.bytes() < 0 ||
       ref.offset() + ref.bytes() > region.size()) {
     return absl::InternalError(absl::StrCat("the server answered with shm (", ref.region(), ", ",
                                             ref.offset(), ", ", ref.bytes(),
-                                            ") outside this call's region ", region.name()));
+                                            ") outside this call's region ", region.id()));
   }
   // Read the reference before mutable_data() switches the oneof and frees it.
   const char* from = region.data() + ref.offset();
@@ -136,17 +131,7 @@ class SharedMemoryPath::Lease {
   ShmRegion* const region_;
 };
 
-SharedMemoryPath::~SharedMemoryPath() {
-  absl::MutexLock lock(&mu_);
-  for (const std::unique_ptr<ShmRegion>& region : regions_) {
-    v1::UnregisterSharedMemoryRequest request;
-    request.set_name(region->name());
-    v1::UnregisterSharedMemoryResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    (void)stub_.UnregisterSharedMemory(&context, request, &response);  // best effort
-  }
-}
+SharedMemoryPath::~SharedMemoryPath() = default;  // each region closes its connection
 
 bool SharedMemoryPath::active() const {
   absl::MutexLock lock(&mu_);
@@ -218,28 +203,19 @@ std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, s
                        "' is not on this host");
     return nullptr;
   }
-  absl::StatusOr<std::unique_ptr<ShmRegion>> region =
-      ShmRegion::Create(options_.shared_memory_bytes);
-  if (!region.ok()) {
-    why = absl::StrCat("shared memory not used: ", region.status().ToString());
-    return nullptr;
-  }
-  v1::RegisterSharedMemoryRequest request;
-  request.set_name((*region)->name());
-  request.set_key((*region)->key());
-  request.set_size((*region)->size());
-  v1::RegisterSharedMemoryResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
-  const absl::Status status = FromGrpc(stub_.RegisterSharedMemory(&context, request, &response));
-  (*region)->Unlink();  // the server has mapped it (or refused); leave no name behind
-  if (!status.ok()) {
-    why = absl::StrCat("shared memory not used: RegisterSharedMemory: ",
-                       absl::StatusCodeToString(status.code()), ": ", status.message());
+  absl::StatusOr<std::string> socket = FindShmSocket(stub_, context, options_.shared_memory_socket);
+  absl::StatusOr<std::unique_ptr<ShmRegion>> region =
+      socket.ok() ? ShmRegion::Create(options_.shared_memory_bytes, *socket, RegisterTimeout(context))
+                  : absl::StatusOr<std::unique_ptr<ShmRegion>>(socket.status());
+  if (!region.ok()) {
+    why = absl::StrCat("shared memory not used: ", absl::StatusCodeToString(region.status().code()),
+                       ": ", region.status().message());
     return nullptr;
   }
-  why = absl::StrCat("shared memory: region ", (*region)->name(), " of ", (*region)->size(),
-                     " bytes registered", response.pinned() ? " (pinned)" : "");
+  why = absl::StrCat("shared memory: region ", (*region)->id(), " of ", (*region)->size(),
+                     " bytes registered", (*region)->pinned() ? " (pinned)" : "");
   return *std::move(region);
 }
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "grpcpp/support/sync_stream.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd::client::internal {
 namespace {

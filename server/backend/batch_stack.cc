@@ -1,6 +1,7 @@
 #include "server/backend/batch_stack.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +142,32 @@ std::vector<Tensor> Unstack(const Tensor& stacked, size_t count) {
     out.emplace_back(stacked.dtype(), inner, std::string(src + i * bytes, bytes));
   }
   return out;
+}
+
+}  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+// Part j of `count` equal parts of v.
+template <typename T>
+std::vector<T> Part(const std::vector<T>& v, size_t j, size_t count) {
+  const size_t each = v.size() / count;
+  return std::vector<T>(v.begin() + j * each, v.begin() + (j + 1) * each);
+}
+
+}  // namespace
+
+void UnstackMemberOutputs(const SolveResult& stacked, size_t j, size_t count, SolveResult* one) {
+  one->member_rcond = Part(stacked.member_rcond, j, count);
+  one->rcond.reset();
+  for (double r : one->member_rcond) {
+    if (!std::isnan(r)) one->rcond = std::min(one->rcond.value_or(r), r);
+  }
+  if (!stacked.lstsq) return;
+  one->lstsq = LstsqOutputs{Part(stacked.lstsq->residuals, j, count),
+                            Part(stacked.lstsq->rank, j, count),
+                            Part(stacked.lstsq->singular_values, j, count)};
 }
 
 }  // namespace linalgd

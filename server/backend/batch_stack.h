@@ -57,6 +57,10 @@ absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const Solve
 // that share its memory.
 std::vector<Tensor> Unstack(const Tensor& stacked, size_t count);
 
+// Part j of `count` equal parts of a stacked solve's per-member outputs
+// (member_rcond, rcond and lstsq), into *one.
+void UnstackMemberOutputs(const SolveResult& stacked, size_t j, size_t count, SolveResult* one);
+
 }  // namespace linalgd
 
 #endif  // LINALGD_SERVER_BACKEND_BATCH_STACK_H_

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 
 namespace linalgd {
 

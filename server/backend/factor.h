@@ -19,7 +19,11 @@ struct FactorInfo {
   int64_t n = 0;
   int64_t bytes = 0;      // memory the factors hold (host or device)
   std::string placement;  // the backend that computed it: "cpu", "gpu:N"
-  double rcond = 0;       // reciprocal condition estimate (backend-specific)
+  // Reciprocal 1-norm condition estimate (gecon / pocon on the CPU, the same
+  // Hager-Higham estimate on a GPU), and the threshold below which a is
+  // numerically singular (condition.h) when it was factored.
+  double rcond = 0;
+  double rcond_threshold = 0;
 };
 
 // A factorization (LU with pivots, or Cholesky) kept for later solves. Made

@@ -2,7 +2,9 @@
 #define LINALGD_SERVER_BACKEND_OPS_H_
 
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -55,8 +57,22 @@ struct SolveOp {
   // F64, square a, method auto or lu: LU with mixed-precision iterative
   // refinement (GPU: cusolverDnIRSXgesv). Backends without it solve plainly.
   bool refine = false;
+  // Least squares by SVD (LSTSQ, and the fallback to it): singular values
+  // below lstsq_rcond * the largest count as zero, as numpy.linalg.lstsq's
+  // rcond; unset: eps(dtype) * max(M, N), numpy's default.
+  std::optional<double> lstsq_rcond;
   ResultDestination result_to;  // for x
   StopToken stop;  // as MatmulOp::stop
+};
+
+// What numpy.linalg.lstsq reports besides x, per batch member (member i's
+// values at [i * count, (i + 1) * count)), in float64.
+struct LstsqOutputs {
+  // K per member: squared 2-norms of the columns of b - a x; empty (for the
+  // whole batch) when some member has rank < N or M <= N, as numpy leaves it.
+  std::vector<double> residuals;
+  std::vector<int64_t> rank;             // one per member
+  std::vector<double> singular_values;   // min(M, N) per member, descending
 };
 
 struct SolveResult {
@@ -67,6 +83,16 @@ struct SolveResult {
   // With refine: the largest refinement iteration count over the batch;
   // negative when the refinement gave up and a full-precision solve was used.
   int refine_iterations = 0;
+  // The smallest reciprocal 1-norm condition estimate over the batch members
+  // factored by LU or Cholesky (those that failed over to lstsq included);
+  // for members solved by the SVD, s_min / s_max. Unset when no member had
+  // one (QR only).
+  std::optional<double> rcond;
+  // Per batch member, what rcond is the minimum of (NaN: none); empty when
+  // the backend keeps no per-member record (cached factors).
+  std::vector<double> member_rcond;
+  // Set when the op's method was LSTSQ.
+  std::optional<LstsqOutputs> lstsq;
 };
 
 }  // namespace linalgd

@@ -25,24 +25,33 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& x, const Shape& y,
           what, ": batch dims ", ShapeString(x), " and ", ShapeString(y),
           " do not broadcast (", dx, " vs ", dy, ")"));
     }
-    out[i] = std::max(dx, dy);
+    out[i] = dx == 1 ? dy : dx;  // a 1 stretches to the other, 0 included
   }
   return out;
 }
 
-// The element count of `dims` (1 for none) when it is at most `limit`; the
-// message names `field` and the limit otherwise. Never overflows.
+// The element count of `dims` (1 for none) when the product of its nonzero
+// dims is at most `limit` (so that no product of them overflows, even when
+// a zero dim makes the count 0); the message names `field` and the limit
+// otherwise. Never overflows.
 absl::StatusOr<int64_t> CheckedCount(const Shape& dims, int64_t limit, absl::string_view field,
                                      absl::string_view what) {
-  int64_t count = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (const int64_t d : dims) {
-    if (d < 0 || (d > 0 && count > limit / d)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": ", ShapeString(dims), " has more than ", limit, " ", what));
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": ", ShapeString(dims), " has a negative dim"));
     }
-    count *= d;
+    if (d > 0 && nonzero > limit / d) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": ", ShapeString(dims), " has more than ", limit, " ", what,
+          " (zero dims aside)"));
+    }
+    if (d == 0) empty = true;
+    if (d > 0) nonzero *= d;
   }
-  return count;
+  return empty ? 0 : nonzero;
 }
 
 // Checks the broadcast batch and the result [batch..., rows, cols] against

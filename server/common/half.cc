@@ -1,21 +1,7 @@
 #include "server/common/half.h"
 
-#include <cstring>
-
 namespace linalgd {
 namespace {
-
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 template <typename T>
 T ElementAs(const TensorView& t, int64_t i) {
@@ -48,54 +34,6 @@ Tensor FromValues(DType dtype, Shape shape, const T* values) {
 }
 
 }  // namespace
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f) return FromBits(sign | 0x7f800000 | (mant << 13));  // inf/nan
-  if (exp == 0) {
-    if (mant == 0) return FromBits(sign);
-    // Subnormal: value = mant * 2^-24.
-    float v = static_cast<float>(mant) * 5.9604644775390625e-08f;
-    return sign ? -v : v;
-  }
-  return FromBits(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t FloatToHalf(float f) {
-  const uint32_t u = Bits(f);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
-  const uint32_t abs = u & 0x7fffffff;
-  if (abs >= 0x7f800000) {  // inf or nan
-    return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);
-  }
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds to >= 65520: inf
-  if (abs < 0x38800000) {                       // below the smallest normal
-    // Scale into the subnormal range and round to nearest even in float.
-    const float scaled = FromBits(abs) * 16777216.0f;  // * 2^24
-    const float r = __builtin_nearbyintf(scaled);
-    return sign | static_cast<uint16_t>(r);
-  }
-  const uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);
-  return sign | static_cast<uint16_t>((rounded - 0x38000000) >> 13);
-}
-
-float BFloat16ToFloat(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 16); }
-
-uint16_t FloatToBFloat16(float f) {
-  const uint32_t u = Bits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 0x40);  // nan
-  const uint32_t rounded = u + 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(rounded >> 16);
-}
-
-float RoundToTf32(float f) {
-  const uint32_t u = Bits(f);
-  if ((u & 0x7fffffff) >= 0x7f800000) return f;
-  const uint32_t rounded = (u + 0xfff + ((u >> 13) & 1)) & 0xffffe000u;
-  return FromBits(rounded);
-}
 
 std::vector<float> ToFloatVector(const TensorView& t) {
   const int64_t n = t.num_elements();

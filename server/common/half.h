@@ -5,19 +5,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/half.h"
 #include "server/common/tensor.h"
 
 namespace linalgd {
 
-// IEEE binary16 and bfloat16 conversions, round to nearest even.
-float HalfToFloat(uint16_t h);
-uint16_t FloatToHalf(float f);
-float BFloat16ToFloat(uint16_t b);
-uint16_t FloatToBFloat16(float f);
-
-// Rounds a float to the precision of TF32 (10 mantissa bits), f16 or bf16 and
-// back, as a tensor core reads its inputs in the fast compute modes.
-float RoundToTf32(float f);
+// Rounds a float to the precision of f16 or bf16 and back, as a tensor core
+// reads its inputs in the fast compute modes (RoundToTf32: common/half.h).
 inline float RoundToHalf(float f) { return HalfToFloat(FloatToHalf(f)); }
 inline float RoundToBFloat16(float f) { return BFloat16ToFloat(FloatToBFloat16(f)); }
 

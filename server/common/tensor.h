@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 
 namespace linalgd {
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "server/backend/empty_work.h"
 #include "server/cpu/cpu_execution.h"
 #include "server/cpu/cpu_factor.h"
 #include "server/cpu/cpu_matmul.h"
@@ -24,7 +25,8 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
       : batch_threads_(options.batch_threads > 0 ? options.batch_threads : AllCores()),
-        pool_(std::max(1, batch_threads_ - 1)) {
+        pool_(std::max(1, batch_threads_ - 1)),
+        rcond_factor_(options.singular_rcond_factor) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     const int blas = options.blas_threads > 0 ? options.blas_threads : AllCores();
     openblas_set_num_threads(blas);
@@ -36,16 +38,19 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
 
+  // Ops with a zero dimension never reach BLAS or LAPACK (empty_work.h).
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
+    if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
     return CpuMatmul(op, plan, exec_);
   }
 
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
-    return CpuSolve(op, plan, exec_);
+    if (IsEmptyWork(plan)) return EmptySolve(op, plan);
+    return CpuSolve(op, plan, exec_, rcond_factor_);
   }
 
   absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override {
-    return CpuFactorize(op, this);
+    return CpuFactorize(op, this, rcond_factor_);
   }
 
   absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor,
@@ -57,6 +62,7 @@ class CpuBackend : public Backend {
   // oversubscription rule as batch elements (cpu_execution.h).
   absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                            std::vector<Tensor>* outs) override {
+    if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);
     const bool small = static_cast<double>(plan.m) * plan.n * plan.k <= kSingleThreadGemmMnk;
     return RunEach<Tensor>(static_cast<int64_t>(ops.size()), small, outs,
                            [&](int64_t i) { return CpuMatmul(*ops[i], plan, exec_); });
@@ -64,14 +70,18 @@ class CpuBackend : public Backend {
 
   absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                           std::vector<SolveResult>* outs) override {
+    if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);
     const bool small =
         plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
     return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs,
-                                [&](int64_t i) { return CpuSolve(*ops[i], plan, exec_); });
+                                [&](int64_t i) {
+                                  return CpuSolve(*ops[i], plan, exec_, rcond_factor_);
+                                });
   }
 
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
                                                 const SparseSolvePlan& plan) override {
+    if (IsEmptyWork(plan)) return EmptySparseSolve(op, plan);
     return CpuSparseSolve(op, plan);
   }
 
@@ -92,6 +102,7 @@ class CpuBackend : public Backend {
 
   const int batch_threads_;
   ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
+  const double rcond_factor_;
   CpuExecution exec_;
 };
 

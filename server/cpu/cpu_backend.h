@@ -4,12 +4,16 @@
 #include <memory>
 
 #include "server/backend/backend.h"
+#include "server/backend/condition.h"
 
 namespace linalgd {
 
 struct CpuBackendOptions {
   int blas_threads = 0;   // OpenBLAS threads; 0: every core
   int batch_threads = 0;  // threads that spread batch elements; 0: every core
+  // --singular-rcond-factor: rcond below this * n * eps is numerically
+  // singular (server/backend/condition.h).
+  double singular_rcond_factor = kDefaultSingularRcondFactor;
 };
 
 // The CPU engine: OpenBLAS gemm, LAPACK(E) factorizations and solves. Also the

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
 #include "server/cpu/lapack_solvers.h"
 
 namespace linalgd {
@@ -70,7 +71,8 @@ struct Attempt {
 };
 
 template <typename T>
-FactorInfo InfoFor(SolveMethod method, int n, double rcond, int64_t ipiv_count) {
+FactorInfo InfoFor(SolveMethod method, int n, double rcond, double rcond_factor,
+                   int64_t ipiv_count) {
   FactorInfo info;
   info.method = method;
   info.dtype = std::is_same_v<T, double> ? DType::kF64 : DType::kF32;
@@ -78,11 +80,12 @@ FactorInfo InfoFor(SolveMethod method, int n, double rcond, int64_t ipiv_count) 
   info.bytes = static_cast<int64_t>(n) * n * sizeof(T) + ipiv_count * sizeof(lapack_int);
   info.placement = "cpu";
   info.rcond = rcond;
+  info.rcond_threshold = SingularThreshold(rcond_factor, n, info.dtype);
   return info;
 }
 
 template <typename T>
-absl::StatusOr<Attempt<T>> TryLu(const T* a, int n, Backend* owner) {
+absl::StatusOr<Attempt<T>> TryLu(const T* a, int n, Backend* owner, double rcond_factor) {
   std::vector<T> lu(a, a + static_cast<size_t>(n) * n);  // row-major a = column-major a^T
   std::vector<lapack_int> ipiv(n);
   const T anorm = Lapack<T>::Lange('I', n, lu.data());  // ||a^T||_inf = ||a||_1
@@ -94,17 +97,15 @@ absl::StatusOr<Attempt<T>> TryLu(const T* a, int n, Backend* owner) {
   }
   T rcond = 0;
   if (Lapack<T>::Gecon(n, lu.data(), anorm, &rcond) != 0) return absl::InternalError("gecon failed");
-  if (rcond < std::numeric_limits<T>::epsilon()) {
-    return Attempt<T>{nullptr, absl::StrCat("lu: a is numerically singular (rcond ", rcond,
-                                            " below machine epsilon)")};
-  }
-  auto factor = std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kLu, n, rcond, n), owner,
-                                               std::move(lu), std::move(ipiv));
+  auto factor = std::make_shared<CpuFactor<T>>(
+      InfoFor<T>(SolveMethod::kLu, n, rcond, rcond_factor, n), owner, std::move(lu),
+      std::move(ipiv));
   return Attempt<T>{std::move(factor), ""};
 }
 
 template <typename T>
-absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner) {
+absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner,
+                                       double rcond_factor) {
   DenseSystem<T> s;
   s.m = s.n = n;
   s.a = a;
@@ -121,30 +122,31 @@ absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner) {
   }
   T rcond = 0;
   if (Lapack<T>::Pocon(n, l.data(), anorm, &rcond) != 0) return absl::InternalError("pocon failed");
-  auto factor = std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kCholesky, n, rcond, 0),
-                                               owner, std::move(l), std::vector<lapack_int>());
+  auto factor = std::make_shared<CpuFactor<T>>(
+      InfoFor<T>(SolveMethod::kCholesky, n, rcond, rcond_factor, 0), owner, std::move(l),
+      std::vector<lapack_int>());
   return Attempt<T>{std::move(factor), ""};
 }
 
 template <typename T>
-absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op, Backend* owner) {
+absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op, Backend* owner,
+                                          double rcond_factor) {
   const int n = static_cast<int>(op.a.rows());
   const T* a = op.a.as<T>();
   FactorizeResult result;
   if (op.method != SolveMethod::kLu) {
-    auto chol = TryCholesky<T>(a, n, owner);
+    auto chol = TryCholesky<T>(a, n, owner, rcond_factor);
     if (!chol.ok()) return chol.status();
-    if (chol->factor) return FactorizeResult{std::move(chol->factor), ""};
+    if (chol->factor) return KeepFactorWithVerdict(std::move(chol->factor), op.allow_fallback, "");
     if (op.method == SolveMethod::kCholesky && !op.allow_fallback) {
       return absl::FailedPreconditionError(chol->failure);
     }
     if (op.method == SolveMethod::kCholesky) result.fallback = chol->failure + "; used lu";
   }
-  auto lu = TryLu<T>(a, n, owner);
+  auto lu = TryLu<T>(a, n, owner, rcond_factor);
   if (!lu.ok()) return lu.status();
   if (!lu->factor) return absl::FailedPreconditionError(lu->failure);
-  result.factor = std::move(lu->factor);
-  return result;
+  return KeepFactorWithVerdict(std::move(lu->factor), op.allow_fallback, result.fallback);
 }
 
 template <typename T>
@@ -157,6 +159,7 @@ absl::StatusOr<SolveResult> Solve(const CpuFactor<T>& f, const TensorView& b) {
   r.x = Tensor(b.dtype, b.shape);
   r.method_used = f.info().method;
   r.residual = -1;  // a is not kept
+  r.rcond = f.info().rcond;
   std::vector<T> col(static_cast<size_t>(matrix));
   for (int64_t e = 0; e < batch; ++e) {
     const T* src = b.as<T>() + e * matrix;
@@ -175,7 +178,8 @@ absl::StatusOr<SolveResult> Solve(const CpuFactor<T>& f, const TensorView& b) {
 
 }  // namespace
 
-absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* owner) {
+absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* owner,
+                                             double rcond_factor) {
   if (op.a.shape.size() != 2 || op.a.rows() != op.a.cols()) {
     return absl::InvalidArgumentError(
         absl::StrCat("a.shape: ", ShapeString(op.a.shape), " is not one square matrix"));
@@ -184,8 +188,8 @@ absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* own
     return absl::InvalidArgumentError("a: too large for LAPACK's 32-bit sizes");
   }
   switch (op.a.dtype) {
-    case DType::kF64: return Factorize<double>(op, owner);
-    case DType::kF32: return Factorize<float>(op, owner);
+    case DType::kF64: return Factorize<double>(op, owner, rcond_factor);
+    case DType::kF32: return Factorize<float>(op, owner, rcond_factor);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));

@@ -8,9 +8,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/backend/finite_check.h"
+#include "server/backend/matmul_epilogue.h"
 #include "server/common/half.h"
 #include "server/cpu/blas_gemm.h"
-#include "server/cpu/matmul_epilogue.h"
 
 namespace linalgd {
 namespace {

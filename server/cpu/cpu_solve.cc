@@ -1,9 +1,9 @@
 #include "server/cpu/cpu_solve.h"
 
-
 #include <atomic>
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -27,12 +27,25 @@ struct Group {
   std::vector<int64_t> elements;  // output batch indices, ascending
 };
 
+constexpr double kNoRcond = std::numeric_limits<double>::quiet_NaN();
+
+// The smaller of two estimates, NaN standing for none.
+double MinRcond(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return std::min(a, b);
+}
+
 // How one group went.
 struct GroupOutcome {
   absl::Status status;
   SolveMethod used = SolveMethod::kAuto;
   std::string fallback;  // empty: the first method worked
   double residual = 0;
+  double rcond = kNoRcond;  // the smallest estimate met on the chain
+  // Method LSTSQ: gelsd's rank and singular values; residuals per column.
+  int64_t rank = 0;
+  std::vector<double> singular_values, residuals;
 };
 
 // Method outcome plus the failures met on the way.
@@ -41,6 +54,8 @@ struct ChainResult {
   absl::Status status;
   SolveMethod used = SolveMethod::kAuto;
   std::vector<std::string> failures;
+  double rcond = kNoRcond;
+  MethodResult<T> last;  // the method that worked (x moved out)
   std::vector<T> x;
 };
 
@@ -82,14 +97,19 @@ ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
       out.status = r.status;
       return out;
     }
+    out.rcond = MinRcond(out.rcond, r.rcond);
     if (r.failure.empty()) {
       out.used = m;
       out.x = std::move(r.x);
+      out.last = std::move(r);
       return out;
     }
     out.failures.push_back(std::move(r.failure));
-    const std::optional<SolveMethod> next = NextSolveMethod(m);
-    const bool auto_step = op.method == SolveMethod::kAuto && m == SolveMethod::kCholesky;
+    // Numerically singular: another factorization would be no better.
+    const std::optional<SolveMethod> next =
+        r.singular ? std::optional<SolveMethod>(SolveMethod::kLstsq) : NextSolveMethod(m);
+    const bool auto_step =
+        op.method == SolveMethod::kAuto && m == SolveMethod::kCholesky && !r.singular;
     if (!next || !(op.allow_fallback || auto_step)) {
       out.status = absl::FailedPreconditionError(absl::StrCat(
           absl::StrJoin(out.failures, "; "), "; no fallback taken (allow_fallback is false)"));
@@ -147,7 +167,8 @@ std::string NameOfA(const SolveOp& op, const SolvePlan& plan, int64_t a_offset) 
 }
 
 template <typename T>
-GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, const Group& g, T* x_out) {
+GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, double rcond_factor,
+                        const Group& g, T* x_out) {
   const int64_t k = plan.k, count = g.elements.size();
   DenseSystem<T> s;
   s.m = plan.m;
@@ -155,6 +176,8 @@ GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, const Group& g
   s.nrhs = k * count;
   s.a = op.a.as<T>() + g.a_offset;
   s.name = NameOfA(op, plan, g.a_offset);
+  s.rcond_factor = rcond_factor;
+  s.lstsq_rcond = op.lstsq_rcond.value_or(-1.0);
   std::vector<T> b;  // the group's right-hand sides side by side, m x (k * count)
   if (count == 1) {
     s.b = op.b.as<T>() + plan.b_offsets[g.elements[0]];
@@ -173,6 +196,10 @@ GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, const Group& g
   out.status = chain.status;
   if (!out.status.ok()) return out;
   out.used = chain.used;
+  out.rcond = chain.rcond;
+  out.rank = chain.last.rank;
+  out.singular_values = std::move(chain.last.singular_values);
+  out.residuals = std::move(chain.last.residuals);
   if (!chain.failures.empty()) {
     out.fallback = absl::StrCat(absl::StrJoin(chain.failures, "; "), "; used ",
                                 SolveMethodName(chain.used));
@@ -190,6 +217,31 @@ GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, const Group& g
 
 // Joins the groups' outcomes: the first error, the fallback messages (the
 // first few), the furthest method and the largest residual.
+// numpy.linalg.lstsq's extra outputs, per batch element, from the groups'.
+LstsqOutputs GatherLstsq(const std::vector<Group>& groups,
+                         const std::vector<GroupOutcome>& outcomes, const SolvePlan& plan) {
+  LstsqOutputs out;
+  const int64_t q = std::min(plan.m, plan.n), k = plan.k;
+  out.rank.resize(plan.batch);
+  out.singular_values.resize(plan.batch * q);
+  bool all_residuals = true;
+  for (const GroupOutcome& o : outcomes) all_residuals = all_residuals && !o.residuals.empty();
+  if (all_residuals) out.residuals.resize(plan.batch * k);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const GroupOutcome& o = outcomes[gi];
+    for (size_t j = 0; j < groups[gi].elements.size(); ++j) {
+      const int64_t e = groups[gi].elements[j];
+      out.rank[e] = o.rank;
+      std::copy(o.singular_values.begin(), o.singular_values.end(),
+                out.singular_values.begin() + e * q);
+      if (!all_residuals) continue;
+      std::copy(o.residuals.begin() + j * k, o.residuals.begin() + (j + 1) * k,
+                out.residuals.begin() + e * k);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<SolveResult> Combine(std::vector<GroupOutcome>& outcomes, Tensor x) {
   constexpr size_t kMaxMessages = 4;
   SolveResult result;
@@ -200,6 +252,7 @@ absl::StatusOr<SolveResult> Combine(std::vector<GroupOutcome>& outcomes, Tensor 
     if (SolveChainRank(o.used) > SolveChainRank(result.method_used)) result.method_used = o.used;
     if (!o.fallback.empty() && fell_back++ < kMaxMessages) messages.push_back(o.fallback);
     if (std::isnan(o.residual) || o.residual > result.residual) result.residual = o.residual;
+    if (!std::isnan(o.rcond)) result.rcond = MinRcond(result.rcond.value_or(kNoRcond), o.rcond);
   }
   if (fell_back > kMaxMessages) {
     messages.push_back(absl::StrCat("and ", fell_back - kMaxMessages, " more matrices of a"));
@@ -211,7 +264,7 @@ absl::StatusOr<SolveResult> Combine(std::vector<GroupOutcome>& outcomes, Tensor 
 
 template <typename T>
 absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
-                                     const CpuExecution& exec) {
+                                     const CpuExecution& exec, double rcond_factor) {
   const std::vector<Group> groups = GroupByA(plan);
   for (const Group& g : groups) {
     if (plan.k * static_cast<int64_t>(g.elements.size()) > INT_MAX) {
@@ -234,22 +287,29 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
           stopped.store(true, std::memory_order_relaxed);
           return;
         }
-        outcomes[i] = SolveGroup<T>(op, plan, groups[i], x_out);
+        outcomes[i] = SolveGroup<T>(op, plan, rcond_factor, groups[i], x_out);
       });
   if (stopped.load()) return op.stop.Check("cpu: solve between batch members");
-  return Combine(outcomes, std::move(x));
+  absl::StatusOr<SolveResult> result = Combine(outcomes, std::move(x));
+  if (!result.ok()) return result;
+  result->member_rcond.resize(plan.batch);
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    for (int64_t e : groups[gi].elements) result->member_rcond[e] = outcomes[gi].rcond;
+  }
+  if (op.method == SolveMethod::kLstsq) result->lstsq = GatherLstsq(groups, outcomes, plan);
+  return result;
 }
 
 }  // namespace
 
 absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
-                                     const CpuExecution& exec) {
+                                     const CpuExecution& exec, double rcond_factor) {
   if (plan.m > INT_MAX || plan.n > INT_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a.shape: ", ShapeString(op.a.shape), " exceeds the CPU LAPACK limit ", INT_MAX));
   }
-  if (op.a.dtype == DType::kF64) return RunSolve<double>(op, plan, exec);
-  if (op.a.dtype == DType::kF32) return RunSolve<float>(op, plan, exec);
+  if (op.a.dtype == DType::kF64) return RunSolve<double>(op, plan, exec, rcond_factor);
+  if (op.a.dtype == DType::kF32) return RunSolve<float>(op, plan, exec, rcond_factor);
   return absl::InvalidArgumentError(absl::StrCat(
       "a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
 }

@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_CPU_CPU_SOLVE_H_
 
 #include "absl/status/statusor.h"
+#include "server/backend/condition.h"
 #include "server/backend/ops.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_execution.h"
@@ -11,6 +12,13 @@ namespace linalgd {
 // Solves a x = b on the CPU (f32, f64) with LAPACK, per distinct matrix of
 // a: batch elements that share a (broadcast) are solved in one call with
 // their right-hand sides side by side.
+//
+// Numerical singularity (condition.h): an LU or Cholesky whose gecon / pocon
+// estimate is below rcond_factor * n * eps goes straight to lstsq with
+// allow_fallback ("lu: rcond 3e-18 of a is below the threshold 2.8e-14
+// (...); used lstsq"), else is FAILED_PRECONDITION with that text. rcond:
+// the smallest estimate over the batch (SolveResult::rcond). Method LSTSQ
+// also fills SolveResult::lstsq (gelsd's rank, singular values, residuals).
 //
 // Methods: AUTO picks Cholesky for a square symmetric a (LU when potrf
 // fails), LU for other square a and QR otherwise. With op.allow_fallback a
@@ -22,7 +30,8 @@ namespace linalgd {
 // residual: max over the batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F),
 // in double. Thread-safe. REQUIRES: plan is PlanSolve(op).
 absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
-                                     const CpuExecution& exec);
+                                     const CpuExecution& exec,
+                                     double rcond_factor = kDefaultSingularRcondFactor);
 
 }  // namespace linalgd
 

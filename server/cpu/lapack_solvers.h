@@ -1,6 +1,8 @@
 #ifndef LINALGD_SERVER_CPU_LAPACK_SOLVERS_H_
 #define LINALGD_SERVER_CPU_LAPACK_SOLVERS_H_
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,12 @@ struct DenseSystem {
   const T* a = nullptr;
   const T* b = nullptr;
   std::string name;  // how messages name a: "a", or "a[3]" in a batch
+  // LU and Cholesky: rcond below rcond_factor * n * eps is numerically
+  // singular (condition.h).
+  double rcond_factor = 1.0;
+  // SolveLstsq's cutoff, relative to the largest singular value; negative:
+  // eps * max(m, n).
+  double lstsq_rcond = -1;
 };
 
 // What one method made of one system.
@@ -29,13 +37,27 @@ struct MethodResult {
   // not positive definite, rank-deficient); says what failed, with numbers.
   std::string failure;
   std::vector<T> x;  // n x nrhs, row-major, when ok()
+  // LU, Cholesky: the reciprocal 1-norm condition estimate (gecon, pocon),
+  // also when it made the method fail; lstsq: s_min / s_max. NaN: none.
+  double rcond = std::numeric_limits<double>::quiet_NaN();
+  // The failure is numerical singularity (rcond below threshold): the chain
+  // goes straight to lstsq.
+  bool singular = false;
+  // SolveLstsq: gelsd's rank and singular values, and per column of b the
+  // squared norm of its residual when rank == n < m (else empty).
+  int64_t rank = 0;
+  std::vector<double> singular_values;
+  std::vector<double> residuals;
 
   bool ok() const { return status.ok() && failure.empty(); }
 };
 
-// LU with partial pivoting (getrf, getrs). Fails on an exactly zero pivot
-// U[i,i] (0-based) or a reciprocal 1-norm condition number (gecon) below
-// machine epsilon. REQUIRES: m == n.
+// LU with partial pivoting (getrf, getrs) of a^T (the row-major buffer read
+// column-major, as the GPU backend and the cached factors do, so that both
+// name the same pivot). Fails on an exactly zero pivot, named 0-based
+// ("lu: U[4,4] is exactly zero in a"), or when the reciprocal 1-norm
+// condition estimate (gecon) is below the threshold (singular set).
+// REQUIRES: m == n.
 template <typename T>
 MethodResult<T> SolveLu(const DenseSystem<T>& s);
 
@@ -45,7 +67,8 @@ template <typename T>
 bool IsSymmetric(const DenseSystem<T>& s, std::string* why);
 
 // Cholesky (potrf on the lower triangle, potrs). Fails when a is not
-// symmetric (IsSymmetric) or a leading minor is not positive definite.
+// symmetric (IsSymmetric), a leading minor is not positive definite, or its
+// pocon estimate is below the threshold (singular set).
 // REQUIRES: m == n.
 template <typename T>
 MethodResult<T> SolveCholesky(const DenseSystem<T>& s);
@@ -56,8 +79,8 @@ MethodResult<T> SolveCholesky(const DenseSystem<T>& s);
 template <typename T>
 MethodResult<T> SolveQr(const DenseSystem<T>& s);
 
-// Minimum-norm least squares by SVD (gelsd, rcond = eps * max(m, n)) for a
-// of any rank. Fails only when the SVD does not converge (status INTERNAL).
+// Minimum-norm least squares by SVD (gelsd, cutoff s.lstsq_rcond) for a of
+// any rank. Fails only when the SVD does not converge (status INTERNAL).
 template <typename T>
 MethodResult<T> SolveLstsq(const DenseSystem<T>& s);
 

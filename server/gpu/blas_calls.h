@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 #include "server/gpu/handle_pool.h"
 
 namespace linalgd::gpu {

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/condition.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
+#include "server/gpu/factor_rcond.h"
 #include "server/gpu/kernels.h"
 
 namespace linalgd::gpu {
@@ -57,6 +59,24 @@ absl::StatusOr<SolveFailure> CheckRank(GpuContext& ctx, DType t, const void* r, 
   return f;
 }
 
+// Per column j of b: ||b_j - a x_j||^2, a row-major m x n, xc column-major
+// n x k, bc column-major m x k (overwritten by a x - b). Synchronizes.
+absl::StatusOr<std::vector<double>> ColumnResiduals(GpuContext& ctx, DType t, int64_t m,
+                                                    int64_t n, int64_t k, const void* a_rm,
+                                                    const void* xc, void* bc) {
+  // The row-major a is the column-major a^T (n x m, ld n).
+  LINALGD_RETURN_IF_ERROR(Gemm(ctx.hs, t, CUBLAS_OP_T, CUBLAS_OP_N, m, k, n, a_rm, n, xc, n, bc,
+                               m, 1.0, -1.0));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer sq, ctx.Alloc(k * sizeof(double)));
+  LINALGD_GPU_CHECK(cudaMemsetAsync(sq.data(), 0, sq.bytes(), ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(AddSquaredNorms(t, bc, m, m, k, sq.as<double>(), ctx.hs.stream));
+  std::vector<double> host(k);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(host.data(), sq.data(), k * sizeof(double),
+                                    cudaMemcpyDeviceToHost, ctx.hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+  return host;
+}
+
 SolveFailure InfoFailure(SolveFailure::Kind kind, int64_t index) {
   SolveFailure f;
   f.kind = kind;
@@ -93,19 +113,13 @@ double MachineEps(DType t) {
                           : std::numeric_limits<float>::epsilon();
 }
 
-SolveFailure CheckLuPivots(const double* diag, int64_t n, double eps) {
-  double lo = INFINITY, hi = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = std::fabs(diag[i]);
-    if (v == 0) return InfoFailure(SolveFailure::Kind::kZeroPivot, i);
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
+SolveFailure CheckCondition(DType t, int64_t n, double rcond_factor, double rcond) {
   SolveFailure f;
-  if (n > 0 && !(lo / hi >= eps)) {
-    f.kind = SolveFailure::Kind::kPivotRatio;
-    f.value = lo / hi;
-    f.reference = eps;
+  const double threshold = SingularThreshold(rcond_factor, n, t);
+  if (!(rcond >= threshold)) {
+    f.kind = SolveFailure::Kind::kIllConditioned;
+    f.value = rcond;
+    f.reference = threshold;
   }
   return f;
 }
@@ -132,7 +146,8 @@ absl::StatusOr<int> ReadDeviceInt(HandleSet& hs, const int* d_value) {
 // The row-major buffer of a symmetric a is a itself in column-major order;
 // the lower triangle (column-major) is factored.
 absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
-                                      const void* a_rm, const void* b_rm, void* x_rm) {
+                                           const void* a_rm, const void* b_rm, void* x_rm,
+                                           ConditionCheck* cond) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   const cudaDataType_t ct = CudaType(t);
@@ -150,6 +165,10 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXpotrf"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotPositiveDefinite, failed);
+  LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(),
+                                                    nullptr, cond->anorm));
+  const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
+  if (!conditioned.ok()) return conditioned;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
   LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k,
@@ -161,7 +180,8 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
 // The row-major buffer of a is a^T in column-major order: getrf factors a^T
 // and getrs with CUBLAS_OP_T solves (a^T)^T x = b.
 absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
-                                const void* a_rm, const void* b_rm, void* x_rm) {
+                                     const void* a_rm, const void* b_rm, void* x_rm,
+                                     ConditionCheck* cond) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   const cudaDataType_t ct = CudaType(t);
@@ -178,10 +198,14 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
                                      ipiv.as<int64_t>(), ct, work.device.data(), dev_bytes,
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXgetrf"));
-  if (failed > 0) return InfoFailure(SolveFailure::Kind::kZeroPivot, failed - 1);
-  LINALGD_ASSIGN_OR_RETURN(std::vector<double> diag, ReadDiagonals(ctx, t, w.data(), n, n, 0, 1));
-  const SolveFailure pivots = CheckLuPivots(diag.data(), n, MachineEps(t));
-  if (!pivots.ok()) return pivots;
+  if (failed > 0) {
+    cond->rcond = 0;
+    return InfoFailure(SolveFailure::Kind::kZeroPivot, failed - 1);
+  }
+  LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kLu, n, w.data(),
+                                                    ipiv.as<int64_t>(), cond->anorm));
+  const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
+  if (!conditioned.ok()) return conditioned;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
   LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct,
@@ -247,7 +271,8 @@ absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_
 // g = a (tall, m >= n) or a^T (wide) is p x q, p >= q, as gesvd needs:
 // g = U S V^T. Tall: x = V S^+ U^T b. Wide: a = V S U^T, x = U S^+ V^T b.
 absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                 const void* a_rm, const void* b_rm, void* x_rm, int64_t* rank) {
+                                      const void* a_rm, const void* b_rm, void* x_rm,
+                                      double rcond, SvdOutputs* out) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   const cudaDataType_t ct = CudaType(t);
@@ -287,7 +312,7 @@ absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64
   }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer inv, ctx.Alloc(q * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d_rank, ctx.Alloc(sizeof(int)));
-  const double rcond = static_cast<double>(p) * MachineEps(t);
+  if (rcond < 0) rcond = static_cast<double>(p) * MachineEps(t);
   LINALGD_RETURN_IF_ERROR(PseudoInverseValues(t, s.data(), q, rcond, inv.data(),
                                               d_rank.as<int>(), hs.stream));
   LINALGD_RETURN_IF_ERROR(ScaleRows(t, tq.data(), q, k, q, inv.data(), hs.stream));
@@ -301,7 +326,13 @@ absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64
   }
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   LINALGD_ASSIGN_OR_RETURN(int r, ReadDeviceInt(hs, d_rank.as<int>()));
-  *rank = r;
+  out->rank = r;
+  LINALGD_ASSIGN_OR_RETURN(out->singular_values, ReadDiagonals(ctx, t, s.data(), q, 0, 0, 1));
+  out->residuals.clear();
+  if (r == n && m > n) {
+    LINALGD_ASSIGN_OR_RETURN(out->residuals,
+                             ColumnResiduals(ctx, t, m, n, k, a_rm, xc.data(), bc.data()));
+  }
   return SolveFailure();
 }
 

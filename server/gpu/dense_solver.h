@@ -11,10 +11,11 @@
 // (ok() when x_rm holds the solution); the fallback chain acts on it.
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 #include "server/gpu/gpu_context.h"
 
 namespace linalgd::gpu {
@@ -24,8 +25,8 @@ struct SolveFailure {
     kNone,
     kNotSymmetric,         // value: max |a[i,j] - a[j,i]| > reference (100 eps ||a||_1)
     kNotPositiveDefinite,  // index: the leading minor (1-based)
-    kZeroPivot,            // index: i of the exactly zero U[i,i]
-    kPivotRatio,           // value: min|U[i,i]| / max|U[i,i]| < reference (eps)
+    kZeroPivot,            // index: i (0-based) of the exactly zero U[i,i]
+    kIllConditioned,       // value: rcond < reference (the singular threshold)
     kRankDeficient,        // index: i of the first |R[i,i]| <= reference; value |R[i,i]|
     kNotConverged,         // index: superdiagonals that did not converge (SVD)
   };
@@ -35,10 +36,19 @@ struct SolveFailure {
   bool ok() const { return kind == Kind::kNone; }
 };
 
-// The LU checks on the diagonal of U (n values): exactly zero pivot, then a
-// pivot ratio below eps (a cheap stand-in for LAPACK's gecon).
-SolveFailure CheckLuPivots(const double* diag, int64_t n, double eps);
 double MachineEps(DType t);
+
+// The condition check of LuSolve and CholeskySolve (server/backend/
+// condition.h): in, ||a||_1 and --singular-rcond-factor; out, the estimate
+// (FactorRcond) once the factorization succeeded, NaN before.
+struct ConditionCheck {
+  double anorm = 0;
+  double rcond_factor = 1.0;
+  double rcond = std::numeric_limits<double>::quiet_NaN();
+};
+
+// kIllConditioned when rcond is below rcond_factor * n * eps(t) (or NaN).
+SolveFailure CheckCondition(DType t, int64_t n, double rcond_factor, double rcond);
 
 // The diagonals of `batch` matrices (n x n within leading dim ld, `stride`
 // elements apart) copied to the host; synchronizes the stream.
@@ -46,21 +56,35 @@ absl::StatusOr<std::vector<double>> ReadDiagonals(GpuContext& ctx, DType t, cons
                                                   int64_t n, int64_t ld, int64_t stride,
                                                   int64_t batch);
 
-// REQUIRES: m == n.
+// REQUIRES: m == n. Both estimate rcond from their factors into cond->rcond
+// and fail with kIllConditioned below the threshold. LU factors a^T (the
+// row-major buffer read column-major), as the CPU backend does, so that
+// both name the same zero pivot.
 absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
-                                      const void* a_rm, const void* b_rm, void* x_rm);
+                                           const void* a_rm, const void* b_rm, void* x_rm,
+                                           ConditionCheck* cond);
 absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
-                                const void* a_rm, const void* b_rm, void* x_rm);
+                                     const void* a_rm, const void* b_rm, void* x_rm,
+                                     ConditionCheck* cond);
 
 // Least squares (m >= n) or the minimum-norm solution (m < n) through QR
 // (geqrf, ormqr, trsm). Fails when |R[i,i]| <= max(m,n) * eps * max|R|.
 absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
                                 const void* a_rm, const void* b_rm, void* x_rm);
 
+// What SvdSolve reports besides x (numpy.linalg.lstsq's outputs).
+struct SvdOutputs {
+  int64_t rank = 0;
+  std::vector<double> singular_values;  // min(m, n), descending
+  // Per column of b: ||b - a x||^2, when rank == n < m; else empty.
+  std::vector<double> residuals;
+};
+
 // Minimum-norm least squares through the SVD (gesvd), singular values below
-// max(m,n) * eps * s_max dropped; *rank gets the numerical rank.
+// rcond * s_max dropped (rcond < 0: max(m,n) * eps, numpy's default).
 absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                 const void* a_rm, const void* b_rm, void* x_rm, int64_t* rank);
+                                      const void* a_rm, const void* b_rm, void* x_rm,
+                                      double rcond, SvdOutputs* out);
 
 // F64 LU solve with mixed-precision iterative refinement (cusolverDnIRSXgesv,
 // TF32 factorization, classical refinement, fp64 fallback). *iterations:

@@ -8,21 +8,19 @@
 #include "absl/strings/str_join.h"
 
 namespace linalgd::gpu {
-namespace {
 
-std::string SkipReason(const GpuOptions& options, const cudaDeviceProp& p, int index) {
+std::string DeviceSkipReason(const GpuOptions& options, int major, int minor, int index) {
   const auto& wanted = options.devices;
   if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), index) == wanted.end()) {
     return absl::StrCat("not in --devices (", absl::StrJoin(wanted, ","), ")");
   }
-  if (p.major < options.min_cc_major) {
-    return absl::StrCat("compute capability ", p.major, ".", p.minor, " is below ",
-                        options.min_cc_major, ".0");
+  if (major * 10 + minor < options.min_compute_capability) {
+    return absl::StrCat("compute capability ", major, ".", minor, " is below ",
+                        options.min_compute_capability / 10, ".",
+                        options.min_compute_capability % 10, ", the oldest CUDA 13 supports");
   }
   return "";
 }
-
-}  // namespace
 
 DeviceScan ScanDevices(const GpuOptions& options) {
   DeviceScan scan;
@@ -54,7 +52,7 @@ DeviceScan ScanDevices(const GpuOptions& options) {
     info.cc_minor = p.minor;
     info.total_memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
     info.budget_bytes = static_cast<int64_t>(options.memory_fraction * p.totalGlobalMem);
-    info.status = SkipReason(options, p, i);
+    info.status = DeviceSkipReason(options, p.major, p.minor, i);
     info.healthy = info.status.empty();
     if (info.healthy) {
       info.status = "ok";

@@ -22,6 +22,10 @@ struct DeviceScan {
 // cudaGetDeviceCount (no driver: error 35) gives no devices and says why.
 DeviceScan ScanDevices(const GpuOptions& options);
 
+// Why device `index` of compute capability major.minor is not used (not in
+// --devices, or older than options.min_compute_capability); empty if it is.
+std::string DeviceSkipReason(const GpuOptions& options, int major, int minor, int index);
+
 }  // namespace linalgd::gpu
 
 #endif  // LINALGD_SERVER_GPU_DEVICE_REGISTRY_H_

@@ -1,6 +1,7 @@
 #include "server/gpu/gpu_backend.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/empty_work.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
@@ -91,16 +92,21 @@ absl::Status GpuBackend::FinishJob(HandleSet& hs, absl::Status status) {
                                              reason));
 }
 
+// Ops with a zero dimension never reach a CUDA library (empty_work.h); the
+// scheduler sends them to the CPU, so these answer only direct callers.
 absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
+  if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
   return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
 }
 
 absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
+  if (IsEmptyWork(plan)) return EmptySolve(op, plan);
   return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolve(ctx, op, plan); });
 }
 
 absl::StatusOr<SparseSolveResult> GpuBackend::SparseSolve(const SparseSolveOp& op,
                                                           const SparseSolvePlan& plan) {
+  if (IsEmptyWork(plan)) return EmptySparseSolve(op, plan);
   return RunJob<SparseSolveResult>(
       [&](GpuContext& ctx) { return RunSparseSolve(ctx, op, plan); });
 }

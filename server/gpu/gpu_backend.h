@@ -61,6 +61,9 @@ class GpuBackend : public Backend {
   // ordinary memory. REQUIRES: set before the backend serves.
   void set_host_allocator(HostAllocator alloc) { host_alloc_ = std::move(alloc); }
   MemoryBudget* memory_budget() const { return budget_.load(); }
+  // --singular-rcond-factor (server/backend/condition.h), passed to every
+  // job's GpuContext. REQUIRES: set before the backend serves.
+  void set_singular_rcond_factor(double factor) { rcond_factor_ = factor; }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,
   // errors classified (and the device fenced on a sticky one).
@@ -89,6 +92,7 @@ class GpuBackend : public Backend {
   std::unique_ptr<HandlePool> handles_;
   std::atomic<MemoryBudget*> budget_{nullptr};
   HostAllocator host_alloc_;
+  double rcond_factor_ = 1.0;
   mutable absl::Mutex mu_;
   std::string fence_reason_ ABSL_GUARDED_BY(mu_);  // empty: healthy
 };
@@ -97,7 +101,7 @@ template <typename T, typename F>
 absl::StatusOr<T> GpuBackend::RunJob(F&& body) {
   LINALGD_RETURN_IF_ERROR(BeginJob());
   HandlePool::Lease lease = handles_->Acquire();
-  GpuContext ctx{*lease, *memory_, *pinned_, cache_};
+  GpuContext ctx{*lease, *memory_, *pinned_, cache_, rcond_factor_};
   absl::StatusOr<T> result = body(ctx);
   if (result.ok()) return result;
   return FinishJob(*lease, result.status());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/backend/batch_stack.h"
+#include "server/backend/empty_work.h"
 #include "server/common/host_allocator.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
@@ -137,6 +138,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
 
 absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops,
                                      const MatmulPlan& plan, std::vector<Tensor>* outs) {
+  if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);  // one by one
   if (CanGatherOnDevice(ops)) return MatmulBatchOnDevice(ops, plan, outs);
   auto stacked = StackMatmuls(ops, host_alloc_);
   if (absl::IsUnimplemented(stacked.status())) return Backend::MatmulBatch(ops, plan, outs);
@@ -148,6 +150,7 @@ absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops,
 
 absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                                     std::vector<SolveResult>* outs) {
+  if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);  // one by one
   LINALGD_ASSIGN_OR_RETURN(auto stacked, StackSolves(ops, host_alloc_));
   LINALGD_ASSIGN_OR_RETURN(SolveResult r, Solve(stacked->op, stacked->plan));
   if (!r.fallback.empty()) {
@@ -156,12 +159,13 @@ absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const 
   }
   std::vector<Tensor> xs = Unstack(AdoptIfAt(std::move(r.x), stacked->x_memory), ops.size());
   outs->clear();
-  for (Tensor& x : xs) {
+  for (size_t j = 0; j < xs.size(); ++j) {
     SolveResult one;
-    one.x = std::move(x);
+    one.x = std::move(xs[j]);
     one.method_used = r.method_used;
     one.residual = r.residual;  // the batch's max: an upper bound for each
     one.refine_iterations = r.refine_iterations;
+    UnstackMemberOutputs(r, j, xs.size(), &one);
     outs->push_back(std::move(one));
   }
   return absl::OkStatus();

@@ -15,6 +15,9 @@ struct GpuContext {
   DeviceMemory& mem;
   PinnedPool& pinned;
   LtAlgoCache& cache;
+  // Dense solves and factors: rcond below this * n * eps is numerically
+  // singular (server/backend/condition.h).
+  double singular_rcond_factor = 1.0;
 
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return mem.Allocate(bytes, hs.stream); }
 };

@@ -49,6 +49,7 @@ CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices
       spdlog::error("gpu:{} ({}) not used: {}", info.index, info.name, info.status);
       continue;
     }
+    (*backend)->set_singular_rcond_factor(options.singular_rcond_factor);
     spdlog::info("gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets) in service",
                  info.index, info.name, info.cc_major, info.cc_minor,
                  info.total_memory_bytes >> 20, info.budget_bytes >> 20, sets);

@@ -7,18 +7,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/condition.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/device_tensor.h"
+#include "server/gpu/factor_rcond.h"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/transfer.h"
 
 namespace linalgd::gpu {
 namespace {
-
-constexpr int kMaxEstimatorIterations = 5;
 
 int64_t RoundUp256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
@@ -40,17 +40,10 @@ struct Work {
 };
 
 absl::StatusOr<MatrixStats> Stats(GpuContext& ctx, DType t, const void* a, int64_t n) {
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc((1 + n) * sizeof(double)));
-  LINALGD_GPU_CHECK(cudaMemsetAsync(d.data(), 0, d.bytes(), ctx.hs.stream));
-  LINALGD_RETURN_IF_ERROR(
-      SymmetryStats(t, a, n, 1, d.as<double>(), d.as<double>() + 1, ctx.hs.stream));
-  std::vector<double> host(1 + n);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(host.data(), d.data(), host.size() * sizeof(double),
-                                    cudaMemcpyDeviceToHost, ctx.hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+  LINALGD_ASSIGN_OR_RETURN(MatrixNorms norms, SymmetryAndNorms(ctx, t, a, n, 1));
   MatrixStats s;
-  s.asym = host[0];
-  s.anorm = n > 0 ? *std::max_element(host.begin() + 1, host.end()) : 0.0;
+  s.asym = norms.asym[0];
+  s.anorm = norms.norm1[0];
   s.sym_tol = 100 * MachineEps(t) * s.anorm;
   return s;
 }
@@ -83,81 +76,8 @@ absl::Status SolveInPlace(HandleSet& hs, DType t, SolveMethod method, int64_t n,
   return absl::OkStatus();
 }
 
-// Host doubles <-> a device vector of dtype t (synchronous).
-absl::Status VectorToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void* dst) {
-  std::vector<float> f;
-  const void* src = v.data();
-  size_t bytes = v.size() * sizeof(double);
-  if (t == DType::kF32) {
-    f.assign(v.begin(), v.end());
-    src = f.data();
-    bytes = f.size() * sizeof(float);
-  }
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<double>> VectorToHost(HandleSet& hs, DType t, const void* src,
-                                                 int64_t n) {
-  std::vector<double> v(n);
-  std::vector<float> f(t == DType::kF32 ? n : 0);
-  void* dst = t == DType::kF32 ? static_cast<void*>(f.data()) : static_cast<void*>(v.data());
-  LINALGD_GPU_CHECK(
-      cudaMemcpyAsync(dst, src, n * DTypeSize(t), cudaMemcpyDeviceToHost, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
-  if (t == DType::kF32) std::copy(f.begin(), f.end(), v.begin());
-  return v;
-}
-
-// y = a^-1 x (or a^-T x) for one host vector, through the factors in `w`.
-absl::StatusOr<std::vector<double>> SolveVector(Work& w, SolveMethod method,
-                                                const std::vector<double>& x, bool transposed,
-                                                void* scratch) {
-  LINALGD_RETURN_IF_ERROR(VectorToDevice(w.ctx.hs, w.t, x, scratch));
-  LINALGD_RETURN_IF_ERROR(SolveInPlace(w.ctx.hs, w.t, method, w.n, 1, w.w.data(),
-                                       w.ipiv.as<int64_t>(), scratch, transposed,
-                                       w.info.as<int>()));
-  return VectorToHost(w.ctx.hs, w.t, scratch, w.n);
-}
-
-// Hager's estimate of ||a^-1||_1 (Higham, ACM TOMS 14, 1988, algorithm 2.1).
-absl::StatusOr<double> InverseNorm1(Work& w, SolveMethod method) {
-  const int64_t n = w.n;
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, w.ctx.Alloc(n * DTypeSize(w.t)));
-  std::vector<double> x(n, 1.0 / static_cast<double>(n)), sign(n);
-  double estimate = 0;
-  for (int iter = 0; iter < kMaxEstimatorIterations; ++iter) {
-    LINALGD_ASSIGN_OR_RETURN(std::vector<double> y,
-                             SolveVector(w, method, x, false, scratch.data()));
-    double norm = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      norm += std::fabs(y[i]);
-      sign[i] = y[i] < 0 ? -1.0 : 1.0;
-    }
-    if (!std::isfinite(norm)) return std::numeric_limits<double>::infinity();
-    if (iter > 0 && norm <= estimate) break;
-    estimate = norm;
-    LINALGD_ASSIGN_OR_RETURN(std::vector<double> z,
-                             SolveVector(w, method, sign, true, scratch.data()));
-    int64_t j = 0;
-    double ztx = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      ztx += z[i] * x[i];
-      if (std::fabs(z[i]) > std::fabs(z[j])) j = i;
-    }
-    if (std::fabs(z[j]) <= ztx) break;
-    std::fill(x.begin(), x.end(), 0.0);
-    x[j] = 1.0;
-  }
-  LINALGD_RETURN_IF_ERROR(ReadInfo(w.ctx.hs, w.info, "getrs/potrs").status());
-  return estimate;
-}
-
 absl::StatusOr<double> Rcond(Work& w, SolveMethod method, double anorm) {
-  LINALGD_ASSIGN_OR_RETURN(double inv_norm, InverseNorm1(w, method));
-  if (!(anorm > 0) || !(inv_norm > 0) || !std::isfinite(inv_norm)) return 0.0;
-  return 1.0 / (anorm * inv_norm);
+  return FactorRcond(w.ctx, w.t, method, w.n, w.w.data(), w.ipiv.as<int64_t>(), anorm);
 }
 
 // Empty: w holds the Cholesky factor. Else why Cholesky does not apply.
@@ -207,6 +127,7 @@ absl::StatusOr<std::string> TryLu(Work& w) {
 
 std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond,
                                          Backend* owner, MemoryBudget::Reservation r) {
+  const double threshold = SingularThreshold(w.ctx.singular_rcond_factor, w.n, w.t);
   FactorInfo info;
   info.method = method;
   info.dtype = w.t;
@@ -214,6 +135,7 @@ std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rco
   info.bytes = w.w.bytes() + w.ipiv.bytes();
   info.placement = owner->name();
   info.rcond = rcond;
+  info.rcond_threshold = threshold;
   return std::make_shared<GpuFactor>(std::move(info), owner, w.ctx.mem.device(), std::move(w.w),
                                      std::move(w.ipiv), std::move(r));
 }
@@ -223,17 +145,13 @@ absl::StatusOr<MemoryBudget::Reservation> ReserveFor(MemoryBudget* budget, int64
   return budget->TryReserve(bytes);
 }
 
-// The LU attempt on the a in w.w; FAILED_PRECONDITION when a is singular.
+// The LU attempt on the a in w.w; FAILED_PRECONDITION on an exactly zero pivot.
 absl::StatusOr<std::shared_ptr<const Factor>> FactorLu(Work& w, const MatrixStats& s,
                                                        Backend* owner,
                                                        MemoryBudget::Reservation& r) {
   LINALGD_ASSIGN_OR_RETURN(std::string failure, TryLu(w));
   if (!failure.empty()) return absl::FailedPreconditionError(failure);
   LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kLu, s.anorm));
-  if (rcond < MachineEps(w.t)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "lu: a is numerically singular (rcond ", rcond, " below machine epsilon)"));
-  }
   return MakeFactor(w, SolveMethod::kLu, rcond, owner, std::move(r));
 }
 
@@ -291,8 +209,9 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
     LINALGD_ASSIGN_OR_RETURN(std::string failure, TryCholesky(w, s));
     if (failure.empty()) {
       LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kCholesky, s.anorm));
-      result.factor = MakeFactor(w, SolveMethod::kCholesky, rcond, owner, std::move(r));
-      return result;
+      return KeepFactorWithVerdict(MakeFactor(w, SolveMethod::kCholesky, rcond, owner,
+                                              std::move(r)),
+                                   op.allow_fallback, "");
     }
     if (op.method == SolveMethod::kCholesky && !op.allow_fallback) {
       return absl::FailedPreconditionError(failure);
@@ -301,8 +220,8 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
     // potrf overwrote w: a again.
     LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, op.a.data, bytes, w.w.data()));
   }
-  LINALGD_ASSIGN_OR_RETURN(result.factor, FactorLu(w, s, owner, r));
-  return result;
+  LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<const Factor> factor, FactorLu(w, s, owner, r));
+  return KeepFactorWithVerdict(std::move(factor), op.allow_fallback, result.fallback);
 }
 
 absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b) {
@@ -324,6 +243,7 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
   SolveResult r;
   r.method_used = f.method;
   r.residual = -1;  // a is not kept
+  r.rcond = f.rcond;
   const int64_t n = f.n, k = b.cols();
   if (b.num_elements() == 0) {
     r.x = Tensor(b.dtype, b.shape);

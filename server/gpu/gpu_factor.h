@@ -4,17 +4,18 @@
 // Cached factorizations on one device (factor.h), with the CPU backend's
 // semantics and messages (server/cpu/cpu_factor.h): kAuto is Cholesky when
 // a is symmetric positive definite, else LU; kCholesky on a non-SPD a falls
-// back to LU when allowed, else FAILED_PRECONDITION; a singular a (an exactly
-// zero pivot, or rcond below machine epsilon) is FAILED_PRECONDITION.
+// back to LU when allowed, else FAILED_PRECONDITION; an exactly zero pivot
+// is FAILED_PRECONDITION; an rcond below ctx.singular_rcond_factor * n * eps
+// is FAILED_PRECONDITION without allow_fallback, else the factor is kept
+// and the result's fallback says so (server/backend/condition.h).
 //
 // Layout: the row-major a is the column-major a^T, so LU factors a^T
 // (cusolverDnXgetrf) and solves use getrs with CUBLAS_OP_T; Cholesky factors
 // the lower triangle (cusolverDnXpotrf) of the symmetric a. The pivots stay
 // on the device (int64, 1-based, as the 64-bit API writes them).
 //
-// rcond: 1 / (||a||_1 * est), est Hager's estimate of ||a^-1||_1 (at most
-// five iterations, each two one-column solves with the factor), the
-// estimator behind LAPACK's gecon / pocon.
+// rcond: FactorRcond (factor_rcond.h), the estimator behind LAPACK's gecon /
+// pocon, shared with the dense solves.
 
 #include <cstdint>
 

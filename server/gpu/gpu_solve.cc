@@ -1,9 +1,12 @@
 // Solve on one device, with the CPU backend's semantics (server/cpu/
 // cpu_solve.h): AUTO is Cholesky for a square symmetric a, LU for another
-// square a, QR otherwise; fallbacks cholesky -> lu -> lstsq and qr -> lstsq;
-// the same failure messages; the residual computed on the device.
+// square a, QR otherwise; fallbacks cholesky -> lu -> lstsq and qr -> lstsq,
+// a numerically singular a (rcond from FactorRcond below the threshold)
+// straight to lstsq; the same failure messages; the residual computed on the
+// device.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,12 +14,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/backend/condition.h"
 #include "server/backend/solve_chain.h"
 #include "server/gpu/batched_solver.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/device_tensor.h"
+#include "server/gpu/factor_rcond.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
 
@@ -29,7 +34,16 @@ constexpr size_t kMaxMessages = 4;
 struct ElementOutcome {
   SolveMethod used = SolveMethod::kAuto;
   std::vector<std::string> failures;
+  double rcond = std::numeric_limits<double>::quiet_NaN();  // smallest met; NaN: none
+  SvdOutputs svd;  // when solved by lstsq
 };
+
+// The smaller of two estimates, NaN standing for none.
+double MinRcond(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return std::min(a, b);
+}
 
 // One Solve job. Device operands are laid out per batch element:
 // a_ [batch, m, n], b_ [batch, m, k], x_ [batch, n, k], row-major.
@@ -50,6 +64,9 @@ class SolveJob {
   absl::Status ComputeSymmetry();
   SolveMethod Initial(int64_t i) const;
   absl::StatusOr<SolveFailure> RunMethod(SolveMethod m, int64_t i);
+  // LU or Cholesky with the condition check; the estimate noted.
+  absl::StatusOr<SolveFailure> RunFactored(SolveMethod m, int64_t i);
+  absl::StatusOr<SolveFailure> RunSvd(int64_t i);
   absl::StatusOr<SolveMethod> AfterFailure(int64_t i, SolveMethod m, const SolveFailure& f);
   absl::Status Chain(int64_t i, SolveMethod m);
   absl::Status RunBatched();
@@ -64,30 +81,31 @@ class SolveJob {
   const DType t_;
   const size_t es_;
   DeviceBuffer a_, b_, x_;
+  ConditionCheck Condition(int64_t i) const;
+  void NoteRcond(int64_t i, double rcond) { out_[i].rcond = MinRcond(out_[i].rcond, rcond); }
+  LstsqOutputs GatherLstsq() const;
+
   std::vector<ElementOutcome> out_;
-  std::vector<double> asym_, sym_tol_;  // per element, once computed
+  std::vector<double> asym_, sym_tol_, anorm_;  // per element, once computed
   int refine_iterations_ = 0;
 };
 
 absl::Status SolveJob::ComputeSymmetry() {
   if (!asym_.empty() || !square()) return absl::OkStatus();
-  const int64_t n = plan_.n, batch = plan_.batch;
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx_.Alloc((batch + batch * n) * sizeof(double)));
-  LINALGD_GPU_CHECK(cudaMemsetAsync(d.data(), 0, d.bytes(), ctx_.hs.stream));
-  double* asym = d.as<double>();
-  LINALGD_RETURN_IF_ERROR(SymmetryStats(t_, a_.data(), n, batch, asym, asym + batch,
-                                        ctx_.hs.stream));
-  std::vector<double> host(batch + batch * n);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(host.data(), asym, host.size() * sizeof(double),
-                                    cudaMemcpyDeviceToHost, ctx_.hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx_.hs.stream));
-  asym_.assign(host.begin(), host.begin() + batch);
-  sym_tol_.resize(batch);
-  for (int64_t i = 0; i < batch; ++i) {
-    const double* cs = host.data() + batch + i * n;
-    sym_tol_[i] = 100 * MachineEps(t_) * (n > 0 ? *std::max_element(cs, cs + n) : 0.0);
-  }
+  LINALGD_ASSIGN_OR_RETURN(MatrixNorms norms,
+                           SymmetryAndNorms(ctx_, t_, a_.data(), plan_.n, plan_.batch));
+  asym_ = std::move(norms.asym);
+  anorm_ = std::move(norms.norm1);
+  sym_tol_.resize(plan_.batch);
+  for (int64_t i = 0; i < plan_.batch; ++i) sym_tol_[i] = 100 * MachineEps(t_) * anorm_[i];
   return absl::OkStatus();
+}
+
+ConditionCheck SolveJob::Condition(int64_t i) const {
+  ConditionCheck c;
+  c.anorm = anorm_.empty() ? 0.0 : anorm_[i];
+  c.rcond_factor = ctx_.singular_rcond_factor;
+  return c;
 }
 
 SolveMethod SolveJob::Initial(int64_t i) const {
@@ -109,7 +127,7 @@ absl::StatusOr<SolveFailure> SolveJob::RunMethod(SolveMethod m, int64_t i) {
         f.reference = sym_tol_[i];
         return f;
       }
-      return CholeskySolve(ctx_, t_, n, k, a_at(i), b_at(i), x_at(i));
+      return RunFactored(m, i);
     }
     case SolveMethod::kLu:
       if (refine()) {
@@ -120,14 +138,32 @@ absl::StatusOr<SolveFailure> SolveJob::RunMethod(SolveMethod m, int64_t i) {
         }
         return f;
       }
-      return LuSolve(ctx_, t_, n, k, a_at(i), b_at(i), x_at(i));
+      return RunFactored(m, i);
     case SolveMethod::kQr:
       return QrSolve(ctx_, t_, mm, n, k, a_at(i), b_at(i), x_at(i));
-    default: {
-      int64_t rank = 0;
-      return SvdSolve(ctx_, t_, mm, n, k, a_at(i), b_at(i), x_at(i), &rank);
-    }
+    default:
+      return RunSvd(i);
   }
+}
+
+absl::StatusOr<SolveFailure> SolveJob::RunFactored(SolveMethod m, int64_t i) {
+  LINALGD_RETURN_IF_ERROR(ComputeSymmetry());
+  ConditionCheck c = Condition(i);
+  const int64_t n = plan_.n, k = plan_.k;
+  auto f = m == SolveMethod::kCholesky
+               ? CholeskySolve(ctx_, t_, n, k, a_at(i), b_at(i), x_at(i), &c)
+               : LuSolve(ctx_, t_, n, k, a_at(i), b_at(i), x_at(i), &c);
+  NoteRcond(i, c.rcond);
+  return f;
+}
+
+absl::StatusOr<SolveFailure> SolveJob::RunSvd(int64_t i) {
+  SvdOutputs& svd = out_[i].svd;
+  auto f = SvdSolve(ctx_, t_, plan_.m, plan_.n, plan_.k, a_at(i), b_at(i), x_at(i),
+                    op_.lstsq_rcond.value_or(-1.0), &svd);
+  const std::vector<double>& sv = svd.singular_values;
+  if (f.ok() && f->ok() && !sv.empty()) NoteRcond(i, sv[0] > 0 ? sv.back() / sv[0] : 0.0);
+  return f;
 }
 
 std::string SolveJob::NameOfA(int64_t i) const {
@@ -147,9 +183,8 @@ std::string SolveJob::Describe(SolveMethod m, const SolveFailure& f, int64_t i) 
                           " is not positive definite");
     case K::kZeroPivot:
       return absl::StrCat("lu: U[", f.index, ",", f.index, "] is exactly zero in ", a);
-    case K::kPivotRatio:
-      return absl::StrCat("lu: pivot ratio min|U[i,i]|/max|U[i,i]| = ", f.value, " of ", a,
-                          " is below machine epsilon ", f.reference);
+    case K::kIllConditioned:
+      return NumericallySingularMessage(SolveMethodName(m), a, f.value, f.reference);
     case K::kRankDeficient: {
       const char* r = plan_.m >= plan_.n ? "R" : "L";
       return absl::StrCat("qr: |", r, "[", f.index, ",", f.index, "]| = ", f.value, " of ", a,
@@ -170,8 +205,12 @@ absl::StatusOr<SolveMethod> SolveJob::AfterFailure(int64_t i, SolveMethod m,
   if (f.kind == SolveFailure::Kind::kNotConverged) return absl::InternalError(why);
   ElementOutcome& out = out_[i];
   out.failures.push_back(why);
-  const std::optional<SolveMethod> next = NextSolveMethod(m);
-  const bool auto_step = op_.method == SolveMethod::kAuto && m == SolveMethod::kCholesky;
+  // Numerically singular: another factorization would be no better.
+  const bool singular = f.kind == SolveFailure::Kind::kIllConditioned;
+  const std::optional<SolveMethod> next =
+      singular ? std::optional<SolveMethod>(SolveMethod::kLstsq) : NextSolveMethod(m);
+  const bool auto_step =
+      op_.method == SolveMethod::kAuto && m == SolveMethod::kCholesky && !singular;
   if (!next || !(op_.allow_fallback || auto_step)) {
     return absl::FailedPreconditionError(absl::StrCat(
         absl::StrJoin(out.failures, "; "), "; no fallback taken (allow_fallback is false)"));
@@ -207,10 +246,13 @@ absl::Status SolveJob::RunBatched() {
     }
     chol[i] = method[i] == SolveMethod::kCholesky;
   }
+  std::vector<ConditionCheck> cond(batch);
+  for (int64_t i = 0; i < batch; ++i) cond[i] = Condition(i);
   LINALGD_ASSIGN_OR_RETURN(std::vector<SolveFailure> fails,
                            BatchedSmallSolve(ctx_, t_, plan_.n, plan_.k, batch, a_.data(),
-                                             b_.data(), x_.data(), chol));
+                                             b_.data(), x_.data(), chol, cond));
   for (int64_t i = 0; i < batch; ++i) {
+    NoteRcond(i, cond[i].rcond);
     if (fails[i].ok()) {
       out_[i].used = method[i];
       continue;
@@ -264,6 +306,21 @@ absl::StatusOr<double> SolveJob::Residual() {
   return worst;
 }
 
+LstsqOutputs SolveJob::GatherLstsq() const {
+  LstsqOutputs l;
+  bool all_residuals = true;
+  for (const ElementOutcome& o : out_) all_residuals = all_residuals && !o.svd.residuals.empty();
+  for (const ElementOutcome& o : out_) {
+    l.rank.push_back(o.svd.rank);
+    l.singular_values.insert(l.singular_values.end(), o.svd.singular_values.begin(),
+                             o.svd.singular_values.end());
+    if (all_residuals) {
+      l.residuals.insert(l.residuals.end(), o.svd.residuals.begin(), o.svd.residuals.end());
+    }
+  }
+  return l;
+}
+
 SolveResult SolveJob::Combine() const {
   SolveResult result;
   std::vector<std::string> messages;
@@ -271,6 +328,8 @@ SolveResult SolveJob::Combine() const {
   size_t fell_back = 0;
   for (const ElementOutcome& o : out_) {
     if (SolveChainRank(o.used) > SolveChainRank(result.method_used)) result.method_used = o.used;
+    result.member_rcond.push_back(o.rcond);
+    if (!std::isnan(o.rcond)) result.rcond = MinRcond(result.rcond.value_or(o.rcond), o.rcond);
     if (o.failures.empty()) continue;
     std::string msg = absl::StrCat(absl::StrJoin(o.failures, "; "), "; used ",
                                    SolveMethodName(o.used));
@@ -282,6 +341,7 @@ SolveResult SolveJob::Combine() const {
   }
   result.fallback = absl::StrJoin(messages, "; ");
   result.refine_iterations = refine_iterations_;
+  if (op_.method == SolveMethod::kLstsq) result.lstsq = GatherLstsq();
   return result;
 }
 
@@ -296,10 +356,8 @@ absl::StatusOr<SolveResult> SolveJob::Run() {
   LINALGD_ASSIGN_OR_RETURN(b_, UploadBatched(ctx_, op_.b, plan_.b_offsets, plan_.m * plan_.k));
   LINALGD_ASSIGN_OR_RETURN(x_, ctx_.Alloc(batch * plan_.n * plan_.k * es_));
   out_.assign(batch, ElementOutcome());
-  const bool needs_symmetry = square() && !refine() &&
-                              (op_.method == SolveMethod::kAuto ||
-                               op_.method == SolveMethod::kCholesky);
-  if (needs_symmetry) LINALGD_RETURN_IF_ERROR(ComputeSymmetry());
+  // Symmetry (AUTO, CHOLESKY) and ||a||_1 (every condition estimate).
+  if (!refine()) LINALGD_RETURN_IF_ERROR(ComputeSymmetry());
   const bool batched = square() && plan_.n <= kBatchedMaxN && batch >= 2 && !refine() &&
                        (op_.method == SolveMethod::kAuto || op_.method == SolveMethod::kLu ||
                         op_.method == SolveMethod::kCholesky);

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 
 namespace linalgd::gpu {
 

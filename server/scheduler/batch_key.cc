@@ -10,7 +10,7 @@ namespace {
 auto Tie(const BatchKey& k) {
   return std::tie(k.kind, k.dtype, k.out_dtype, k.a_shape, k.b_shape, k.c_shape, k.bias_shape,
                   k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite, k.alpha, k.beta,
-                  k.epilogue, k.compute, k.method, k.allow_fallback, k.refine);
+                  k.epilogue, k.compute, k.method, k.allow_fallback, k.refine, k.lstsq_rcond);
 }
 
 BatchKey MatmulKey(const MatmulOp& op) {
@@ -43,6 +43,7 @@ BatchKey SolveKey(const SolveOp& op) {
   k.method = op.method;
   k.allow_fallback = op.allow_fallback;
   k.refine = op.refine;
+  k.lstsq_rcond = op.lstsq_rcond.value_or(-1.0);
   return k;
 }
 
@@ -66,7 +67,7 @@ std::optional<BatchKey> BatchKeyOf(const Job& job) {
                         k.bias_shape, k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite,
                         k.alpha, k.beta,
                         static_cast<int>(k.epilogue), static_cast<int>(k.compute),
-                        static_cast<int>(k.method), k.allow_fallback, k.refine);
+                        static_cast<int>(k.method), k.allow_fallback, k.refine, k.lstsq_rcond);
   return k;
 }
 

@@ -23,6 +23,7 @@ struct BatchKey {
   ComputeMode compute = ComputeMode::kDefault;
   SolveMethod method = SolveMethod::kAuto;
   bool allow_fallback = false, refine = false;
+  double lstsq_rcond = -1;  // SolveOp::lstsq_rcond; -1: unset
   size_t hash = 0;
 
   bool operator==(const BatchKey& o) const;

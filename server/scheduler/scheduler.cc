@@ -5,6 +5,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "server/backend/empty_work.h"
 #include "server/common/logging.h"
 #include "spdlog/spdlog.h"
 
@@ -37,6 +38,14 @@ std::vector<GpuLane> WithoutBudgets(const std::vector<Backend*>& gpus) {
 }
 
 int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+// A matmul or solve with a zero dimension: the CPU backend answers it without
+// any library call (empty_work.h); it never takes a GPU lane's memory.
+bool HasEmptyOp(const Job& job) {
+  if (const MatmulPlan* plan = job.matmul_plan()) return IsEmptyWork(*plan);
+  if (const SolvePlan* plan = job.solve_plan()) return IsEmptyWork(*plan);
+  return false;
+}
 
 }  // namespace
 
@@ -146,7 +155,8 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   item.job = std::move(job);
   item.enqueued = now;
   item.expires = std::min(item.job->spec().deadline, now + options_.op_timeout);
-  Lane& lane = Route(item.job->spec(), now, &item.fallback_reason);
+  Lane& lane = HasEmptyOp(*item.job) ? *lanes_[0]
+                                     : Route(item.job->spec(), now, &item.fallback_reason);
   auto refused = lane.queue->Push(std::move(item));
   if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;

@@ -63,7 +63,8 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 
 // Routes jobs to backends and runs them on worker threads: one queue and
 // worker pool (a lane) per backend.
-// - Routing: largest dim below cpu_threshold -> CPU; otherwise the GPU lane
+// - Routing: a matmul or solve with a zero dimension (empty_work.h) and a
+//   largest dim below cpu_threshold -> CPU; otherwise the GPU lane
 //   with the least predicted wait, unless that GPU would finish past the
 //   deadline and the CPU sooner.
 // - Batching: compatible small jobs are grouped into one backend call

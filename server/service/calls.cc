@@ -1,37 +1,36 @@
 #include "server/service/calls.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <type_traits>
 
-#include "absl/synchronization/mutex.h"
-#include "server/common/logging.h"
-#include "spdlog/spdlog.h"
-#include "server/service/call_reactor.h"
-#include "server/service/pinned_messages.h"
+#include "absl/strings/str_cat.h"
 #include "server/service/factor_calls.h"
+#include "server/service/pinned_messages.h"
 #include "server/service/requests.h"
-#include "server/service/status_map.h"
+#include "server/service/rpc_job.h"
 
 namespace linalgd {
 namespace {
-
 
 std::string ShapesOf(const TensorView& a, const TensorView& b) {
   return ShapeString(a.shape) + "x" + ShapeString(b.shape);
 }
 
-// The job of one unary call. Holds views into the request (owned by gRPC
-// until the call finishes, which happens in Finish).
+// The job of a Matmul or Solve call. Holds views into the request (owned
+// by gRPC until the call finishes, in Finish).
 template <typename Request, typename Response, typename Prepared, typename Result>
-class CallJob : public Job {
+class CallJob : public RpcJob {
  public:
-  CallJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-          CallReactor* reactor, Response* response, Prepared prepared)
-      : Job(spec), metrics_(env.metrics), context_(context), reactor_(reactor),
-        response_(response), prepared_(std::move(prepared)), sources_(env.sources) {
+  CallJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env, Response* response,
+          Prepared prepared)
+      : RpcJob(spec, std::move(rpc), reactor), response_(response),
+        prepared_(std::move(prepared)), sources_(env.sources) {
     prepared_.op.stop = stop_token();
+    const InputLeases& l = prepared_.leases;
+    this->rpc().NoteReceived(PayloadBytes(prepared_) - l.resident_bytes - l.shm_bytes,
+                             l.shm_bytes);
+    this->rpc().NoteFlops(Flops(prepared_));
   }
 
   // The scheduler runs the op itself (batched, split, timed); Run() below is
@@ -46,7 +45,7 @@ class CallJob : public Job {
     return CheckInputsFinite(prepared_);
   }
   // The request's messages (PinnedMessageAllocator): valid after OnDone.
-  std::shared_ptr<void> PinInputs() override { return PinMessages(context_); }
+  std::shared_ptr<void> PinInputs() override { return PinMessages(context()); }
   void SetMatmulResult(Tensor out) override {
     if constexpr (kMatmul) result_ = std::move(out);
   }
@@ -76,47 +75,15 @@ class CallJob : public Job {
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& result_status, const ExecutionInfo& info) override {
-    int64_t sent = 0;
-    const absl::Status status = result_status.ok() ? Fill(info, &sent) : result_status;
-    Record(status, info, sent);
-    if (!spdlog::should_log(spdlog::level::debug)) {
-      reactor_->Finish(ToGrpcStatus(status, context_));
-      return;
-    }
-    spdlog::debug("{} {} {} -> {} on {} queue {} us run {} us{}", OpKindName(spec().kind),
-                 ShapesOf(prepared_.op.a, prepared_.op.b),
-                 std::string(DTypeName(prepared_.op.a.dtype)), status.ok() ? "OK" : status.ToString(),
-                 info.backend, info.queue_ns / 1000, info.run_ns / 1000,
-                 info.fallback_reason.empty() ? "" : " fallback: " + info.fallback_reason);
-    reactor_->Finish(ToGrpcStatus(status, context_));
-  }
-
  private:
   absl::StatusOr<Result> Compute(Backend& backend);
-  // Fills the response (or stores the result: keep_result, out_shm); *sent
-  // gets the payload bytes in the response.
-  absl::Status Fill(const ExecutionInfo& info, int64_t* sent);
-
-  void Record(const absl::Status& status, const ExecutionInfo& info, int64_t sent) const {
-    if (!metrics_) return;
-    const absl::string_view op = OpKindName(spec().kind);
-    const std::string backend = info.backend.empty() ? std::string(kNoBackendLabel) : info.backend;
-    metrics_->RecordRequest(op, status.code(), backend,
-                            absl::ToDoubleSeconds(absl::Now() - received_));
-    const InputLeases& l = prepared_.leases;
-    metrics_->AddBytesReceived(kTransportGrpc,
-                               PayloadBytes(prepared_) - l.resident_bytes - l.shm_bytes);
-    if (l.shm_bytes > 0) metrics_->AddBytesReceived(kTransportShm, l.shm_bytes);
-    if (!status.ok()) return;
-    metrics_->AddBytesSent(kTransportGrpc, sent);
-    metrics_->AddFlops(op, backend, Flops(prepared_));
+  // Fills the response (or stores the result: keep_result, out_shm).
+  absl::Status Deliver(ExecutionInfo& info) override;
+  std::string Describe() const override {
+    return absl::StrCat(ShapesOf(prepared_.op.a, prepared_.op.b), " ",
+                        DTypeName(prepared_.op.a.dtype));
   }
 
-  LinalgdMetrics* const metrics_;
-  const absl::Time received_ = absl::Now();
-  grpc::CallbackServerContext* const context_;
-  CallReactor* const reactor_;
   Response* const response_;
   Prepared prepared_;
   Result result_;
@@ -133,9 +100,11 @@ absl::StatusOr<Tensor> MatmulJob::Compute(Backend& backend) {
 }
 
 template <>
-absl::Status MatmulJob::Fill(const ExecutionInfo& info, int64_t* sent) {
+absl::Status MatmulJob::Deliver(ExecutionInfo& info) {
+  int64_t sent = 0;
   absl::Status s = DeliverTensor(std::move(result_), prepared_.output, sources_,
-                                 response_->mutable_out(), sent);
+                                 response_->mutable_out(), &sent);
+  rpc().NoteSent(sent);
   InfoToProto(info, response_->mutable_info());
   return s;
 }
@@ -146,42 +115,27 @@ absl::StatusOr<SolveResult> SolveJob::Compute(Backend& backend) {
 }
 
 template <>
-absl::Status SolveJob::Fill(const ExecutionInfo& info, int64_t* sent) {
+absl::Status SolveJob::Deliver(ExecutionInfo& info) {
+  int64_t sent = 0;
   absl::Status s = DeliverTensor(std::move(result_.x), prepared_.output, sources_,
-                                 response_->mutable_x(), sent);
+                                 response_->mutable_x(), &sent);
+  rpc().NoteSent(sent);
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);
   response_->set_residual(result_.residual);
+  SolveNumericsToProto(result_, response_);
   InfoToProto(info, response_->mutable_info());
   return s;
 }
 
-template <typename JobT, typename Prepared, typename Response>
-grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
-                                  grpc::CallbackServerContext* context, Response* response,
-                                  absl::StatusOr<Prepared> prepared, absl::Time received) {
-  auto* reactor = new CallReactor();
-  if (!prepared.ok()) {
-    spdlog::debug("{} rejected: {}", OpKindName(kind), prepared.status().ToString());
-    if (env.metrics) {
-      env.metrics->RecordRequest(OpKindName(kind), prepared.status().code(), kNoBackendLabel,
-                                 absl::ToDoubleSeconds(absl::Now() - received));
-    }
-    reactor->Finish(ToGrpcStatus(prepared.status(), context));
-    return reactor;
-  }
+template <typename Prepared>
+JobSpec SpecOf(OpKind kind, const Prepared& p) {
   JobSpec spec;
   spec.kind = kind;
-  spec.largest_dim = LargestDim(*prepared);
-  spec.flops = Flops(*prepared);
-  spec.device_bytes = DeviceBytes(*prepared);
-  spec.priority = ClampPriority(priority, env);
-  spec.deadline = CallDeadline(context);
-  auto job = std::make_unique<JobT>(spec, env, context, reactor, response,
-                                    std::move(*prepared));
-  reactor->set_cancel_token(job->cancel_token());
-  env.scheduler->Submit(std::move(job));
-  return reactor;
+  spec.largest_dim = LargestDim(p);
+  spec.flops = Flops(p);
+  spec.device_bytes = DeviceBytes(p);
+  return spec;
 }
 
 }  // namespace
@@ -189,24 +143,20 @@ grpc::ServerUnaryReactor* Enqueue(const CallEnv& env, OpKind kind, int priority,
 grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::MatmulRequest* request,
                                       v1::MatmulResponse* response) {
-  const absl::Time received = absl::Now();
-  return Enqueue<MatmulJob>(env, OpKind::kMatmul, request->priority(), context, response,
-                            Admitted(env, *request, "Matmul", [&] {
-                              return PrepareMatmul(*request, env.limits, env.sources);
-                            }),
-                            received);
+  return SubmitRpc<MatmulJob>(
+      env, "Matmul", context, *request, response,
+      [&] { return PrepareMatmul(*request, env.limits, env.sources); },
+      [](const PreparedMatmul& p) { return SpecOf(OpKind::kMatmul, p); });
 }
 
 grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                      const v1::SolveRequest* request,
                                      v1::SolveResponse* response) {
-  const absl::Time received = absl::Now();
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
-  return Enqueue<SolveJob>(env, OpKind::kSolve, request->priority(), context, response,
-                           Admitted(env, *request, "Solve", [&] {
-                             return PrepareSolve(*request, env.limits, env.sources);
-                           }),
-                           received);
+  return SubmitRpc<SolveJob>(
+      env, "Solve", context, *request, response,
+      [&] { return PrepareSolve(*request, env.limits, env.sources); },
+      [](const PreparedSolve& p) { return SpecOf(OpKind::kSolve, p); });
 }
 
 }  // namespace linalgd

@@ -1,5 +1,6 @@
 #include "server/service/convert.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -60,18 +61,22 @@ absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view fie
     return ShapeError(field, t, absl::StrCat("has rank ", t.shape_size(), "; at least ",
                                              min_rank, " dimensions are required"));
   }
-  int64_t elements = 1;
+  // A zero dimension makes an empty tensor (as in numpy). The product of
+  // the other dimensions is bounded too, so that no product of this
+  // tensor's dimensions (a matrix size, a batch count) can overflow later.
+  int64_t nonzero = 1;
   for (int i = 0; i < t.shape_size(); ++i) {
     const int64_t d = t.shape(i);
-    if (d <= 0) {
+    if (d < 0) {
       return ShapeError(field, t, absl::StrCat("has dimension ", i, " = ", d,
-                                               "; every dimension must be > 0"));
+                                               "; dimensions must be >= 0"));
     }
-    if (elements > limits.max_elements / d) {
+    if (d > 0 && nonzero > limits.max_elements / d) {
       return ShapeError(field, t, absl::StrCat("has more than ", limits.max_elements,
-                                               " elements, the per-tensor limit"));
+                                               " elements, the per-tensor limit (zero "
+                                               "dimensions aside)"));
     }
-    elements *= d;
+    if (d > 0) nonzero *= d;
   }
   view.shape.assign(t.shape().begin(), t.shape().end());
   return view;
@@ -139,6 +144,25 @@ v1::SolveMethod SolveMethodToProto(SolveMethod method) {
     case SolveMethod::kLstsq: return v1::SOLVE_METHOD_LSTSQ;
   }
   return v1::SOLVE_METHOD_AUTO;
+}
+
+absl::StatusOr<std::optional<double>> LstsqRcondFromProto(const v1::SolveRequest& r) {
+  if (!r.has_rcond()) return std::nullopt;
+  if (!std::isfinite(r.rcond()) || r.rcond() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rcond: ", r.rcond(), "; must be finite and >= 0 (unset: eps * max(M, N))"));
+  }
+  return r.rcond();
+}
+
+void SolveNumericsToProto(const SolveResult& r, v1::SolveResponse* out) {
+  if (r.rcond) out->set_rcond(*r.rcond);
+  if (!r.lstsq) return;
+  v1::LstsqOutputs* l = out->mutable_lstsq();
+  l->mutable_residuals()->Assign(r.lstsq->residuals.begin(), r.lstsq->residuals.end());
+  l->mutable_rank()->Assign(r.lstsq->rank.begin(), r.lstsq->rank.end());
+  l->mutable_singular_values()->Assign(r.lstsq->singular_values.begin(),
+                                       r.lstsq->singular_values.end());
 }
 
 void MoveToProto(Tensor t, v1::Tensor* out) {

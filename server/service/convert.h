@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_SERVICE_CONVERT_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -43,6 +44,11 @@ absl::StatusOr<Epilogue> EpilogueFromProto(int value);
 absl::StatusOr<ComputeMode> ComputeModeFromProto(int value);
 absl::StatusOr<SolveMethod> SolveMethodFromProto(int value);
 v1::SolveMethod SolveMethodToProto(SolveMethod method);
+
+// SolveRequest.rcond: unset, or a finite value >= 0 (else INVALID_ARGUMENT).
+absl::StatusOr<std::optional<double>> LstsqRcondFromProto(const v1::SolveRequest& r);
+// SolveResult's rcond and lstsq outputs into the response (when set).
+void SolveNumericsToProto(const SolveResult& r, v1::SolveResponse* out);
 
 // Moves `t`'s bytes into `out`.
 void MoveToProto(Tensor t, v1::Tensor* out);

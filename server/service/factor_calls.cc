@@ -1,31 +1,18 @@
 #include "server/service/factor_calls.h"
 
-#include <chrono>
 #include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/condition.h"
 #include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
-#include "server/service/call_reactor.h"
-#include "server/service/status_map.h"
+#include "server/service/rpc_job.h"
 #include "server/service/store_calls.h"
 #include "server/service/tensor_sources.h"
 
 namespace linalgd {
 namespace {
-
-
-JobSpec SpecFor(grpc::CallbackServerContext* context, int64_t largest_dim, int priority,
-                double flops) {
-  JobSpec spec;
-  spec.kind = OpKind::kSolve;
-  spec.largest_dim = largest_dim;
-  spec.priority = priority;
-  spec.flops = flops;
-  spec.deadline = CallDeadline(context);
-  return spec;
-}
 
 struct PreparedFactorize {
   FactorizeOp op;
@@ -45,6 +32,11 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
     return absl::InvalidArgumentError(
         absl::StrCat("a.shape: ", ShapeString(a.shape), " is not one square matrix [n, n]"));
   }
+  if (a.rows() == 0) {
+    return absl::InvalidArgumentError(
+        "a.shape: [0, 0]; a factorization needs n >= 1 (Solve answers an empty system "
+        "without one)");
+  }
   if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
     return absl::InvalidArgumentError(
         absl::StrCat("a.dtype: ", DTypeName(a.dtype), "; factorizations take f32 or f64"));
@@ -59,11 +51,11 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
   return p;
 }
 
-class FactorizeJob : public Job {
+class FactorizeJob : public RpcJob {
  public:
-  FactorizeJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-               CallReactor* reactor, v1::FactorizeResponse* response, PreparedFactorize p)
-      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+  FactorizeJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
+               v1::FactorizeResponse* response, PreparedFactorize p)
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
         p_(std::move(p)) {}
 
   absl::Status Run(Backend& backend) override {
@@ -73,13 +65,9 @@ class FactorizeJob : public Job {
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    absl::Status s = status.ok() ? Store(info) : status;
-    reactor_->Finish(ToGrpcStatus(s, context_));
-  }
-
  private:
-  absl::Status Store(const ExecutionInfo& info) {
+  // Stores the factor (counted against --store-bytes) and describes it.
+  absl::Status Deliver(ExecutionInfo& info) override {
     const FactorInfo& f = result_.factor->info();
     LINALGD_ASSIGN_OR_RETURN(StoreReservation r, env_.sources.store->Reserve(f.bytes));
     LINALGD_ASSIGN_OR_RETURN(std::string id,
@@ -95,10 +83,11 @@ class FactorizeJob : public Job {
     InfoToProto(info, response_->mutable_info());
     return absl::OkStatus();
   }
+  std::string Describe() const override {
+    return absl::StrCat(ShapeString(p_.op.a.shape), " ", DTypeName(p_.op.a.dtype));
+  }
 
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
-  CallReactor* const reactor_;
   v1::FactorizeResponse* const response_;
   PreparedFactorize p_;
   FactorizeResult result_;
@@ -110,6 +99,7 @@ struct PreparedFactorSolve {
   InputLeases leases;
   OutputSpec output;
   bool check_finite = true;
+  std::string condition_note;  // FactorConditionVerdict's text, for fallback
 };
 
 absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r,
@@ -128,6 +118,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   p.factor = std::move(*factor);
   LINALGD_ASSIGN_OR_RETURN(p.b, ResolveTensor(r.b(), "b", env.limits, env.sources, p.leases));
   const FactorInfo& f = p.factor->info();
+  LINALGD_ASSIGN_OR_RETURN(p.condition_note, FactorConditionVerdict(f, !r.no_fallback()));
   if (p.b.dtype != f.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(p.b.dtype),
                                                    " but the factor is ", DTypeName(f.dtype)));
@@ -145,64 +136,59 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   return p;
 }
 
-class FactorSolveJob : public Job {
+class FactorSolveJob : public RpcJob {
  public:
-  FactorSolveJob(JobSpec spec, const CallEnv& env, grpc::CallbackServerContext* context,
-                 CallReactor* reactor, v1::SolveResponse* response, PreparedFactorSolve p)
-      : Job(spec), env_(env), context_(context), reactor_(reactor), response_(response),
+  FactorSolveJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
+                 v1::SolveResponse* response, PreparedFactorSolve p)
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
         p_(std::move(p)) {}
 
   absl::Status Run(Backend& /*lane*/) override {
     if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.b, "b"));
     p_.check_finite = false;
+    if (p_.b.num_elements() == 0) {  // k = 0 or an empty batch: no library call
+      result_ = SolveResult{};
+      result_.x = Tensor(p_.b.dtype, p_.b.shape);
+      return absl::OkStatus();
+    }
     Backend* owner = p_.factor->owner();
     if (owner == nullptr) return absl::InternalError("factor without a backend");
     LINALGD_ASSIGN_OR_RETURN(result_, owner->SolveWithFactor(*p_.factor, p_.b));
     return absl::OkStatus();
   }
 
-  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
-    absl::Status s = status;
+ private:
+  absl::Status Deliver(ExecutionInfo& info) override {
     int64_t sent = 0;
-    if (s.ok()) {
-      s = DeliverTensor(std::move(result_.x), p_.output, env_.sources, response_->mutable_x(),
-                        &sent);
-    }
-    if (s.ok()) {
-      response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
-      response_->set_residual(result_.residual);
-      ExecutionInfo where = info;
-      where.backend = p_.factor->info().placement;  // the factor's backend did the work
-      InfoToProto(where, response_->mutable_info());
-    }
-    if (env_.metrics && s.ok()) env_.metrics->AddBytesSent(kTransportGrpc, sent);
-    reactor_->Finish(ToGrpcStatus(s, context_));
+    LINALGD_RETURN_IF_ERROR(DeliverTensor(std::move(result_.x), p_.output, env_.sources,
+                                          response_->mutable_x(), &sent));
+    rpc().NoteSent(sent);
+    response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
+    response_->set_residual(result_.residual);
+    response_->set_fallback(p_.condition_note);
+    result_.rcond = p_.factor->info().rcond;
+    SolveNumericsToProto(result_, response_);
+    info.backend = p_.factor->info().placement;  // the factor's backend did the work
+    InfoToProto(info, response_->mutable_info());
+    return absl::OkStatus();
+  }
+  std::string Describe() const override {
+    return absl::StrCat("factor ", p_.factor->info().n, " b ", ShapeString(p_.b.shape), " ",
+                        DTypeName(p_.b.dtype));
   }
 
- private:
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
-  CallReactor* const reactor_;
   v1::SolveResponse* const response_;
   PreparedFactorSolve p_;
   SolveResult result_;
 };
 
-template <typename JobT, typename Prepared, typename Response>
-grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext* context,
-                                 Response* response, absl::StatusOr<Prepared> prepared,
-                                 int64_t largest_dim, int priority, double flops) {
-  auto* reactor = new CallReactor();
-  if (!prepared.ok()) {
-    reactor->Finish(ToGrpcStatus(prepared.status(), context));
-    return reactor;
-  }
-  const int clamped = ClampPriority(priority, env);
-  auto job = std::make_unique<JobT>(SpecFor(context, largest_dim, clamped, flops), env, context,
-                                    reactor, response, std::move(*prepared));
-  reactor->set_cancel_token(job->cancel_token());
-  env.scheduler->Submit(std::move(job));
-  return reactor;
+JobSpec SolveSpec(int64_t largest_dim, double flops) {
+  JobSpec spec;
+  spec.kind = OpKind::kSolve;
+  spec.largest_dim = largest_dim;
+  spec.flops = flops;
+  return spec;
 }
 
 }  // namespace
@@ -210,30 +196,30 @@ grpc::ServerUnaryReactor* Submit(const CallEnv& env, grpc::CallbackServerContext
 grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServerContext* context,
                                          const v1::FactorizeRequest* request,
                                          v1::FactorizeResponse* response) {
-  auto p = Admitted(env, *request, "Factorize", [&] { return PrepareFactorize(*request, env); });
-  const int64_t n = p.ok() ? p->op.a.rows() : 0;
-  const double flops = 2.0 / 3.0 * n * n * n;
   // Routed like a solve of a (n >= --cpu-threshold: a GPU lane when there is
   // one); a retryable GPU failure reruns on the CPU.
-  return Submit<FactorizeJob>(env, context, response, std::move(p), /*largest_dim=*/n,
-                              request->priority(), flops);
+  return SubmitRpc<FactorizeJob>(
+      env, "Factorize", context, *request, response,
+      [&] { return PrepareFactorize(*request, env); },
+      [](const PreparedFactorize& p) {
+        const int64_t n = p.op.a.rows();
+        return SolveSpec(n, 2.0 / 3.0 * n * n * n);
+      });
 }
 
 grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
                                            grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response) {
-  auto p = Admitted(env, *request, "Solve", [&] { return PrepareFactorSolve(*request, env); });
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
-  int64_t route = 0;
-  double flops = 0;
-  if (p.ok()) {
-    const FactorInfo& f = p->factor->info();
-    route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
-    flops = 2.0 * f.n * f.n * (p->b.num_elements() / f.n);
-  }
-  return Submit<FactorSolveJob>(env, context, response, std::move(p), route,
-                                request->priority(), flops);
+  return SubmitRpc<FactorSolveJob>(
+      env, "Solve", context, *request, response,
+      [&] { return PrepareFactorSolve(*request, env); },
+      [](const PreparedFactorSolve& p) {
+        const FactorInfo& f = p.factor->info();
+        const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
+        return SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n));
+      });
 }
 
 }  // namespace linalgd

@@ -7,8 +7,10 @@
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
 #include "server/service/pinned_messages.h"
+#include "server/service/rpc.h"
 #include "server/service/sparse_call.h"
 #include "server/service/factor_calls.h"
+#include "server/service/shm_calls.h"
 #include "server/service/store_calls.h"
 #include "server/service/upload_calls.h"
 
@@ -39,7 +41,7 @@ class LinalgService final : public v1::Linalg::CallbackService {
     return StartSolve(env_, context, request, response);
   }
 
-  // Resident tensors, factors and shared memory (store_calls.h, factor_calls.h).
+  // Resident tensors, factors and shared memory (store_calls.h, factor_calls.h, shm_calls.h).
   grpc::ServerReadReactor<v1::PutTensorRequest>* PutTensor(
       grpc::CallbackServerContext* context, v1::PutTensorResponse* response) override {
     return StartPutTensor(env_, context, response);
@@ -103,10 +105,10 @@ class LinalgService final : public v1::Linalg::CallbackService {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
                                           v1::GetServerInfoResponse* response) override {
-    server_info_(response);
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return HandleUnary(env_, "GetServerInfo", context, [&](Rpc&) {
+      server_info_(response);
+      return absl::OkStatus();
+    });
   }
 
  private:

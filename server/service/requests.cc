@@ -83,6 +83,7 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
                                                    r.out_shm(), "x", sources));
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   p.op.allow_fallback = !r.no_fallback();
+  LINALGD_ASSIGN_OR_RETURN(p.op.lstsq_rcond, LstsqRcondFromProto(r));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op, PlanLimitsOf(limits)));
   p.op.result_to = DirectDestination(
       p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b},

@@ -23,6 +23,7 @@
 #include "server/service/inflight_budget.h"
 #include "server/service/linalg_service.h"
 #include "server/store/resident_store.h"
+#include "server/store/shm_listener.h"
 #include "server/store/shm_registry.h"
 #include "spdlog/spdlog.h"
 
@@ -76,8 +77,9 @@ class ServerImpl : public Server {
  private:
   void ServerInfo(v1::GetServerInfoResponse* out) const;
   absl::Status StartGrpc();
-  // The resident store and (with --allow-shm) the shared-memory registry.
-  void InitStore(TensorSources& sources);
+  // The resident store and (with --allow-shm) the shared-memory registry
+  // and its Unix socket.
+  absl::Status InitStore(TensorSources& sources);
   absl::Status StartMetrics();
   // Publishes device health and budgets every second until shutdown.
   void MonitorDevices();
@@ -101,6 +103,7 @@ class ServerImpl : public Server {
   // Declared after the backends: GPU factors must go before their devices.
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ShmRegistry> shm_;
+  std::unique_ptr<ShmListener> shm_listener_;
   std::unique_ptr<LinalgService> service_;
   std::unique_ptr<grpc::Server> grpc_;
   int port_ = 0;
@@ -113,13 +116,15 @@ absl::Status ServerImpl::Init() {
   auto metrics = LinalgdMetrics::Create(registry_.get(), kVersion);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers});
+  cpu_ = CreateCpuBackend(
+      {options_.blas_threads, options_.cpu_workers, options_.singular_rcond_factor});
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
   gpu_options.devices = options_.devices;
   gpu_options.memory_fraction = options_.gpu_memory_fraction;
   gpu_options.handles_per_device = options_.handles_per_device;
   gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
+  gpu_options.singular_rcond_factor = options_.singular_rcond_factor;
   gpu_ = StartGpuEngine(gpu_options);
   if (gpu_->backends().empty()) {
     spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());
@@ -149,14 +154,14 @@ absl::Status ServerImpl::Init() {
   env.inflight = inflight_.get();
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
   env.idle_streams = idle_streams_.get();
-  InitStore(env.sources);
+  LINALGD_RETURN_IF_ERROR(InitStore(env.sources));
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());
   return StartGrpc();
 }
 
-void ServerImpl::InitStore(TensorSources& sources) {
+absl::Status ServerImpl::InitStore(TensorSources& sources) {
   StoreOptions so;
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
@@ -169,11 +174,15 @@ void ServerImpl::InitStore(TensorSources& sources) {
     metrics->SetResidentStore(bytes, objects);
   });
   sources.store = store_.get();
-  if (options_.allow_shm) {
-    shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory);
-    sources.shm = shm_.get();
-    spdlog::info("shared memory enabled (--allow-shm)");
-  }
+  if (!options_.allow_shm) return absl::OkStatus();
+  shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory,
+                                       options_.shm_limits);
+  LINALGD_ASSIGN_OR_RETURN(shm_listener_,
+                           ShmListener::Start({options_.shm_socket, options_.shm_max_connections},
+                                              shm_.get()));
+  sources.shm = shm_.get();
+  spdlog::info("shared memory enabled (--allow-shm): memfds through {}", shm_listener_->path());
+  return absl::OkStatus();
 }
 
 absl::Status ServerImpl::StartMetrics() {
@@ -296,6 +305,7 @@ void ServerImpl::Shutdown(absl::Duration grace) {
     }
     if (scheduler_) scheduler_->Shutdown();
     if (grpc_) grpc_->Wait();
+    if (shm_listener_) shm_listener_->Stop();
     if (monitor_.joinable()) {
       stop_monitor_.Notify();
       monitor_.join();
@@ -321,6 +331,7 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
     }
   }
   out->set_gpu_status(gpu_->status());
+  if (shm_listener_) out->set_shm_socket(shm_listener_->path());
   auto* limits = out->mutable_limits();
   limits->set_max_message_bytes(options_.max_message_bytes);
   limits->set_cpu_threshold(options_.cpu_threshold);

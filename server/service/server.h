@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/service/listen_security.h"
+#include "server/store/shm_registry.h"
 
 namespace linalgd {
 
@@ -33,6 +34,9 @@ struct ServerOptions {
   int max_abandoned_per_device = 4;
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
+  // Dense solves and factors: rcond below this * n * eps(dtype) is
+  // numerically singular (server/backend/condition.h).
+  double singular_rcond_factor = 1.0;
   absl::Duration op_timeout = absl::Seconds(10);
   double gpu_memory_fraction = 0.8;
   std::vector<int> devices;  // empty: all usable
@@ -67,8 +71,12 @@ struct ServerOptions {
   // live in page-locked host memory (cached, reused by size) up to this many
   // bytes, so they reach the device at DMA speed; 0: ordinary memory.
   int64_t pinned_host_bytes = int64_t{4} << 30;
-  // Same-host callers may register POSIX shared-memory regions.
+  // Same-host callers may hand over shared memory (sealed memfds) through a
+  // Unix socket at shm_socket (empty: a private directory under /tmp).
   bool allow_shm = false;
+  std::string shm_socket;
+  ShmLimits shm_limits;
+  int shm_max_connections = 1024;  // open on the socket at once
   // FOR TESTING: fault rules (server/backend/fault_injection.h); empty: none.
   std::string inject_faults;
 };

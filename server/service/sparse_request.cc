@@ -28,9 +28,9 @@ absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr&
     return absl::InvalidArgumentError(absl::StrCat(
         "a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype)));
   }
-  if (m.rows() <= 0 || m.cols() <= 0 || m.rows() >= (int64_t{1} << 31)) {
+  if (m.rows() < 0 || m.cols() < 0 || m.rows() >= (int64_t{1} << 31)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a: shape ", m.rows(), " x ", m.cols(), "; dimensions must be in [1, 2^31)"));
+        "a: shape ", m.rows(), " x ", m.cols(), "; dimensions must be in [0, 2^31)"));
   }
   raw.rows = m.rows();
   raw.cols = m.cols();

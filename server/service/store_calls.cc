@@ -8,19 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
-#include "server/service/status_map.h"
 #include "server/service/upload_calls.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
-
-grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
-                                      const absl::Status& s) {
-  auto* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(s, context));
-  return reactor;
-}
 
 absl::Status NeedStore(const CallEnv& env) {
   if (env.sources.store == nullptr) return absl::UnimplementedError("no tensor store");
@@ -45,10 +37,10 @@ absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTenso
   return view;
 }
 
-absl::Status DescribeStored(const CallEnv& env, const std::string& id,
+absl::Status DescribeStored(const CallEnv& env, Rpc& rpc, const std::string& id,
                             v1::PutTensorResponse* response) {
   LINALGD_ASSIGN_OR_RETURN(TensorLease lease, env.sources.store->GetTensor(id));
-  if (env.metrics) env.metrics->AddBytesReceived(kTransportGrpc, lease.meta.bytes);
+  rpc.NoteReceived(lease.meta.bytes);
   MetaToProto(lease.meta, response->mutable_tensor());
   response->mutable_tensor()->set_in_use(false);
   return absl::OkStatus();
@@ -63,7 +55,13 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
  public:
   PutTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    v1::PutTensorResponse* response)
-      : env_(env), context_(context), response_(response), idle_(env.idle_streams, context) {
+      : env_(env), rpc_(env, "PutTensor", context), response_(response),
+        idle_(env.idle_streams, context) {
+    absl::Status allowed = rpc_.Authorize();
+    if (!allowed.ok()) {
+      Finish(rpc_.End(allowed));
+      return;
+    }
     StartRead(&message_);
   }
 
@@ -72,7 +70,7 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
     absl::Status s = !ok ? Complete() : (header_seen_ ? OnChunk() : OnHeader());
     if (!ok || !s.ok()) {
       part_.reset();  // a failed part's range is free before the caller hears of it
-      Finish(ToGrpcStatus(s, context_));
+      Finish(rpc_.End(s));
       return;
     }
     StartRead(&message_);
@@ -85,7 +83,7 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   absl::Status Complete();
 
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
+  Rpc rpc_;
   v1::PutTensorResponse* const response_;
   IdleWatch idle_;
   v1::PutTensorRequest message_;
@@ -159,22 +157,24 @@ absl::Status PutTensorReactor::Complete() {
                                             " of the received bytes is ", crc_, ", the header says ",
                                             expected));
   }
+  if (total_ == 0) tensor_ = Tensor(shape_.dtype, shape_.shape);  // no chunk allocated it
   if (header_.has_crc32()) crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
   LINALGD_ASSIGN_OR_RETURN(
       std::string id, env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,
                                                     absl::Seconds(header_.ttl_seconds()),
                                                     std::move(reservation_)));
-  return DescribeStored(env_, id, response_);
+  return DescribeStored(env_, rpc_, id, response_);
 }
 
 class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> {
  public:
   GetTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    const v1::GetTensorRequest* request)
-      : env_(env), context_(context), idle_(env.idle_streams, context) {
-    absl::Status s = Start(*request);
+      : env_(env), rpc_(env, "GetTensor", context), idle_(env.idle_streams, context) {
+    absl::Status s = rpc_.Authorize();
+    if (s.ok()) s = Start(*request);
     if (!s.ok()) {
-      Finish(ToGrpcStatus(s, context_));
+      Finish(rpc_.End(s));
       return;
     }
     WriteNext();
@@ -183,12 +183,12 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   void OnWriteDone(bool ok) override {
     idle_.Touch();
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "GetTensor: the client went away"));
+      Finish(rpc_.End(absl::CancelledError("GetTensor: the client went away")));
       return;
     }
     if (sent_ >= end_) {
-      if (env_.metrics) env_.metrics->AddBytesSent(kTransportGrpc, end_ - begin_);
-      Finish(grpc::Status::OK);
+      rpc_.NoteSent(end_ - begin_);
+      Finish(rpc_.End(absl::OkStatus()));
       return;
     }
     WriteNext();
@@ -236,7 +236,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   }
 
   const CallEnv env_;
-  grpc::CallbackServerContext* const context_;
+  Rpc rpc_;
   IdleWatch idle_;
   TensorLease lease_;
   int64_t chunk_ = kDefaultChunkBytes;
@@ -274,55 +274,29 @@ grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
 
 grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::DeleteTensorRequest* request) {
-  absl::Status s = NeedStore(env);
-  if (s.ok()) s = env.sources.store->Delete(request->id(), ResidentKind::kTensor);
-  return FinishUnary(context, s);
+  return HandleUnary(env, "DeleteTensor", context, [&](Rpc&) {
+    LINALGD_RETURN_IF_ERROR(NeedStore(env));
+    return env.sources.store->Delete(request->id(), ResidentKind::kTensor);
+  });
 }
 
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request) {
-  absl::Status s = NeedStore(env);
-  if (s.ok()) s = env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor);
-  return FinishUnary(context, s);
+  return HandleUnary(env, "ReleaseFactor", context, [&](Rpc&) {
+    LINALGD_RETURN_IF_ERROR(NeedStore(env));
+    return env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor);
+  });
 }
 
 grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
                                       v1::ListTensorsResponse* response) {
-  absl::Status s = NeedStore(env);
-  if (s.ok()) {
+  return HandleUnary(env, "ListTensors", context, [&](Rpc&) {
+    LINALGD_RETURN_IF_ERROR(NeedStore(env));
     for (const ResidentMeta& m : env.sources.store->List()) MetaToProto(m, response->add_tensors());
     response->set_used_bytes(env.sources.store->used_bytes());
     response->set_capacity_bytes(env.sources.store->capacity_bytes());
-  }
-  return FinishUnary(context, s);
-}
-
-grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response) {
-  if (env.sources.shm == nullptr) {
-    return FinishUnary(context, absl::FailedPreconditionError(
-                             "shared memory is disabled (start linalgd with --allow-shm)"));
-  }
-  auto info = env.sources.shm->Register(request->name(), request->key(), request->size());
-  if (info.ok()) {
-    response->set_size(info->size);
-    response->set_pinned(info->pinned);
-    spdlog::info("shared-memory region '{}' ({}, {} bytes{}) registered", request->name(),
-                 request->key(), info->size, info->pinned ? ", pinned" : "");
-  }
-  return FinishUnary(context, info.status());
-}
-
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request) {
-  if (env.sources.shm == nullptr) {
-    return FinishUnary(context, absl::FailedPreconditionError(
-                             "shared memory is disabled (start linalgd with --allow-shm)"));
-  }
-  return FinishUnary(context, env.sources.shm->Unregister(request->name()));
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace linalgd

@@ -5,10 +5,11 @@
 
 #include "linalgd/v1/linalgd.pb.h"
 #include "server/service/calls.h"
+#include "server/service/rpc.h"
 
 namespace linalgd {
 
-// The resident-tensor and shared-memory RPCs. Store operations are short
+// The resident-tensor RPCs (shared memory: shm_calls.h). Store operations are short
 // (index updates, bounded by a lock); the streaming reactors copy one chunk
 // per callback, so no gRPC thread blocks on a whole tensor.
 
@@ -32,25 +33,16 @@ grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerCo
                                       v1::ListTensorsResponse* response);
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request);
-grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
-                                               grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest* request,
-                                               v1::RegisterSharedMemoryResponse* response);
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request);
 
 // Shared with upload_calls.cc.
-// Finishes a unary call with `s` (the default reactor).
-grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context, const absl::Status& s);
 // UNIMPLEMENTED when the server has no tensor store.
 absl::Status NeedStore(const CallEnv& env);
 // PutTensor's header checks (dtype, shape, placement, ttl_seconds,
 // total_bytes), also StartUpload's; the tensor's dtype and shape.
 absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTensorHeader& header);
-// After a tensor is stored (PutTensor, FinishUpload): counts its bytes as
-// received and describes it in `response`.
-absl::Status DescribeStored(const CallEnv& env, const std::string& id,
+// After a tensor is stored (PutTensor, FinishUpload): notes its bytes as
+// received on `rpc` and describes it in `response`.
+absl::Status DescribeStored(const CallEnv& env, Rpc& rpc, const std::string& id,
                             v1::PutTensorResponse* response);
 
 // A ResidentMeta as the API reports it.

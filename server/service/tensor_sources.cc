@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {
@@ -63,7 +63,7 @@ absl::StatusOr<TensorView> ResolveShm(const v1::Tensor& t, absl::string_view fie
                                                    DTypeName(view.dtype), ")"));
   }
   LINALGD_ASSIGN_OR_RETURN(
-      ShmRange range, sources.shm->Resolve(t.shm().region(), t.shm().offset(), expected,
+      ShmRange range, sources.shm->Resolve(t.shm().region(), t.shm().secret(), t.shm().offset(), expected,
                                            static_cast<int64_t>(DTypeSize(view.dtype)), field));
   view.data = range.data;
   leases.shm_bytes += expected;
@@ -104,8 +104,8 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has
     return absl::FailedPreconditionError(
         "out_shm: shared memory is disabled (start linalgd with --allow-shm)");
   }
-  LINALGD_ASSIGN_OR_RETURN(ShmRange range, sources.shm->Resolve(shm.region(), shm.offset(),
-                                                                shm.bytes(), 1, "out"));
+  LINALGD_ASSIGN_OR_RETURN(ShmRange range, sources.shm->Resolve(shm.region(), shm.secret(),
+                                                                shm.offset(), shm.bytes(), 1, "out"));
   spec.shm = std::move(range);
   spec.shm_region = shm.region();
   spec.shm_offset = shm.offset();
@@ -149,7 +149,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
                                                      ShapeString(result.shape()), " needs ",
                                                      bytes));
     }
-    if (result.data() != spec.shm->data) {  // else the backend wrote it there
+    if (bytes > 0 && result.data() != spec.shm->data) {  // else the backend wrote it there
       std::memcpy(spec.shm->data, result.data(), static_cast<size_t>(bytes));
     }
     v1::SharedMemoryRef* ref = out->mutable_shm();

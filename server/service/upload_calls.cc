@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 #include "server/service/store_calls.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {
@@ -37,11 +37,11 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
   return absl::OkStatus();
 }
 
-absl::Status DoFinishUpload(const CallEnv& env, absl::string_view upload_id,
+absl::Status DoFinishUpload(const CallEnv& env, Rpc& rpc, absl::string_view upload_id,
                             v1::PutTensorResponse* response) {
   LINALGD_RETURN_IF_ERROR(NeedStore(env));
   LINALGD_ASSIGN_OR_RETURN(std::string id, env.sources.store->FinishUpload(upload_id));
-  return DescribeStored(env, id, response);
+  return DescribeStored(env, rpc, id, response);
 }
 
 }  // namespace
@@ -49,20 +49,24 @@ absl::Status DoFinishUpload(const CallEnv& env, absl::string_view upload_id,
 grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::StartUploadRequest* request,
                                       v1::StartUploadResponse* response) {
-  return FinishUnary(context, DoStartUpload(env, request->header(), response));
+  return HandleUnary(env, "StartUpload", context,
+                     [&](Rpc&) { return DoStartUpload(env, request->header(), response); });
 }
 
 grpc::ServerUnaryReactor* FinishUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::FinishUploadRequest* request,
                                        v1::PutTensorResponse* response) {
-  return FinishUnary(context, DoFinishUpload(env, request->upload_id(), response));
+  return HandleUnary(env, "FinishUpload", context, [&](Rpc& rpc) {
+    return DoFinishUpload(env, rpc, request->upload_id(), response);
+  });
 }
 
 grpc::ServerUnaryReactor* AbortUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::AbortUploadRequest* request) {
-  absl::Status s = NeedStore(env);
-  if (s.ok()) s = env.sources.store->uploads().Abort(request->upload_id());
-  return FinishUnary(context, s);
+  return HandleUnary(env, "AbortUpload", context, [&](Rpc&) {
+    LINALGD_RETURN_IF_ERROR(NeedStore(env));
+    return env.sources.store->uploads().Abort(request->upload_id());
+  });
 }
 
 absl::StatusOr<std::unique_ptr<UploadPartWriter>> UploadPartWriter::Open(

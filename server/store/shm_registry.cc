@@ -1,29 +1,33 @@
 #include "server/store/shm_registry.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
+#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/caller_string.h"
+#include "server/store/resident_id.h"
 
 namespace linalgd {
 
 // One mapping; unpinned, then unmapped, when the last reference goes.
 class ShmRegistry::Region {
  public:
-  Region(void* base, int64_t size) : base_(base), size_(size) {}
+  Region(void* base, int64_t size, Inode inode) : base_(base), size_(size), inode_(inode) {}
   ~Region() {
     pin_.reset();
     munmap(base_, static_cast<size_t>(size_));
   }
   std::byte* base() const { return static_cast<std::byte*>(base_); }
   int64_t size() const { return size_; }
+  const Inode& inode() const { return inode_; }
   bool pinned() const { return pinned_; }
   void set_pin(std::shared_ptr<void> pin) {
     pin_ = std::move(pin);
@@ -33,111 +37,201 @@ class ShmRegistry::Region {
  private:
   void* const base_;
   const int64_t size_;
+  const Inode inode_;
   std::shared_ptr<void> pin_;
   bool pinned_ = false;
 };
 
 namespace {
 
-absl::Status CheckKey(absl::string_view key) {
-  if (key.size() < 2 || key[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "key: ", Quoted(key), " is not a POSIX shared-memory name (\"/name\")"));
-  }
-  return CheckName(key.substr(1), "key");
+constexpr int kRequiredSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+absl::Status Errno(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", std::strerror(errno)));
 }
 
-// Region names: [A-Za-z0-9._-], at most 64 bytes, after an optional '/'.
-absl::Status CheckRegionName(absl::string_view name) {
-  return CheckName(absl::StartsWith(name, "/") ? name.substr(1) : name, "name");
+// A memfd on shmem (not hugetlbfs, whose faults can raise SIGBUS when the
+// huge-page pool runs dry), sealed against resizing, left writable.
+absl::Status CheckMemfd(int fd) {
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return Errno("fd: not a memfd (F_GET_SEALS)");
+  if ((seals & kRequiredSeals) != kRequiredSeals) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fd: seals 0x", absl::Hex(seals), " lack F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL (0x",
+        absl::Hex(kRequiredSeals), "): the memory could shrink under the server's mapping"));
+  }
+  if ((seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) != 0) {
+    return absl::InvalidArgumentError("fd: sealed against writes; results could not be written");
+  }
+  struct statfs fs {};
+  if (fstatfs(fd, &fs) != 0) return Errno("fd: fstatfs");
+  if (fs.f_type != TMPFS_MAGIC) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fd: filesystem type 0x", absl::Hex(fs.f_type),
+        " is not shmem (a memfd_create without MFD_HUGETLB)"));
+  }
+  return absl::OkStatus();
 }
 
-// Opens and maps `key`; the mapping covers `size` bytes.
-absl::StatusOr<void*> MapObject(const std::string& key, int64_t size) {
-  const int fd = shm_open(key.c_str(), O_RDWR, 0);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "key: shm_open(", key, "): ", std::strerror(errno),
-        " (shared memory needs the caller on the server's host, in its IPC namespace)"));
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size < size) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "size: ", size, " bytes, but shared-memory object ", key, " holds ", st.st_size));
-  }
+absl::StatusOr<void*> Map(int fd, int64_t size) {
   void* base = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int mmap_errno = errno;
-  close(fd);
   if (base == MAP_FAILED) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("mmap of ", key, " (", size, " bytes): ", std::strerror(mmap_errno)));
+        absl::StrCat("mmap of ", size, " bytes: ", std::strerror(errno)));
   }
   return base;
+}
+
+// Compares in time independent of where `a` and `b` differ.
+bool SameSecret(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+absl::Status NotRegistered(absl::string_view field, absl::string_view id) {
+  return absl::NotFoundError(absl::StrCat(
+      field, Quoted(id), " is not a registered shared-memory region of this caller (an id "
+      "needs its secret; regions end with Unregister or with their Unix-socket connection)"));
 }
 
 }  // namespace
 
 ShmRegistry::~ShmRegistry() = default;
 
-absl::StatusOr<ShmRegionInfo> ShmRegistry::Register(absl::string_view name,
-                                                    absl::string_view key, int64_t size) {
-  if (absl::Status s = CheckRegionName(name); !s.ok()) return s;
-  if (size <= 0) return absl::InvalidArgumentError(absl::StrCat("size: ", size, " must be > 0"));
-  if (absl::Status s = CheckKey(key); !s.ok()) return s;
+absl::Status ShmRegistry::Reserve(const Inode& inode, int64_t bytes, uid_t uid) {
+  if (inodes_.contains(inode)) {
+    return absl::AlreadyExistsError(
+        "fd: this memory is already registered (one region per memfd)");
+  }
+  Usage& mine = by_uid_[uid];
+  if (total_.regions >= limits_.max_regions || total_.bytes + bytes > limits_.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared memory: ", total_.regions, " regions of ", total_.bytes,
+        " bytes are mapped; with ", bytes, " more the caps --shm-max-regions ",
+        limits_.max_regions, " / --shm-max-bytes ", limits_.max_bytes, " would be passed"));
+  }
+  if (mine.regions >= limits_.max_regions_per_uid ||
+      mine.bytes + bytes > limits_.max_bytes_per_uid) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared memory: uid ", uid, " has ", mine.regions, " regions of ", mine.bytes,
+        " bytes; with ", bytes, " more the caps --shm-max-regions-per-uid ",
+        limits_.max_regions_per_uid, " / --shm-max-bytes-per-uid ", limits_.max_bytes_per_uid,
+        " would be passed"));
+  }
+  inodes_.insert(inode);
+  mine.regions += 1;
+  mine.bytes += bytes;
+  total_.regions += 1;
+  total_.bytes += bytes;
+  return absl::OkStatus();
+}
+
+void ShmRegistry::Unreserve(const Inode& inode, int64_t bytes, uid_t uid) {
+  inodes_.erase(inode);
+  Usage& mine = by_uid_[uid];
+  mine.regions -= 1;
+  mine.bytes -= bytes;
+  if (mine.regions == 0) by_uid_.erase(uid);
+  total_.regions -= 1;
+  total_.bytes -= bytes;
+}
+
+absl::StatusOr<ShmGrant> ShmRegistry::Register(int fd, const ShmPeer& peer) {
+  if (absl::Status s = CheckMemfd(fd); !s.ok()) return s;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Errno("fd: fstat");
+  if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fd: size ", st.st_size, " bytes; a region needs at least one byte"));
+  }
+  const int64_t size = st.st_size;
+  const Inode inode{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
   {
     absl::MutexLock lock(&mu_);
-    if (regions_.contains(name)) {
-      return absl::AlreadyExistsError(absl::StrCat("shared-memory region ", Quoted(name),
-                                                   " is already registered"));
-    }
+    if (absl::Status s = Reserve(inode, size, peer.uid); !s.ok()) return s;
   }
-  absl::StatusOr<void*> base = MapObject(std::string(key), size);
+  absl::StatusOr<ShmGrant> grant = MapAndAdd(fd, size, inode, peer);
+  if (!grant.ok()) {
+    absl::MutexLock lock(&mu_);
+    Unreserve(inode, size, peer.uid);
+  }
+  return grant;
+}
+
+absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inode& inode,
+                                                 const ShmPeer& peer) {
+  absl::StatusOr<std::string> id = NewResidentId();
+  absl::StatusOr<std::string> secret = NewResidentId();
+  if (!id.ok()) return id.status();
+  if (!secret.ok()) return secret.status();
+  absl::StatusOr<void*> base = Map(fd, size);
   if (!base.ok()) return base.status();
-  auto region = std::make_shared<Region>(*base, size);
+  auto region = std::make_shared<Region>(*base, size, inode);
   if (pinner_) {
     absl::StatusOr<std::shared_ptr<void>> pin = pinner_(*base, static_cast<size_t>(size));
     if (!pin.ok()) return pin.status();  // `region` unmaps
     region->set_pin(std::move(*pin));
   }
-  ShmRegionInfo info{size, region->pinned()};
+  ShmGrant grant{*id, *secret, size, region->pinned()};
   absl::MutexLock lock(&mu_);
-  if (!regions_.emplace(std::string(name), std::move(region)).second) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("shared-memory region ", Quoted(name), " is already registered"));
-  }
-  return info;
+  regions_.emplace(*std::move(id), Entry{std::move(region), *std::move(secret), peer});
+  return grant;
 }
 
-absl::Status ShmRegistry::Unregister(absl::string_view name) {
+std::shared_ptr<ShmRegistry::Region> ShmRegistry::Erase(
+    absl::flat_hash_map<std::string, Entry>::iterator it) {
+  std::shared_ptr<Region> region = std::move(it->second.region);
+  Unreserve(region->inode(), region->size(), it->second.peer.uid);
+  regions_.erase(it);
+  return region;
+}
+
+const ShmRegistry::Entry* ShmRegistry::Find(absl::string_view id, absl::string_view secret) const {
+  auto it = regions_.find(id);
+  if (it == regions_.end() || !SameSecret(it->second.secret, secret)) return nullptr;
+  return &it->second;
+}
+
+absl::Status ShmRegistry::Unregister(absl::string_view id, absl::string_view secret) {
   std::shared_ptr<Region> region;  // unmapped here, outside the lock, if unused
   absl::MutexLock lock(&mu_);
-  auto it = regions_.find(name);
-  if (it == regions_.end()) {
-    return absl::NotFoundError(absl::StrCat("shared-memory region ", Quoted(name), " is not registered"));
-  }
-  region = std::move(it->second);
-  regions_.erase(it);
+  if (Find(id, secret) == nullptr) return NotRegistered("name: ", id);
+  region = Erase(regions_.find(id));
   return absl::OkStatus();
 }
 
-absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view name, int64_t offset,
-                                              int64_t bytes, int64_t align,
+int ShmRegistry::ReleaseConnection(uint64_t connection) {
+  std::vector<std::shared_ptr<Region>> released;  // unmapped outside the lock
+  absl::MutexLock lock(&mu_);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    auto next = std::next(it);
+    if (it->second.peer.connection == connection) released.push_back(Erase(it));
+    it = next;
+  }
+  return static_cast<int>(released.size());
+}
+
+int ShmRegistry::regions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(regions_.size());
+}
+
+absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view id, absl::string_view secret,
+                                              int64_t offset, int64_t bytes, int64_t align,
                                               absl::string_view field) {
   std::shared_ptr<Region> region;
   {
     absl::MutexLock lock(&mu_);
-    auto it = regions_.find(name);
-    if (it == regions_.end()) {
-      return absl::NotFoundError(absl::StrCat(field, ".shm.region: ", Quoted(name),
-                                              " is not registered (RegisterSharedMemory)"));
-    }
-    region = it->second;
+    const Entry* entry = Find(id, secret);
+    if (entry == nullptr) return NotRegistered(absl::StrCat(field, ".shm.region: "), id);
+    region = entry->region;
   }
   if (offset < 0 || bytes < 0 || offset > region->size() || bytes > region->size() - offset) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".shm: offset ", offset, " + bytes ", bytes, " is outside region ", Quoted(name), " of ",
-        region->size(), " bytes"));
+        field, ".shm: offset ", offset, " + bytes ", bytes, " is outside region ", Quoted(id),
+        " of ", region->size(), " bytes"));
   }
   if (align > 1 && offset % align != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 
@@ -114,7 +114,8 @@ absl::StatusOr<UploadSession::Finished> UploadSession::Finish() {
   closed_ = "finished";
   Finished out;
   out.spec = spec_;
-  out.tensor = std::move(tensor_);
+  // An empty tensor has no part, so nothing allocated its buffer.
+  out.tensor = total_ == 0 ? Tensor(spec_.dtype, spec_.shape) : std::move(tensor_);
   out.crc32c = *crc;
   out.reservation = std::move(reservation_);
   return out;

@@ -231,5 +231,52 @@ TEST(PlanLimitsTest, HugeDimsNeverOverflow) {
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// numpy.matmul accepts M, N, K or a batch dim of 0; so does the plan.
+TEST(PlanEmptyTest, MatmulWithZeroDimsPlans) {
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(Op({3, 0}, {0, 4}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->k, 0);
+  EXPECT_THAT(plan->out_shape, ElementsAre(3, 4));
+  plan = PlanMatmul(Op({0, 2, 3}, {3, 4}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch, 0);
+  EXPECT_TRUE(plan->a_offsets.empty());
+  EXPECT_THAT(plan->out_shape, ElementsAre(0, 2, 4));
+  plan = PlanMatmul(Op({2, 0, 3}, {1, 3, 5}));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->out_shape, ElementsAre(2, 0, 5));
+  EXPECT_EQ(MatmulFlops(*plan), 0);
+}
+
+TEST(PlanEmptyTest, SolveWithZeroDimsPlans) {
+  SolveOp op;
+  op.a = View({0, 0});
+  op.b = View({0, 3});
+  absl::StatusOr<SolvePlan> plan = PlanSolve(op);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->x_shape, ElementsAre(0, 3));
+  op.a = View({0, 4, 4});
+  op.b = View({4, 2});
+  plan = PlanSolve(op);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch, 0);
+  EXPECT_THAT(plan->x_shape, ElementsAre(0, 4, 2));
+}
+
+// A zero dim empties a tensor but does not lift the bound on the others:
+// [0, 2^40, 2^40] would make m * n overflow in later arithmetic.
+TEST(PlanEmptyTest, LimitsStillBoundTheNonzeroDims) {
+  const int64_t big = int64_t{1} << 40;
+  const PlanLimits limits{.max_batch = 1 << 20, .max_out_elements = int64_t{1} << 31};
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(Op({0, big, 1}, {1, big}), limits);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(),
+              AllOf(HasSubstr("out.shape: [0, 1099511627776, 1099511627776]"),
+                    HasSubstr("zero dims aside")));
+  plan = PlanMatmul(Op({0, 1, 1}, {big, 0, 1, 1}), limits);
+  EXPECT_THAT(plan.status().message(), HasSubstr("broadcast batch dims: [1099511627776, 0]"));
+  EXPECT_TRUE(PlanMatmul(Op({0, 1024, 1}, {1, 1024}), limits).ok());
+}
+
 }  // namespace
 }  // namespace linalgd

@@ -1,3 +1,4 @@
+#include "common/half.h"
 #include "server/common/half.h"
 
 #include <cmath>

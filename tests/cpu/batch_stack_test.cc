@@ -98,6 +98,42 @@ TEST(BatchStackTest, StackedSolveEqualsEachOpAlone) {
   }
 }
 
+// Each op of a stacked batch gets its own members' rcond and lstsq outputs.
+TEST(BatchStackTest, StackedLstsqOutputsAndRcondGoToTheirOp) {
+  auto cpu = CreateCpuBackend({1, 1});
+  std::vector<Tensor> as, bs;
+  std::vector<SolveOp> ops(3);
+  std::vector<const SolveOp*> ptrs;
+  for (int i = 0; i < 3; ++i) {
+    as.push_back(RandomF64({2, 7, 4}, 50 + i));
+    bs.push_back(RandomF64({2, 7, 1}, 60 + i));
+  }
+  for (int i = 0; i < 3; ++i) {
+    ops[i].a = as[i].view();
+    ops[i].b = bs[i].view();
+    ops[i].method = SolveMethod::kLstsq;
+    ptrs.push_back(&ops[i]);
+  }
+  auto stacked = StackSolves(ptrs);
+  ASSERT_TRUE(stacked.ok()) << stacked.status();
+  auto r = cpu->Solve((*stacked)->op, (*stacked)->plan);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int i = 0; i < 3; ++i) {
+    SolveResult one;
+    UnstackMemberOutputs(*r, i, 3, &one);
+    auto alone = cpu->Solve(ops[i], PlanSolve(ops[i]).value()).value();
+    EXPECT_EQ(one.member_rcond, alone.member_rcond);
+    EXPECT_EQ(one.rcond, alone.rcond);
+    ASSERT_TRUE(one.lstsq && alone.lstsq);
+    EXPECT_EQ(one.lstsq->rank, alone.lstsq->rank);
+    EXPECT_EQ(one.lstsq->singular_values, alone.lstsq->singular_values);
+    ASSERT_EQ(one.lstsq->residuals.size(), 2u);
+    for (int e = 0; e < 2; ++e) {
+      EXPECT_NEAR(one.lstsq->residuals[e], alone.lstsq->residuals[e], 1e-12);
+    }
+  }
+}
+
 // A HostAllocator that hands out ordinary blocks and remembers their sizes.
 struct CountingAllocator {
   std::vector<size_t> sizes;

@@ -127,6 +127,23 @@ TEST_F(CpuSolveTest, AutoPicksLuForNonSymmetricAndQrForNonSquare) {
   EXPECT_EQ(r->method_used, SolveMethod::kQr);
 }
 
+// No right-hand side: x is [n, 0] and a is never factored (numpy answers a
+// singular a too), even with fallbacks forbidden; so is an empty batch.
+TEST_F(CpuSolveTest, EmptyWorkIsAnsweredWithoutFactoring) {
+  const int n = 3;
+  auto r = Solve(DType::kF64, {n, n}, Mat(n * n, 0.0), {n, 0}, {}, SolveMethod::kLu,
+                 /*fallback=*/false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  EXPECT_EQ(r->fallback, "");
+  r = Solve(DType::kF32, {0, n, n}, {}, {n, 2}, Random(n, 2, rng_), SolveMethod::kAuto, false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kLu);
+  r = Solve(DType::kF64, {0, 0}, {}, {0, 4}, {}, SolveMethod::kCholesky, false);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->method_used, SolveMethod::kCholesky);
+}
+
 TEST_F(CpuSolveTest, CholeskyOnIndefiniteFallsBackToLu) {
   const int n = 5, k = 2;
   Mat a(n * n, 0.1);  // symmetric; leading minor 3 is the first that is not > 0
@@ -169,20 +186,26 @@ TEST_F(CpuSolveTest, CholeskyOnNonSymmetric) {
 TEST_F(CpuSolveTest, ExactlySingularLuFallsBackToMinimumNorm) {
   const int n = 6, k = 2;
   Mat a = WellConditioned(n, rng_);
-  for (int i = 0; i < n; ++i) a[i * n + 2] = 0;  // column 2 is zero: U[2,2] == 0
+  // Row 2 is zero: LU factors a^T (as the GPU does), whose column 2 is zero,
+  // so U[2,2] == 0 (0-based) on both backends.
+  for (int j = 0; j < n; ++j) a[2 * n + j] = 0;
   const Mat b = Random(n, k, rng_);
   auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
   EXPECT_EQ(r->fallback, "lu: U[2,2] is exactly zero in a; used lstsq");
-  // Minimum norm: x[2] = 0, the rest the least-squares solution without column 2.
-  Mat reduced;
+  ASSERT_TRUE(r->rcond.has_value());
+  EXPECT_EQ(*r->rcond, 0);
+  // Minimum norm: equation 2 reads 0 = b[2]; the other n - 1 rows of a have
+  // full row rank, so x = a'^T (a' a'^T)^-1 b' without row 2.
+  Mat reduced, reduced_b;
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < n; ++j) if (j != 2) reduced.push_back(a[i * n + j]);
+    if (i == 2) continue;
+    for (int j = 0; j < n; ++j) reduced.push_back(a[i * n + j]);
+    for (int j = 0; j < k; ++j) reduced_b.push_back(b[i * k + j]);
   }
-  Mat y = test_ref::NormalEquations(reduced, b, n, n - 1, k);
-  y.insert(y.begin() + 2 * k, k, 0.0);
-  EXPECT_LE(RelError(Values(r->x), y), 1e-10);
+  EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(reduced, reduced_b, n - 1, n, k)),
+            1e-10);
 
   r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu, false);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -199,10 +222,14 @@ TEST_F(CpuSolveTest, NumericallySingularLu) {
     auto r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kLu);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
-    EXPECT_THAT(r->fallback, HasSubstr("lu: reciprocal condition number"));
-    EXPECT_THAT(r->fallback, HasSubstr("is below machine epsilon"));
+    EXPECT_THAT(r->fallback, HasSubstr("lu: rcond "));
+    EXPECT_THAT(r->fallback, HasSubstr("of a is below the threshold"));
+    EXPECT_THAT(r->fallback, HasSubstr("numerically singular); used lstsq"));
+    ASSERT_TRUE(r->rcond.has_value());
+    EXPECT_LT(*r->rcond, 1e-20);
     r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kAuto, false);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(r.status().message(), HasSubstr("is below the threshold"));
   }
 }
 
@@ -314,7 +341,7 @@ TEST_F(CpuSolveTest, BatchedFallbackNamesTheElement) {
   for (int i = 0; i < 3; ++i) {
     Mat ai = WellConditioned(n, rng_);
     if (i == 1) {
-      for (int r = 0; r < n; ++r) ai[r * n + 3] = 0;  // a[1]: U[3,3] == 0
+      for (int c = 0; c < n; ++c) ai[3 * n + c] = 0;  // a[1]: row 3 zero, U[3,3] == 0
     }
     a.insert(a.end(), ai.begin(), ai.end());
   }

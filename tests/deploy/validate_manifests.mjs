@@ -2,7 +2,7 @@
 // JSON schema (kubernetes-models, with the prometheus-operator and KEDA
 // models), then linalgd's own deployment rules. Prints one PASS/FAIL line per
 // check; exits 1 if any failed.
-//   node validate_manifests.mjs --variant gpu|cpu rendered.yaml
+//   node validate_manifests.mjs --variant gpu|cpu|gpu-shm rendered.yaml
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 
@@ -90,13 +90,33 @@ function checkDeployment(dep, variant) {
   check("cpu and memory requested", !!c.resources?.requests?.cpu && !!c.resources?.requests?.memory);
   const gpus = Number(c.resources?.limits?.["nvidia.com/gpu"] ?? 0);
   const disabled = (c.env ?? []).some((e) => e.name === "LINALGD_DISABLE_GPU" && e.value === "1");
-  if (variant === "gpu") {
+  if (variant.startsWith("gpu")) {
     check("gpu: limits nvidia.com/gpu >= 1", gpus >= 1);
     check("gpu: GPU not disabled", !disabled);
   } else {
     check("cpu: no nvidia.com/gpu", gpus === 0 && !c.resources?.requests?.["nvidia.com/gpu"]);
     check("cpu: LINALGD_DISABLE_GPU=1", disabled);
   }
+  if (variant.endsWith("-shm")) checkSamePodShm(pod, c);
+}
+
+// --allow-shm with its socket in a volume that another container of the pod
+// mounts at the same path (the path GetServerInfo reports), under one uid
+// (the socket is mode 0600).
+function checkSamePodShm(pod, c) {
+  const socket = flag(c.args, "shm-socket") ?? "";
+  check("shm: --allow-shm", (c.args ?? []).includes("--allow-shm"));
+  const mountOf = (container) => (container.volumeMounts ?? []).find(
+    (m) => socket.startsWith(`${m.mountPath}/`));
+  const mount = mountOf(c);
+  check("shm: --shm-socket in a mounted volume", !!mount, socket);
+  const vol = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+  check("shm: the socket's volume is an emptyDir", !!vol?.emptyDir);
+  const clients = pod.containers.filter((x) => x !== c && mountOf(x)?.name === mount?.name &&
+    mountOf(x)?.mountPath === mount?.mountPath);
+  check("shm: a client container mounts it at the same path", clients.length > 0);
+  check("shm: one uid for the pod", pod.securityContext?.runAsUser > 0 &&
+        clients.every((x) => x.securityContext?.runAsUser === undefined));
 }
 
 function checkObjects(objects, variant) {

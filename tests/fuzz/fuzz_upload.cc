@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 #include "server/store/upload_table.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -113,6 +113,14 @@ SEEDS = {
         "sparse_solve_cg_i64": b"\x02" + field(1, csr_proto(2, 2, [0, 2, 4], [1, 0, 0, 1],
                                                             [1, 4, 1, 3]))
         + field(2, tensor(F64, [2, 2], f64(1, 2, 3, 4))) + field(3, 4) + field(4, 1),
+        "matmul_empty_k_c_bias": b"\x00" + field(1, tensor(F32, [0, 2, 0], b""))
+        + field(2, tensor(F32, [0, 3], b"")) + field(3, tensor(F32, [1, 3], f32(1, 2, 3)))
+        + field(4, tensor(F32, [3], f32(1, 1, 1))) + field(9, 4),
+        "solve_empty_batch": b"\x01" + field(1, tensor(F64, [0, 3, 3], b""))
+        + field(2, tensor(F64, [3, 0], b"")),
+        "sparse_solve_empty": b"\x02" + field(1, csr_proto(1, 0, [0], [], []))
+        + field(2, tensor(F64, [0, 2], b"")),
+        "put_header_empty": b"\x04" + field(1, header(F64, [0, 5], 0)),
         "factorize": b"\x03" + field(1, tensor(F64, [2, 2], f64(4, 1, 1, 3))) + field(2, 2),
         "put_header": b"\x04" + field(1, header(F32, [4], 16)),
         "put_chunk": b"\x04" + field(2, b"abcd"),

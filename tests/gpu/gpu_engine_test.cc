@@ -1,6 +1,7 @@
 // The engine without a device (runs everywhere) and its device registry.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/gpu/device_registry.h"
 #include "server/gpu/gpu_engine.h"
 #include "tests/gpu/gpu_test_env.h"
 
@@ -25,6 +26,20 @@ TEST(GpuEngineTest, DisabledStartsNoBackend) {
   EXPECT_TRUE(engine->backends().empty());
   EXPECT_TRUE(engine->Devices().empty());
   EXPECT_THAT(engine->status(), HasSubstr("disabled"));
+}
+
+TEST(GpuEngineTest, DevicesOlderThanComputeCapability75AreSkippedSayingWhy) {
+  const GpuOptions options;
+  EXPECT_EQ(gpu::DeviceSkipReason(options, 7, 0, 0),
+            "compute capability 7.0 is below 7.5, the oldest CUDA 13 supports");  // Volta
+  EXPECT_EQ(gpu::DeviceSkipReason(options, 7, 2, 0),
+            "compute capability 7.2 is below 7.5, the oldest CUDA 13 supports");
+  EXPECT_EQ(gpu::DeviceSkipReason(options, 7, 5, 0), "");  // Turing
+  EXPECT_EQ(gpu::DeviceSkipReason(options, 9, 0, 0), "");
+  EXPECT_EQ(gpu::DeviceSkipReason(options, 12, 0, 0), "");
+  GpuOptions only_one;
+  only_one.devices = {1};
+  EXPECT_THAT(gpu::DeviceSkipReason(only_one, 9, 0, 0), HasSubstr("not in --devices (1)"));
 }
 
 TEST(GpuEngineTest, DevicesListNamingNoDeviceStartsNoBackend) {

@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/backend/condition.h"
 #include "server/backend/memory_budget.h"
 #include "server/backend/plan.h"
 #include "tests/cpu/test_reference.h"
@@ -166,13 +167,21 @@ TEST_F(GpuFactorTest, SingularLuIsFailedPrecondition) {
   EXPECT_EQ(f.status().code(), absl::StatusCode::kFailedPrecondition) << f.status();
   EXPECT_THAT(f.status().message(), HasSubstr("singular"));
 
-  // Rank n - 1 in floating point: row 5 = row 1 + row 2.
+  // Rank n - 1 in floating point: row 5 = row 1 + row 2. Numerically
+  // singular (rcond below n * eps): refused without fallback, else kept
+  // with the verdict in fallback and the threshold in its info.
   Mat dependent = WellConditioned(n, rng_);
   for (int j = 0; j < n; ++j) dependent[5 * n + j] = dependent[n + j] + dependent[2 * n + j];
-  absl::StatusOr<FactorizeResult> g = Factorize(DType::kF64, dependent, n, SolveMethod::kAuto);
+  absl::StatusOr<FactorizeResult> g =
+      Factorize(DType::kF64, dependent, n, SolveMethod::kAuto, false);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), absl::StatusCode::kFailedPrecondition) << g.status();
-  EXPECT_THAT(g.status().message(), HasSubstr("singular"));
+  EXPECT_THAT(g.status().message(), HasSubstr("numerically singular"));
+  g = Factorize(DType::kF64, dependent, n, SolveMethod::kAuto);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(g->fallback, HasSubstr("factor kept"));
+  EXPECT_LT(g->factor->info().rcond, g->factor->info().rcond_threshold);
+  EXPECT_DOUBLE_EQ(g->factor->info().rcond_threshold, SingularThreshold(1.0, n, DType::kF64));
 }
 
 TEST_F(GpuFactorTest, BatchedRightHandSidesSolveEachMatrix) {

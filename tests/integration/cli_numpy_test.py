@@ -250,6 +250,34 @@ def test_unknown_resident_operand_and_bad_flags(server):
         assert r.returncode == 2
 
 
+# numpy arrays with a zero dimension (an empty mini-batch) go through like others.
+@pytest.mark.parametrize("a_shape,b_shape", [((0, 4, 3), (3, 5)), ((6, 0), (0, 2)), ((0,), (0, 3))])
+def test_matmul_of_empty_arrays(server, a_shape, b_shape):
+    a, b = np.ones(a_shape), np.ones(b_shape)
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/a.npy", a)
+        np.save(f"{d}/b.npy", b)
+        r = cli(server, "matmul", f"{d}/a.npy", f"{d}/b.npy", "-o", f"{d}/c.npy")
+        assert r.returncode == 0, r.stderr + r.stdout
+        c = np.load(f"{d}/c.npy")
+    ref = a @ b
+    assert c.shape == ref.shape and np.array_equal(c, ref)
+
+
+def test_solve_and_store_of_empty_arrays(server):
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/a.npy", np.empty((0, 0)))
+        np.save(f"{d}/b.npy", np.empty((0, 3)))
+        r = cli(server, "solve", f"{d}/a.npy", f"{d}/b.npy", "-o", f"{d}/x.npy")
+        assert r.returncode == 0, r.stderr + r.stdout
+        assert np.load(f"{d}/x.npy").shape == (0, 3)
+        tensor_id = put(server, f"{d}/b.npy")
+        r = cli(server, "get", tensor_id, "-o", f"{d}/y.npy")
+        assert r.returncode == 0, r.stderr
+        y = np.load(f"{d}/y.npy")
+    assert y.shape == (0, 3) and y.dtype == np.float64
+
+
 # --- TLS: --tls-ca, --tls-cert, --tls-key against a server requiring client certificates ---
 
 def test_tls_flags_against_mutual_tls(tmp_path):

@@ -9,7 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 #include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 

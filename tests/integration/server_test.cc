@@ -111,6 +111,37 @@ TEST_F(IntegrationTest, SingularWithoutFallbackIsFailedPrecondition) {
   ExpectStillServing();
 }
 
+TEST_F(IntegrationTest, SolveReportsRcondAndLstsqOutputs) {
+  SolveArgs args;
+  args.a = Tensor::FromVector<double>({3, 2}, {1, 0, 0, 2, 0, 0}).value();
+  args.b = Tensor::FromVector<double>({3, 1}, {1, 1, 1}).value();
+  args.method = client::SolveMethod::kLstsq;
+  auto r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->rcond.has_value());
+  EXPECT_DOUBLE_EQ(*r->rcond, 0.5);  // s_min / s_max
+  EXPECT_EQ(r->rank, std::vector<int64_t>{2});
+  EXPECT_EQ(r->singular_values, (std::vector<double>{2, 1}));
+  ASSERT_EQ(r->lstsq_residuals.size(), 1u);
+  EXPECT_NEAR(r->lstsq_residuals[0], 1.0, 1e-15);  // row 3 cannot be met
+  args.rcond = 0.6;  // drops s = 1: rank 1, no residuals (numpy's rule)
+  r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rank, std::vector<int64_t>{1});
+  EXPECT_TRUE(r->lstsq_residuals.empty());
+  args.rcond = -1;
+  EXPECT_EQ(client_->Solve(args).status().code(), absl::StatusCode::kInvalidArgument);
+
+  SolveArgs lu;
+  lu.a = Tensor::FromVector<double>({2, 2}, {4, 0, 0, 1}).value();
+  lu.b = Tensor::FromVector<double>({2, 1}, {1, 1}).value();
+  r = client_->Solve(lu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->rcond.has_value());
+  EXPECT_DOUBLE_EQ(*r->rcond, 0.25);
+  EXPECT_TRUE(r->rank.empty());
+}
+
 TEST_F(IntegrationTest, BadShapesAreInvalidArgumentNamingTheField) {
   MatmulArgs args;
   args.a = RandomTensor<float>({4, 3}, 1);
@@ -230,13 +261,16 @@ TEST_F(IntegrationTest, UnknownEnumValuesAreInvalidArgument) {
               HasSubstr("method: unknown value 17"));
 }
 
-TEST_F(IntegrationTest, ZeroDimensionAndMissingOperandAreInvalidArgument) {
+TEST_F(IntegrationTest, NegativeDimensionAndMissingOperandAreInvalidArgument) {
   v1::MatmulRequest req;
   *req.mutable_a() = Proto2x2();
   EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b: required"));
   *req.mutable_b() = Proto2x2();
-  req.mutable_b()->set_shape(0, 0);
-  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b.shape: [0, 2] has dimension 0 = 0"));
+  req.mutable_b()->set_shape(0, -2);
+  EXPECT_THAT(RawMatmul(req).error_message(),
+              HasSubstr("b.shape: [-2, 2] has dimension 0 = -2; dimensions must be >= 0"));
+  req.mutable_b()->set_shape(0, 0);  // empty, as numpy allows: its 16 bytes are too many
+  EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("b.data: 16 bytes, expected 0"));
   req.mutable_b()->set_shape(0, int64_t{1} << 40);
   req.mutable_b()->set_shape(1, int64_t{1} << 40);
   EXPECT_THAT(RawMatmul(req).error_message(), HasSubstr("elements, the per-tensor limit"));

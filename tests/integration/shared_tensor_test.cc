@@ -6,6 +6,8 @@
 
 #include "grpcpp/create_channel.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
+#include "absl/time/clock.h"
+#include "client/src/shared_calls.h"
 #include "tests/integration/test_server.h"
 
 namespace linalgd::testing {
@@ -158,8 +160,7 @@ TEST_F(SharedTensorTest, DestroyedTensorsRegionIsUnregistered) {
     t->add_shape(4);
   }
   request.mutable_a()->set_data(std::string(64, '\0'));
-  request.mutable_b()->mutable_shm()->set_region(name);
-  request.mutable_b()->mutable_shm()->set_bytes(64);
+  client::internal::SharedRef(*sb, 64, request.mutable_b()->mutable_shm());
   auto stub = v1::Linalg::NewStub(
       grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
   auto call = [&] {
@@ -167,10 +168,15 @@ TEST_F(SharedTensorTest, DestroyedTensorsRegionIsUnregistered) {
     v1::MatmulResponse response;
     return stub->Matmul(&context, request, &response);
   };
-  ASSERT_TRUE(call().ok());  // registered while sb lives
-  sb.reset();
-  const grpc::Status after = call();
-  EXPECT_FALSE(after.ok());
+  const grpc::Status before = call();
+  ASSERT_TRUE(before.ok()) << before.error_message();  // registered while sb lives
+  sb.reset();  // closes its Unix-socket connection; the server's listener sees it
+  grpc::Status after = call();
+  for (int i = 0; i < 200 && after.ok(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    after = call();
+  }
+  EXPECT_EQ(after.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(after.error_message(), HasSubstr(name));
 }
 

@@ -1,13 +1,18 @@
-"""Shared memory with a same-host server (issue 8 item 2; server flag --allow-shm).
+"""Shared memory with a same-host server (server flag --allow-shm).
 
 Results through the region equal the socket's; with a 64 KiB message limit a
 large matmul succeeds only through shared memory (no tensor bytes cross the
 socket); without --allow-shm, or when tensors do not fit or the region is busy,
-the client falls back to the socket.
+the client falls back to the socket. Regions are sealed memfds handed over the
+server's Unix socket; a region id is useless without its secret, and closing
+the socket releases the region.
 """
+import fcntl
 import logging
 import os
+import socket
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -132,7 +137,7 @@ def test_server_without_allow_shm_falls_back(server, caplog):
             A = spd(10)
             np.testing.assert_allclose(c.solve(A, b), np.linalg.solve(A, b), rtol=1e-10)
             assert not c.shared_memory_active
-    refusals = [r for r in caplog.records if "RegisterSharedMemory" in r.getMessage()]
+    refusals = [r for r in caplog.records if "shared memory not used" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].levelno == logging.DEBUG  # tried once only
     assert "--allow-shm" in refusals[0].getMessage()
     assert our_shm_names() == []
@@ -205,19 +210,89 @@ def test_concurrent_calls_each_take_a_region_up_to_the_cap(start_server):
     assert our_shm_names() == []
 
 
-def test_close_unregisters_the_region(shm_server):
+def shm_matmul_request(region_id, secret):
+    pb = linalgd.client.pb
+    t = pb.Tensor(dtype=int(linalgd.DType.F64), shape=[1, 1],
+                  shm=pb.SharedMemoryRef(region=region_id, secret=secret, bytes=8))
+    return pb.MatmulRequest(a=t, b=t)
+
+
+def test_close_releases_the_region(shm_server):
     c = linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True)
     c.matmul(rand(3, 3), rand(3, 3))
-    name = c._shm.name
+    region = c._shm._regions[0]
+    req = shm_matmul_request(region.name, region.secret)
     c.close()
     assert not c.shared_memory_active
     with linalgd.Client(shm_server.target, timeout=10.0) as plain:
-        # The server no longer knows the name: a reference to it is NOT_FOUND.
-        t = linalgd.client.pb.Tensor(dtype=int(linalgd.DType.F64), shape=[1, 1],
-                                     shm=linalgd.client.pb.SharedMemoryRef(region=name, bytes=8))
-        req = linalgd.client.pb.MatmulRequest(a=t, b=t)
-        with pytest.raises(linalgd.NotFound):
-            plain._invoke("Matmul", req, 5.0)
+        # Its socket closed: the server forgets it, secret or not (soon: its
+        # listener sees the close).
+        for _ in range(200):
+            try:
+                plain._invoke("Matmul", req, 5.0)
+            except linalgd.NotFound:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the region outlived its socket")
+
+
+def test_a_region_id_without_its_secret_is_not_found(pair):
+    s, plain = pair
+    s.matmul(rand(3, 3), rand(3, 3))
+    region = s._shm._regions[0]
+    plain._invoke("Matmul", shm_matmul_request(region.name, region.secret), 5.0)
+    for secret in ("", "0" * 32, region.name):
+        with pytest.raises(linalgd.NotFound, match="needs its secret"):
+            plain._invoke("Matmul", shm_matmul_request(region.name, secret), 5.0)
+
+
+def test_registration_by_name_is_refused(shm_server):
+    with linalgd.Client(shm_server.target, timeout=10.0) as c:
+        req = linalgd.client.pb.RegisterSharedMemoryRequest(name="x", key="/x", size=4096)
+        with pytest.raises(linalgd.LinalgdError, match="Unix socket") as e:
+            c._invoke("RegisterSharedMemory", req, 5.0)
+        assert e.value.code.name == "UNIMPLEMENTED"
+
+
+def raw_register(path, fd):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+        sock.connect(path)
+        socket.send_fds(sock, [b"REGISTER"], [fd])
+        return sock.recv(1024).decode()
+
+
+def test_unsealed_or_repeated_memory_is_refused(shm_server):
+    with linalgd.Client(shm_server.target, timeout=10.0) as c:
+        path = c.server_info().shm_socket
+    assert path and os.stat(path).st_mode & 0o777 == 0o600
+    fd = os.memfd_create("test", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, 4096)
+        assert raw_register(path, fd).startswith("ERR INVALID_ARGUMENT")  # shrinkable
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW |
+                    fcntl.F_SEAL_SEAL)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+            sock.connect(path)
+            socket.send_fds(sock, [b"REGISTER"], [fd])
+            assert sock.recv(1024).startswith(b"OK ")
+            socket.send_fds(sock, [b"REGISTER"], [fd])  # the same memory again: an alias
+            assert sock.recv(1024).startswith(b"ERR ALREADY_EXISTS")
+    finally:
+        os.close(fd)
+
+
+def test_an_explicit_socket_path_is_used(shm_server):
+    with linalgd.Client(shm_server.target, timeout=10.0) as c:
+        path = c.server_info().shm_socket
+    with linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True,
+                        shared_memory_socket=path) as c:
+        np.testing.assert_allclose(c.matmul(np.eye(3), np.eye(3)), np.eye(3))
+        assert c.shared_memory_active
+    with linalgd.Client(shm_server.target, timeout=10.0, use_shared_memory=True,
+                        shared_memory_socket="/nonexistent/linalgd.sock") as c:
+        np.testing.assert_allclose(c.matmul(np.eye(3), np.eye(3)), np.eye(3))
+        assert not c.shared_memory_active
 
 
 def test_remote_targets_do_not_try_shared_memory(caplog):

@@ -200,5 +200,40 @@ TEST(BatchKeyTest, CheckedAndUncheckedJobsDoNotBatchTogether) {
   EXPECT_NE(*ka, *kb);
 }
 
+// A solve job that exposes its op, for keys.
+class SolveKeyJob : public Job {
+ public:
+  explicit SolveKeyJob(std::optional<double> lstsq_rcond)
+      : Job(SolveSpec()), a_(DType::kF64, {4, 4}), b_(DType::kF64, {4, 1}) {
+    op_.a = a_.view();
+    op_.b = b_.view();
+    op_.method = SolveMethod::kLstsq;
+    op_.lstsq_rcond = lstsq_rcond;
+  }
+  const SolveOp* solve_op() const override { return &op_; }
+  void Finish(const absl::Status&, const ExecutionInfo&) override {}
+
+ private:
+  static JobSpec SolveSpec() {
+    JobSpec s = Spec(4);
+    s.kind = OpKind::kSolve;
+    return s;
+  }
+
+  Tensor a_, b_;
+  SolveOp op_;
+};
+
+// Stacked solves share one SVD cutoff: different rcond never batch together.
+TEST(BatchKeyTest, SolvesWithDifferentLstsqRcondDoNotBatchTogether) {
+  SolveKeyJob unset(std::nullopt), unset2(std::nullopt), small(1e-6), big(1e-2);
+  auto ku = BatchKeyOf(unset), ku2 = BatchKeyOf(unset2), ks = BatchKeyOf(small),
+       kb = BatchKeyOf(big);
+  ASSERT_TRUE(ku && ku2 && ks && kb);
+  EXPECT_EQ(*ku, *ku2);
+  EXPECT_NE(*ku, *ks);
+  EXPECT_NE(*ks, *kb);
+}
+
 }  // namespace
 }  // namespace linalgd::testing

@@ -46,6 +46,27 @@ TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   }
 }
 
+// A matmul with a zero dimension is answered by the CPU backend without a
+// library call (empty_work.h), however large its other dims: it never holds a
+// GPU lane or its memory budget.
+TEST(SchedulerTest, EmptyWorkRunsOnCpuWhateverItsSize) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  Outcome out;
+  {
+    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out, /*m=*/64, /*n=*/64, /*k=*/0));
+    s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out, /*m=*/0, /*n=*/64, /*k=*/64));
+    s.Submit(std::make_unique<TestJob>(3, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(3));
+  }
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].backend, out.finished[i].first == 3 ? "gpu:0" : "cpu");
+  }
+  EXPECT_EQ(gpu.calls(), 1);
+}
+
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
   FakeBackend cpu("cpu");
   Outcome out;

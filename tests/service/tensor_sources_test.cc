@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {

@@ -5,10 +5,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/store/resident_id.h"
+#include "tests/testing/status_matchers.h"
 
 namespace linalgd {
 namespace {
 
+using ::linalgd::testing::IsOk;
+using ::linalgd::testing::StatusIs;
 using ::testing::HasSubstr;
 
 Tensor Filled(int64_t rows, int64_t cols, float value) {
@@ -32,9 +35,9 @@ class ResidentStoreTest : public ::testing::Test {
   }
   std::string Put(ResidentStore& s, Tensor t, absl::Duration ttl = absl::ZeroDuration()) {
     auto r = s.Reserve(static_cast<int64_t>(t.num_bytes()));
-    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(r, IsOk());
     auto id = s.PutTensor(std::move(t), "", 0, ttl, std::move(*r));
-    EXPECT_TRUE(id.ok()) << id.status();
+    EXPECT_THAT(id, IsOk());
     return *id;
   }
   absl::Time now_ = absl::FromUnixSeconds(1000);
@@ -43,7 +46,8 @@ class ResidentStoreTest : public ::testing::Test {
 
 TEST(ResidentIdTest, RandomHex128) {
   auto a = NewResidentId(), b = NewResidentId();
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
   EXPECT_TRUE(IsResidentId(*a));
   EXPECT_NE(*a, *b);
   EXPECT_FALSE(IsResidentId("xyz"));
@@ -54,14 +58,14 @@ TEST_F(ResidentStoreTest, PutGetDeleteAndUnknownIds) {
   ResidentStore& s = MakeStore(1 << 20);
   const std::string id = Put(s, Filled(4, 4, 2.0f));
   auto lease = s.GetTensor(id);
-  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_THAT(lease, IsOk());
   EXPECT_EQ(lease->tensor->as<float>()[15], 2.0f);
   EXPECT_EQ(lease->meta.bytes, 64);
   EXPECT_EQ(lease->meta.placement, "host");
   EXPECT_EQ(s.used_bytes(), 64);
-  ASSERT_TRUE(s.Delete(id, ResidentKind::kTensor).ok());
+  ASSERT_THAT(s.Delete(id, ResidentKind::kTensor), IsOk());
   EXPECT_THAT(s.GetTensor(id).status().message(), HasSubstr("deleted"));
-  EXPECT_EQ(s.GetTensor(id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.GetTensor(id), StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(s.GetTensor(std::string(32, 'a')).status().message(), HasSubstr("unknown"));
   EXPECT_THAT(s.GetTensor("nope").status().message(), HasSubstr("32 hex digits"));
   // The deleted tensor was leased: its bytes stay counted, its memory intact.
@@ -75,12 +79,12 @@ TEST_F(ResidentStoreTest, ExpiresAfterTtlFromLastUse) {
   ResidentStore& s = MakeStore(1 << 20);
   const std::string id = Put(s, Filled(2, 2, 1.0f), absl::Seconds(10));
   now_ += absl::Seconds(8);
-  ASSERT_TRUE(s.GetTensor(id).ok());  // refreshes
+  ASSERT_THAT(s.GetTensor(id), IsOk());  // refreshes
   now_ += absl::Seconds(8);
-  ASSERT_TRUE(s.GetTensor(id).ok());
+  ASSERT_THAT(s.GetTensor(id), IsOk());
   now_ += absl::Seconds(11);
   absl::Status st = s.GetTensor(id).status();
-  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(st.message(), HasSubstr("expired"));
   EXPECT_EQ(s.used_bytes(), 0);
   EXPECT_TRUE(s.List().empty());
@@ -90,12 +94,12 @@ TEST_F(ResidentStoreTest, EvictsLeastRecentlyUsed) {
   ResidentStore& s = MakeStore(3 * 64);
   const std::string a = Put(s, Filled(4, 4, 1)), b = Put(s, Filled(4, 4, 2)),
                     c = Put(s, Filled(4, 4, 3));
-  ASSERT_TRUE(s.GetTensor(a).ok());  // b is now the least recently used
+  ASSERT_THAT(s.GetTensor(a), IsOk());  // b is now the least recently used
   const std::string d = Put(s, Filled(4, 4, 4));
   EXPECT_THAT(s.GetTensor(b).status().message(), HasSubstr("evicted"));
-  EXPECT_TRUE(s.GetTensor(a).ok());
-  EXPECT_TRUE(s.GetTensor(c).ok());
-  EXPECT_TRUE(s.GetTensor(d).ok());
+  EXPECT_THAT(s.GetTensor(a), IsOk());
+  EXPECT_THAT(s.GetTensor(c), IsOk());
+  EXPECT_THAT(s.GetTensor(d), IsOk());
   EXPECT_EQ(s.used_bytes(), 3 * 64);
 }
 
@@ -103,31 +107,31 @@ TEST_F(ResidentStoreTest, NeverEvictsALeasedTensor) {
   ResidentStore& s = MakeStore(2 * 64);
   const std::string a = Put(s, Filled(4, 4, 7));
   auto lease = s.GetTensor(a);  // an operation uses a
-  ASSERT_TRUE(lease.ok());
+  ASSERT_THAT(lease, IsOk());
   const std::string b = Put(s, Filled(4, 4, 8));
   // Room for one more only by evicting a (older) or b: b goes, a stays.
-  ASSERT_TRUE(s.GetTensor(a).ok());
+  ASSERT_THAT(s.GetTensor(a), IsOk());
   const std::string c = Put(s, Filled(4, 4, 9));
   EXPECT_THAT(s.GetTensor(b).status().message(), HasSubstr("evicted"));
   lease = s.GetTensor(a);
-  ASSERT_TRUE(lease.ok());
+  ASSERT_THAT(lease, IsOk());
   auto lease_c = s.GetTensor(c);
   // Both leased: nothing can be evicted.
   auto r = s.Reserve(64);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(r.status().message(), HasSubstr("--store-bytes=128"));
   EXPECT_THAT(r.status().message(), HasSubstr("in use"));
   for (int i = 0; i < 16; ++i) EXPECT_EQ(lease->tensor->as<float>()[i], 7.0f);
   lease->tensor.reset();
-  EXPECT_TRUE(s.Reserve(64).ok());  // a is free to go now
+  EXPECT_THAT(s.Reserve(64), IsOk());  // a is free to go now
   EXPECT_THAT(s.GetTensor(a).status().message(), HasSubstr("evicted"));
 }
 
 TEST_F(ResidentStoreTest, TooLargeForCapacity) {
   ResidentStore& s = MakeStore(100);
   auto r = s.Reserve(101);
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(s.Reserve(100).ok());
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(s.Reserve(100), IsOk());
   EXPECT_EQ(s.used_bytes(), 0);  // the reservation was dropped
 }
 
@@ -144,8 +148,8 @@ TEST_F(ResidentStoreTest, ListReportsMetaAndUse) {
   EXPECT_TRUE(list[0].in_use);
   EXPECT_EQ(seen_bytes, 24);
   EXPECT_EQ(seen_objects, 1);
-  EXPECT_EQ(s.GetFactor(a).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.Delete(a, ResidentKind::kFactor).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.GetFactor(a), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(s.Delete(a, ResidentKind::kFactor), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(ResidentStoreTest, FactorsShareTheLru) {
@@ -155,16 +159,16 @@ TEST_F(ResidentStoreTest, FactorsShareTheLru) {
   info.bytes = 800;
   info.placement = "cpu";
   auto r = s.Reserve(800);
-  ASSERT_TRUE(r.ok());
+  ASSERT_THAT(r, IsOk());
   auto id = s.PutFactor(std::make_shared<Factor>(info, nullptr), absl::ZeroDuration(),
                         std::move(*r));
-  ASSERT_TRUE(id.ok());
+  ASSERT_THAT(id, IsOk());
   auto f = s.GetFactor(*id);
-  ASSERT_TRUE(f.ok());
+  ASSERT_THAT(f, IsOk());
   EXPECT_EQ((*f)->info().n, 10);
-  EXPECT_EQ(s.Reserve(400).status().code(), absl::StatusCode::kResourceExhausted);  // leased
+  EXPECT_THAT(s.Reserve(400), StatusIs(absl::StatusCode::kResourceExhausted));  // leased
   f->reset();
-  EXPECT_TRUE(s.Reserve(400).ok());
+  EXPECT_THAT(s.Reserve(400), IsOk());
   EXPECT_THAT(s.GetFactor(*id).status().message(), HasSubstr("evicted"));
 }
 
@@ -180,7 +184,7 @@ TEST_F(ResidentStoreTest, EveryObjectIsChargedItsOverheadSoEmptyOnesAreNotFree) 
   std::vector<TensorLease> leases;
   for (int i = 1; i < 4; ++i) leases.push_back(*s.GetTensor(ids[i]));
   auto refused = s.Reserve(0);
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(refused.status().message(), HasSubstr("+1024 per object"));
   EXPECT_THAT(refused.status().message(), HasSubstr("by 4 stored objects"));
 }
@@ -191,15 +195,15 @@ TEST_F(ResidentStoreTest, ExpiredObjectsGoAtTheNextReserveEarliestFirst) {
   const std::string early = Put(s, Filled(4, 4, 2.0f), absl::Seconds(10));
   const std::string used = Put(s, Filled(4, 4, 3.0f), absl::Seconds(10));
   now_ += absl::Seconds(9);
-  ASSERT_TRUE(s.GetTensor(used).ok());  // a use moves its expiry to 19 s
+  ASSERT_THAT(s.GetTensor(used), IsOk());  // a use moves its expiry to 19 s
   now_ += absl::Seconds(2);             // 11 s: only `early` has expired
-  ASSERT_TRUE(s.Reserve(0).ok());
+  ASSERT_THAT(s.Reserve(0), IsOk());
   EXPECT_EQ(s.used_bytes(), 2 * 64);
   EXPECT_THAT(s.GetTensor(early).status().message(), HasSubstr("expired (TTL 10s)"));
   now_ += absl::Seconds(9);  // 20 s
-  ASSERT_TRUE(s.Reserve(0).ok());
+  ASSERT_THAT(s.Reserve(0), IsOk());
   EXPECT_EQ(s.used_bytes(), 64);
-  EXPECT_TRUE(s.GetTensor(late).ok());
+  EXPECT_THAT(s.GetTensor(late), IsOk());
   EXPECT_THAT(s.GetTensor(used).status().message(), HasSubstr("expired"));
 }
 

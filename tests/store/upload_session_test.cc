@@ -6,15 +6,19 @@
 #include <cstring>
 #include <random>
 
+#include "common/crc32c.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/crc32c.h"
 #include "server/store/resident_store.h"
+#include "tests/testing/status_matchers.h"
 
 namespace linalgd {
 namespace {
 
+using ::linalgd::testing::IsOk;
+using ::linalgd::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string RandomBytes(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -40,7 +44,7 @@ class UploadTest : public ::testing::Test {
     spec.shape = {static_cast<int64_t>(data.size() / 12), 3};
     spec.crc32c = crc;
     auto session = store_->StartUpload(spec);
-    EXPECT_TRUE(session.ok()) << session.status();
+    EXPECT_THAT(session, IsOk());
     return session.ok() ? *session : nullptr;
   }
 
@@ -56,6 +60,25 @@ class UploadTest : public ::testing::Test {
   std::unique_ptr<ResidentStore> store_;
 };
 
+// An empty tensor has no part to send: finishing stores it with its own
+// dtype and shape (nothing allocated a buffer for it).
+TEST_F(UploadTest, AnEmptyTensorFinishesWithoutParts) {
+  UploadSpec spec;
+  spec.dtype = DType::kF64;
+  spec.shape = {0, 7};
+  absl::StatusOr<std::shared_ptr<UploadSession>> s = store_->StartUpload(spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->total_bytes(), 0);
+  absl::StatusOr<std::string> id = store_->FinishUpload((*s)->id());
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<TensorLease> lease = store_->GetTensor(*id);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->meta.dtype, DType::kF64);
+  EXPECT_EQ(lease->meta.shape, (Shape{0, 7}));
+  EXPECT_EQ(lease->tensor->shape(), (Shape{0, 7}));
+  EXPECT_EQ(lease->meta.bytes, 0);
+}
+
 TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
   const std::string data = RandomBytes(12 * 1001, 3);
   const uint32_t crc = Crc32c(data.data(), data.size());
@@ -69,11 +92,11 @@ TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::shuffle(order.begin(), order.end(), gen);
     std::shared_ptr<UploadSession> s = Start(data, crc);
-    for (size_t i : order) ASSERT_TRUE(SendPart(*s, data, cuts[i], cuts[i + 1] - cuts[i]).ok());
+    for (size_t i : order) ASSERT_THAT(SendPart(*s, data, cuts[i], cuts[i + 1] - cuts[i]), IsOk());
     absl::StatusOr<std::string> id = store_->FinishUpload(s->id());
-    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_THAT(id, IsOk());
     absl::StatusOr<TensorLease> lease = store_->GetTensor(*id);
-    ASSERT_TRUE(lease.ok()) << lease.status();
+    ASSERT_THAT(lease, IsOk());
     EXPECT_EQ(lease->meta.crc32c, crc);
     EXPECT_EQ(lease->meta.shape, (Shape{1001, 3}));
     EXPECT_EQ(std::string(lease->tensor->as<char>(), lease->tensor->num_bytes()), data);
@@ -83,35 +106,35 @@ TEST_F(UploadTest, PartsInAnyOrderAndOddSizesGiveTheTensorAndItsCrc) {
 TEST_F(UploadTest, OverlappingEmptyAndOutOfRangePartsAreInvalidArgument) {
   const std::string data = RandomBytes(120, 1);
   std::shared_ptr<UploadSession> s = Start(data, 0);
-  ASSERT_TRUE(s->Claim(40, 40).ok());
+  ASSERT_THAT(s->Claim(40, 40), IsOk());
   absl::Status overlap = s->Claim(70, 20).status();
-  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(overlap, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(overlap.message(), HasSubstr("part [70, 90) overlaps the part [40, 80)"));
   EXPECT_THAT(s->Claim(0, 41).status().message(), HasSubstr("[0, 41) overlaps the part [40, 80)"));
   absl::Status out = s->Claim(100, 21).status();
-  EXPECT_EQ(out.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(out.message(), HasSubstr("offset 100 + total_bytes 21"));
   EXPECT_THAT(out.message(), HasSubstr("120 bytes"));
-  EXPECT_EQ(s->Claim(-1, 1).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->Claim(0, 0).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(s->Claim(0, 40).ok());   // adjacent ranges are fine
-  EXPECT_TRUE(s->Claim(80, 40).ok());
+  EXPECT_THAT(s->Claim(-1, 1), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(s->Claim(0, 0), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(s->Claim(0, 40), IsOk());   // adjacent ranges are fine
+  EXPECT_THAT(s->Claim(80, 40), IsOk());
 }
 
 TEST_F(UploadTest, MissingAndUnfinishedPartsAreFailedPreconditionAndTheUploadStaysOpen) {
   const std::string data = RandomBytes(120, 2);
   std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()));
-  ASSERT_TRUE(SendPart(*s, data, 0, 24).ok());
-  ASSERT_TRUE(SendPart(*s, data, 60, 60).ok());
+  ASSERT_THAT(SendPart(*s, data, 0, 24), IsOk());
+  ASSERT_THAT(SendPart(*s, data, 60, 60), IsOk());
   absl::Status missing = store_->FinishUpload(s->id()).status();
-  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing, StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(missing.message(), HasSubstr("bytes [24, 60) of 120 have not been uploaded"));
-  ASSERT_TRUE(s->Claim(24, 36).ok());
+  ASSERT_THAT(s->Claim(24, 36), IsOk());
   EXPECT_THAT(store_->FinishUpload(s->id()).status().message(),
               HasSubstr("[24, 60) is still being written"));
   s->Unclaim(24);  // the stream failed; its range can be sent again
-  ASSERT_TRUE(SendPart(*s, data, 24, 36).ok());
-  EXPECT_TRUE(store_->FinishUpload(s->id()).ok());
+  ASSERT_THAT(SendPart(*s, data, 24, 36), IsOk());
+  EXPECT_THAT(store_->FinishUpload(s->id()), IsOk());
 }
 
 TEST_F(UploadTest, NothingSentReportsTheWholeRange) {
@@ -123,10 +146,10 @@ TEST_F(UploadTest, NothingSentReportsTheWholeRange) {
 TEST_F(UploadTest, WrongWholeCrcIsDataLossAndDropsTheUpload) {
   const std::string data = RandomBytes(48, 5);
   std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()) ^ 1);
-  ASSERT_TRUE(SendPart(*s, data, 0, 48).ok());
-  EXPECT_EQ(store_->FinishUpload(s->id()).status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_THAT(SendPart(*s, data, 0, 48), IsOk());
+  EXPECT_THAT(store_->FinishUpload(s->id()), StatusIs(absl::StatusCode::kDataLoss));
   absl::Status again = store_->FinishUpload(s->id()).status();
-  EXPECT_EQ(again.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(again, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(again.message(), HasSubstr("CRC32C"));
   EXPECT_EQ(store_->used_bytes(), 0);
 }
@@ -135,17 +158,17 @@ TEST_F(UploadTest, UnknownFinishedAndAbortedIdsAreNotFound) {
   const std::string data = RandomBytes(12, 6);
   EXPECT_THAT(store_->uploads().Find("nope").status().message(), HasSubstr("unknown"));
   std::shared_ptr<UploadSession> s = Start(data, Crc32c(data.data(), data.size()));
-  ASSERT_TRUE(SendPart(*s, data, 0, 12).ok());
-  ASSERT_TRUE(store_->FinishUpload(s->id()).ok());
+  ASSERT_THAT(SendPart(*s, data, 0, 12), IsOk());
+  ASSERT_THAT(store_->FinishUpload(s->id()), IsOk());
   absl::Status finished = store_->uploads().Find(s->id()).status();
-  EXPECT_EQ(finished.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(finished, StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT(finished.message(), HasSubstr("finished"));
   std::shared_ptr<UploadSession> t = Start(data, 0);
-  ASSERT_TRUE(t->Claim(0, 12).ok());
-  ASSERT_TRUE(store_->uploads().Abort(t->id()).ok());
+  ASSERT_THAT(t->Claim(0, 12), IsOk());
+  ASSERT_THAT(store_->uploads().Abort(t->id()), IsOk());
   EXPECT_THAT(t->Commit(0, 0).message(), HasSubstr("aborted"));  // the part in flight fails
   EXPECT_THAT(store_->FinishUpload(t->id()).status().message(), HasSubstr("aborted"));
-  EXPECT_FALSE(store_->GetTensor(t->id()).ok());  // never an operand
+  EXPECT_THAT(store_->GetTensor(t->id()), Not(IsOk()));  // never an operand
 }
 
 TEST_F(UploadTest, AnAbandonedUploadExpiresAndReleasesItsReservation) {
@@ -155,23 +178,23 @@ TEST_F(UploadTest, AnAbandonedUploadExpiresAndReleasesItsReservation) {
   EXPECT_EQ(store_->used_bytes(), 1200);
   EXPECT_TRUE(store_->List().empty());  // uploads are not listed
   now_ += absl::Seconds(59);
-  EXPECT_TRUE(store_->uploads().Find(id).ok());  // activity: the TTL restarts
+  EXPECT_THAT(store_->uploads().Find(id), IsOk());  // activity: the TTL restarts
   now_ += absl::Seconds(60);
-  EXPECT_TRUE(store_->Reserve(10).ok());  // any reservation drops expired uploads
+  EXPECT_THAT(store_->Reserve(10), IsOk());  // any reservation drops expired uploads
   EXPECT_EQ(store_->used_bytes(), 0);
   EXPECT_THAT(store_->uploads().Find(id).status().message(), HasSubstr("expired"));
 }
 
 TEST_F(UploadTest, AnUploadWithAPartInFlightDoesNotExpire) {
   std::shared_ptr<UploadSession> s = Start(RandomBytes(120, 8), 0);
-  ASSERT_TRUE(s->Claim(0, 60).ok());
+  ASSERT_THAT(s->Claim(0, 60), IsOk());
   now_ += absl::Hours(2);
   store_->uploads().DropExpired();
-  EXPECT_TRUE(store_->uploads().Find(s->id()).ok());
+  EXPECT_THAT(store_->uploads().Find(s->id()), IsOk());
   s->Unclaim(0);
   now_ += absl::Hours(2);
   store_->uploads().DropExpired();
-  EXPECT_FALSE(store_->uploads().Find(s->id()).ok());
+  EXPECT_THAT(store_->uploads().Find(s->id()), Not(IsOk()));
 }
 
 TEST(UploadHostAllocatorTest, TheUploadIsAssembledInTheAllocatorsMemoryAndStoredThere) {
@@ -190,20 +213,20 @@ TEST(UploadHostAllocatorTest, TheUploadIsAssembledInTheAllocatorsMemoryAndStored
   spec.shape = {500, 3};
   spec.crc32c = Crc32c(data.data(), data.size());
   absl::StatusOr<std::shared_ptr<UploadSession>> s = store.StartUpload(spec);
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(s, IsOk());
   EXPECT_TRUE(blocks.empty());  // an upload that never sends a part takes no memory
   for (int64_t offset : {int64_t{3000}, int64_t{0}}) {  // two halves, back to front
     absl::StatusOr<char*> dest = (*s)->Claim(offset, 3000);
-    ASSERT_TRUE(dest.ok()) << dest.status();
+    ASSERT_THAT(dest, IsOk());
     ASSERT_EQ(blocks.size(), 1u);  // allocated with the first part, once
     EXPECT_EQ(reinterpret_cast<std::byte*>(*dest), blocks[0] + offset);
     std::memcpy(*dest, data.data() + offset, 3000);
-    ASSERT_TRUE((*s)->Commit(offset, Crc32c(data.data() + offset, 3000)).ok());
+    ASSERT_THAT((*s)->Commit(offset, Crc32c(data.data() + offset, 3000)), IsOk());
   }
   absl::StatusOr<std::string> id = store.FinishUpload((*s)->id());
-  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_THAT(id, IsOk());
   absl::StatusOr<TensorLease> lease = store.GetTensor(*id);
-  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_THAT(lease, IsOk());
   EXPECT_EQ(lease->tensor->data(), blocks[0]);  // no copy out of the block
   EXPECT_EQ(std::string(lease->tensor->as<char>(), lease->tensor->num_bytes()), data);
 }
@@ -217,15 +240,15 @@ TEST(UploadHostAllocatorTest, AnAllocatorThatRefusesLeavesTheUploadInOrdinaryMem
   spec.shape = {10, 3};
   spec.crc32c = Crc32c(data.data(), data.size());
   absl::StatusOr<std::shared_ptr<UploadSession>> s = store.StartUpload(spec);
-  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(s, IsOk());
   absl::StatusOr<char*> dest = (*s)->Claim(0, 120);
-  ASSERT_TRUE(dest.ok());
+  ASSERT_THAT(dest, IsOk());
   std::memcpy(*dest, data.data(), 120);
-  ASSERT_TRUE((*s)->Commit(0, spec.crc32c).ok());
+  ASSERT_THAT((*s)->Commit(0, spec.crc32c), IsOk());
   absl::StatusOr<std::string> id = store.FinishUpload((*s)->id());
-  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_THAT(id, IsOk());
   absl::StatusOr<TensorLease> lease = store.GetTensor(*id);
-  ASSERT_TRUE(lease.ok());
+  ASSERT_THAT(lease, IsOk());
   EXPECT_FALSE(lease->tensor->external());
   EXPECT_EQ(std::string(lease->tensor->as<char>(), 120), data);
 }
@@ -234,7 +257,7 @@ TEST_F(UploadTest, StartUploadReservesTheTensorOrIsResourceExhausted) {
   UploadSpec spec;
   spec.shape = {1024, 1024};  // 4 MiB > 1 MiB capacity
   absl::Status s = store_->StartUpload(spec).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(s.message(), HasSubstr("--store-bytes"));
 }
 
@@ -242,9 +265,9 @@ TEST_F(UploadTest, ResourceExhaustedCountsTheSpaceOfUploadsInProgress) {
   UploadSpec spec;
   spec.shape = {600, 256};  // 600 KiB of f32 of the 1 MiB capacity, held while in progress
   absl::StatusOr<std::shared_ptr<UploadSession>> first = store_->StartUpload(spec);
-  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_THAT(first, IsOk());
   absl::Status s = store_->StartUpload(spec).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_THAT(s.message(), HasSubstr("614400 bytes used: 0 by 0 stored objects, 0 bytes of them "
                                      "in use and never evicted; 614400 reserved by uploads and "
                                      "results in progress"));

@@ -61,8 +61,9 @@ int ClientCount(const BenchOptions& o) {
 }
 
 // Sizes of the shared-memory Matmul request and response of this workload
-// (tensors as references into a region), rounded up: what its echo sends.
-constexpr int64_t kShmRequestBytes = 192, kShmResponseBytes = 128;
+// (tensors as references into a region, 32-digit id and secret each),
+// rounded up: what its echo sends.
+constexpr int64_t kShmRequestBytes = 320, kShmResponseBytes = 128;
 
 absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int max_batch) {
   ServerOptions so;

@@ -62,8 +62,9 @@ class Client {
                                                const client::CallOptions& call = {});
   absl::Status ReleaseFactor(const std::string& factor_id, const client::CallOptions& call = {});
   // A tensor in a new shared-memory region of capacity_bytes (0: the
-  // tensor's own bytes), registered with the server (RegisterSharedMemory);
-  // see linalgd/shared_tensor.h. FAILED_PRECONDITION from a server without
+  // tensor's own bytes): a sealed memfd handed to the server over its Unix
+  // socket (ClientOptions::shared_memory_socket, else the path GetServerInfo
+  // reports); see linalgd/shared_tensor.h. FAILED_PRECONDITION from a server without
   // --allow-shm or on another host; INVALID_ARGUMENT for a bad shape or a
   // capacity below the tensor's bytes.
   absl::StatusOr<std::unique_ptr<client::SharedTensor>> CreateSharedTensor(

@@ -47,8 +47,8 @@ struct ClientOptions {
   int64_t transfer_part_min_bytes = int64_t{8} << 20;
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
-  // POSIX shared-memory region of shared_memory_bytes and registers it
-  // (RegisterSharedMemory); from then on the inline operands of each call are
+  // sealed memfd of shared_memory_bytes and hands it to the server over its
+  // Unix socket (shared_memory_socket; docs/shared-memory.md); from then on the inline operands of each call are
   // written into a region and the result is asked for there (out_shm), so no
   // tensor bytes cross the socket. A region serves one call at a time:
   // concurrent calls register more, up to shared_memory_regions (the server
@@ -60,6 +60,10 @@ struct ClientOptions {
   bool use_shared_memory = false;
   int64_t shared_memory_bytes = int64_t{256} << 20;
   int shared_memory_regions = 1;
+  // The server's shared-memory Unix socket; empty: the path its
+  // GetServerInfo reports (set this when the client sees the socket at
+  // another path, e.g. another container's mount of the same volume).
+  std::string shared_memory_socket;
   // Receives the client's debug lines (e.g. why shared memory is not used).
   // Unset: stderr when the environment has LINALGD_CLIENT_DEBUG, else nowhere.
   std::function<void(absl::string_view)> debug_log;

@@ -38,6 +38,7 @@ struct ServerInfo {
   std::vector<DeviceInfo> devices;
   ServerLimits limits;
   std::string gpu_status;  // why no GPU is used, when none is
+  std::string shm_socket;  // the shared-memory Unix socket (--allow-shm), else empty
 };
 
 }  // namespace linalgd::client

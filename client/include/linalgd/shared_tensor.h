@@ -14,20 +14,21 @@
 
 namespace linalgd::client {
 
-// A tensor whose bytes live in a POSIX shared-memory region of this process
-// that a server on the same host (started with --allow-shm) has mapped and
-// page-locked (Client::CreateSharedTensor). Write the elements in place and
+// A tensor whose bytes live in a shared-memory region of this process (a
+// sealed memfd) that a server on the same host (started with --allow-shm)
+// has mapped and page-locked (Client::CreateSharedTensor). Write the elements in place and
 // pass it as an operand (MatmulArgs::a_shared, ...) or as the place for a
 // result (MatmulArgs::out_shared, SolveArgs::x_shared): only (region,
 // offset, bytes) crosses the socket, and a GPU server copies straight
 // between the region and the device. The region is registered once, when
-// the tensor is created, and unregistered when it is destroyed.
+// the tensor is created, and released when it is destroyed (or this process
+// exits).
 // Not thread-safe: do not change it while a call that uses it runs.
 class SharedTensor {
  public:
   struct Impl;  // opaque: the region and the channel that registered it
   explicit SharedTensor(std::unique_ptr<Impl> impl);
-  ~SharedTensor();  // unregisters the region (best effort), then unmaps it
+  ~SharedTensor();  // releases the region on the server, then unmaps it
   SharedTensor(const SharedTensor&) = delete;
   SharedTensor& operator=(const SharedTensor&) = delete;
 
@@ -61,8 +62,10 @@ class SharedTensor {
   // A copy of the current contents.
   Tensor ToTensor() const;
 
-  // The server's name for the region.
+  // The server's id for the region.
   const std::string& region() const;
+  // For the client library.
+  const Impl& impl() const { return *impl_; }
 
  private:
   template <typename T>

@@ -2,7 +2,9 @@
 #define LINALGD_CLIENT_SOLVE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -22,12 +24,17 @@ struct SolveArgs {
   Tensor a;  // [..., M, N]
   Tensor b;  // [..., M, K]
   SolveMethod method = SolveMethod::kAuto;
-  // Singular / non-SPD a: FAILED_PRECONDITION instead of a fallback.
+  // Singular, numerically singular (rcond below the server's threshold) or
+  // non-SPD a: FAILED_PRECONDITION instead of a fallback. With factor_id: a
+  // numerically singular factor is FAILED_PRECONDITION.
   bool no_fallback = false;
+  // Least squares by SVD: singular values below rcond * the largest count as
+  // zero (numpy.linalg.lstsq's rcond); unset: eps * max(M, N).
+  std::optional<double> rcond;
   bool allow_non_finite = false;
   int32_t priority = 0;
   // Resident tensors instead of a, b; a cached factorization (Client::
-  // Factorize) instead of a (method and no_fallback are then ignored).
+  // Factorize) instead of a (method is then ignored).
   std::string a_resident_id, b_resident_id, factor_id;
   bool keep_result = false;  // keep x on the server: SolveResult.x_resident_id
   absl::Duration result_ttl = absl::ZeroDuration();
@@ -44,6 +51,16 @@ struct SolveResult {
   std::string fallback;                          // empty, or why the requested method was not used
   // max over batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F).
   double residual = 0;  // -1 with a factor (a is not kept)
+  // Smallest reciprocal 1-norm condition estimate over the batch (LU or
+  // Cholesky; s_min / s_max for members solved by the SVD; the factor's with
+  // factor_id); unset when there is none (QR).
+  std::optional<double> rcond;
+  // Method kLstsq: numpy.linalg.lstsq's outputs per batch member, row-major
+  // over x's batch dims: residuals [batch..., K] (empty when rank < N or
+  // M <= N), rank [batch...], singular_values [batch..., min(M, N)].
+  std::vector<double> lstsq_residuals;
+  std::vector<int64_t> rank;
+  std::vector<double> singular_values;
   ExecutionInfo info;
   std::string x_resident_id;  // with keep_result
 };

@@ -13,7 +13,7 @@ public methods. Until then a request above `max_message_bytes` is refused
 client-side with ResourceExhausted naming the sizes.
 
 Shared memory (use_shared_memory=True, a same-host server started with
---allow-shm): matmul and solve operands and results go through one POSIX
+--allow-shm): matmul and solve operands and results go through one memfd
 region per Client instead of the socket; see shm.py.
 """
 import math
@@ -61,9 +61,10 @@ class Client(StoreMixin, SparseMixin):
         of failing fast with UNAVAILABLE.
     channel: an existing grpc.Channel to use instead of target (not closed by
         close()).
-    use_shared_memory: carry matmul/solve operands and results through a POSIX
-        shared-memory region of shared_memory_bytes registered with a same-host
-        server (--allow-shm). A region serves one call at a time: calls made at
+    use_shared_memory: carry matmul/solve operands and results through a
+        shared-memory region (a sealed memfd) of shared_memory_bytes handed to a
+        same-host server (--allow-shm) over its Unix socket: shared_memory_socket,
+        or by default the path GetServerInfo reports. A region serves one call at a time: calls made at
         once from several threads register up to shared_memory_regions of them.
         Falls back to the socket, silently (logger "linalgd", debug level), for
         a remote target, a server that refuses, tensors that do not fit, or
@@ -75,7 +76,7 @@ class Client(StoreMixin, SparseMixin):
                  metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
-                 shared_memory_regions=1):
+                 shared_memory_regions=1, shared_memory_socket=None):
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be positive or None")
         self.target = target
@@ -113,6 +114,7 @@ class Client(StoreMixin, SparseMixin):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
+        self._shm_socket = shared_memory_socket
         self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes, shared_memory_regions)
                      if use_shared_memory else None)
 
@@ -220,14 +222,17 @@ class Client(StoreMixin, SparseMixin):
         return resp, self._fetch_kept(resp.out, "out", as_torch)
 
     def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
-              priority=0, timeout=_DEFAULT, return_info=False, factor=None):
+              priority=0, timeout=_DEFAULT, return_info=False, factor=None, rcond=None):
         """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
 
-        method: auto (default), lu, cholesky, qr, lstsq. A singular or non-SPD a
-        falls back (cholesky -> lu -> lstsq) unless no_fallback, which raises
+        method: auto (default), lu, cholesky, qr, lstsq. A singular, numerically
+        singular (rcond below the server's threshold) or non-SPD a falls back
+        (cholesky -> lu -> lstsq) unless no_fallback, which raises
         FailedPrecondition instead. Returns x (torch if a or b is torch), or a
-        SolveResult (x, method_used, fallback, residual, info) with return_info.
+        SolveResult (x, method_used, fallback, residual, info, rcond and, for
+        lstsq, residuals, rank, singular_values) with return_info.
         factor: a factor id from factorize(); a must then be None.
+        rcond: numpy.linalg.lstsq's cutoff for the SVD (default eps * max(M, N)).
         """
         if factor is not None:
             a = np.zeros((1, 1))  # placeholder, not sent
@@ -239,6 +244,8 @@ class Client(StoreMixin, SparseMixin):
         req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
                               no_fallback=bool(no_fallback),
                               allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        if rcond is not None:
+            req.rcond = float(rcond)
         operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
         if factor is not None:
             del operands["a"]
@@ -263,12 +270,21 @@ class Client(StoreMixin, SparseMixin):
             finally:
                 self._drop(temps)
             x = self._fetch_kept(resp.x, "x", as_torch)
+        batch_shape = tuple(x.shape[:-2])
         if vector:
             x = x.squeeze(-1)
         if not return_info:
             return x
-        return SolveResult(x, SolveMethod(resp.method_used), resp.fallback, resp.residual,
-                           ExecutionInfo.from_proto(resp.info))
+        return SolveResult.from_proto(x, resp, batch_shape)
+
+    def lstsq(self, a, b, rcond=None, **kwargs):
+        """numpy.linalg.lstsq through the server's SVD: (x, residuals, rank, s).
+
+        Batched a and b ([..., M, N], [..., M, K]) give batched outputs.
+        Other keyword arguments go to solve().
+        """
+        r = self.solve(a, b, method="lstsq", rcond=rcond, return_info=True, **kwargs)
+        return r.x, r.residuals, r.rank, r.singular_values
 
     def server_info(self, *, timeout=_DEFAULT):
         """Version, backends, devices and limits of the server (a ServerInfo)."""

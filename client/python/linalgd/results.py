@@ -1,6 +1,6 @@
 """Result objects: the output array(s) plus how the server ran the request."""
 import dataclasses
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from .enums import SolveMethod
 
@@ -45,10 +45,38 @@ class SolveResult:
     fallback: str  # empty, or why the requested method was not the one used
     residual: float  # max over batch of ||a x - b|| / (||a|| ||x|| + ||b||)
     info: ExecutionInfo
+    # Smallest reciprocal 1-norm condition estimate over the batch (LU or
+    # Cholesky; s_min / s_max for SVD-solved members); None when there is none.
+    rcond: Optional[float] = None
+    # method="lstsq" only, as numpy.linalg.lstsq returns them (float64):
+    # residuals [batch..., K] (empty when rank < N or M <= N), rank [batch...]
+    # (an int without batch dims), singular_values [batch..., min(M, N)].
+    residuals: Any = None
+    rank: Any = None
+    singular_values: Any = None
 
     def __array__(self, dtype=None):
         import numpy as np
         return np.asarray(self.x, dtype=dtype)
+
+    @classmethod
+    def from_proto(cls, x, resp, batch_shape):
+        """x plus a SolveResponse's fields; batch_shape: x's leading dims."""
+        import numpy as np
+        extra = {}
+        if resp.HasField("lstsq"):
+            l = resp.lstsq
+            q = len(l.singular_values) // max(1, int(np.prod(batch_shape, dtype=np.int64)))
+            res = np.asarray(l.residuals, dtype=np.float64)
+            rank = np.asarray(l.rank, dtype=np.int64).reshape(batch_shape)
+            extra = dict(
+                residuals=res.reshape(tuple(batch_shape) + (-1,)) if res.size else res,
+                rank=int(rank) if rank.ndim == 0 else rank,
+                singular_values=np.asarray(l.singular_values, dtype=np.float64).reshape(
+                    tuple(batch_shape) + (q,)))
+        return cls(x, SolveMethod(resp.method_used), resp.fallback, resp.residual,
+                   ExecutionInfo.from_proto(resp.info),
+                   rcond=resp.rcond if resp.HasField("rcond") else None, **extra)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +107,7 @@ class ServerInfo:
     devices: List[Device]
     limits: Limits
     gpu_status: str
+    shm_socket: str = ""  # the shared-memory Unix socket (--allow-shm), else ""
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)  # the proto
 
     @classmethod
@@ -88,4 +117,5 @@ class ServerInfo:
         lim = m.limits
         limits = Limits(lim.max_message_bytes, lim.cpu_threshold, lim.op_timeout_seconds,
                         lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements)
-        return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status, m)
+        return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status,
+                   shm_socket=m.shm_socket, raw=m)

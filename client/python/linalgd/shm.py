@@ -1,8 +1,12 @@
-"""Shared memory with a same-host linalgd server (issue 8; server flag --allow-shm).
+"""Shared memory with a same-host linalgd server (server flag --allow-shm).
 
-The protocol is the C++ client's (client/src/shm_path.cc): POSIX regions
-created on first use and registered once each (RegisterSharedMemory, then
-the name is unlinked: the mapping stays, no /dev/shm entry is left behind).
+The protocol is the C++ client's (client/src/shm_path.cc, shm_region.cc):
+regions are memfds created on first use, sealed against resizing
+(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) and handed to the server over
+its Unix socket (SCM_RIGHTS; the path from GetServerInfo's shm_socket, or
+shared_memory_socket=), which answers with a region id and a secret; calls
+name the region by both. Closing the socket (or this process ending)
+releases the region on the server; nothing is left in /dev/shm.
 A call takes an idle region, or registers another while there are fewer than
 shared_memory_regions, writes its operands into it at 64-byte-aligned
 offsets, sends Tensor.shm references instead of bytes, asks for the result in
@@ -11,25 +15,74 @@ back. A call that finds every region busy, operands that do not fit, a remote
 target or a server that refuses registration all take the socket instead,
 said at debug level on the "linalgd" logger.
 """
-import itertools
+import fcntl
 import logging
 import math
+import mmap
 import os
-import secrets
+import select
+import socket
 import threading
-from multiprocessing import shared_memory
 
 import numpy as np
 
 from . import tensors
 from ._stubs import pb
-from .errors import DeadlineExceeded, Internal, NotFound, Unavailable
+from .errors import DeadlineExceeded, FailedPrecondition, Internal, NotFound, Unavailable
 
 log = logging.getLogger("linalgd")
 
 ALIGN = 64
 DEFAULT_SHARED_MEMORY_BYTES = 256 << 20
-_COUNTER = itertools.count()
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+_REGISTER_TIMEOUT = 10.0  # seconds, at most, for the socket's answer
+
+
+class Region:
+    """A sealed memfd of nbytes, mapped here and registered through the
+    server's Unix socket at path (kept open: closing it releases the region)."""
+
+    def __init__(self, path, nbytes, timeout):
+        fd = os.memfd_create("linalgd", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self._sock = None
+        try:
+            os.ftruncate(fd, nbytes)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+            self._map = mmap.mmap(fd, nbytes)
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self._sock.connect(path)
+            socket.send_fds(self._sock, [b"REGISTER"], [fd])
+        except BaseException:
+            if self._sock is not None:
+                self._sock.close()
+            raise
+        finally:
+            os.close(fd)  # the server has its own mapping
+        self.size = nbytes
+        self.buf = memoryview(self._map)
+        self.name, self.secret, self.pinned = self._answer(timeout)
+
+    def _answer(self, timeout):
+        wait = _REGISTER_TIMEOUT if timeout is None else min(timeout, _REGISTER_TIMEOUT)
+        if not select.select([self._sock], [], [], wait)[0]:
+            self.close()
+            raise DeadlineExceeded("shared memory: no answer from the server's socket")
+        reply = self._sock.recv(1024).decode("utf-8", "replace")
+        fields = reply.split(" ")  # OK id secret size pinned, or ERR CODE message
+        if len(fields) == 5 and fields[0] == "OK":
+            return fields[1], fields[2], fields[4] == "1"
+        self.close()
+        raise FailedPrecondition(f"shared memory refused by the server: {reply or 'closed'}")
+
+    def ref(self, offset, nbytes):
+        return pb.SharedMemoryRef(region=self.name, secret=self.secret, offset=offset,
+                                  bytes=nbytes)
+
+    def close(self):
+        """Releases the region on the server, then unmaps it here."""
+        self._sock.close()
+        self.buf.release()
+        self._map.close()
 
 
 def align_up(n):
@@ -142,33 +195,23 @@ class SharedMemoryPath:
             log.debug("shared memory not used: target %r is not on this host; using the socket",
                       target)
             return None, True
-        name = f"linalgd-py-{os.getpid()}-{next(_COUNTER)}-{secrets.token_hex(4)}"
         try:
-            region = shared_memory.SharedMemory(name=name, create=True, size=self._bytes)
-        except (OSError, ValueError) as e:
-            log.debug("shared memory not used: cannot create a %d-byte region: %s; using the "
-                      "socket", self._bytes, e)
-            return None, True
-        try:
-            self._client._invoke("RegisterSharedMemory", pb.RegisterSharedMemoryRequest(
-                name=region.name, key="/" + region.name, size=region.size), timeout)
+            path = self._client._shm_socket or self._client.server_info(timeout=timeout).shm_socket
+            if not path:
+                raise FailedPrecondition(
+                    "the server takes no shared memory (start linalgd with --allow-shm)")
+            wait = timeout if isinstance(timeout, (int, float)) else self._client.timeout
+            region = Region(path, self._bytes, wait)
         except Exception as e:  # noqa: BLE001  any refusal means: use the socket
-            _discard(region)
-            log.debug("shared memory not used: RegisterSharedMemory: %s; using the socket", e)
+            log.debug("shared memory not used: %s; using the socket", e)
             # A server not up yet may accept later; anything else is final.
             return None, not isinstance(e, (Unavailable, DeadlineExceeded))
-        region.unlink()  # the server has mapped it; leave no name behind
-        log.debug("shared memory: region %s of %d bytes registered", region.name, region.size)
+        log.debug("shared memory: region %s of %d bytes registered%s", region.name, region.size,
+                  " (pinned)" if region.pinned else "")
         return region, False
 
     def _unregister(self, region):
-        try:
-            self._client._stub.UnregisterSharedMemory(
-                pb.UnregisterSharedMemoryRequest(name=region.name), timeout=2.0,
-                metadata=self._client._metadata or None)
-        except Exception:  # noqa: BLE001  best effort; the server drops it with us
-            pass
-        region.close()
+        region.close()  # closing its socket releases it on the server
 
     def close(self):
         """Unregisters the idle regions now, the others when their calls end."""
@@ -209,15 +252,14 @@ class SharedMemoryPath:
                 del dst
                 getattr(req, field).CopyFrom(pb.Tensor(
                     dtype=int(wire), shape=arr.shape,
-                    shm=pb.SharedMemoryRef(region=region.name, offset=cursor, bytes=arr.nbytes)))
+                    shm=region.ref(cursor, arr.nbytes)))
                 cursor += align_up(arr.nbytes)
             req.keep_result = False
-            req.out_shm.CopyFrom(pb.SharedMemoryRef(region=region.name, offset=cursor,
-                                                    bytes=region.size - cursor))
+            req.out_shm.CopyFrom(region.ref(cursor, region.size - cursor))
             try:
                 resp = self._client._invoke(method, req, timeout)
             except NotFound as e:
-                if "not registered" not in str(e):
+                if "not a registered shared-memory region" not in str(e):
                     raise
                 # The server forgot the region (it restarted): register a new one next time.
                 log.debug("%s: %s; using the socket", method, e)
@@ -236,13 +278,6 @@ class SharedMemoryPath:
             return resp, arr
         finally:
             self._release(region, dropped)
-
-
-def _discard(region):
-    try:
-        region.close()
-    finally:
-        region.unlink()
 
 
 def matmul_out_shape(a, b, transpose_a, transpose_b):

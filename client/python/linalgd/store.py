@@ -53,7 +53,7 @@ class FactorInfo:
 
 
 def _put_messages(arr, wire, placement, ttl, chunk):
-    data = memoryview(arr).cast("B")
+    data = memoryview(arr.reshape(-1).view(np.uint8))  # cast() refuses a 0 in the shape
     header = pb.PutTensorHeader(dtype=int(wire), shape=arr.shape, placement=placement or "",
                                 ttl_seconds=float(ttl or 0), total_bytes=len(data),
                                 crc32=zlib.crc32(data) & 0xFFFFFFFF)

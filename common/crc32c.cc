@@ -1,4 +1,4 @@
-#include "server/store/crc32c.h"
+#include "common/crc32c.h"
 
 #include <array>
 #include <cstring>

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_STORE_CRC32C_H_
-#define LINALGD_SERVER_STORE_CRC32C_H_
+#ifndef LINALGD_COMMON_CRC32C_H_
+#define LINALGD_COMMON_CRC32C_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,4 +24,4 @@ uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t n);
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_STORE_CRC32C_H_
+#endif  // LINALGD_COMMON_CRC32C_H_

@@ -1,4 +1,4 @@
-#include "server/cpu/matmul_epilogue.h"
+#include "server/backend/matmul_epilogue.h"
 
 #include <cmath>
 #include <type_traits>

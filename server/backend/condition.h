@@ -1,0 +1,71 @@
+#ifndef LINALGD_SERVER_BACKEND_CONDITION_H_
+#define LINALGD_SERVER_BACKEND_CONDITION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "server/backend/factor.h"
+#include "server/common/dtype.h"
+
+namespace linalgd {
+
+// Numerical singularity, shared by every backend.
+//
+// A square a of order n in dtype t is numerically singular when its
+// reciprocal 1-norm condition estimate rcond is below
+// SingularThreshold(factor, n, t) = factor * n * eps(t), factor being the
+// server's --singular-rcond-factor (default 1). Such a system is answered by
+// the minimum-norm least-squares solution when fallback is allowed, and is
+// FAILED_PRECONDITION otherwise.
+
+inline constexpr double kDefaultSingularRcondFactor = 1.0;
+
+double SingularThreshold(double factor, int64_t n, DType t);
+
+// The failure text for a factorization whose rcond is below threshold:
+// "lu: rcond 1.2e-17 of a is below the threshold 2.3e-13 (n*eps times 1;
+// numerically singular)". `method`: "lu" or "cholesky"; `name`: "a", "a[3]".
+std::string NumericallySingularMessage(absl::string_view method, absl::string_view name,
+                                       double rcond, double threshold);
+
+// What Factorize says about a factor's condition: empty when info.rcond >=
+// info.rcond_threshold; otherwise, with allow_fallback, the text for
+// FactorizeResult::fallback (the factor is kept), and without it
+// FAILED_PRECONDITION naming rcond and threshold.
+absl::StatusOr<std::string> FactorizeConditionVerdict(const FactorInfo& info,
+                                                      bool allow_fallback);
+
+// The Factorize result for a made factor: `fallback` (what happened before,
+// may be empty) joined with FactorizeConditionVerdict's text, or its error.
+absl::StatusOr<FactorizeResult> KeepFactorWithVerdict(std::shared_ptr<const Factor> factor,
+                                                      bool allow_fallback, std::string fallback);
+
+// What a solve with a cached factor says about its condition: empty when
+// info.rcond >= info.rcond_threshold; otherwise, with allow_fallback, the
+// text for SolveResult::fallback (x comes from the factor: a is not kept, so
+// there is no minimum-norm answer), and without it FAILED_PRECONDITION.
+absl::StatusOr<std::string> FactorConditionVerdict(const FactorInfo& info, bool allow_fallback);
+
+// Solves, in place, one system per batch member with the member's factors:
+// v holds `batch` vectors of n values (member i at v[i * n]); transposed
+// selects a^T instead of a. Must not change the size of v.
+using BatchVectorSolve = std::function<absl::Status(std::vector<double>& v, bool transposed)>;
+
+// Hager's estimate of ||a_i^-1||_1 for every member i of a batch (Higham,
+// ACM TOMS 14 (1988), algorithm 2.1; the estimator behind LAPACK's gecon and
+// pocon, at most five iterations), all members in lockstep: each iteration is
+// two calls of `solve` on the whole batch. A non-finite solve gives +inf.
+absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
+                                                         const BatchVectorSolve& solve);
+
+// 1 / (anorm * inv_norm), or 0 when either is zero, NaN or infinite.
+double RcondFromNorms(double anorm, double inv_norm);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_BACKEND_CONDITION_H_

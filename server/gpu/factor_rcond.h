@@ -1,0 +1,50 @@
+#ifndef LINALGD_SERVER_GPU_FACTOR_RCOND_H_
+#define LINALGD_SERVER_GPU_FACTOR_RCOND_H_
+
+// Reciprocal 1-norm condition estimates from LU or Cholesky factors on the
+// device: rcond = 1 / (||a||_1 * est), est the Hager-Higham estimate of
+// ||a^-1||_1 (server/backend/condition.h, LAPACK's gecon / pocon
+// estimator): a handful of one-column solves with the factors and their
+// transposes, O(n^2) each beside the O(n^3) factorization. Used by the dense
+// solves (single and batched) and by cached factors alike.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backend/ops.h"
+#include "server/common/dtype.h"
+#include "server/gpu/gpu_context.h"
+
+namespace linalgd::gpu {
+
+// Solves in place, on ctx's stream, the `count` vectors of n values (dtype
+// t, member i at i * n) in the caller's device scratch with each member's
+// factors: a^-1 v, or a^-T v when transposed.
+using DeviceVectorSolve = std::function<absl::Status(bool transposed)>;
+
+// One estimate per member: anorm[i] is ||a_i||_1; `scratch` holds
+// count * n elements of t and is what `solve` works on. Synchronizes.
+absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
+                                                  const std::vector<double>& anorm,
+                                                  void* scratch, const DeviceVectorSolve& solve);
+
+// One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
+// LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower
+// Cholesky factor of a (Xpotrf; pivots null).
+absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                                   const void* factors, const int64_t* pivots, double anorm);
+
+// Per matrix of `batch` row-major n x n matrices (contiguous on the device).
+struct MatrixNorms {
+  std::vector<double> asym;   // max |a[i,j] - a[j,i]|
+  std::vector<double> norm1;  // ||a||_1
+};
+// Synchronizes.
+absl::StatusOr<MatrixNorms> SymmetryAndNorms(GpuContext& ctx, DType t, const void* a, int64_t n,
+                                             int64_t batch);
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_FACTOR_RCOND_H_

@@ -1,0 +1,81 @@
+#ifndef LINALGD_SERVER_SERVICE_RPC_H_
+#define LINALGD_SERVER_SERVICE_RPC_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/service/calls.h"
+
+namespace linalgd {
+
+// One RPC of the Linalg service from receipt to finish: the request path
+// that every RPC passes through. Created when the call arrives; Authorize()
+// is the hook every RPC passes before its own validation; End() is called
+// once with the call's final status and records linalgd_requests_total
+// {op, code, backend}, linalgd_request_duration_seconds, the payload bytes
+// and flops noted on the way, and the per-request debug log line, then
+// gives the gRPC status to finish the call with. Movable (a queued RPC
+// moves into its job); not thread-safe (one call's threads take turns).
+class Rpc {
+ public:
+  // `op` is the RPC's name ("Matmul", "PutTensor", ...) and must outlive
+  // this (a literal).
+  Rpc(const CallEnv& env, absl::string_view op, grpc::CallbackServerContext* context)
+      : metrics_(env.metrics), op_(op), context_(context) {}
+
+  absl::string_view op() const { return op_; }
+  grpc::CallbackServerContext* context() const { return context_; }
+
+  // Whether the caller may make this call. Every RPC calls it first; per-
+  // caller checks (credentials, tenants) belong here. OK today.
+  absl::Status Authorize() const;
+
+  // Payload bytes received over gRPC and through shared memory, counted at
+  // End whatever the status.
+  void NoteReceived(int64_t grpc_bytes, int64_t shm_bytes = 0);
+  // Payload bytes sent and flops performed, counted at End when it is OK.
+  void NoteSent(int64_t bytes) { sent_ += bytes; }
+  void NoteFlops(double flops) { flops_ += flops; }
+
+  // Records the call (metrics as above; `backend` empty: "none") and logs
+  // "<op> <detail> -> <status> on <backend> in <us> us" at debug level
+  // (`detail` is only called when that level is on). The returned status
+  // carries `status` (retry-after as trailing metadata: ToGrpcStatus).
+  grpc::Status End(const absl::Status& status, absl::string_view backend = {},
+                   absl::FunctionRef<std::string()> detail = [] { return std::string(); });
+
+ private:
+  LinalgdMetrics* metrics_;  // null: metrics off
+  absl::string_view op_;
+  grpc::CallbackServerContext* context_;
+  absl::Time received_ = absl::Now();
+  int64_t received_grpc_ = 0;
+  int64_t received_shm_ = 0;
+  int64_t sent_ = 0;
+  double flops_ = 0;
+};
+
+// The direct path of a unary RPC that is answered on the gRPC thread (store
+// index updates, shared-memory registration, server info): Authorize, then
+// `handle(rpc)` (returns the call's status; may note bytes on `rpc`), then
+// End and finish through the default reactor.
+template <typename HandleFn>
+grpc::ServerUnaryReactor* HandleUnary(const CallEnv& env, absl::string_view op,
+                                      grpc::CallbackServerContext* context, HandleFn handle) {
+  Rpc rpc(env, op, context);
+  absl::Status status = rpc.Authorize();
+  if (status.ok()) status = handle(rpc);
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(rpc.End(status));
+  return reactor;
+}
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_RPC_H_

@@ -1,0 +1,80 @@
+#ifndef LINALGD_SERVER_SERVICE_RPC_JOB_H_
+#define LINALGD_SERVER_SERVICE_RPC_JOB_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "server/scheduler/job.h"
+#include "server/service/call_reactor.h"
+#include "server/service/calls.h"
+#include "server/service/rpc.h"
+
+namespace linalgd {
+
+// The job of a queued unary RPC (Matmul, Solve, Factorize, SparseSolve):
+// the worker that finishes it delivers the result (Deliver), ends the RPC
+// (Rpc::End: metrics and the debug line, with the queue and run times) and
+// finishes the reactor. A subclass says only what differs: how it runs,
+// Deliver and Describe. The request and response stay owned by gRPC until
+// Finish.
+class RpcJob : public Job {
+ public:
+  RpcJob(JobSpec spec, Rpc rpc, CallReactor* reactor)
+      : Job(spec), rpc_(std::move(rpc)), reactor_(reactor) {}
+
+  void Finish(const absl::Status& status, const ExecutionInfo& info) final;
+
+ protected:
+  // After a successful run: fills the response (or stores the result) and
+  // notes the bytes sent on rpc(); its status is the call's. May change
+  // `info`, which the response, the metrics and the log then report.
+  virtual absl::Status Deliver(ExecutionInfo& info) = 0;
+  // The request (and result) in a few words for the debug line.
+  virtual std::string Describe() const = 0;
+
+  Rpc& rpc() { return rpc_; }
+  grpc::CallbackServerContext* context() const { return rpc_.context(); }
+
+ private:
+  Rpc rpc_;
+  CallReactor* const reactor_;
+};
+
+// The queued path of a unary RPC: Authorize, admit the request's bytes
+// (AdmitRequest), `prepare()` (StatusOr<Prepared>: validation); a failure
+// ends the RPC at once on backend "none". Otherwise JobT(spec, rpc, reactor,
+// env, response, prepared) goes to the scheduler with the JobSpec that
+// `spec_of(prepared)` gives (kind, routing, cost), the caller's priority
+// (clamped) and deadline; the worker that finishes it finishes the call.
+template <typename JobT, typename Request, typename Response, typename PrepareFn,
+          typename SpecFn>
+grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
+                                    grpc::CallbackServerContext* context,
+                                    const Request& request, Response* response,
+                                    PrepareFn prepare, SpecFn spec_of) {
+  Rpc rpc(env, op, context);
+  auto* reactor = new CallReactor();
+  absl::Status allowed = rpc.Authorize();
+  decltype(prepare()) prepared =
+      allowed.ok() ? Admitted(env, request, op, prepare) : decltype(prepare())(allowed);
+  if (!prepared.ok()) {
+    reactor->Finish(rpc.End(prepared.status()));
+    return reactor;
+  }
+  JobSpec spec = spec_of(*prepared);
+  spec.priority = ClampPriority(request.priority(), env);
+  spec.deadline = CallDeadline(context);
+  auto job = std::make_unique<JobT>(spec, std::move(rpc), reactor, env, response,
+                                    std::move(*prepared));
+  reactor->set_cancel_token(job->cancel_token());
+  env.scheduler->Submit(std::move(job));
+  return reactor;
+}
+
+}  // namespace linalgd
+
+#endif  // LINALGD_SERVER_SERVICE_RPC_JOB_H_
