@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "server/backend/factor.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 
 namespace linalgd {
 

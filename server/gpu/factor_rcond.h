@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend/ops.h"
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 #include "server/gpu/gpu_context.h"
 
 namespace linalgd::gpu {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/common/dtype.h"
+#include "common/dtype.h"
 
 // Square test systems of known condition, shared by the CPU and GPU
 // condition tests. Everything in double, row-major; b = a x0 is consistent.

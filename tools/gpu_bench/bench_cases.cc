@@ -162,9 +162,14 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                                                 w.data(), n, CUDA_R_64F, &ch_dev, &ch_host));
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer work, ctx.Alloc(std::max(lu_dev, ch_dev)));
   const double n3 = static_cast<double>(n) * n * n;
+  // Ours includes the server's 1-norm condition estimate (threshold 0: never
+  // refused), so ours / direct shows what the estimate costs.
+  gpu::ConditionCheck cond;
+  cond.anorm = 1;
+  cond.rcond_factor = 0;
   Row lu{"lu_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
   LINALGD_ASSIGN_OR_RETURN(lu.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-    return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data()).status();
+    return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &cond).status();
   }));
   LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] {
     return DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(), x.data(), b.data(), work,
@@ -172,7 +177,8 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   }));
   Row ch{"cholesky_solve", "f64", n, 0, 0, 1.0 / 3.0 * n3};
   LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-    return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data()).status();
+    return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &cond)
+        .status();
   }));
   LINALGD_ASSIGN_OR_RETURN(ch.direct_ms, TimeMs(st, reps, [&] {
     return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(), b.data(), work, ch_host,
