@@ -33,10 +33,12 @@ RUN bash /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/* /tmp/install-deps.s
        --shell /usr/sbin/nologin linalgd
 COPY --from=build /out/ /
 USER 10001:10001
-# 50051: gRPC (Linalg, grpc.health.v1, reflection); 9464: Prometheus /metrics.
+# 50051: gRPC (Linalg, grpc.health.v1; reflection with --reflection); 9464: Prometheus /metrics.
 EXPOSE 50051 9464
 # (No --start-period: dockerfilelint 1.8 mis-parses it; 5 retries cover start-up.)
 HEALTHCHECK --interval=15s --timeout=5s --retries=5 \
     CMD ["/usr/local/bin/linalgd-cli", "--target", "127.0.0.1:50051", "--timeout", "3s", "health"]
 ENTRYPOINT ["/usr/local/bin/linalgd"]
-CMD ["--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9464", "--log-level", "info"]
+# Plaintext on the container's address needs --insecure. For TLS, mount the
+# files and give --tls-cert/--tls-key (README, "TLS") instead of --insecure.
+CMD ["--listen", "0.0.0.0:50051", "--insecure", "--metrics-listen", "0.0.0.0:9464", "--log-level", "info"]

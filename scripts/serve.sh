@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and starts the server in the foreground
 # (on the CPU when there is no GPU). Arguments go to the server, e.g.
-#   scripts/serve.sh --listen 0.0.0.0:50051 --log-level debug
+#   scripts/serve.sh --log-level debug   (127.0.0.1:50051; other hosts: --tls-cert/--tls-key)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

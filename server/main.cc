@@ -66,6 +66,13 @@ void AddFlags(CLI::App& app, Flags& f) {
   auto& o = f.options;
   app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")->capture_default_str();
   app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")->capture_default_str();
+  app.add_option("--metrics-basic-auth-file", o.metrics_basic_auth_file, "/metrics requires HTTP basic auth: a file whose first line is user:password");
+  app.add_option("--tls-cert", o.tls.cert_file, "TLS: server certificate chain (PEM), reloaded when it changes");
+  app.add_option("--tls-key", o.tls.key_file, "TLS: the certificate's private key (PEM)");
+  app.add_option("--tls-client-ca", o.tls.client_ca_file, "mTLS: clients must present a certificate signed by this CA (PEM)");
+  app.add_option("--tls-reload-seconds", o.tls.reload_seconds, "how often the TLS files are checked for changes")->check(CLI::Range(1, 86400))->capture_default_str();
+  app.add_flag("--insecure", o.insecure, "allow plaintext gRPC on an address other hosts can reach");
+  app.add_flag("--reflection", o.reflection, "serve gRPC server reflection (for grpcurl and the like)");
   app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->check(CLI::Range(int64_t{4096}, int64_t{2047} << 20))->capture_default_str();
   app.add_option("--max-inflight-bytes", o.max_inflight_bytes, "request bytes all queued and running jobs may hold; beyond, calls are refused (RESOURCE_EXHAUSTED)")->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))->capture_default_str();
   app.add_option("--max-abandoned-per-device", o.max_abandoned_per_device, "GPU calls abandoned after --op-timeout and still running before the device is fenced")->check(CLI::Range(1, 1024))->capture_default_str();

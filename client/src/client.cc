@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/src/channel_credentials.h"
 #include "client/src/convert.h"
 #include "client/src/health_check.h"
 #include "client/src/shared_calls.h"
@@ -25,15 +26,16 @@ using client::ClientOptions;
 // Immutable after construction; gRPC channels and stubs are thread-safe.
 class Client::Impl {
  public:
-  explicit Impl(ClientOptions options)
+  Impl(ClientOptions options, std::shared_ptr<grpc::ChannelCredentials> credentials)
       : options_(std::move(options)),
-        channel_(MakeChannel(options_)),
+        credentials_(std::move(credentials)),
+        channel_(MakeChannel(options_, credentials_)),
         stub_(v1::Linalg::NewStub(channel_)),
         health_(grpc::health::v1::Health::NewStub(channel_)),
         transfer_(
             *stub_, options_,
             [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); },
-            [this](int index) { return MakeChannel(options_, index); }),
+            [this](int index) { return MakeChannel(options_, credentials_, index); }),
         shm_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
           SetDeadline(call, c);
         }) {}
@@ -61,7 +63,9 @@ class Client::Impl {
   // Channel `index` > 0 is an extra transfer connection: a subchannel pool
   // of its own and a distinct argument, so gRPC opens its own TCP connection;
   // channel 0 gets a pool of its own with own_connection.
-  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options, int index = 0) {
+  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options,
+                                                    const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                                                    int index = 0) {
     grpc::ChannelArguments args;
     if (index > 0 || options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     if (index > 0) args.SetInt("linalgd.transfer_connection", index);
@@ -69,10 +73,11 @@ class Client::Impl {
         std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
     args.SetMaxReceiveMessageSize(max_bytes);
     args.SetMaxSendMessageSize(max_bytes);
-    return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+    return grpc::CreateCustomChannel(options.target, credentials, args);
   }
 
   const ClientOptions options_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // every channel's
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Linalg::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
@@ -92,7 +97,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.default_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("ClientOptions.default_timeout must be positive");
   }
-  return std::unique_ptr<Client>(new Client(std::make_unique<Impl>(std::move(options))));
+  auto credentials = client::internal::MakeChannelCredentials(options);
+  if (!credentials.ok()) return credentials.status();
+  return std::unique_ptr<Client>(
+      new Client(std::make_unique<Impl>(std::move(options), *std::move(credentials))));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -140,7 +140,12 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
   LINALGD_RETURN_IF_ERROR(build_info_.Register(
       r, "linalgd_build_info", "Always 1; the labels describe the build.",
       {"version"}));
+  LINALGD_RETURN_IF_ERROR(insecure_listen_.Register(
+      r, "linalgd_insecure_listen",
+      "1 while gRPC is served in plaintext on an address other hosts can reach (--insecure).",
+      {}));
   build_info_.With({version}).Set(1);
+  insecure_listen_.With({}).Set(0);
   store_bytes_.With({}).Set(0);
   store_objects_.With({}).Set(0);
   return absl::OkStatus();
@@ -239,6 +244,10 @@ void LinalgdMetrics::SetResidentStore(int64_t bytes, int64_t objects) {
   store_objects_.With({}).Set(static_cast<double>(objects));
 }
 
+void LinalgdMetrics::SetInsecureListen(bool insecure) {
+  insecure_listen_.With({}).Set(insecure ? 1 : 0);
+}
+
 std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
   return {requests_.header(),        request_seconds_.header(),  queue_wait_seconds_.header(),
           compute_seconds_.header(), batch_size_.header(),       queue_depth_.header(),
@@ -246,7 +255,7 @@ std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
           memory_reserved_.header(), memory_used_.header(),      device_healthy_.header(),
           device_busy_seconds_.header(), fallbacks_.header(),    flops_.header(),
           bytes_received_.header(), bytes_sent_.header(),       store_bytes_.header(),
-          store_objects_.header(),   build_info_.header()};
+          store_objects_.header(),   build_info_.header(),      insecure_listen_.header()};
 }
 
 }  // namespace linalgd

@@ -99,6 +99,8 @@ class LinalgdMetrics {
   void AddBytesSent(absl::string_view transport, int64_t bytes);
   // Resident tensors and cached factorizations held by the store.
   void SetResidentStore(int64_t bytes, int64_t objects);
+  // 1 while gRPC is served in plaintext on an address other hosts can reach.
+  void SetInsecureListen(bool insecure);
 
  private:
   explicit LinalgdMetrics(prometheus::Registry* registry)
@@ -133,6 +135,7 @@ class LinalgdMetrics {
   GaugeSeries store_bytes_;
   GaugeSeries store_objects_;
   GaugeSeries build_info_;
+  GaugeSeries insecure_listen_;
 };
 
 }  // namespace linalgd

@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <openssl/crypto.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -60,6 +63,44 @@ std::vector<std::string> CivetOptions(const MetricsEndpointOptions& options) {
           absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout))};
 }
 
+struct BasicAuth {
+  std::string user;
+  std::string password;
+};
+
+// The first line of `path`, "user:password" (a user without ':').
+absl::StatusOr<BasicAuth> ReadBasicAuth(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read basic-auth file '", path, "'"));
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const size_t colon = line.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == line.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "basic-auth file '", path, "': the first line must be user:password"));
+  }
+  return BasicAuth{line.substr(0, colon), line.substr(colon + 1)};
+}
+
+// Equal without an early exit that would time the first difference.
+bool SameSecret(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+absl::Status AddBasicAuth(const std::string& path, prometheus::Exposer& exposer) {
+  if (path.empty()) return absl::OkStatus();
+  absl::StatusOr<BasicAuth> auth = ReadBasicAuth(path);
+  if (!auth.ok()) return auth.status();
+  exposer.RegisterAuth(
+      [auth = *std::move(auth)](const std::string& user, const std::string& password) {
+        return SameSecret(user, auth.user) & SameSecret(password, auth.password);
+      },
+      "linalgd");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 MetricsEndpoint::MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
@@ -94,6 +135,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     return absl::UnavailableError(
         absl::StrCat("metrics server bound no port for ", options.listen));
   }
+  if (absl::Status s = AddBasicAuth(options.basic_auth_file, *exposer); !s.ok()) return s;
   return std::unique_ptr<MetricsEndpoint>(
       new MetricsEndpoint(std::move(exposer), std::move(registry), std::move(declared), ports[0],
                           absl::StrCat(*host, ":", ports[0])));

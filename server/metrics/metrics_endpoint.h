@@ -16,12 +16,17 @@ namespace linalgd::metrics {
 struct MetricsEndpointOptions {
   // "host:port" (IPv4 address or host name); port 0 binds a free port. The
   // Debian civetweb is built without IPv6, so "[v6]:port" fails to bind.
-  std::string listen = "0.0.0.0:9464";
+  std::string listen = "127.0.0.1:9464";
   // Connections served at once (civetweb worker threads). A connection that
   // sends nothing holds a worker until `request_timeout`, so up to
   // threads - 1 idle connections do not delay a scrape.
   int threads = 8;
   absl::Duration request_timeout = absl::Seconds(5);
+  // A file whose first line is "user:password": /metrics then answers 401
+  // without those HTTP basic-auth credentials. Empty: no authentication.
+  std::string basic_auth_file;
+  // No HTTPS: Debian 12's civetweb calls SSL_get_peer_certificate, which its
+  // OpenSSL 3 no longer exports, and a worker calls through a null pointer.
 };
 
 // Serves GET /metrics (Prometheus text format 0.0.4) with prometheus-cpp's
@@ -32,7 +37,8 @@ class MetricsEndpoint {
  public:
   // Binds and starts serving `registry`, which the endpoint keeps alive.
   // INVALID_ARGUMENT for an address that is not "host:port" with a port in
-  // [0, 65535]; UNAVAILABLE when it cannot be bound. prometheus-cpp's
+  // [0, 65535] or an unreadable or malformed basic-auth file; UNAVAILABLE
+  // when it cannot be bound. prometheus-cpp's
   // exceptions are caught here and never escape.
   // `declared`: families named in every scrape even before they have a
   // series (FamiliesWithHeaders).

@@ -1,6 +1,5 @@
 #include "server/service/server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
@@ -113,6 +112,7 @@ class ServerImpl : public Server {
 };
 
 absl::Status ServerImpl::Init() {
+  LINALGD_RETURN_IF_ERROR(CheckListenSecurity(options_.listen, options_.tls, options_.insecure));
   auto metrics = LinalgdMetrics::Create(registry_.get(), kVersion);
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
@@ -195,6 +195,7 @@ absl::Status ServerImpl::StartMetrics() {
   if (options_.metrics_listen.empty()) return absl::OkStatus();
   metrics::MetricsEndpointOptions eo;
   eo.listen = options_.metrics_listen;
+  eo.basic_auth_file = options_.metrics_basic_auth_file;
   auto exposer = metrics::MetricsEndpoint::Start(eo, registry_, metrics_->families());
   if (!exposer.ok()) {
     return absl::Status(exposer.status().code(),
@@ -257,10 +258,12 @@ std::vector<GpuLane> ServerImpl::GpuLanes(const std::vector<Backend*>& gpus) {
 }
 
 absl::Status ServerImpl::StartGrpc() {
+  auto credentials = MakeServerCredentials(options_.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.SetOption(ReflectionOption(options_.reflection));
+  builder.AddListeningPort(options_.listen, *credentials, &port_);
   const int max_bytes = static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);
@@ -283,8 +286,12 @@ absl::Status ServerImpl::StartGrpc() {
   auto* health = grpc_->GetHealthCheckService();
   health->SetServingStatus("", true);
   health->SetServingStatus(kServiceName, true);
-  spdlog::info("linalgd {} listening on port {} (backends: cpu{})", kVersion, port_,
+  spdlog::info("linalgd {} listening on port {} ({}; backends: cpu{})", kVersion, port_,
+               options_.tls.enabled() ? "TLS" : "plaintext",
                gpu_->backends().empty() ? "" : absl::StrCat(", ", gpu_->backends().size(), " gpu"));
+  const bool insecure = !options_.tls.enabled() && !IsLoopbackAddress(options_.listen);
+  metrics_->SetInsecureListen(insecure);
+  if (insecure) spdlog::warn("--insecure: plaintext gRPC on {}, reachable from other hosts", options_.listen);
   return absl::OkStatus();
 }
 

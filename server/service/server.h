@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/service/listen_security.h"
 #include "server/store/shm_registry.h"
 
 namespace linalgd {
@@ -14,8 +15,12 @@ namespace linalgd {
 // Everything the server needs, filled from flags by main.cc (defaults are
 // DESIGN.md section 6).
 struct ServerOptions {
-  std::string listen = "0.0.0.0:50051";  // host:port; port 0 picks a free port
-  std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free port
+  TlsServerOptions tls;  // off: plaintext, allowed off loopback only with `insecure`
+  bool insecure = false;  // serve plaintext on a non-loopback address (warned, metric)
+  bool reflection = false;  // gRPC server reflection
+  std::string metrics_listen = "127.0.0.1:9464";  // empty: no metrics endpoint
+  std::string metrics_basic_auth_file;  // "user:password" file: /metrics needs basic auth
   int64_t max_message_bytes = int64_t{1} << 30;
   // Request bytes that queued and running jobs may hold in all; a call past it
   // is refused (RESOURCE_EXHAUSTED, retry-after) when it arrives.

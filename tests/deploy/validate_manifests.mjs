@@ -76,6 +76,8 @@ function checkDeployment(dep, variant) {
                            ["log-level", "info"]]) {
     check(`--${f}=${want}`, flag(c.args, f) === want);
   }
+  check("plaintext off loopback is explicit (--insecure or --tls-cert)",
+        c.args.includes("--insecure") || !!flag(c.args, "tls-cert"));
   check("--max-connection-age set", seconds(flag(c.args, "max-connection-age")) > 0);
   const grace = seconds(flag(c.args, "shutdown-grace"));
   const preStop = Number(c.lifecycle?.preStop?.exec?.command?.at(-1));

@@ -15,11 +15,11 @@ import pytest
 BIN = os.environ.get("LINALGD_BIN", "build/bin")
 
 
-@pytest.fixture(scope="module")
-def server():
+def start_linalgd(*flags):
+    """The server binary on a free loopback port: (process, "127.0.0.1:PORT")."""
     proc = subprocess.Popen(
         [os.path.join(BIN, "linalgd"), "--listen", "127.0.0.1:0", "--metrics-listen", "",
-         "--cpu-workers", "2", "--blas-threads", "2"],
+         "--cpu-workers", "2", "--blas-threads", "2", *flags],
         stderr=subprocess.STDOUT, stdout=subprocess.PIPE, text=True)
     port = None
     deadline = time.time() + 30
@@ -29,9 +29,19 @@ def server():
         if m:
             port = int(m.group(1))
     assert port, "server did not start"
-    yield f"127.0.0.1:{port}"
+    return proc, f"127.0.0.1:{port}"
+
+
+def stop_linalgd(proc):
     proc.terminate()
     assert proc.wait(timeout=30) == 0
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc, target = start_linalgd("--reflection")
+    yield target
+    stop_linalgd(proc)
 
 
 def cli(target, *args):
@@ -266,3 +276,30 @@ def test_solve_and_store_of_empty_arrays(server):
         assert r.returncode == 0, r.stderr
         y = np.load(f"{d}/y.npy")
     assert y.shape == (0, 3) and y.dtype == np.float64
+
+
+# --- TLS: --tls-ca, --tls-cert, --tls-key against a server requiring client certificates ---
+
+def test_tls_flags_against_mutual_tls(tmp_path):
+    subprocess.run(["tests/tls/make_test_certs.sh", str(tmp_path)], check=True, capture_output=True)
+    pem = {name: str(tmp_path / name) for name in
+           ("ca.pem", "server.pem", "server.key", "client.pem", "client.key")}
+    proc, target = start_linalgd("--tls-cert", pem["server.pem"], "--tls-key", pem["server.key"],
+                                 "--tls-client-ca", pem["ca.pem"])
+    try:
+        ca = ["--tls-ca", pem["ca.pem"]]
+        mine = ca + ["--tls-cert", pem["client.pem"], "--tls-key", pem["client.key"]]
+        r = cli(target, *mine, "health")
+        assert r.returncode == 0 and "SERVING" in r.stdout, r.stderr
+        a = np.arange(6.0).reshape(2, 3)
+        np.save(tmp_path / "a.npy", a)
+        np.save(tmp_path / "b.npy", np.ascontiguousarray(a.T))
+        r = cli(target, *mine, "matmul", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"),
+                "-o", str(tmp_path / "c.npy"))
+        assert r.returncode == 0, r.stderr + r.stdout
+        np.testing.assert_allclose(np.load(tmp_path / "c.npy"), a @ a.T)
+        for flags in ([], ca):  # plaintext; TLS without a client certificate
+            r = cli(target, *flags, "info")
+            assert r.returncode != 0 and "UNAVAILABLE" in r.stderr, r.stderr
+    finally:
+        stop_linalgd(proc)

@@ -80,6 +80,7 @@ TEST_F(LinalgdMetricsTest, FamilyNamesAndTypes) {
       {"linalgd_resident_store_bytes", MetricType::Gauge},
       {"linalgd_resident_store_objects", MetricType::Gauge},
       {"linalgd_build_info", MetricType::Gauge},
+      {"linalgd_insecure_listen", MetricType::Gauge},
   };
   EXPECT_EQ(families, expected);
 }

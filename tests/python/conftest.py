@@ -41,8 +41,11 @@ def free_port():
 class Server:
     """One linalgd process on 127.0.0.1:<free port>, SERVING when start() returns."""
 
-    def __init__(self, *extra_flags):
+    def __init__(self, *extra_flags, listen_host="127.0.0.1", metrics=False, **client_kwargs):
         self.extra_flags = list(extra_flags)
+        self.listen_host = listen_host  # the target stays 127.0.0.1
+        self.metrics_port = free_port() if metrics else None
+        self.client_kwargs = client_kwargs  # how the readiness check connects (TLS)
         self.proc = None
         self.port = None
         self.log = tempfile.NamedTemporaryFile(prefix="linalgd-", suffix=".log", delete=False)
@@ -58,7 +61,8 @@ class Server:
                         "linalgd target or set LINALGD_SERVER")
         for _ in range(3):  # a free port can be taken before the server binds it
             self.port = port or free_port()
-            cmd = [binary, "--listen", self.target, "--metrics-listen", "",
+            metrics = f"127.0.0.1:{self.metrics_port}" if self.metrics_port else ""
+            cmd = [binary, "--listen", f"{self.listen_host}:{self.port}", "--metrics-listen", metrics,
                    "--log-level", "warn", "--shutdown-grace", "1s", "--cpu-workers", "2",
                    "--blas-threads", "1", *self.extra_flags]
             self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
@@ -71,7 +75,8 @@ class Server:
     def _wait_serving(self, timeout):
         deadline = time.monotonic() + timeout
         policy = linalgd.RetryPolicy(retries=0, initial_backoff=0.02, max_backoff=0.1)
-        with linalgd.Client(self.target, timeout=1.0, retry_policy=policy) as c:
+        with linalgd.Client(self.target, timeout=1.0, retry_policy=policy,
+                            **self.client_kwargs) as c:
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
                     return False
@@ -124,8 +129,8 @@ def start_server():
     """Starts extra servers (own flags) for a test; stops them afterwards."""
     started = []
 
-    def start(*flags, port=None):
-        s = Server(*flags)
+    def start(*flags, port=None, **kwargs):
+        s = Server(*flags, **kwargs)
         started.append(s)
         return s.start(port=port)
 

@@ -24,6 +24,7 @@ struct GlobalFlags {
   std::string target = "localhost:50051";
   std::string timeout = "30s";
   int64_t max_message_bytes = int64_t{1} << 30;
+  std::string tls_ca, tls_cert, tls_key;  // PEM file paths; any set: TLS
 };
 
 // The flags of every subcommand, filled on parse.
@@ -72,6 +73,9 @@ int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   options.target = global.target;
   options.default_timeout = *timeout;
   options.max_message_bytes = global.max_message_bytes;
+  options.tls_ca = global.tls_ca;
+  options.tls_cert = global.tls_cert;
+  options.tls_key = global.tls_key;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok()) return ReportLocalError(client.status(), kExitUsage);
   const client::CallOptions call;  // the default timeout applies
@@ -98,6 +102,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-message-bytes", global.max_message_bytes, "largest message")
       ->capture_default_str();
+  app.add_option("--tls-ca", global.tls_ca, "TLS: CA certificate (PEM) that signed the server's");
+  app.add_option("--tls-cert", global.tls_cert, "mTLS: this client's certificate (PEM)");
+  app.add_option("--tls-key", global.tls_key, "mTLS: this client's private key (PEM)");
   app.add_subcommand("info", "print version, backends, devices and limits");
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
   AddMatmulCommand(app, flags.matmul);

@@ -11,9 +11,17 @@
 
 namespace linalgd::client {
 
-// How a Client connects. The channel is insecure (plaintext) in v1.
+// How a Client connects: plaintext, or TLS when any tls_ field is set.
 struct ClientOptions {
   std::string target = "localhost:50051";  // any gRPC target string
+  // TLS, for every connection the client opens (calls, transfers, health):
+  // paths of PEM files, read once by Client::Create. tls_ca: the CA that
+  // signed the server's certificate (empty: the system's roots); the
+  // server's certificate must name the target's host. tls_cert and tls_key:
+  // this client's certificate and key, for a server that requires them (mTLS).
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
   // Largest message sent or received; the server's default is 1 GiB too.
   int64_t max_message_bytes = int64_t{1} << 30;
   // Deadline of a call that sets none; absl::InfiniteDuration(): no deadline.

@@ -28,6 +28,7 @@ from ._stubs import pb, pb_grpc
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
+from ._tls import tls_credentials
 from .retry import RetryPolicy
 from .sparse import SparseMixin
 from .store import TEMPORARY_TTL, StoreMixin
@@ -50,6 +51,10 @@ class Client(StoreMixin, SparseMixin):
     retries: extra attempts on UNAVAILABLE / RESOURCE_EXHAUSTED (see
         retry_policy for the backoff; a server retry-after-ms hint wins).
     credentials: grpc.ChannelCredentials for TLS; None for plaintext.
+    tls_ca, tls_cert, tls_key: paths of PEM files, instead of credentials: the
+        CA that signed the server's certificate (None: the system's roots), and
+        this client's certificate and key for a server that requires them
+        (mTLS). Any of them set: TLS.
     metadata: (key, value) pairs sent with every call (e.g. auth tokens).
     max_message_bytes: largest request or response; default just under 2 GiB.
     wait_for_ready: wait (until the deadline) for a connecting channel instead
@@ -67,7 +72,8 @@ class Client(StoreMixin, SparseMixin):
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
-                 credentials=None, metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
+                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None,
+                 metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
                  shared_memory_regions=1, shared_memory_socket=None):
@@ -83,6 +89,10 @@ class Client(StoreMixin, SparseMixin):
         self._metadata = tuple(metadata)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
+        tls = tls_credentials(tls_ca, tls_cert, tls_key)
+        if tls is not None and (credentials is not None or channel is not None):
+            raise ValueError("tls_ca/tls_cert/tls_key exclude credentials= and channel=")
+        credentials = credentials or tls
         if channel is None:
             # gRPC's own reconnect backoff (1 s, growing to 120 s) and its re-resolution
             # delay (the resolver waits seconds after a failed connect, even for an IP
