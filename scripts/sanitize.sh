@@ -34,6 +34,7 @@ cmake --build "$build" -j "${JOBS:-2}" ${target_args[@]+"${target_args[@]}"}
 symbolizer="$(command -v llvm-symbolizer-14 || true)"
 export ASAN_SYMBOLIZER_PATH="$symbolizer"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:external_symbolizer_path=$symbolizer"
 TSAN_OPTIONS+=":suppressions=$PWD/tests/tsan.supp"
 # With TARGETs: only their tests, by their gtest suite names (ctest -R).
