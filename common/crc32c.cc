@@ -76,7 +76,7 @@ uint32_t ShiftConstant(size_t n) {
 constexpr size_t kStripe = 8192;  // bytes per stream of one interleaved block
 
 __attribute__((target("sse4.2"))) uint32_t HardwareRaw(uint32_t c, const unsigned char* p,
-                                                      size_t n) {
+                                                       size_t n) {
   static const uint32_t shift = ShiftConstant(kStripe);
   uint64_t c0 = c;
   while (n >= 3 * kStripe) {  // three independent crc32 chains hide its latency

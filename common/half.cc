@@ -40,10 +40,10 @@ uint16_t FloatToHalf(float f) {
   if (abs >= 0x7f800000) {  // inf or nan (a nan keeps a quiet bit)
     return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);
   }
-  if (abs >= 0x477ff000) return sign | 0x7c00;          // rounds to >= 65520: inf
+  if (abs >= 0x477ff000) return sign | 0x7c00;             // rounds to >= 65520: inf
   if (abs < 0x38800000) return sign | SubnormalHalf(abs);  // below 2^-14
-  uint32_t r = abs - 0x38000000;  // rebias the exponent, 127 -> 15
-  r += 0xfff + ((r >> 13) & 1);   // round to nearest even
+  uint32_t r = abs - 0x38000000;                           // rebias the exponent, 127 -> 15
+  r += 0xfff + ((r >> 13) & 1);                            // round to nearest even
   return sign | static_cast<uint16_t>(r >> 13);
 }
 

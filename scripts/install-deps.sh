@@ -18,6 +18,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # scripts/fuzz.sh and scripts/sanitize.sh: clang with libFuzzer and the
   # sanitizer runtimes, llvm-symbolizer for their stack traces.
   packages+=(clang-14 libclang-rt-14-dev llvm-14)
+  # scripts/format.sh --check (CI): Debian's clang-format (14).
+  packages+=(clang-format)
   # A Node.js from elsewhere (e.g. NodeSource, which bundles npm) conflicts
   # with Debian's npm package: only install Debian's when there is no npm.
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds, and runs every test: unit, integration,
-# python, deploy checks and the soak (ctest label soak, about 3 minutes); GPU
-# tests skip without a device. Then, with clang and CUDA off:
+# Installs the dependencies, checks the formatting (scripts/format.sh), builds,
+# and runs every test: unit, integration, python, deploy checks and the soak
+# (ctest label soak, about 3 minutes); GPU tests skip without a device. Then,
+# with clang and CUDA off:
 # - an ASan + UBSan build (it is also the build without CUDA, which must
 #   compile and pass) running the unit and integration tests again, with
 #   libFuzzer instrumentation so that
@@ -14,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
+scripts/format.sh --check
 scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 "$@"
 if [[ -n "${LINALGD_QUICK:-}" ]]; then

@@ -3,8 +3,8 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -64,60 +64,171 @@ struct Flags {
 
 void AddFlags(CLI::App& app, Flags& f) {
   auto& o = f.options;
-  app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")->capture_default_str();
-  app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")->capture_default_str();
-  app.add_option("--metrics-basic-auth-file", o.metrics_basic_auth_file, "/metrics requires HTTP basic auth: a file whose first line is user:password");
-  app.add_option("--tls-cert", o.tls.cert_file, "TLS: server certificate chain (PEM), reloaded when it changes");
+  app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", o.metrics_listen, "Prometheus /metrics address; empty: off")
+      ->capture_default_str();
+  app.add_option("--metrics-basic-auth-file", o.metrics_basic_auth_file,
+                 "/metrics requires HTTP basic auth: a file whose first line is user:password");
+  app.add_option("--tls-cert", o.tls.cert_file,
+                 "TLS: server certificate chain (PEM), reloaded when it changes");
   app.add_option("--tls-key", o.tls.key_file, "TLS: the certificate's private key (PEM)");
-  app.add_option("--tls-client-ca", o.tls.client_ca_file, "mTLS: clients must present a certificate signed by this CA (PEM)");
-  app.add_option("--tls-reload-seconds", o.tls.reload_seconds, "how often the TLS files are checked for changes")->check(CLI::Range(1, 86400))->capture_default_str();
-  app.add_flag("--insecure", o.insecure, "allow plaintext gRPC on an address other hosts can reach");
-  app.add_flag("--reflection", o.reflection, "serve gRPC server reflection (for grpcurl and the like)");
-  app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")->check(CLI::Range(int64_t{4096}, int64_t{2047} << 20))->capture_default_str();
-  app.add_option("--max-inflight-bytes", o.max_inflight_bytes, "request bytes all queued and running jobs may hold; beyond, calls are refused (RESOURCE_EXHAUSTED)")->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))->capture_default_str();
-  app.add_option("--max-abandoned-per-device", o.max_abandoned_per_device, "GPU calls abandoned after --op-timeout and still running before the device is fenced")->check(CLI::Range(1, 1024))->capture_default_str();
-  app.add_option("--max-concurrent-streams", o.max_concurrent_streams, "concurrent calls per connection")->check(CLI::Range(1, 100000))->capture_default_str();
-  app.add_option("--cpu-threshold", o.cpu_threshold, "problems whose largest dim is below run on the CPU")->check(CLI::Range(int64_t{0}, int64_t{1} << 31))->capture_default_str();
-  app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold, "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  app.add_option("--singular-rcond-factor", o.singular_rcond_factor, "a square system whose reciprocal condition estimate is below this * n * eps(dtype) is numerically singular (min-norm least squares, or FAILED_PRECONDITION with no_fallback)")
-      ->check(CLI::Range(0.0, 1e12))->capture_default_str();
-  app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")->capture_default_str();
-  app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction, "GPU memory budget, of each device's total")
-      ->check(CLI::Range(0.01, 1.0))->capture_default_str();
+  app.add_option("--tls-client-ca", o.tls.client_ca_file,
+                 "mTLS: clients must present a certificate signed by this CA (PEM)");
+  app.add_option("--tls-reload-seconds", o.tls.reload_seconds,
+                 "how often the TLS files are checked for changes")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_flag("--insecure", o.insecure,
+               "allow plaintext gRPC on an address other hosts can reach");
+  app.add_flag("--reflection", o.reflection,
+               "serve gRPC server reflection (for grpcurl and the like)");
+  app.add_option("--max-message-bytes", o.max_message_bytes, "largest gRPC message")
+      ->check(CLI::Range(int64_t{4096}, int64_t{2047} << 20))
+      ->capture_default_str();
+  app.add_option("--max-inflight-bytes", o.max_inflight_bytes,
+                 "request bytes all queued and running jobs may hold; beyond, calls are refused "
+                 "(RESOURCE_EXHAUSTED)")
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option(
+         "--max-abandoned-per-device", o.max_abandoned_per_device,
+         "GPU calls abandoned after --op-timeout and still running before the device is fenced")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-concurrent-streams", o.max_concurrent_streams,
+                 "concurrent calls per connection")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--cpu-threshold", o.cpu_threshold,
+                 "problems whose largest dim is below run on the CPU")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 31))
+      ->capture_default_str();
+  app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold,
+                 "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option(
+         "--singular-rcond-factor", o.singular_rcond_factor,
+         "a square system whose reciprocal condition estimate is below this * n * eps(dtype) is "
+         "numerically singular (min-norm least squares, or FAILED_PRECONDITION with no_fallback)")
+      ->check(CLI::Range(0.0, 1e12))
+      ->capture_default_str();
+  app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")
+      ->capture_default_str();
+  app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction,
+                 "GPU memory budget, of each device's total")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
   app.add_option("--devices", f.devices, "comma-separated CUDA device ordinals; empty: all usable");
-  app.add_flag("--disable-gpu", o.disable_gpu, "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
-  app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")->check(CLI::Range(0, 1024))->capture_default_str();
-  app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")->check(CLI::Range(0, 1024))->capture_default_str();
-  app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--max-batch", o.max_batch, "compatible small jobs per batched backend call; 1: no batching")->check(CLI::Range(1, 4096))->capture_default_str();
-  app.add_option("--max-queue-delay", f.max_queue_delay, "how long a job may wait for others to batch with (200us, 1ms, ...)")->capture_default_str();
-  app.add_option("--batch-max-dim", o.batch_max_dim, "jobs whose largest dim is above are never batched")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  app.add_option("--budget-wait", f.budget_wait, "longest wait for room in a GPU memory budget before the CPU takes the job")->capture_default_str();
-  app.add_flag("--no-cpu-fallback", f.no_cpu_fallback, "never move a GPU job to the CPU (no rollback on errors, timeouts, budget or deadlines)");
-  app.add_option("--max-elements", o.max_elements, "largest tensor (operand or result), in elements")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
-  app.add_option("--max-priority", o.max_priority, "request priorities are clamped to [-this, this]")->check(CLI::Range(0, 1000))->capture_default_str();
-  app.add_option("--max-iterations-per-row", o.max_iterations_per_row, "SparseSolve: max_iterations may be at most max(1000, this x n)")->check(CLI::Range(int64_t{1}, int64_t{1000}))->capture_default_str();
-  app.add_option("--max-batch-matrices", o.max_batch_matrices, "most matrices in a (broadcast) batch of one Matmul or Solve")->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->capture_default_str();
-  app.add_option("--max-connection-age", f.max_connection_age, "close connections after this age so clients rebalance; 0: never")->capture_default_str();
-  app.add_option("--shutdown-grace", f.shutdown_grace, "on SIGTERM/SIGINT, how long calls in flight may finish")->capture_default_str();
-  app.add_option("--store-bytes", o.store_bytes, "resident tensors and factors: LRU eviction beyond this many bytes")->check(CLI::Range(int64_t{0}, int64_t{1} << 50))->capture_default_str();
-  app.add_option("--pinned-host-bytes", o.pinned_host_bytes, "with a GPU: page-locked host memory for uploaded tensors, kept results and batched operands (cached by size); 0: none")->check(CLI::Range(int64_t{0}, int64_t{1} << 50))->capture_default_str();
-  app.add_option("--store-max-objects", o.store_max_objects, "resident tensors and factors at most (LRU eviction beyond)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
-  app.add_option("--store-ttl", f.store_ttl, "default TTL of resident tensors and factors, from their last use")->capture_default_str();
-  app.add_option("--stream-idle-timeout", f.stream_idle_timeout, "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")->capture_default_str();
-  app.add_option("--max-ttl", f.max_ttl, "longest TTL a request may ask for (tensors, factors, uploads)")->capture_default_str();
-  app.add_flag("--allow-shm", o.allow_shm, "let same-host callers hand over shared memory (sealed memfds) through the --shm-socket Unix socket");
-  app.add_option("--shm-socket", o.shm_socket, "with --allow-shm: path of the Unix socket (mode 0600) that takes shared-memory registrations; empty: a new private directory under /tmp")->capture_default_str();
-  app.add_option("--shm-max-connections", o.shm_max_connections, "connections open on the shared-memory socket at once (linalgd's clients hold one per region)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--shm-max-regions", o.shm_limits.max_regions, "shared-memory regions mapped at most")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--shm-max-bytes", o.shm_limits.max_bytes, "shared-memory bytes mapped at most")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
-  app.add_option("--shm-max-regions-per-uid", o.shm_limits.max_regions_per_uid, "shared-memory regions mapped at most for one caller uid")->check(CLI::Range(1, 1 << 20))->capture_default_str();
-  app.add_option("--shm-max-bytes-per-uid", o.shm_limits.max_bytes_per_uid, "shared-memory bytes mapped at most for one caller uid")->check(CLI::Range(int64_t{1}, int64_t{1} << 50))->capture_default_str();
-  app.add_option("--inject-faults", o.inject_faults,
-                 "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
-  app.add_option("--log-level", f.log_level, "trace, debug (one line per request), info, warn, error")->capture_default_str();
+  app.add_flag("--disable-gpu", o.disable_gpu,
+               "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
+  app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--blas-threads", o.blas_threads, "OpenBLAS threads; 0: number of cores")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-batch", o.max_batch,
+                 "compatible small jobs per batched backend call; 1: no batching")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--max-queue-delay", f.max_queue_delay,
+                 "how long a job may wait for others to batch with (200us, 1ms, ...)")
+      ->capture_default_str();
+  app.add_option("--batch-max-dim", o.batch_max_dim,
+                 "jobs whose largest dim is above are never batched")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--budget-wait", f.budget_wait,
+                 "longest wait for room in a GPU memory budget before the CPU takes the job")
+      ->capture_default_str();
+  app.add_flag(
+      "--no-cpu-fallback", f.no_cpu_fallback,
+      "never move a GPU job to the CPU (no rollback on errors, timeouts, budget or deadlines)");
+  app.add_option("--max-elements", o.max_elements,
+                 "largest tensor (operand or result), in elements")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--max-priority", o.max_priority,
+                 "request priorities are clamped to [-this, this]")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--max-iterations-per-row", o.max_iterations_per_row,
+                 "SparseSolve: max_iterations may be at most max(1000, this x n)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}))
+      ->capture_default_str();
+  app.add_option("--max-batch-matrices", o.max_batch_matrices,
+                 "most matrices in a (broadcast) batch of one Matmul or Solve")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--max-connection-age", f.max_connection_age,
+                 "close connections after this age so clients rebalance; 0: never")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace", f.shutdown_grace,
+                 "on SIGTERM/SIGINT, how long calls in flight may finish")
+      ->capture_default_str();
+  app.add_option("--store-bytes", o.store_bytes,
+                 "resident tensors and factors: LRU eviction beyond this many bytes")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
+      ->capture_default_str();
+  app.add_option("--pinned-host-bytes", o.pinned_host_bytes,
+                 "with a GPU: page-locked host memory for uploaded tensors, kept results and "
+                 "batched operands (cached by size); 0: none")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
+      ->capture_default_str();
+  app.add_option("--store-max-objects", o.store_max_objects,
+                 "resident tensors and factors at most (LRU eviction beyond)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  app.add_option("--store-ttl", f.store_ttl,
+                 "default TTL of resident tensors and factors, from their last use")
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", f.stream_idle_timeout,
+                 "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")
+      ->capture_default_str();
+  app.add_option("--max-ttl", f.max_ttl,
+                 "longest TTL a request may ask for (tensors, factors, uploads)")
+      ->capture_default_str();
+  app.add_flag("--allow-shm", o.allow_shm,
+               "let same-host callers hand over shared memory (sealed memfds) through the "
+               "--shm-socket Unix socket");
+  app.add_option("--shm-socket", o.shm_socket,
+                 "with --allow-shm: path of the Unix socket (mode 0600) that takes shared-memory "
+                 "registrations; empty: a new private directory under /tmp")
+      ->capture_default_str();
+  app.add_option("--shm-max-connections", o.shm_max_connections,
+                 "connections open on the shared-memory socket at once (linalgd's clients hold one "
+                 "per region)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--shm-max-regions", o.shm_limits.max_regions,
+                 "shared-memory regions mapped at most")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--shm-max-bytes", o.shm_limits.max_bytes, "shared-memory bytes mapped at most")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50))
+      ->capture_default_str();
+  app.add_option("--shm-max-regions-per-uid", o.shm_limits.max_regions_per_uid,
+                 "shared-memory regions mapped at most for one caller uid")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--shm-max-bytes-per-uid", o.shm_limits.max_bytes_per_uid,
+                 "shared-memory bytes mapped at most for one caller uid")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50))
+      ->capture_default_str();
+  app.add_option(
+      "--inject-faults", o.inject_faults,
+      "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
+  app.add_option("--log-level", f.log_level,
+                 "trace, debug (one line per request), info, warn, error")
+      ->capture_default_str();
 }
 
 // Applies the string flags; prints and returns false on a bad value.
@@ -128,10 +239,12 @@ bool Finalize(Flags& f, absl::Duration* grace) {
     return false;
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
-  if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay)) return bad("--max-queue-delay", f.max_queue_delay);
+  if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))
+    return bad("--max-queue-delay", f.max_queue_delay);
   if (!ParseSeconds(f.budget_wait, &o.budget_wait)) return bad("--budget-wait", f.budget_wait);
   o.cpu_fallback = !f.no_cpu_fallback;
-  if (!ParseSeconds(f.max_connection_age, &o.max_connection_age)) return bad("--max-connection-age", f.max_connection_age);
+  if (!ParseSeconds(f.max_connection_age, &o.max_connection_age))
+    return bad("--max-connection-age", f.max_connection_age);
   if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
   if (!ParseSeconds(f.store_ttl, &o.store_ttl) || o.store_ttl <= absl::ZeroDuration()) {
     return bad("--store-ttl", f.store_ttl);

@@ -188,7 +188,8 @@ void Notification::WaitForNotification() const {
   __tsan_acquire(const_cast<Notification*>(this));
 }
 bool Notification::WaitForNotificationWithTimeout(Duration timeout) const {
-  LINALGD_REAL(bool (*)(const Notification*, Duration), &Notification::WaitForNotificationWithTimeout);
+  LINALGD_REAL(bool (*)(const Notification*, Duration),
+               &Notification::WaitForNotificationWithTimeout);
   const bool notified = real(this, timeout);
   if (notified) __tsan_acquire(const_cast<Notification*>(this));
   return notified;

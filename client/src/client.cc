@@ -9,8 +9,8 @@
 #include "client/src/health_check.h"
 #include "client/src/shared_calls.h"
 #include "client/src/shm_path.h"
-#include "client/src/transfer.h"
 #include "client/src/sparse_convert.h"
+#include "client/src/transfer.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -36,9 +36,8 @@ class Client::Impl {
             *stub_, options_,
             [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); },
             [this](int index) { return MakeChannel(options_, credentials_, index); }),
-        shm_(*stub_, options_, [this](const CallOptions& call, grpc::ClientContext& c) {
-          SetDeadline(call, c);
-        }) {}
+        shm_(*stub_, options_,
+             [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); }) {}
 
   const ClientOptions& options() const { return options_; }
   v1::Linalg::Stub& stub() { return *stub_; }
@@ -63,9 +62,9 @@ class Client::Impl {
   // Channel `index` > 0 is an extra transfer connection: a subchannel pool
   // of its own and a distinct argument, so gRPC opens its own TCP connection;
   // channel 0 gets a pool of its own with own_connection.
-  static std::shared_ptr<grpc::Channel> MakeChannel(const ClientOptions& options,
-                                                    const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-                                                    int index = 0) {
+  static std::shared_ptr<grpc::Channel> MakeChannel(
+      const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+      int index = 0) {
     grpc::ChannelArguments args;
     if (index > 0 || options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     if (index > 0) args.SetInt("linalgd.transfer_connection", index);
@@ -81,7 +80,7 @@ class Client::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Linalg::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
-  client::internal::Transfer transfer_;  // large data: streaming, resident ids
+  client::internal::Transfer transfer_;     // large data: streaming, resident ids
   client::internal::SharedMemoryPath shm_;  // same-host shared memory, when asked
 };
 

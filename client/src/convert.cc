@@ -136,7 +136,8 @@ v1::MatmulRequest ToProto(MatmulArgs args) {
   if (args.bias_resident_id.empty()) req.clear_bias();
   ToProto(std::move(args.a), req.mutable_a());
   ToProto(std::move(args.b), req.mutable_b());
-  if (args.c.has_value() && args.c_resident_id.empty()) ToProto(std::move(*args.c), req.mutable_c());
+  if (args.c.has_value() && args.c_resident_id.empty())
+    ToProto(std::move(*args.c), req.mutable_c());
   if (args.bias.has_value() && args.bias_resident_id.empty()) {
     ToProto(std::move(*args.bias), req.mutable_bias());
   }

@@ -40,7 +40,8 @@ absl::StatusOr<Header> ParseHeader(absl::string_view line) {
   if (w[3] == "pattern") {
     h.pattern = true;
   } else if (w[3] != "real" && w[3] != "integer" && w[3] != "double") {
-    return LineError(1, absl::StrCat("field '", w[3], "' is not supported (real, integer, pattern)"));
+    return LineError(1,
+                     absl::StrCat("field '", w[3], "' is not supported (real, integer, pattern)"));
   }
   if (w[4] == "symmetric") {
     h.symmetry = 1;
@@ -57,7 +58,8 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;  // CSR indices are 32-bit
 
 absl::Status ParseEntry(absl::string_view line, int64_t n, const Header& h, int64_t rows,
                         int64_t cols, std::vector<Entry>& out) {
-  std::vector<absl::string_view> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+  std::vector<absl::string_view> w =
+      absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
   Entry e{0, 0, 1.0};
   const size_t want = h.pattern ? 2 : 3;
   if (w.size() < want || !absl::SimpleAtoi(w[0], &e.row) || !absl::SimpleAtoi(w[1], &e.col) ||
@@ -121,7 +123,8 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
     if (line.empty() || line[0] == '%') continue;
     const int64_t n = static_cast<int64_t>(i) + 1;
     if (rows < 0) {
-      std::vector<absl::string_view> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+      std::vector<absl::string_view> w =
+          absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
       if (w.size() != 3 || !absl::SimpleAtoi(w[0], &rows) || !absl::SimpleAtoi(w[1], &cols) ||
           !absl::SimpleAtoi(w[2], &declared) || rows < 0 || cols < 0 || declared < 0) {
         return LineError(n, absl::StrCat("expected 'rows cols entries', got '", line, "'"));
@@ -130,11 +133,13 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
         return LineError(n, absl::StrCat(rows, " x ", cols, ": dimensions must be below 2^31"));
       }
       if (header->symmetry != 0 && rows != cols) {
-        return LineError(n, absl::StrCat("a ", header->symmetry > 0 ? "symmetric" : "skew-symmetric",
-                                         " matrix must be square, not ", rows, " x ", cols));
+        return LineError(n,
+                         absl::StrCat("a ", header->symmetry > 0 ? "symmetric" : "skew-symmetric",
+                                      " matrix must be square, not ", rows, " x ", cols));
       }
       // The count is the file's word: reserve no more than a bounded guess.
-      entries.reserve(std::min<int64_t>(declared, int64_t{1} << 20) * (header->symmetry != 0 ? 2 : 1));
+      entries.reserve(std::min<int64_t>(declared, int64_t{1} << 20) *
+                      (header->symmetry != 0 ? 2 : 1));
       continue;
     }
     if (absl::Status s = ParseEntry(line, n, *header, rows, cols, entries); !s.ok()) return s;
@@ -142,8 +147,8 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
   }
   if (rows < 0) return LineError(static_cast<int64_t>(lines.size()), "no size line");
   if (seen != declared) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Matrix Market: the size line declares ", declared, " entries, the file has ", seen));
+    return absl::InvalidArgumentError(absl::StrCat("Matrix Market: the size line declares ",
+                                                   declared, " entries, the file has ", seen));
   }
   return ToCsr(std::move(entries), rows, cols, dtype);
 }
@@ -154,7 +159,8 @@ absl::StatusOr<CsrMatrix> ReadMatrixMarket(const std::string& path, DType dtype)
   std::stringstream buffer;
   buffer << in.rdbuf();
   auto m = ParseMatrixMarket(buffer.str(), dtype);
-  if (!m.ok()) return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
+  if (!m.ok())
+    return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;
 }
 

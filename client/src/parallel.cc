@@ -23,8 +23,8 @@ void ParallelCopy(void* dst, const void* src, size_t n, int max_threads) {
   // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
   // on every call, and this runs for every tensor of every shm call.
   static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t pieces = std::min({static_cast<size_t>(std::max(1, max_threads)), cores,
-                                  n / kParallelCopyPieceBytes});
+  const size_t pieces =
+      std::min({static_cast<size_t>(std::max(1, max_threads)), cores, n / kParallelCopyPieceBytes});
   if (pieces <= 1) {
     if (n > 0) std::memcpy(dst, src, n);
     return;

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
 #include "client/src/parallel.h"
-#include "grpcpp/support/sync_stream.h"
 #include "common/crc32c.h"
+#include "grpcpp/support/sync_stream.h"
 
 namespace linalgd::client::internal {
 namespace {
@@ -42,9 +42,8 @@ void AbortUpload(v1::Linalg::Stub& stub, const std::string& upload_id) {
   (void)stub.AbortUpload(&context, request, &response);  // best effort; the TTL covers a failure
 }
 
-absl::Status PutPart(v1::Linalg::Stub& stub, const std::string& bytes,
-                     const std::string& upload_id, ByteRange range, uint32_t crc, size_t chunk,
-                     const ContextSetup& setup) {
+absl::Status PutPart(v1::Linalg::Stub& stub, const std::string& bytes, const std::string& upload_id,
+                     ByteRange range, uint32_t crc, size_t chunk, const ContextSetup& setup) {
   grpc::ClientContext context;
   setup(context);
   v1::PutTensorRequest first;
@@ -86,8 +85,8 @@ absl::Status GetRange(v1::Linalg::Stub& stub, const std::string& id, ByteRange r
   if (more && message.offset() != range.begin) {
     context.TryCancel();
     (void)reader->Finish();
-    return absl::UnimplementedError(absl::StrCat(
-        "GetTensor ", id, ": the server ignored offset ", range.begin, " (no ranged downloads)"));
+    return absl::UnimplementedError(absl::StrCat("GetTensor ", id, ": the server ignored offset ",
+                                                 range.begin, " (no ranged downloads)"));
   }
   while (more) {
     fits = Place(message.chunk(), dest, range.size(), &got, crc);
@@ -119,8 +118,9 @@ absl::Status ReadLeader(grpc::ClientReader<v1::GetTensorResponse>& reader,
   if (!whole && got == size) return absl::OkStatus();  // cancelled on purpose
   if (!status.ok() && fits) return FromGrpc(status);
   if (got == size && fits) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat("GetTensor: the stream carried ", fits ? "" : "more than ",
-                                          got, " bytes, the tensor has ", size));
+  return absl::DataLossError(absl::StrCat("GetTensor: the stream carried ",
+                                          fits ? "" : "more than ", got, " bytes, the tensor has ",
+                                          size));
 }
 
 absl::Status CheckCrc(const std::string& id, uint32_t got, uint32_t expected) {
@@ -154,8 +154,8 @@ std::vector<ByteRange> SplitRanges(int64_t total, int max_parts, int64_t min_par
 }
 
 grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
-                       const v1::PutTensorRequest& first, const char* data, size_t n,
-                       size_t chunk, v1::PutTensorResponse* response) {
+                       const v1::PutTensorRequest& first, const char* data, size_t n, size_t chunk,
+                       v1::PutTensorResponse* response) {
   std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer =
       stub.PutTensor(&context, response);
   bool ok = writer->Write(first);
@@ -199,10 +199,10 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
   return response.tensor();
 }
 
-absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id,
-                                        int64_t chunk_bytes, int64_t parallel_min,
-                                        int64_t min_part, const ContextSetup& setup,
-                                        v1::TensorInfo* info, int* parts) {
+absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, int64_t chunk_bytes,
+                                        int64_t parallel_min, int64_t min_part,
+                                        const ContextSetup& setup, v1::TensorInfo* info,
+                                        int* parts) {
   grpc::ClientContext context;
   setup(context);
   v1::GetTensorRequest request;
@@ -218,9 +218,9 @@ absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id,
   }
   *info = first.info();
   const int64_t total = info->bytes();
-  const std::vector<ByteRange> ranges =
-      total >= parallel_min ? SplitRanges(total, pool.size(), min_part)
-                            : std::vector<ByteRange>{{0, total}};
+  const std::vector<ByteRange> ranges = total >= parallel_min
+                                            ? SplitRanges(total, pool.size(), min_part)
+                                            : std::vector<ByteRange>{{0, total}};
   *parts = static_cast<int>(ranges.size());
   std::string bytes(static_cast<size_t>(total), '\0');
   std::vector<uint32_t> crcs(ranges.size());

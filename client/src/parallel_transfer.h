@@ -58,8 +58,8 @@ std::vector<ByteRange> SplitRanges(int64_t total, int max_parts, int64_t min_par
 // Streams `n` bytes from `data` after the header `first` in messages of
 // `chunk` bytes on one PutTensor call.
 grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
-                       const v1::PutTensorRequest& first, const char* data, size_t n,
-                       size_t chunk, v1::PutTensorResponse* response);
+                       const v1::PutTensorRequest& first, const char* data, size_t n, size_t chunk,
+                       v1::PutTensorResponse* response);
 
 // Uploads `bytes` in one part per range, part i on connection i. `header`
 // describes the whole tensor (crc32c is filled here). UNIMPLEMENTED from
@@ -78,10 +78,10 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
 // `parts` receives the number of streams used. UNIMPLEMENTED when the
 // server ignored a range (an older server): ask again with parallel_min
 // beyond any size.
-absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id,
-                                        int64_t chunk_bytes, int64_t parallel_min,
-                                        int64_t min_part, const ContextSetup& setup,
-                                        v1::TensorInfo* info, int* parts);
+absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, int64_t chunk_bytes,
+                                        int64_t parallel_min, int64_t min_part,
+                                        const ContextSetup& setup, v1::TensorInfo* info,
+                                        int* parts);
 
 }  // namespace linalgd::client::internal
 

@@ -72,8 +72,8 @@ absl::StatusOr<std::unique_ptr<SharedTensor>> CreateSharedTensor(
   const int64_t bytes = *n * static_cast<int64_t>(DTypeSize(dtype));
   if (capacity_bytes == 0) capacity_bytes = bytes;
   if (capacity_bytes < bytes || capacity_bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("capacity_bytes: ", capacity_bytes,
-                                                   ", but the tensor needs ", bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("capacity_bytes: ", capacity_bytes, ", but the tensor needs ", bytes));
   }
   auto stub = v1::Linalg::NewStub(channel);
   absl::StatusOr<std::string> socket = FindShmSocket(*stub, context, socket_path);

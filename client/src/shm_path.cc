@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "client/src/convert.h"
 #include "client/src/parallel.h"
 
@@ -107,8 +107,8 @@ bool IsLocalTarget(absl::string_view target) {
   }
   absl::string_view host = target;
   if (absl::StartsWith(target, "[")) {
-    host = target.substr(1, target.find(']') == absl::string_view::npos ? target.size() - 1
-                                                                         : target.find(']') - 1);
+    host = target.substr(
+        1, target.find(']') == absl::string_view::npos ? target.size() - 1 : target.find(']') - 1);
   } else if (const size_t colon = target.rfind(':'); colon != absl::string_view::npos) {
     host = target.substr(0, colon);
   }
@@ -158,9 +158,8 @@ ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
     // verdict rather than all trying (and all reporting a refusal); it ends
     // by its RPC's deadline.
     mu_.Await(absl::Condition(
-        +[](SharedMemoryPath* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return !p->regions_.empty() || p->pending_ == 0;
-        },
+        +[](SharedMemoryPath* p)
+             ABSL_NO_THREAD_SAFETY_ANALYSIS { return !p->regions_.empty() || p->pending_ == 0; },
         this));
     if (disabled_) return nullptr;
     if (!idle_.empty()) {
@@ -199,16 +198,17 @@ void SharedMemoryPath::Release(ShmRegion* region) {
 
 std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, std::string& why) {
   if (!IsLocalTarget(options_.target)) {
-    why = absl::StrCat("shared memory not used: target '", options_.target,
-                       "' is not on this host");
+    why =
+        absl::StrCat("shared memory not used: target '", options_.target, "' is not on this host");
     return nullptr;
   }
   grpc::ClientContext context;
   deadline_(call, context);
   absl::StatusOr<std::string> socket = FindShmSocket(stub_, context, options_.shared_memory_socket);
   absl::StatusOr<std::unique_ptr<ShmRegion>> region =
-      socket.ok() ? ShmRegion::Create(options_.shared_memory_bytes, *socket, RegisterTimeout(context))
-                  : absl::StatusOr<std::unique_ptr<ShmRegion>>(socket.status());
+      socket.ok()
+          ? ShmRegion::Create(options_.shared_memory_bytes, *socket, RegisterTimeout(context))
+          : absl::StatusOr<std::unique_ptr<ShmRegion>>(socket.status());
   if (!region.ok()) {
     why = absl::StrCat("shared memory not used: ", absl::StatusCodeToString(region.status().code()),
                        ": ", region.status().message());
@@ -221,8 +221,7 @@ std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, s
 
 absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs& args,
                                                                       const CallOptions& call) {
-  if (!options_.use_shared_memory || !args.a_resident_id.empty() ||
-      !args.b_resident_id.empty()) {
+  if (!options_.use_shared_memory || !args.a_resident_id.empty() || !args.b_resident_id.empty()) {
     return absl::nullopt;
   }
   Lease lease(*this, call);
@@ -232,13 +231,13 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   if (args.c && args.c_resident_id.empty()) inline_tensors.push_back(&*args.c);
   if (args.bias && args.bias_resident_id.empty()) inline_tensors.push_back(&*args.bias);
   const int64_t out_bytes = args.keep_result ? 0 : MatmulOutBytes(args);
-  if ((!args.keep_result && out_bytes == 0) ||
-      Needed(inline_tensors, out_bytes) > region.size()) {
+  if ((!args.keep_result && out_bytes == 0) || Needed(inline_tensors, out_bytes) > region.size()) {
     return absl::nullopt;
   }
   int64_t cursor = 0;
   std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(region, *inline_tensors[i], cursor, &placed[i]);
+  for (size_t i = 0; i < inline_tensors.size(); ++i)
+    Place(region, *inline_tensors[i], cursor, &placed[i]);
   const bool has_c = args.c && args.c_resident_id.empty();
   const bool has_bias = args.bias && args.bias_resident_id.empty();
   v1::MatmulRequest request = ToProto(std::move(args));
@@ -252,7 +251,8 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
   if (!status.ok()) return absl::StatusOr<MatmulResult>(FromGrpc(status));
-  if (absl::Status s = Fetch(region, response.mutable_out()); !s.ok()) return absl::StatusOr<MatmulResult>(s);
+  if (absl::Status s = Fetch(region, response.mutable_out()); !s.ok())
+    return absl::StatusOr<MatmulResult>(s);
   return FromProto(&response);
 }
 
@@ -269,13 +269,13 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
   std::vector<Tensor*> inline_tensors = {&args.b};
   if (use_a) inline_tensors.push_back(&args.a);
   const int64_t out_bytes = args.keep_result ? 0 : SolveOutBytes(args);
-  if ((!args.keep_result && out_bytes == 0) ||
-      Needed(inline_tensors, out_bytes) > region.size()) {
+  if ((!args.keep_result && out_bytes == 0) || Needed(inline_tensors, out_bytes) > region.size()) {
     return absl::nullopt;
   }
   int64_t cursor = 0;
   std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i) Place(region, *inline_tensors[i], cursor, &placed[i]);
+  for (size_t i = 0; i < inline_tensors.size(); ++i)
+    Place(region, *inline_tensors[i], cursor, &placed[i]);
   v1::SolveRequest request = ToProto(std::move(args));
   *request.mutable_b() = std::move(placed[0]);
   if (use_a) *request.mutable_a() = std::move(placed[1]);
@@ -285,7 +285,8 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
   if (!status.ok()) return absl::StatusOr<SolveResult>(FromGrpc(status));
-  if (absl::Status s = Fetch(region, response.mutable_x()); !s.ok()) return absl::StatusOr<SolveResult>(s);
+  if (absl::Status s = Fetch(region, response.mutable_x()); !s.ok())
+    return absl::StatusOr<SolveResult>(s);
   return FromProto(&response);
 }
 

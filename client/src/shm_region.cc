@@ -47,8 +47,8 @@ absl::StatusOr<int> Connect(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path) {
-    return absl::InvalidArgumentError(absl::StrCat("shared-memory socket path of ", path.size(),
-                                                   " bytes is too long"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared-memory socket path of ", path.size(), " bytes is too long"));
   }
   std::memcpy(addr.sun_path, path.data(), path.size());
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -116,13 +116,14 @@ absl::StatusOr<std::vector<std::string>> ReadReply(int connection, absl::Duratio
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(int64_t bytes,
-                                                            const std::string& socket_path,
-                                                            absl::Duration timeout) {
+                                                             const std::string& socket_path,
+                                                             absl::Duration timeout) {
   if (bytes <= 0) return absl::InvalidArgumentError("shared-memory region size must be positive");
   absl::Status status;
   const int memfd = SealedMemfd(bytes, status);
   if (memfd < 0) return status;
-  void* data = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  void* data =
+      mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
   if (data == MAP_FAILED) {
     status = Errno("mmap");
     close(memfd);
@@ -171,7 +172,8 @@ absl::StatusOr<std::string> FindShmSocket(v1::Linalg::Stub& stub, grpc::ClientCo
 }
 
 absl::Duration RegisterTimeout(const grpc::ClientContext& context) {
-  const absl::Duration left = absl::FromChrono(context.deadline() - std::chrono::system_clock::now());
+  const absl::Duration left =
+      absl::FromChrono(context.deadline() - std::chrono::system_clock::now());
   return std::min(left, absl::Seconds(10));
 }
 

@@ -24,8 +24,8 @@ class ShmRegion {
   // F_SEAL_SEAL), mapped read-write, and registered through `socket_path`,
   // waiting at most `timeout` for the server's answer.
   static absl::StatusOr<std::unique_ptr<ShmRegion>> Create(int64_t bytes,
-                                                          const std::string& socket_path,
-                                                          absl::Duration timeout);
+                                                           const std::string& socket_path,
+                                                           absl::Duration timeout);
   ~ShmRegion();  // closes the connection (the server releases the region), unmaps
   ShmRegion(const ShmRegion&) = delete;
   ShmRegion& operator=(const ShmRegion&) = delete;

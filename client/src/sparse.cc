@@ -1,4 +1,6 @@
 // CsrMatrix, sparse enum names and the SparseSolve proto conversions.
+#include "linalgd/sparse.h"
+
 #include <array>
 #include <utility>
 
@@ -6,7 +8,6 @@
 #include "absl/strings/str_join.h"
 #include "client/src/convert.h"
 #include "client/src/sparse_convert.h"
-#include "linalgd/sparse.h"
 
 namespace linalgd::client {
 namespace {
@@ -64,8 +65,8 @@ absl::StatusOr<CsrMatrix> CsrMatrix::FromArrays(int64_t rows, int64_t cols,
                                                    " entries, expected rows + 1 = ", rows + 1));
   }
   if (col_indices.size() != values.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("col_indices has ", col_indices.size(),
-                                                   " entries, values ", values.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("col_indices has ", col_indices.size(), " entries, values ", values.size()));
   }
   CsrMatrix m;
   m.rows = rows;
@@ -119,7 +120,8 @@ absl::StatusOr<SparseSolveResult> FromProto(v1::SparseSolveResponse* response) {
   out.x = std::move(*x);
   const int m = response->method_used(), p = response->preconditioner_used();
   out.method_used = m >= 0 && m < 7 ? static_cast<SparseMethod>(m) : SparseMethod::kAuto;
-  out.preconditioner_used = p >= 0 && p < 4 ? static_cast<Preconditioner>(p) : Preconditioner::kNone;
+  out.preconditioner_used =
+      p >= 0 && p < 4 ? static_cast<Preconditioner>(p) : Preconditioner::kNone;
   out.iterations = response->iterations();
   out.residual = response->residual();
   out.fallback = response->fallback();

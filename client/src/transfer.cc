@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/src/convert.h"
-#include "grpcpp/support/sync_stream.h"
 #include "common/crc32c.h"
+#include "grpcpp/support/sync_stream.h"
 
 namespace linalgd::client::internal {
 namespace {
@@ -118,9 +118,9 @@ absl::StatusOr<Tensor> Transfer::Get(const std::string& id, const CallOptions& c
                                 : std::numeric_limits<int64_t>::max();
   v1::TensorInfo meta;
   int parts = 1;
-  absl::StatusOr<std::string> bytes = GetParallel(pool_, id, options_.chunk_bytes, threshold,
-                                                  options_.transfer_part_min_bytes, setup, &meta,
-                                                  &parts);
+  absl::StatusOr<std::string> bytes =
+      GetParallel(pool_, id, options_.chunk_bytes, threshold, options_.transfer_part_min_bytes,
+                  setup, &meta, &parts);
   if (absl::IsUnimplemented(bytes.status()) && parts > 1) {
     ranged_ = false;
     DebugLog(options_, "the server ignores GetTensor ranges: tensors come in one stream");
@@ -211,8 +211,8 @@ absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std
     if (tensors[i] == nullptr || !ids[i]->empty()) continue;
     if (!Large(static_cast<int64_t>(tensors[i]->bytes().size()))) continue;
     const Tensor* t = tensors[i];
-    pending.emplace_back(i, std::async(std::launch::async,
-                                       [this, t, put, call] { return Put(*t, put, call); }));
+    pending.emplace_back(
+        i, std::async(std::launch::async, [this, t, put, call] { return Put(*t, put, call); }));
   }
   absl::Status first_error;
   for (auto& [i, f] : pending) {
@@ -240,11 +240,10 @@ void Transfer::DeleteAll(const std::vector<std::string>& ids) {
 absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions& call) {
   const bool auto_keep = !args.keep_result && Large(MatmulOutBytes(args));
   std::vector<std::string> uploaded;
-  absl::Status up = UploadLarge({&args.a, &args.b, args.c ? &*args.c : nullptr,
-                                 args.bias ? &*args.bias : nullptr},
-                                {&args.a_resident_id, &args.b_resident_id, &args.c_resident_id,
-                                 &args.bias_resident_id},
-                                call, uploaded);
+  absl::Status up = UploadLarge(
+      {&args.a, &args.b, args.c ? &*args.c : nullptr, args.bias ? &*args.bias : nullptr},
+      {&args.a_resident_id, &args.b_resident_id, &args.c_resident_id, &args.bias_resident_id}, call,
+      uploaded);
   if (!up.ok()) return up;
   if (auto_keep) {
     args.keep_result = true;

@@ -44,8 +44,8 @@ class Backend {
   // result. REQUIRES: every op has the same plan, `plan`; ops non-empty.
   // A non-ok status covers the whole batch (the scheduler then reruns each
   // op alone). The default calls Matmul for each op in turn.
-  virtual absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops,
-                                   const MatmulPlan& plan, std::vector<Tensor>* outs) {
+  virtual absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
+                                   std::vector<Tensor>* outs) {
     outs->clear();
     for (const MatmulOp* op : ops) {
       absl::StatusOr<Tensor> out = Matmul(*op, plan);

@@ -42,7 +42,6 @@ Tensor Stack(const std::vector<TensorView>& views, size_t rank, const HostAlloca
   return Tensor(views[0].dtype, std::move(shape), std::move(bytes));
 }
 
-
 // A block of `bytes` from `alloc` for a stacked result, and where it is.
 ResultDestination ResultBlock(const HostAllocator& alloc, size_t bytes,
                               std::shared_ptr<std::byte>& block) {
@@ -64,8 +63,8 @@ bool ShareOneBias(absl::Span<const MatmulOp* const> ops) {
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
-    absl::Span<const MatmulOp* const> ops, const HostAllocator& alloc) {
+absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(absl::Span<const MatmulOp* const> ops,
+                                                            const HostAllocator& alloc) {
   const MatmulOp& first = *ops[0];
   auto s = std::make_unique<StackedMatmul>();
   std::vector<TensorView> as, bs, cs;
@@ -88,8 +87,8 @@ absl::StatusOr<std::unique_ptr<StackedMatmul>> StackMatmuls(
     s->op.c = s->c->view();
   }
   LINALGD_ASSIGN_OR_RETURN(s->plan, PlanMatmul(s->op));
-  s->op.result_to = ResultBlock(
-      alloc, NumElements(s->plan.out_shape) * DTypeSize(s->op.out_dtype), s->out_memory);
+  s->op.result_to = ResultBlock(alloc, NumElements(s->plan.out_shape) * DTypeSize(s->op.out_dtype),
+                                s->out_memory);
   return s;
 }
 
@@ -119,8 +118,8 @@ absl::StatusOr<std::unique_ptr<StackedSolve>> StackSolves(absl::Span<const Solve
   s->op.a = s->a.view();
   s->op.b = s->b.view();
   LINALGD_ASSIGN_OR_RETURN(s->plan, PlanSolve(s->op));
-  s->op.result_to = ResultBlock(
-      alloc, NumElements(s->plan.x_shape) * DTypeSize(s->op.a.dtype), s->x_memory);
+  s->op.result_to =
+      ResultBlock(alloc, NumElements(s->plan.x_shape) * DTypeSize(s->op.a.dtype), s->x_memory);
   return s;
 }
 
@@ -132,8 +131,9 @@ std::vector<Tensor> Unstack(const Tensor& stacked, size_t count) {
   if (const std::shared_ptr<std::byte>& memory = stacked.memory()) {
     const size_t base = static_cast<size_t>(stacked.data() - memory.get());
     for (size_t i = 0; i < count; ++i) {
-      out.push_back(Tensor::Adopt(stacked.dtype(), inner,
-                                  std::shared_ptr<std::byte>(memory, memory.get() + base + i * bytes)));
+      out.push_back(
+          Tensor::Adopt(stacked.dtype(), inner,
+                        std::shared_ptr<std::byte>(memory, memory.get() + base + i * bytes)));
     }
     return out;
   }
@@ -165,9 +165,9 @@ void UnstackMemberOutputs(const SolveResult& stacked, size_t j, size_t count, So
     if (!std::isnan(r)) one->rcond = std::min(one->rcond.value_or(r), r);
   }
   if (!stacked.lstsq) return;
-  one->lstsq = LstsqOutputs{Part(stacked.lstsq->residuals, j, count),
-                            Part(stacked.lstsq->rank, j, count),
-                            Part(stacked.lstsq->singular_values, j, count)};
+  one->lstsq =
+      LstsqOutputs{Part(stacked.lstsq->residuals, j, count), Part(stacked.lstsq->rank, j, count),
+                   Part(stacked.lstsq->singular_values, j, count)};
 }
 
 }  // namespace linalgd

@@ -75,8 +75,8 @@ namespace {
 absl::StatusOr<std::string> Verdict(const FactorInfo& info, absl::string_view name,
                                     bool allow_fallback, absl::string_view then) {
   if (info.rcond >= info.rcond_threshold) return std::string();
-  const std::string why = NumericallySingularMessage(SolveMethodName(info.method), name,
-                                                     info.rcond, info.rcond_threshold);
+  const std::string why = NumericallySingularMessage(SolveMethodName(info.method), name, info.rcond,
+                                                     info.rcond_threshold);
   if (!allow_fallback) {
     return absl::FailedPreconditionError(
         absl::StrCat(why, "; no fallback taken (allow_fallback is false)"));
@@ -86,8 +86,7 @@ absl::StatusOr<std::string> Verdict(const FactorInfo& info, absl::string_view na
 
 }  // namespace
 
-absl::StatusOr<std::string> FactorizeConditionVerdict(const FactorInfo& info,
-                                                      bool allow_fallback) {
+absl::StatusOr<std::string> FactorizeConditionVerdict(const FactorInfo& info, bool allow_fallback) {
   return Verdict(info, "a", allow_fallback, "factor kept (solves with it say so)");
 }
 

@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/backend/factor.h"
 #include "common/dtype.h"
+#include "server/backend/factor.h"
 
 namespace linalgd {
 
@@ -37,8 +37,7 @@ std::string NumericallySingularMessage(absl::string_view method, absl::string_vi
 // info.rcond_threshold; otherwise, with allow_fallback, the text for
 // FactorizeResult::fallback (the factor is kept), and without it
 // FAILED_PRECONDITION naming rcond and threshold.
-absl::StatusOr<std::string> FactorizeConditionVerdict(const FactorInfo& info,
-                                                      bool allow_fallback);
+absl::StatusOr<std::string> FactorizeConditionVerdict(const FactorInfo& info, bool allow_fallback);
 
 // The Factorize result for a made factor: `fallback` (what happened before,
 // may be empty) joined with FactorizeConditionVerdict's text, or its error.

@@ -30,9 +30,9 @@ absl::Status CheckShape(const RawCsr& raw, const std::string& f) {
         absl::StrCat(f, ": shape ", raw.rows, " x ", raw.cols, " has a negative dimension"));
   }
   if (raw.rows >= kMaxIndex || raw.cols >= kMaxIndex || raw.nnz >= kMaxIndex) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        f, ": ", raw.rows, " x ", raw.cols, " with ", raw.nnz,
-        " stored entries; rows, cols and nnz must be below 2^31"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(f, ": ", raw.rows, " x ", raw.cols, " with ", raw.nnz,
+                     " stored entries; rows, cols and nnz must be below 2^31"));
   }
   return absl::OkStatus();
 }
@@ -42,27 +42,26 @@ absl::Status CheckShape(const RawCsr& raw, const std::string& f) {
 absl::Status CheckOffsets(const RawCsr& raw, const std::string& f) {
   const int w = raw.index_bytes;
   if (const int64_t first = IndexAt(raw.row_offsets, w, 0); first != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(f, ".row_offsets[0]: ", first, ", must be 0"));
+    return absl::InvalidArgumentError(absl::StrCat(f, ".row_offsets[0]: ", first, ", must be 0"));
   }
   int64_t prev = 0;
   for (int64_t r = 1; r <= raw.rows; ++r) {
     const int64_t o = IndexAt(raw.row_offsets, w, r);
     if (o < prev) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          f, ".row_offsets: decreasing at row ", r - 1, " (", prev, " then ", o, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(f, ".row_offsets: decreasing at row ", r - 1, " (", prev, " then ", o, ")"));
     }
     if (o > raw.nnz) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          f, ".row_offsets[", r, "]: ", o, " is beyond nnz ", raw.nnz,
-          " (the length of col_indices and values)"));
+      return absl::InvalidArgumentError(absl::StrCat(f, ".row_offsets[", r, "]: ", o,
+                                                     " is beyond nnz ", raw.nnz,
+                                                     " (the length of col_indices and values)"));
     }
     prev = o;
   }
   if (prev != raw.nnz) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        f, ".row_offsets[", raw.rows, "]: ", prev, ", must equal nnz ", raw.nnz,
-        " (the length of col_indices and values)"));
+    return absl::InvalidArgumentError(absl::StrCat(f, ".row_offsets[", raw.rows, "]: ", prev,
+                                                   ", must equal nnz ", raw.nnz,
+                                                   " (the length of col_indices and values)"));
   }
   return absl::OkStatus();
 }
@@ -79,8 +78,8 @@ absl::Status CheckColumns(const RawCsr& raw, const std::string& f, bool* canonic
     for (int64_t p = begin; p < end; ++p) {
       const int64_t c = IndexAt(raw.col_indices, w, p);
       if (c < 0 || c >= raw.cols) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            f, ".col_indices[", p, "]: ", c, " (row ", r, ") is outside [0, ", raw.cols, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(f, ".col_indices[", p, "]: ", c, " (row ", r,
+                                                       ") is outside [0, ", raw.cols, ")"));
       }
       if (c <= prev) *canonical = false;
       prev = c;

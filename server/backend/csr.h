@@ -25,7 +25,9 @@ struct CsrView {
   int64_t nnz() const { return rows == 0 ? 0 : row_offsets[rows]; }
   size_t value_bytes() const { return static_cast<size_t>(nnz()) * DTypeSize(dtype); }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(values); }
+  const T* as() const {
+    return static_cast<const T*>(values);
+  }
 };
 
 // CSR arrays as they arrive (scipy.sparse layout): indices 4 or 8 bytes wide,
@@ -33,7 +35,7 @@ struct CsrView {
 struct RawCsr {
   int64_t rows = 0;
   int64_t cols = 0;
-  int index_bytes = 4;  // 4 (int32) or 8 (int64), little-endian
+  int index_bytes = 4;                // 4 (int32) or 8 (int64), little-endian
   const void* row_offsets = nullptr;  // rows + 1 indices
   const void* col_indices = nullptr;  // nnz indices
   int64_t nnz = 0;                    // the length of col_indices and values

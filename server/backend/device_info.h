@@ -13,8 +13,8 @@ struct DeviceInfo {
   int cc_major = 0, cc_minor = 0;
   int64_t total_memory_bytes = 0;
   int64_t budget_bytes = 0;
-  bool healthy = false;   // false: skipped or fenced
-  std::string status;     // "ok", or why the device is not used
+  bool healthy = false;  // false: skipped or fenced
+  std::string status;    // "ok", or why the device is not used
   // Device memory the server holds now and at most so far, fixed handle-set
   // workspaces included; pool_reserved_peak_bytes is what the CUDA memory
   // pool ever took from the device for jobs, plus the workspaces (-1: unknown).

@@ -13,8 +13,8 @@ absl::StatusOr<absl::Status> ParseFailure(absl::string_view code, absl::string_v
   if (code == "internal") return absl::InternalError(msg);
   if (code == "unavailable") return absl::UnavailableError(msg);
   if (code == "deadline_exceeded") return absl::DeadlineExceededError(msg);
-  return absl::InvalidArgumentError(absl::StrCat("--inject-faults: rule '", rule,
-                                                 "': unknown code '", code, "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--inject-faults: rule '", rule, "': unknown code '", code, "'"));
 }
 
 absl::StatusOr<FaultRule> ParseRule(absl::string_view text) {
@@ -30,8 +30,7 @@ absl::StatusOr<FaultRule> ParseRule(absl::string_view text) {
     return bad("backend must be cpu, gpu or all");
   }
   if (rule.op != "matmul" && rule.op != "solve" && rule.op != "sparse_solve" &&
-      rule.op != "factorize" &&
-      rule.op != "all") {
+      rule.op != "factorize" && rule.op != "all") {
     return bad("op must be matmul, solve, sparse_solve, factorize or all");
   }
   std::vector<std::string> action = absl::StrSplit(parts[2], absl::MaxSplits('=', 1));

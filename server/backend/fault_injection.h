@@ -22,7 +22,7 @@ struct FaultRule {
   std::string backend;  // "cpu", "gpu" or "all"
   std::string op;       // "matmul", "solve", "sparse_solve", "factorize" or "all"
   absl::Duration stall = absl::ZeroDuration();
-  absl::Status fail;    // ok: no failure
+  absl::Status fail;  // ok: no failure
 };
 
 absl::StatusOr<std::vector<FaultRule>> ParseFaultSpec(absl::string_view spec);

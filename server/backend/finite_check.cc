@@ -37,8 +37,7 @@ int64_t FirstNonFinite(const T* p, int64_t n) {
   if constexpr (sizeof(T) == 4) {
     return FirstAllOnes(reinterpret_cast<const uint32_t*>(p), n, uint32_t{0x7f800000});
   } else {
-    return FirstAllOnes(reinterpret_cast<const uint64_t*>(p), n,
-                        uint64_t{0x7ff0000000000000});
+    return FirstAllOnes(reinterpret_cast<const uint64_t*>(p), n, uint64_t{0x7ff0000000000000});
   }
 }
 
@@ -47,10 +46,18 @@ int64_t FirstNonFiniteIn(const TensorView& t, int64_t begin, int64_t end) {
   const int64_t n = end - begin;
   int64_t bad = -1;
   switch (t.dtype) {
-    case DType::kF32: bad = FirstNonFinite(t.as<float>() + begin, n); break;
-    case DType::kF64: bad = FirstNonFinite(t.as<double>() + begin, n); break;
-    case DType::kF16: bad = FirstAllOnes(t.as<uint16_t>() + begin, n, uint16_t{0x7c00}); break;
-    case DType::kBF16: bad = FirstAllOnes(t.as<uint16_t>() + begin, n, uint16_t{0x7f80}); break;
+    case DType::kF32:
+      bad = FirstNonFinite(t.as<float>() + begin, n);
+      break;
+    case DType::kF64:
+      bad = FirstNonFinite(t.as<double>() + begin, n);
+      break;
+    case DType::kF16:
+      bad = FirstAllOnes(t.as<uint16_t>() + begin, n, uint16_t{0x7c00});
+      break;
+    case DType::kBF16:
+      bad = FirstAllOnes(t.as<uint16_t>() + begin, n, uint16_t{0x7f80});
+      break;
   }
   return bad < 0 ? -1 : begin + bad;
 }
@@ -68,8 +75,8 @@ int64_t FirstNonFinite(const TensorView& t) {
   // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
   // on every call, and this runs for every operand of every request.
   static const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t pieces = std::min({kMaxScanThreads, hw,
-                                   static_cast<int64_t>(t.num_bytes() / kScanPieceBytes)});
+  const int64_t pieces =
+      std::min({kMaxScanThreads, hw, static_cast<int64_t>(t.num_bytes() / kScanPieceBytes)});
   if (pieces <= 1) return FirstNonFiniteIn(t, 0, n);
   const int64_t per = (n + pieces - 1) / pieces;
   std::vector<int64_t> first(static_cast<size_t>(pieces), -1);
@@ -91,8 +98,7 @@ absl::Status NonFiniteError(const TensorView& t, absl::string_view field, int64_
   const double value =
       ToDoubleVector(TensorView{t.dtype, {1, 1}, t.data + index * DTypeSize(t.dtype)})[0];
   return absl::InvalidArgumentError(absl::StrCat(
-      field, ": element ", index, " is ",
-      std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf"),
+      field, ": element ", index, " is ", std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf"),
       "; non-finite inputs are rejected unless allow_non_finite is set"));
 }
 

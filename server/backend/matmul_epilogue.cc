@@ -36,10 +36,16 @@ MatmulEpilogue<T>::MatmulEpilogue(const MatmulOp& op, const MatmulPlan& plan)
     : m_(plan.m), n_(plan.n), beta_(static_cast<T>(op.beta)) {
   switch (op.epilogue) {
     case Epilogue::kRelu:
-    case Epilogue::kReluBias: act_ = kRelu; break;
+    case Epilogue::kReluBias:
+      act_ = kRelu;
+      break;
     case Epilogue::kGelu:
-    case Epilogue::kGeluBias: act_ = kGelu; break;
-    default: act_ = kNone; break;
+    case Epilogue::kGeluBias:
+      act_ = kGelu;
+      break;
+    default:
+      act_ = kNone;
+      break;
   }
   if (op.c && op.beta != 0) {
     if (plan.c_full_matrix) {

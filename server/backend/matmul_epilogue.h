@@ -34,7 +34,7 @@ class MatmulEpilogue {
   T beta_;
   Activation act_ = kNone;
   bool bias_per_row_ = false;
-  const T* c_ = nullptr;  // null: no c term (absent, or beta == 0)
+  const T* c_ = nullptr;                             // null: no c term (absent, or beta == 0)
   const std::vector<int64_t>* c_offsets_ = nullptr;  // null: matrix i at i*m*n
   const T* bias_ = nullptr;
   std::vector<T> c_store_, bias_store_;  // converted copies, when needed

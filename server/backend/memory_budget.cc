@@ -24,7 +24,8 @@ void MemoryBudget::Reservation::Release() {
 
 MemoryBudget::MemoryBudget(std::string device, int64_t budget_bytes,
                            std::function<void(int64_t)> on_change)
-    : device_(std::move(device)), budget_(std::max<int64_t>(0, budget_bytes)),
+    : device_(std::move(device)),
+      budget_(std::max<int64_t>(0, budget_bytes)),
       on_change_(std::move(on_change)) {
   if (on_change_) on_change_(0);
 }
@@ -37,9 +38,9 @@ MemoryBudget::Reservation MemoryBudget::Take(int64_t bytes) {
 }
 
 absl::Status MemoryBudget::NoRoom(int64_t bytes, absl::string_view after) const {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      device_, " memory budget: needs ", bytes, " bytes, ", reserved_, " of ", budget_,
-      " bytes reserved", after));
+  return absl::ResourceExhaustedError(absl::StrCat(device_, " memory budget: needs ", bytes,
+                                                   " bytes, ", reserved_, " of ", budget_,
+                                                   " bytes reserved", after));
 }
 
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::TryReserve(int64_t bytes) {
@@ -54,9 +55,9 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::TryReserveFor(int64_t by
   bytes = std::max<int64_t>(0, bytes);
   absl::MutexLock lock(&mu_);
   if (bytes > budget_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        device_, " memory budget: needs ", bytes, " bytes, more than the budget of ", budget_,
-        " bytes (--gpu-memory-fraction)"));
+    return absl::ResourceExhaustedError(absl::StrCat(device_, " memory budget: needs ", bytes,
+                                                     " bytes, more than the budget of ", budget_,
+                                                     " bytes (--gpu-memory-fraction)"));
   }
   struct Fits {
     const MemoryBudget* self;

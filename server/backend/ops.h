@@ -1,13 +1,12 @@
 #ifndef LINALGD_SERVER_BACKEND_OPS_H_
 #define LINALGD_SERVER_BACKEND_OPS_H_
 
-#include <optional>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-
 #include "server/backend/result_destination.h"
 #include "server/common/stop_token.h"
 #include "server/common/tensor.h"
@@ -62,7 +61,7 @@ struct SolveOp {
   // rcond; unset: eps(dtype) * max(M, N), numpy's default.
   std::optional<double> lstsq_rcond;
   ResultDestination result_to;  // for x
-  StopToken stop;  // as MatmulOp::stop
+  StopToken stop;               // as MatmulOp::stop
 };
 
 // What numpy.linalg.lstsq reports besides x, per batch member (member i's
@@ -71,8 +70,8 @@ struct LstsqOutputs {
   // K per member: squared 2-norms of the columns of b - a x; empty (for the
   // whole batch) when some member has rank < N or M <= N, as numpy leaves it.
   std::vector<double> residuals;
-  std::vector<int64_t> rank;             // one per member
-  std::vector<double> singular_values;   // min(M, N) per member, descending
+  std::vector<int64_t> rank;            // one per member
+  std::vector<double> singular_values;  // min(M, N) per member, descending
 };
 
 struct SolveResult {

@@ -13,17 +13,16 @@ namespace {
 Shape BatchDims(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
 // numpy broadcasting of two shapes; `what` names them in the error.
-absl::StatusOr<Shape> BroadcastShapes(const Shape& x, const Shape& y,
-                                      absl::string_view what) {
+absl::StatusOr<Shape> BroadcastShapes(const Shape& x, const Shape& y, absl::string_view what) {
   const size_t rank = std::max(x.size(), y.size());
   Shape out(rank);
   for (size_t i = 0; i < rank; ++i) {
     const int64_t dx = i < rank - x.size() ? 1 : x[i - (rank - x.size())];
     const int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
     if (dx != dy && dx != 1 && dy != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": batch dims ", ShapeString(x), " and ", ShapeString(y),
-          " do not broadcast (", dx, " vs ", dy, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(what, ": batch dims ", ShapeString(x), " and ",
+                                                     ShapeString(y), " do not broadcast (", dx,
+                                                     " vs ", dy, ")"));
     }
     out[i] = dx == 1 ? dy : dx;  // a 1 stretches to the other, 0 included
   }
@@ -44,9 +43,9 @@ absl::StatusOr<int64_t> CheckedCount(const Shape& dims, int64_t limit, absl::str
           absl::StrCat(field, ": ", ShapeString(dims), " has a negative dim"));
     }
     if (d > 0 && nonzero > limit / d) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": ", ShapeString(dims), " has more than ", limit, " ", what,
-          " (zero dims aside)"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": ", ShapeString(dims),
+                                                     " has more than ", limit, " ", what,
+                                                     " (zero dims aside)"));
     }
     if (d == 0) empty = true;
     if (d > 0) nonzero *= d;
@@ -56,8 +55,8 @@ absl::StatusOr<int64_t> CheckedCount(const Shape& dims, int64_t limit, absl::str
 
 // Checks the broadcast batch and the result [batch..., rows, cols] against
 // `limits` (before any offset vector is built).
-absl::Status CheckPlanSize(const Shape& batch, int64_t rows, int64_t cols,
-                           const PlanLimits& limits, absl::string_view out) {
+absl::Status CheckPlanSize(const Shape& batch, int64_t rows, int64_t cols, const PlanLimits& limits,
+                           absl::string_view out) {
   LINALGD_RETURN_IF_ERROR(CheckedCount(batch, limits.max_batch, "a, b: broadcast batch dims",
                                        "matrices, the batch limit (--max-batch-matrices)")
                               .status());
@@ -71,8 +70,7 @@ absl::Status CheckPlanSize(const Shape& batch, int64_t rows, int64_t cols,
 
 // Offsets (in elements) of operand matrices for each element of out_batch.
 // `batch` are the operand's own batch dims; `matrix` its matrix size.
-std::vector<int64_t> BatchOffsets(const Shape& batch, const Shape& out_batch,
-                                  int64_t matrix) {
+std::vector<int64_t> BatchOffsets(const Shape& batch, const Shape& out_batch, int64_t matrix) {
   const size_t rank = out_batch.size();
   std::vector<int64_t> stride(rank, 0);
   int64_t s = matrix;
@@ -108,24 +106,23 @@ absl::Status CheckMatmulDtypes(const MatmulOp& op) {
   const DType in = op.a.dtype, out = op.out_dtype;
   const bool half_in = in == DType::kF16 || in == DType::kBF16;
   if (out != in && !(half_in && out == DType::kF32)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output_dtype: ", DTypeName(out), " is not supported for ", DTypeName(in),
-        " inputs (same dtype, or f32 for f16/bf16 inputs)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("output_dtype: ", DTypeName(out), " is not supported for ", DTypeName(in),
+                     " inputs (same dtype, or f32 for f16/bf16 inputs)"));
   }
   const ComputeMode cm = op.compute;
   const bool ok = cm == ComputeMode::kDefault || in == DType::kF32 ||
                   (in == DType::kF16 && cm == ComputeMode::kFast16F && out == DType::kF16);
   if (!ok) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compute_mode: ", ComputeModeName(cm), " is not supported for ", DTypeName(in),
-        " inputs (tf32, fast_16f and fast_16bf need f32 inputs; f16 inputs with f16 "
-        "output also allow fast_16f)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("compute_mode: ", ComputeModeName(cm), " is not supported for ", DTypeName(in),
+                     " inputs (tf32, fast_16f and fast_16bf need f32 inputs; f16 inputs with f16 "
+                     "output also allow fast_16f)"));
   }
   for (const auto& [t, name] : {std::pair{op.c, "c"}, std::pair{op.bias, "bias"}}) {
     if (t && t->dtype != out) {
       return absl::InvalidArgumentError(absl::StrCat(
-          name, ".dtype: ", DTypeName(t->dtype), " must equal the output dtype ",
-          DTypeName(out)));
+          name, ".dtype: ", DTypeName(t->dtype), " must equal the output dtype ", DTypeName(out)));
     }
   }
   return absl::OkStatus();
@@ -135,8 +132,8 @@ absl::Status PlanBias(const MatmulOp& op, MatmulPlan& plan) {
   const bool wants = EpilogueHasBias(op.epilogue);
   if (!wants) {
     if (op.bias) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bias: given, but epilogue ", EpilogueName(op.epilogue), " takes no bias"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bias: given, but epilogue ", EpilogueName(op.epilogue), " takes no bias"));
     }
     return absl::OkStatus();
   }
@@ -152,8 +149,7 @@ absl::Status PlanBias(const MatmulOp& op, MatmulPlan& plan) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "bias.shape: ", ShapeString(s), " must be [", plan.n, "] or [1, ", plan.n,
-        "] (per column) or [", plan.m, ", 1] (per row) for an output of ", plan.m, " x ",
-        plan.n));
+        "] (per column) or [", plan.m, ", 1] (per row) for an output of ", plan.m, " x ", plan.n));
   }
   return absl::OkStatus();
 }
@@ -169,12 +165,11 @@ absl::Status PlanC(const MatmulOp& op, MatmulPlan& plan) {
   const Shape& cs = op.c->shape;
   auto b = BroadcastShapes(cs, plan.out_shape, "c");
   if (!b.ok() || *b != plan.out_shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "c.shape: ", ShapeString(cs), " does not broadcast to the output shape ",
-        ShapeString(plan.out_shape)));
+    return absl::InvalidArgumentError(absl::StrCat("c.shape: ", ShapeString(cs),
+                                                   " does not broadcast to the output shape ",
+                                                   ShapeString(plan.out_shape)));
   }
-  plan.c_full_matrix =
-      cs.size() >= 2 && cs[cs.size() - 2] == plan.m && cs.back() == plan.n;
+  plan.c_full_matrix = cs.size() >= 2 && cs[cs.size() - 2] == plan.m && cs.back() == plan.n;
   if (plan.c_full_matrix) {
     plan.c_offsets = BatchOffsets(BatchDims(cs), BatchDims(plan.out_shape), plan.m * plan.n);
   }
@@ -201,10 +196,10 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limi
   const int64_t kb = op.trans_b ? bc : br;
   plan.n = op.trans_b ? br : bc;
   if (plan.k != kb) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b.shape: ", ShapeString(op.b.shape), " does not match a.shape ",
-        ShapeString(op.a.shape), " (contraction dims ", plan.k, " vs ", kb,
-        op.trans_a || op.trans_b ? ", after transposes" : "", ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("b.shape: ", ShapeString(op.b.shape), " does not match a.shape ",
+                     ShapeString(op.a.shape), " (contraction dims ", plan.k, " vs ", kb,
+                     op.trans_a || op.trans_b ? ", after transposes" : "", ")"));
   }
   const Shape ab = BatchDims(op.a.shape), bb = BatchDims(op.b.shape);
   LINALGD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ab, bb, "a, b"));
@@ -222,8 +217,8 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limi
 
 absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits) {
   if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
   }
   if (op.b.dtype != op.a.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -235,14 +230,14 @@ absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits)
   plan.k = op.b.cols();
   const bool square_only = op.method == SolveMethod::kLu || op.method == SolveMethod::kCholesky;
   if (square_only && plan.m != plan.n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.shape: ", ShapeString(op.a.shape), " is not square; method ",
-        SolveMethodName(op.method), " needs a square a (use qr or lstsq)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.shape: ", ShapeString(op.a.shape), " is not square; method ",
+                     SolveMethodName(op.method), " needs a square a (use qr or lstsq)"));
   }
   if (op.b.rows() != plan.m) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b.shape: ", ShapeString(op.b.shape), " needs ", plan.m, " rows to match a.shape ",
-        ShapeString(op.a.shape), ", has ", op.b.rows()));
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(op.b.shape), " needs ",
+                                                   plan.m, " rows to match a.shape ",
+                                                   ShapeString(op.a.shape), ", has ", op.b.rows()));
   }
   const Shape ab = BatchDims(op.a.shape), bb = BatchDims(op.b.shape);
   LINALGD_ASSIGN_OR_RETURN(Shape batch, BroadcastShapes(ab, bb, "a, b"));

@@ -15,7 +15,8 @@ namespace linalgd {
 // between Begin() and End(), and return Tensor::External(dtype, shape, data)
 // (the GPU copies straight from the device into a page-locked range), or
 // ignore it and return an owning tensor. Split pieces carry none; a stacked
-// batch carries its own result block (server/backend/batch_stack.h). Copies share one state; thread-safe.
+// batch carries its own result block (server/backend/batch_stack.h). Copies share one state;
+// thread-safe.
 class ResultDestination {
  public:
   ResultDestination() = default;

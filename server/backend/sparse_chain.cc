@@ -14,10 +14,10 @@ absl::StatusOr<SparseAttempt> CheckTrueResidual(const SparseSolveOp& op, SparseM
                                                 SparseAttempt attempt) {
   const double rel = SparseResidual(op.a, attempt.x.view(), op.b);
   if (rel <= kTrueResidualSlack * op.tolerance) return attempt;
-  return absl::FailedPreconditionError(absl::StrCat(
-      SparseMethodName(m), ": stopped after ", attempt.iterations,
-      " iterations by its own residual estimate, but the true relative residual is ", rel,
-      ", above the tolerance ", op.tolerance, " (x ", kTrueResidualSlack, ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(SparseMethodName(m), ": stopped after ", attempt.iterations,
+                   " iterations by its own residual estimate, but the true relative residual is ",
+                   rel, ", above the tolerance ", op.tolerance, " (x ", kTrueResidualSlack, ")"));
 }
 
 }  // namespace
@@ -48,8 +48,7 @@ absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
     notes.push_back(std::string(attempt.status().message()));
     if ((!op.allow_fallback && !auto_step) || next == SparseMethod::kAuto) {
       return absl::FailedPreconditionError(absl::StrCat(
-          absl::StrJoin(notes, "; "),
-          op.allow_fallback ? "" : " (no_fallback is set)"));
+          absl::StrJoin(notes, "; "), op.allow_fallback ? "" : " (no_fallback is set)"));
     }
     notes.back() += absl::StrCat("; used ", SparseMethodName(next));
     m = next;

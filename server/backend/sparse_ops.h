@@ -36,7 +36,7 @@ struct SparseSolveOp {
   int64_t max_iterations = 0;  // > 0 after planning
   bool allow_fallback = true;
   std::optional<TensorView> x0;  // iterative methods' starting point, [n, k]; unset: zeros
-  StopToken stop;  // polled between iterations: cancellation and deadlines
+  StopToken stop;                // polled between iterations: cancellation and deadlines
 };
 
 struct SparseSolveResult {

@@ -16,17 +16,17 @@ absl::Status CheckOperands(const SparseSolveOp& op) {
         "a: ", a.rows, " x ", a.cols, " is not square; sparse solves need a square a"));
   }
   if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.dtype: sparse solves support f32 and f64, not ", DTypeName(a.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype: sparse solves support f32 and f64, not ", DTypeName(a.dtype)));
   }
   if (op.b.dtype != a.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b.dtype: ", DTypeName(op.b.dtype), " differs from a.dtype ", DTypeName(a.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(op.b.dtype),
+                                                   " differs from a.dtype ", DTypeName(a.dtype)));
   }
   if (op.b.shape.size() != 2 || op.b.shape[0] != a.rows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b.shape: ", ShapeString(op.b.shape), " must be [", a.rows, ", k] for a of ", a.rows,
-        " x ", a.cols));
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(op.b.shape),
+                                                   " must be [", a.rows, ", k] for a of ", a.rows,
+                                                   " x ", a.cols));
   }
   if (!std::isfinite(op.tolerance) || op.tolerance < 0) {
     return absl::InvalidArgumentError(
@@ -41,10 +41,10 @@ absl::Status CheckOperands(const SparseSolveOp& op) {
 
 absl::Status NotSymmetric(const SparseSolvePlan& plan, absl::string_view what) {
   const CsrStructure& s = plan.structure;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "a: ", what, " needs a symmetric a, but a[", s.asym_row, "][", s.asym_col,
-      "] = ", s.asym_value, " and a[", s.asym_col, "][", s.asym_row, "] = ", s.asym_mirror,
-      " (use lu, qr, bicgstab or gmres)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("a: ", what, " needs a symmetric a, but a[", s.asym_row, "][", s.asym_col,
+                   "] = ", s.asym_value, " and a[", s.asym_col, "][", s.asym_row,
+                   "] = ", s.asym_mirror, " (use lu, qr, bicgstab or gmres)"));
 }
 
 absl::Status CheckMethod(const SparseSolveOp& op, const SparseSolvePlan& plan) {
@@ -55,10 +55,10 @@ absl::Status CheckMethod(const SparseSolveOp& op, const SparseSolvePlan& plan) {
   if (op.method == SparseMethod::kCg && !symmetric) return NotSymmetric(plan, "method cg");
   if (op.preconditioner == Preconditioner::kNone) return absl::OkStatus();
   if (!IsIterative(op.method)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "preconditioner: ", PreconditionerName(op.preconditioner),
-        " applies to the iterative methods (cg, bicgstab, gmres), not method ",
-        SparseMethodName(op.method)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("preconditioner: ", PreconditionerName(op.preconditioner),
+                     " applies to the iterative methods (cg, bicgstab, gmres), not method ",
+                     SparseMethodName(op.method)));
   }
   if (op.preconditioner == Preconditioner::kIc0 && !symmetric) {
     return NotSymmetric(plan, "preconditioner ic0");
@@ -88,15 +88,17 @@ absl::StatusOr<SparseSolvePlan> PlanSparseSolve(SparseSolveOp& op) {
 
 SparseMethod SparseFallback(SparseMethod failed, const SparseSolvePlan& plan) {
   switch (failed) {
-    case SparseMethod::kCholesky: return SparseMethod::kLu;
-    case SparseMethod::kLu: return SparseMethod::kQr;
+    case SparseMethod::kCholesky:
+      return SparseMethod::kLu;
+    case SparseMethod::kLu:
+      return SparseMethod::kQr;
     case SparseMethod::kCg:
     case SparseMethod::kBicgstab:
     case SparseMethod::kGmres:
-      return plan.structure.symmetric && plan.structure.positive_diagonal
-                 ? SparseMethod::kCholesky
-                 : SparseMethod::kLu;
-    default: return SparseMethod::kAuto;
+      return plan.structure.symmetric && plan.structure.positive_diagonal ? SparseMethod::kCholesky
+                                                                          : SparseMethod::kLu;
+    default:
+      return SparseMethod::kAuto;
   }
 }
 

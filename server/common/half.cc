@@ -6,10 +6,14 @@ namespace {
 template <typename T>
 T ElementAs(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kF32: return static_cast<T>(t.as<float>()[i]);
-    case DType::kF64: return static_cast<T>(t.as<double>()[i]);
-    case DType::kF16: return static_cast<T>(HalfToFloat(t.as<uint16_t>()[i]));
-    case DType::kBF16: return static_cast<T>(BFloat16ToFloat(t.as<uint16_t>()[i]));
+    case DType::kF32:
+      return static_cast<T>(t.as<float>()[i]);
+    case DType::kF64:
+      return static_cast<T>(t.as<double>()[i]);
+    case DType::kF16:
+      return static_cast<T>(HalfToFloat(t.as<uint16_t>()[i]));
+    case DType::kBF16:
+      return static_cast<T>(BFloat16ToFloat(t.as<uint16_t>()[i]));
   }
   return T{};
 }
@@ -20,8 +24,12 @@ Tensor FromValues(DType dtype, Shape shape, const T* values) {
   const int64_t n = out.num_elements();
   for (int64_t i = 0; i < n; ++i) {
     switch (dtype) {
-      case DType::kF32: out.mutable_as<float>()[i] = static_cast<float>(values[i]); break;
-      case DType::kF64: out.mutable_as<double>()[i] = static_cast<double>(values[i]); break;
+      case DType::kF32:
+        out.mutable_as<float>()[i] = static_cast<float>(values[i]);
+        break;
+      case DType::kF64:
+        out.mutable_as<double>()[i] = static_cast<double>(values[i]);
+        break;
       case DType::kF16:
         out.mutable_as<uint16_t>()[i] = FloatToHalf(static_cast<float>(values[i]));
         break;

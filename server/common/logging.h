@@ -1,8 +1,6 @@
 #ifndef LINALGD_SERVER_COMMON_LOGGING_H_
 #define LINALGD_SERVER_COMMON_LOGGING_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "spdlog/fmt/fmt.h"

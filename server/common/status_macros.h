@@ -5,9 +5,9 @@
 #include "absl/status/statusor.h"
 
 // RETURN_IF_ERROR(expr): returns the absl::Status of `expr` when not ok.
-#define LINALGD_RETURN_IF_ERROR(expr)            \
-  do {                                           \
-    ::absl::Status _linalgd_status = (expr);     \
+#define LINALGD_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::absl::Status _linalgd_status = (expr);           \
     if (!_linalgd_status.ok()) return _linalgd_status; \
   } while (0)
 

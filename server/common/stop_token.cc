@@ -25,8 +25,8 @@ absl::Status StopToken::Check(absl::string_view where) const {
     return absl::CancelledError(absl::StrCat("call cancelled; stopped ", where));
   }
   const bool op_timeout = state_->deadline_is_op_timeout.load(std::memory_order_relaxed);
-  return absl::DeadlineExceededError(absl::StrCat(
-      op_timeout ? "--op-timeout" : "deadline", " passed; stopped ", where));
+  return absl::DeadlineExceededError(
+      absl::StrCat(op_timeout ? "--op-timeout" : "deadline", " passed; stopped ", where));
 }
 
 }  // namespace linalgd

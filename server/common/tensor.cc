@@ -12,12 +12,11 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
-std::string ShapeString(const Shape& shape) {
-  return "[" + absl::StrJoin(shape, ", ") + "]";
-}
+std::string ShapeString(const Shape& shape) { return "[" + absl::StrJoin(shape, ", ") + "]"; }
 
 Tensor::Tensor(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)),
+    : dtype_(dtype),
+      shape_(std::move(shape)),
       bytes_(NumElements(shape_) * DTypeSize(dtype), '\0') {}
 
 Tensor::Tensor(DType dtype, Shape shape, std::string bytes)

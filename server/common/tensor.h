@@ -32,7 +32,9 @@ struct TensorView {
   int64_t rows() const { return shape[shape.size() - 2]; }  // REQUIRES: rank >= 2
   int64_t cols() const { return shape.back(); }
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(data); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(data);
+  }
 };
 
 // A dense row-major tensor. Its bytes normally live in a std::string it owns,
@@ -67,9 +69,13 @@ class Tensor {
   const std::shared_ptr<std::byte>& memory() const { return owner_; }
 
   template <typename T>
-  T* mutable_as() { return reinterpret_cast<T*>(mutable_data()); }
+  T* mutable_as() {
+    return reinterpret_cast<T*>(mutable_data());
+  }
   template <typename T>
-  const T* as() const { return reinterpret_cast<const T*>(data()); }
+  const T* as() const {
+    return reinterpret_cast<const T*>(data());
+  }
   std::byte* mutable_data() {
     return external_ != nullptr ? external_ : reinterpret_cast<std::byte*>(bytes_.data());
   }
@@ -86,7 +92,7 @@ class Tensor {
   DType dtype_ = DType::kF32;
   Shape shape_;
   std::string bytes_;
-  std::byte* external_ = nullptr;  // set: the bytes are there, bytes_ is empty
+  std::byte* external_ = nullptr;     // set: the bytes are there, bytes_ is empty
   std::shared_ptr<std::byte> owner_;  // Adopt: keeps external_ alive
 };
 

@@ -8,20 +8,16 @@ namespace linalgd {
 // Row-major C = alpha * op(A) @ op(B) + beta * C for float and double, so
 // that templates can call one name. Leading dimensions are row lengths of
 // the stored (untransposed) matrices. REQUIRES: dims fit BLAS's int.
-inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                 int ldc) {
+inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-              ldc);
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha,
-                 const double* a, int lda, const double* b, int ldb, double beta,
-                 double* c, int ldc) {
+inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
+                 int lda, const double* b, int ldb, double beta, double* c, int ldc) {
   cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-              ldc);
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace linalgd

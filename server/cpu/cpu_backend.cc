@@ -1,8 +1,7 @@
 #include "server/cpu/cpu_backend.h"
 
-#include <lapacke.h>
-
 #include <cblas.h>
+#include <lapacke.h>
 
 #include <algorithm>
 #include <memory>
@@ -53,8 +52,7 @@ class CpuBackend : public Backend {
     return CpuFactorize(op, this, rcond_factor_);
   }
 
-  absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor,
-                                              const TensorView& b) override {
+  absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor, const TensorView& b) override {
     return CpuSolveWithFactor(factor, b);
   }
 
@@ -71,12 +69,10 @@ class CpuBackend : public Backend {
   absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                           std::vector<SolveResult>* outs) override {
     if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);
-    const bool small =
-        plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
-    return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs,
-                                [&](int64_t i) {
-                                  return CpuSolve(*ops[i], plan, exec_, rcond_factor_);
-                                });
+    const bool small = plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
+    return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs, [&](int64_t i) {
+      return CpuSolve(*ops[i], plan, exec_, rcond_factor_);
+    });
   }
 
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,

@@ -22,7 +22,7 @@ class CpuFactor : public Factor {
   const std::vector<lapack_int>& ipiv() const { return ipiv_; }
 
  private:
-  const std::vector<T> lu_;  // column-major n x n: LU of a^T, or the Cholesky factor L
+  const std::vector<T> lu_;             // column-major n x n: LU of a^T, or the Cholesky factor L
   const std::vector<lapack_int> ipiv_;  // LU only
 };
 
@@ -31,24 +31,34 @@ template <typename T>
 struct Lapack {
   static constexpr bool kDouble = std::is_same_v<T, double>;
   static T Lange(char norm, int n, const T* a) {
-    if constexpr (kDouble) return LAPACKE_dlange(LAPACK_COL_MAJOR, norm, n, n, a, n);
-    else return LAPACKE_slange(LAPACK_COL_MAJOR, norm, n, n, a, n);
+    if constexpr (kDouble)
+      return LAPACKE_dlange(LAPACK_COL_MAJOR, norm, n, n, a, n);
+    else
+      return LAPACKE_slange(LAPACK_COL_MAJOR, norm, n, n, a, n);
   }
   static lapack_int Getrf(int n, T* a, lapack_int* ipiv) {
-    if constexpr (kDouble) return LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
-    else return LAPACKE_sgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
+    if constexpr (kDouble)
+      return LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
+    else
+      return LAPACKE_sgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
   }
   static lapack_int Potrf(int n, T* a) {
-    if constexpr (kDouble) return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
-    else return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
+    if constexpr (kDouble)
+      return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
+    else
+      return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
   }
   static lapack_int Gecon(int n, const T* a, T anorm, T* rcond) {
-    if constexpr (kDouble) return LAPACKE_dgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
-    else return LAPACKE_sgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
+    if constexpr (kDouble)
+      return LAPACKE_dgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
+    else
+      return LAPACKE_sgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
   }
   static lapack_int Pocon(int n, const T* a, T anorm, T* rcond) {
-    if constexpr (kDouble) return LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
-    else return LAPACKE_spocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
+    if constexpr (kDouble)
+      return LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
+    else
+      return LAPACKE_spocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
   }
   static lapack_int Getrs(int n, int k, const T* a, const lapack_int* ipiv, T* b) {
     if constexpr (kDouble) {
@@ -58,8 +68,10 @@ struct Lapack {
     }
   }
   static lapack_int Potrs(int n, int k, const T* a, T* b) {
-    if constexpr (kDouble) return LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
-    else return LAPACKE_spotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
+    if constexpr (kDouble)
+      return LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
+    else
+      return LAPACKE_spotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
   }
 };
 
@@ -96,16 +108,16 @@ absl::StatusOr<Attempt<T>> TryLu(const T* a, int n, Backend* owner, double rcond
                                             "] is exactly zero)")};
   }
   T rcond = 0;
-  if (Lapack<T>::Gecon(n, lu.data(), anorm, &rcond) != 0) return absl::InternalError("gecon failed");
-  auto factor = std::make_shared<CpuFactor<T>>(
-      InfoFor<T>(SolveMethod::kLu, n, rcond, rcond_factor, n), owner, std::move(lu),
-      std::move(ipiv));
+  if (Lapack<T>::Gecon(n, lu.data(), anorm, &rcond) != 0)
+    return absl::InternalError("gecon failed");
+  auto factor =
+      std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kLu, n, rcond, rcond_factor, n), owner,
+                                     std::move(lu), std::move(ipiv));
   return Attempt<T>{std::move(factor), ""};
 }
 
 template <typename T>
-absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner,
-                                       double rcond_factor) {
+absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner, double rcond_factor) {
   DenseSystem<T> s;
   s.m = s.n = n;
   s.a = a;
@@ -117,14 +129,14 @@ absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner,
   const lapack_int info = Lapack<T>::Potrf(n, l.data());
   if (info < 0) return absl::InternalError(absl::StrCat("potrf: argument ", -info, " is bad"));
   if (info > 0) {
-    return Attempt<T>{nullptr, absl::StrCat("cholesky: leading minor ", info,
-                                            " is not positive definite")};
+    return Attempt<T>{nullptr,
+                      absl::StrCat("cholesky: leading minor ", info, " is not positive definite")};
   }
   T rcond = 0;
   if (Lapack<T>::Pocon(n, l.data(), anorm, &rcond) != 0) return absl::InternalError("pocon failed");
-  auto factor = std::make_shared<CpuFactor<T>>(
-      InfoFor<T>(SolveMethod::kCholesky, n, rcond, rcond_factor, 0), owner, std::move(l),
-      std::vector<lapack_int>());
+  auto factor =
+      std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kCholesky, n, rcond, rcond_factor, 0),
+                                     owner, std::move(l), std::vector<lapack_int>());
   return Attempt<T>{std::move(factor), ""};
 }
 
@@ -188,8 +200,10 @@ absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* own
     return absl::InvalidArgumentError("a: too large for LAPACK's 32-bit sizes");
   }
   switch (op.a.dtype) {
-    case DType::kF64: return Factorize<double>(op, owner, rcond_factor);
-    case DType::kF32: return Factorize<float>(op, owner, rcond_factor);
+    case DType::kF64:
+      return Factorize<double>(op, owner, rcond_factor);
+    case DType::kF32:
+      return Factorize<float>(op, owner, rcond_factor);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));
@@ -198,9 +212,9 @@ absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* own
 
 absl::StatusOr<SolveResult> CpuSolveWithFactor(const Factor& factor, const TensorView& b) {
   if (b.shape.size() < 2 || b.rows() != factor.info().n || b.dtype != factor.info().dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b: ", DTypeName(b.dtype), ShapeString(b.shape), " does not fit the ",
-        DTypeName(factor.info().dtype), " factor of order ", factor.info().n));
+    return absl::InvalidArgumentError(
+        absl::StrCat("b: ", DTypeName(b.dtype), ShapeString(b.shape), " does not fit the ",
+                     DTypeName(factor.info().dtype), " factor of order ", factor.info().n));
   }
   if (const auto* f = dynamic_cast<const CpuFactor<double>*>(&factor)) return Solve(*f, b);
   if (const auto* f = dynamic_cast<const CpuFactor<float>*>(&factor)) return Solve(*f, b);

@@ -17,9 +17,8 @@ namespace linalgd {
 // with it the factor is kept, its info carries rcond and the threshold, and
 // the result's fallback says it is numerically singular.
 // `owner` is the CPU backend. Thread-safe: solves only read the factor.
-absl::StatusOr<FactorizeResult> CpuFactorize(
-    const FactorizeOp& op, Backend* owner,
-    double rcond_factor = kDefaultSingularRcondFactor);
+absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* owner,
+                                             double rcond_factor = kDefaultSingularRcondFactor);
 
 // REQUIRES: `factor` came from CpuFactorize. b: [..., n, k], the factor's
 // dtype. Each [n, k] matrix is solved with getrs / potrs.

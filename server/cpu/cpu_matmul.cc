@@ -17,10 +17,14 @@ namespace {
 
 float RoundForMode(float v, ComputeMode mode) {
   switch (mode) {
-    case ComputeMode::kTf32: return RoundToTf32(v);
-    case ComputeMode::kFast16F: return RoundToHalf(v);
-    case ComputeMode::kFast16BF: return RoundToBFloat16(v);
-    case ComputeMode::kDefault: break;
+    case ComputeMode::kTf32:
+      return RoundToTf32(v);
+    case ComputeMode::kFast16F:
+      return RoundToHalf(v);
+    case ComputeMode::kFast16BF:
+      return RoundToBFloat16(v);
+    case ComputeMode::kDefault:
+      break;
   }
   return v;
 }
@@ -42,12 +46,12 @@ const T* PrepareInput(const TensorView& t, ComputeMode mode, std::vector<T>* sto
 }
 
 absl::Status CheckBlasLimits(const MatmulOp& op, const MatmulPlan& plan) {
-  for (const auto& [name, v] : {std::pair{"a", op.a.cols()}, std::pair{"b", op.b.cols()},
-                                std::pair{"m", plan.m}, std::pair{"n", plan.n},
-                                std::pair{"k", plan.k}}) {
+  for (const auto& [name, v] :
+       {std::pair{"a", op.a.cols()}, std::pair{"b", op.b.cols()}, std::pair{"m", plan.m},
+        std::pair{"n", plan.n}, std::pair{"k", plan.k}}) {
     if (v > INT_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "matmul: dimension ", name, " = ", v, " exceeds the CPU BLAS limit ", INT_MAX));
+      return absl::InvalidArgumentError(absl::StrCat("matmul: dimension ", name, " = ", v,
+                                                     " exceeds the CPU BLAS limit ", INT_MAX));
     }
   }
   return absl::OkStatus();
@@ -80,8 +84,8 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
       return;
     }
     T* di = d + i * plan.m * plan.n;
-    Gemm(op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
-         b + plan.b_offsets[i], ldb, T{0}, di, n);
+    Gemm(op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda, b + plan.b_offsets[i],
+         ldb, T{0}, di, n);
     epilogue.Apply(i, di);
   };
   const bool small = static_cast<double>(m) * n * k <= kSingleThreadGemmMnk;

@@ -1,10 +1,10 @@
 #include "server/cpu/cpu_solve.h"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <climits>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -73,10 +73,14 @@ std::vector<Group> GroupByA(const SolvePlan& plan) {
 template <typename T>
 MethodResult<T> RunMethod(SolveMethod m, const DenseSystem<T>& s) {
   switch (m) {
-    case SolveMethod::kCholesky: return SolveCholesky(s);
-    case SolveMethod::kLu: return SolveLu(s);
-    case SolveMethod::kQr: return SolveQr(s);
-    default: return SolveLstsq(s);
+    case SolveMethod::kCholesky:
+      return SolveCholesky(s);
+    case SolveMethod::kLu:
+      return SolveLu(s);
+    case SolveMethod::kQr:
+      return SolveQr(s);
+    default:
+      return SolveLstsq(s);
   }
 }
 
@@ -88,8 +92,9 @@ ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
   SolveMethod m = op.method;
   if (m == SolveMethod::kAuto) {
     const bool square = s.m == s.n;
-    m = !square ? SolveMethod::kQr
-        : IsSymmetric(s, nullptr) ? SolveMethod::kCholesky : SolveMethod::kLu;
+    m = !square                   ? SolveMethod::kQr
+        : IsSymmetric(s, nullptr) ? SolveMethod::kCholesky
+                                  : SolveMethod::kLu;
   }
   for (;;) {
     MethodResult<T> r = RunMethod(m, s);
@@ -133,7 +138,8 @@ const double* AsDouble(const T* v, size_t count, std::vector<double>* store) {
 double FrobeniusColumns(const double* v, int rows, int ld, int col0, int cols) {
   double sum = 0;
   for (int r = 0; r < rows; ++r) {
-    for (int c = col0; c < col0 + cols; ++c) sum += v[size_t{1} * r * ld + c] * v[size_t{1} * r * ld + c];
+    for (int c = col0; c < col0 + cols; ++c)
+      sum += v[size_t{1} * r * ld + c] * v[size_t{1} * r * ld + c];
   }
   return std::sqrt(sum);
 }
@@ -201,8 +207,8 @@ GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, double rcond_f
   out.singular_values = std::move(chain.last.singular_values);
   out.residuals = std::move(chain.last.residuals);
   if (!chain.failures.empty()) {
-    out.fallback = absl::StrCat(absl::StrJoin(chain.failures, "; "), "; used ",
-                                SolveMethodName(chain.used));
+    out.fallback =
+        absl::StrCat(absl::StrJoin(chain.failures, "; "), "; used ", SolveMethodName(chain.used));
   }
   for (int64_t j = 0; j < count; ++j) {
     T* dst = x_out + g.elements[j] * plan.n * k;
@@ -278,8 +284,8 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
   std::vector<GroupOutcome> outcomes(groups.size());
   size_t widest = 0;
   for (const Group& g : groups) widest = std::max(widest, g.elements.size());
-  const bool small = std::max({plan.m, plan.n, plan.k * static_cast<int64_t>(widest)}) <=
-                     kSingleThreadSolveOrder;
+  const bool small =
+      std::max({plan.m, plan.n, plan.k * static_cast<int64_t>(widest)}) <= kSingleThreadSolveOrder;
   std::atomic<bool> stopped{false};
   exec.pool->ParallelFor(
       groups.size(), exec.BatchParallelism(groups.size(), small), [&](int64_t i) {
@@ -305,13 +311,13 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
 absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
                                      const CpuExecution& exec, double rcond_factor) {
   if (plan.m > INT_MAX || plan.n > INT_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.shape: ", ShapeString(op.a.shape), " exceeds the CPU LAPACK limit ", INT_MAX));
+    return absl::InvalidArgumentError(absl::StrCat("a.shape: ", ShapeString(op.a.shape),
+                                                   " exceeds the CPU LAPACK limit ", INT_MAX));
   }
   if (op.a.dtype == DType::kF64) return RunSolve<double>(op, plan, exec, rcond_factor);
   if (op.a.dtype == DType::kF32) return RunSolve<float>(op, plan, exec, rcond_factor);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
+  return absl::InvalidArgumentError(
+      absl::StrCat("a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
 }
 
 }  // namespace linalgd

@@ -19,7 +19,8 @@ std::vector<double> ColumnMajor(const TensorView& b) {
   std::vector<double> out(n * k);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < k; ++c) {
-      out[c * n + i] = b.dtype == DType::kF32 ? b.as<float>()[i * k + c] : b.as<double>()[i * k + c];
+      out[c * n + i] =
+          b.dtype == DType::kF32 ? b.as<float>()[i * k + c] : b.as<double>()[i * k + c];
     }
   }
   return out;
@@ -57,8 +58,8 @@ class CpuSparseJob {
       int64_t rank = plan_.n;
       LINALGD_ASSIGN_OR_RETURN(x, SpqrSolve(a_.view, b_, plan_.k, &rank));
       if (rank < plan_.n) {
-        const std::string why = absl::StrCat("qr: a is rank deficient (SPQR rank estimate ",
-                                             rank, " of ", plan_.n, ")");
+        const std::string why = absl::StrCat("qr: a is rank deficient (SPQR rank estimate ", rank,
+                                             " of ", plan_.n, ")");
         if (!op_.allow_fallback) return absl::FailedPreconditionError(why);
         attempt.note = why + "; x is a basic least-squares solution";
       }
@@ -99,9 +100,8 @@ class CpuSparseJob {
 absl::StatusOr<SparseSolveResult> CpuSparseSolve(const SparseSolveOp& op,
                                                  const SparseSolvePlan& plan) {
   CpuSparseJob job(op, plan);
-  LINALGD_ASSIGN_OR_RETURN(
-      SparseSolveResult result,
-      RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
+  LINALGD_ASSIGN_OR_RETURN(SparseSolveResult result,
+                           RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
   result.residual = SparseResidual(op.a, result.x.view(), op.b);
   return result;
 }

@@ -60,8 +60,7 @@ lapack_int Gels(int m, int n, int k, float* a, float* b) {
 lapack_int Gels(int m, int n, int k, double* a, double* b) {
   return LAPACKE_dgels(kRow, 'N', m, n, k, a, n, b, k);
 }
-lapack_int Gelsd(int m, int n, int k, float* a, float* b, float* s, float rcond,
-                 lapack_int* rank) {
+lapack_int Gelsd(int m, int n, int k, float* a, float* b, float* s, float rcond, lapack_int* rank) {
   return LAPACKE_sgelsd(kRow, m, n, k, a, n, b, k, s, rcond, rank);
 }
 lapack_int Gelsd(int m, int n, int k, double* a, double* b, double* s, double rcond,
@@ -196,8 +195,8 @@ bool IsSymmetric(const DenseSystem<T>& s, std::string* why) {
   }
   if (worst <= tol) return true;
   if (why) {
-    *why = absl::StrCat("cholesky: ", s.name, " is not symmetric (|a[", wi, ",", wj, "] - a[",
-                        wj, ",", wi, "]| = ", worst, " exceeds 100*eps*||a||_1 = ", tol, ")");
+    *why = absl::StrCat("cholesky: ", s.name, " is not symmetric (|a[", wi, ",", wj, "] - a[", wj,
+                        ",", wi, "]| = ", worst, " exceeds 100*eps*||a||_1 = ", tol, ")");
   }
   return false;
 }
@@ -211,8 +210,8 @@ MethodResult<T> SolveCholesky(const DenseSystem<T>& s) {
   lapack_int info = Potrf(n, l.data());
   if (info < 0) return Failed<T>(LapackError("cholesky: potrf", info));
   if (info > 0) {
-    r.failure = absl::StrCat("cholesky: leading minor ", info, " of ", s.name,
-                             " is not positive definite");
+    r.failure =
+        absl::StrCat("cholesky: leading minor ", info, " of ", s.name, " is not positive definite");
     return r;
   }
   T rcond = 0;
@@ -251,14 +250,14 @@ MethodResult<T> SolveLstsq(const DenseSystem<T>& s) {
   std::vector<T> a(s.a, s.a + static_cast<size_t>(s.m) * s.n);
   std::vector<T> x = CopyB(s, std::max(s.m, s.n));
   std::vector<T> sv(std::min(s.m, s.n));
-  const T rcond = s.lstsq_rcond >= 0 ? static_cast<T>(s.lstsq_rcond)
-                                     : kEps<T> * std::max(s.m, s.n);
+  const T rcond = s.lstsq_rcond >= 0 ? static_cast<T>(s.lstsq_rcond) : kEps<T> * std::max(s.m, s.n);
   lapack_int rank = 0;
   const lapack_int info = Gelsd(s.m, s.n, s.nrhs, a.data(), x.data(), sv.data(), rcond, &rank);
   if (info < 0) return Failed<T>(LapackError("lstsq: gelsd", info));
   if (info > 0) {
-    return Failed<T>(absl::InternalError(absl::StrCat(
-        "lstsq: the SVD of ", s.name, " did not converge (", info, " off-diagonal elements left)")));
+    return Failed<T>(
+        absl::InternalError(absl::StrCat("lstsq: the SVD of ", s.name, " did not converge (", info,
+                                         " off-diagonal elements left)")));
   }
   r.rank = rank;
   r.singular_values.assign(sv.begin(), sv.end());
@@ -269,11 +268,11 @@ MethodResult<T> SolveLstsq(const DenseSystem<T>& s) {
   return r;
 }
 
-#define LINALGD_INSTANTIATE_SOLVERS(T)                              \
-  template MethodResult<T> SolveLu<T>(const DenseSystem<T>&);       \
+#define LINALGD_INSTANTIATE_SOLVERS(T)                               \
+  template MethodResult<T> SolveLu<T>(const DenseSystem<T>&);        \
   template bool IsSymmetric<T>(const DenseSystem<T>&, std::string*); \
-  template MethodResult<T> SolveCholesky<T>(const DenseSystem<T>&); \
-  template MethodResult<T> SolveQr<T>(const DenseSystem<T>&);       \
+  template MethodResult<T> SolveCholesky<T>(const DenseSystem<T>&);  \
+  template MethodResult<T> SolveQr<T>(const DenseSystem<T>&);        \
   template MethodResult<T> SolveLstsq<T>(const DenseSystem<T>&);
 LINALGD_INSTANTIATE_SOLVERS(float)
 LINALGD_INSTANTIATE_SOLVERS(double)

@@ -1,9 +1,9 @@
 #include "server/cpu/sparse_direct.h"
 
-#include <SuiteSparseQR.hpp>
 #include <cholmod.h>
 #include <umfpack.h>
 
+#include <SuiteSparseQR.hpp>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -118,9 +118,9 @@ absl::StatusOr<std::vector<double>> CholmodSolve(const CsrView& a, const std::ve
   if (c->status == CHOLMOD_NOT_POSDEF || l->minor < l->n) {
     const int64_t minor = static_cast<int64_t>(l->minor);
     cholmod_free_factor(&l, c);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cholesky: a is not positive definite (CHOLMOD: leading minor of order ", minor + 1,
-        " after reordering)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cholesky: a is not positive definite (CHOLMOD: leading minor of order ",
+                     minor + 1, " after reordering)"));
   }
   cholmod_dense bd = DenseOf(b, a.rows, k);
   cholmod_dense* x = cholmod_solve(CHOLMOD_A, l, &bd, c);
@@ -147,8 +147,7 @@ absl::StatusOr<std::vector<double>> UmfpackSolve(const CsrView& a, const std::ve
   umfpack_di_free_symbolic(&symbolic);
   if (st == UMFPACK_WARNING_singular_matrix) {
     umfpack_di_free_numeric(&numeric);
-    return absl::FailedPreconditionError(
-        "lu: a is singular (UMFPACK found a zero pivot)");
+    return absl::FailedPreconditionError("lu: a is singular (UMFPACK found a zero pivot)");
   }
   if (st != UMFPACK_OK) {
     umfpack_di_free_numeric(&numeric);
@@ -180,8 +179,7 @@ absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vecto
   cholmod_sparse* s = cholmod_l_transpose(&at, 1, c);
   if (s == nullptr) return CholmodError(*c, "cholmod_l_transpose");
   cholmod_dense bd = DenseOf(b, a.rows, k);
-  cholmod_dense* x =
-      SuiteSparseQR<double>(SPQR_ORDERING_DEFAULT, SPQR_DEFAULT_TOL, s, &bd, c);
+  cholmod_dense* x = SuiteSparseQR<double>(SPQR_ORDERING_DEFAULT, SPQR_DEFAULT_TOL, s, &bd, c);
   cholmod_l_free_sparse(&s, c);
   if (x == nullptr) return CholmodError(*c, "SuiteSparseQR");
   *rank = c->SPQR_istat[4];

@@ -76,7 +76,8 @@ IterationOutcome Cg(const Problem& pb, Vec r, Vec& x) {
     CsrMultiply(pb.a, p.data(), q.data());
     const double pq = Dot(p, q);
     if (!(pq > 0)) {
-      return Breakdown("cg", it, rel, absl::StrCat("p^T a p = ", pq, ": a is not positive definite"));
+      return Breakdown("cg", it, rel,
+                       absl::StrCat("p^T a p = ", pq, ": a is not positive definite"));
     }
     const double alpha = rz / pq;
     Axpy(alpha, p, x);
@@ -128,12 +129,15 @@ IterationOutcome Bicgstab(const Problem& pb, Vec r, Vec& x) {
 // One GMRES cycle's Krylov basis and the Hessenberg matrix reduced by Givens
 // rotations.
 struct GmresCycle {
-  std::vector<Vec> v;        // restart + 1 basis vectors
-  std::vector<Vec> h;        // h[j] is column j, restart + 1 entries
+  std::vector<Vec> v;  // restart + 1 basis vectors
+  std::vector<Vec> h;  // h[j] is column j, restart + 1 entries
   Vec cs, sn, g;
   explicit GmresCycle(size_t n)
-      : v(kGmresRestart + 1, Vec(n)), h(kGmresRestart, Vec(kGmresRestart + 1)),
-        cs(kGmresRestart), sn(kGmresRestart), g(kGmresRestart + 1) {}
+      : v(kGmresRestart + 1, Vec(n)),
+        h(kGmresRestart, Vec(kGmresRestart + 1)),
+        cs(kGmresRestart),
+        sn(kGmresRestart),
+        g(kGmresRestart + 1) {}
 };
 
 // Arnoldi step j (modified Gram-Schmidt) and its Givens rotation; returns
@@ -229,9 +233,15 @@ IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreco
   for (size_t i = 0; i < n; ++i) r0[i] = bv[i] - r0[i];
   IterationOutcome o;
   switch (method) {
-    case SparseMethod::kCg: o = Cg(pb, r0, xv); break;
-    case SparseMethod::kBicgstab: o = Bicgstab(pb, r0, xv); break;
-    default: o = Gmres(pb, bv, xv); break;
+    case SparseMethod::kCg:
+      o = Cg(pb, r0, xv);
+      break;
+    case SparseMethod::kBicgstab:
+      o = Bicgstab(pb, r0, xv);
+      break;
+    default:
+      o = Gmres(pb, bv, xv);
+      break;
   }
   std::copy(xv.begin(), xv.end(), x);
   return o;

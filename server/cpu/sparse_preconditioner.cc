@@ -12,9 +12,7 @@ namespace {
 class Identity : public CpuPreconditioner {
  public:
   explicit Identity(int64_t n) : n_(n) {}
-  void Apply(const double* r, double* z) const override {
-    std::memcpy(z, r, n_ * sizeof(double));
-  }
+  void Apply(const double* r, double* z) const override { std::memcpy(z, r, n_ * sizeof(double)); }
 
  private:
   const int64_t n_;
@@ -101,8 +99,7 @@ absl::Status FactorIlu0(const CsrView& a, const std::vector<int64_t>& diag,
     }
     for (int32_t p = begin; p < end; ++p) where[a.col_indices[p]] = -1;
     if (lu[diag[i]] == 0 || !std::isfinite(lu[diag[i]])) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("ilu0: pivot ", i, " is ", lu[diag[i]]));
+      return absl::FailedPreconditionError(absl::StrCat("ilu0: pivot ", i, " is ", lu[diag[i]]));
     }
   }
   return absl::OkStatus();
@@ -129,10 +126,14 @@ absl::StatusOr<std::unique_ptr<CpuPreconditioner>> MakeIlu0(const CsrView& a,
 absl::StatusOr<std::unique_ptr<CpuPreconditioner>> MakeCpuPreconditioner(Preconditioner kind,
                                                                          const CsrView& a) {
   switch (kind) {
-    case Preconditioner::kNone: return std::make_unique<Identity>(a.rows);
-    case Preconditioner::kJacobi: return MakeJacobi(a);
-    case Preconditioner::kIlu0: return MakeIlu0(a, "ilu0");
-    case Preconditioner::kIc0: return MakeIlu0(a, "ic0");
+    case Preconditioner::kNone:
+      return std::make_unique<Identity>(a.rows);
+    case Preconditioner::kJacobi:
+      return MakeJacobi(a);
+    case Preconditioner::kIlu0:
+      return MakeIlu0(a, "ilu0");
+    case Preconditioner::kIc0:
+      return MakeIlu0(a, "ic0");
   }
   return absl::InvalidArgumentError("preconditioner: unknown kind");
 }

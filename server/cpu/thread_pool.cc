@@ -63,9 +63,8 @@ void ThreadPool::WorkerLoop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](ThreadPool* p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) {
-            return p->stopping_ || !p->tasks_.empty();
-          },
+          +[](ThreadPool* p)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(p->mu_) { return p->stopping_ || !p->tasks_.empty(); },
           this));
       if (tasks_.empty()) return;  // stopping, queue drained
       task = std::move(tasks_.front());
@@ -75,8 +74,7 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int parallelism,
-                             const std::function<void(int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int parallelism, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
   const int64_t threads = std::clamp<int64_t>(parallelism, 1, std::min<int64_t>(n, size() + 1));
   if (threads == 1) {

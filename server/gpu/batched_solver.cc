@@ -11,8 +11,7 @@ namespace {
 
 // Device array of pointers base + idx[i] * stride_bytes + extra_bytes.
 absl::StatusOr<DeviceBuffer> PointerArray(GpuContext& ctx, void* base, int64_t stride_bytes,
-                                          const std::vector<int64_t>& idx,
-                                          int64_t extra_bytes) {
+                                          const std::vector<int64_t>& idx, int64_t extra_bytes) {
   std::vector<void*> host(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) {
     host[i] = static_cast<char*>(base) + idx[i] * stride_bytes + extra_bytes;
@@ -64,11 +63,11 @@ absl::Status GroupRcond(GpuContext& ctx, DType t, int64_t n, bool cholesky, Devi
     const cublasOperation_t op = transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
     int arg_info = 0;
     if (f64) {
-      LINALGD_GPU_CHECK(cublasDgetrsBatched(ctx.hs.blas, op, ni, 1, ap.as<const double*>(), ni,
-                                            piv, bp.as<double*>(), ni, &arg_info, ci));
+      LINALGD_GPU_CHECK(cublasDgetrsBatched(ctx.hs.blas, op, ni, 1, ap.as<const double*>(), ni, piv,
+                                            bp.as<double*>(), ni, &arg_info, ci));
     } else {
-      LINALGD_GPU_CHECK(cublasSgetrsBatched(ctx.hs.blas, op, ni, 1, ap.as<const float*>(), ni,
-                                            piv, bp.as<float*>(), ni, &arg_info, ci));
+      LINALGD_GPU_CHECK(cublasSgetrsBatched(ctx.hs.blas, op, ni, 1, ap.as<const float*>(), ni, piv,
+                                            bp.as<float*>(), ni, &arg_info, ci));
     }
     if (arg_info != 0) {
       return absl::InternalError("cublasXgetrsBatched (rcond): invalid parameter " +
@@ -81,8 +80,10 @@ absl::Status GroupRcond(GpuContext& ctx, DType t, int64_t n, bool cholesky, Devi
   LINALGD_ASSIGN_OR_RETURN(std::vector<double> rcond,
                            EstimateRcond(ctx, t, n, anorm, scratch.data(), solve));
   for (int64_t i = 0; i < count; ++i) {
-    if (infos[idx[i]] == 0) cond[idx[i]].rcond = rcond[i];
-    else if (!cholesky) cond[idx[i]].rcond = 0;  // an exactly zero pivot
+    if (infos[idx[i]] == 0)
+      cond[idx[i]].rcond = rcond[i];
+    else if (!cholesky)
+      cond[idx[i]].rcond = 0;  // an exactly zero pivot
   }
   return absl::OkStatus();
 }
@@ -100,11 +101,11 @@ absl::Status CholeskyGroup(GpuContext& ctx, DType t, int64_t n, int64_t k, void*
   cusolverDnHandle_t h = ctx.hs.solver;
   const cublasFillMode_t lo = CUBLAS_FILL_MODE_LOWER;
   if (t == DType::kF64) {
-    LINALGD_GPU_CHECK(cusolverDnDpotrfBatched(h, lo, ni, ap.as<double*>(), ni, info.as<int>(),
-                                              count));
+    LINALGD_GPU_CHECK(
+        cusolverDnDpotrfBatched(h, lo, ni, ap.as<double*>(), ni, info.as<int>(), count));
   } else {
-    LINALGD_GPU_CHECK(cusolverDnSpotrfBatched(h, lo, ni, ap.as<float*>(), ni, info.as<int>(),
-                                              count));
+    LINALGD_GPU_CHECK(
+        cusolverDnSpotrfBatched(h, lo, ni, ap.as<float*>(), ni, info.as<int>(), count));
   }
   LINALGD_RETURN_IF_ERROR(ReadInfos(ctx.hs, info, idx, infos));
   LINALGD_RETURN_IF_ERROR(GroupRcond(ctx, t, n, true, ap, nullptr, idx, infos, cond));
@@ -112,12 +113,10 @@ absl::Status CholeskyGroup(GpuContext& ctx, DType t, int64_t n, int64_t k, void*
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer bp, PointerArray(ctx, xc, n * k * es, idx, j * n * es));
     if (t == DType::kF64) {
       LINALGD_GPU_CHECK(cusolverDnDpotrsBatched(h, lo, ni, 1, ap.as<double*>(), ni,
-                                                bp.as<double*>(), ni, solve_info.as<int>(),
-                                                count));
+                                                bp.as<double*>(), ni, solve_info.as<int>(), count));
     } else {
-      LINALGD_GPU_CHECK(cusolverDnSpotrsBatched(h, lo, ni, 1, ap.as<float*>(), ni,
-                                                bp.as<float*>(), ni, solve_info.as<int>(),
-                                                count));
+      LINALGD_GPU_CHECK(cusolverDnSpotrsBatched(h, lo, ni, 1, ap.as<float*>(), ni, bp.as<float*>(),
+                                                ni, solve_info.as<int>(), count));
     }
   }
   return absl::OkStatus();
@@ -136,19 +135,18 @@ absl::Status LuGroup(GpuContext& ctx, DType t, int64_t n, int64_t k, void* w, vo
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(idx.size() * sizeof(int)));
   cublasHandle_t h = ctx.hs.blas;
   if (t == DType::kF64) {
-    LINALGD_GPU_CHECK(cublasDgetrfBatched(h, ni, ap.as<double*>(), ni, piv.as<int>(),
-                                          info.as<int>(), count));
+    LINALGD_GPU_CHECK(
+        cublasDgetrfBatched(h, ni, ap.as<double*>(), ni, piv.as<int>(), info.as<int>(), count));
   } else {
-    LINALGD_GPU_CHECK(cublasSgetrfBatched(h, ni, ap.as<float*>(), ni, piv.as<int>(),
-                                          info.as<int>(), count));
+    LINALGD_GPU_CHECK(
+        cublasSgetrfBatched(h, ni, ap.as<float*>(), ni, piv.as<int>(), info.as<int>(), count));
   }
   LINALGD_RETURN_IF_ERROR(ReadInfos(ctx.hs, info, idx, infos));
   LINALGD_RETURN_IF_ERROR(GroupRcond(ctx, t, n, false, ap, piv.as<int>(), idx, infos, cond));
   int arg_info = 0;
   if (t == DType::kF64) {
     LINALGD_GPU_CHECK(cublasDgetrsBatched(h, CUBLAS_OP_T, ni, ki, ap.as<const double*>(), ni,
-                                          piv.as<int>(), bp.as<double*>(), ni, &arg_info,
-                                          count));
+                                          piv.as<int>(), bp.as<double*>(), ni, &arg_info, count));
   } else {
     LINALGD_GPU_CHECK(cublasSgetrsBatched(h, CUBLAS_OP_T, ni, ki, ap.as<const float*>(), ni,
                                           piv.as<int>(), bp.as<float*>(), ni, &arg_info, count));
@@ -162,16 +160,18 @@ absl::Status LuGroup(GpuContext& ctx, DType t, int64_t n, int64_t k, void* w, vo
 
 }  // namespace
 
-absl::StatusOr<std::vector<SolveFailure>> BatchedSmallSolve(
-    GpuContext& ctx, DType t, int64_t n, int64_t k, int64_t batch, const void* a_all,
-    const void* b_all, void* x_all, const std::vector<bool>& use_cholesky,
-    std::vector<ConditionCheck>& cond) {
+absl::StatusOr<std::vector<SolveFailure>> BatchedSmallSolve(GpuContext& ctx, DType t, int64_t n,
+                                                            int64_t k, int64_t batch,
+                                                            const void* a_all, const void* b_all,
+                                                            void* x_all,
+                                                            const std::vector<bool>& use_cholesky,
+                                                            std::vector<ConditionCheck>& cond) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer w, ctx.Alloc(batch * n * n * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(batch * n * k * es));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(w.data(), a_all, batch * n * n * es,
-                                    cudaMemcpyDeviceToDevice, hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(w.data(), a_all, batch * n * n * es, cudaMemcpyDeviceToDevice, hs.stream));
   // Row-major n x k -> column-major n x k, per matrix.
   LINALGD_RETURN_IF_ERROR(
       Transpose(t, b_all, n, k, k, n * k, xc.data(), n, n * k, batch, hs.stream));

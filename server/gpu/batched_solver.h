@@ -20,10 +20,12 @@ namespace linalgd::gpu {
 // estimated for all members in lockstep with batched solves);
 // failed matrices leave garbage in x_all[i]. cond: one per matrix, anorm
 // and rcond_factor in, rcond out. F32 or F64; meant for n <= 64.
-absl::StatusOr<std::vector<SolveFailure>> BatchedSmallSolve(
-    GpuContext& ctx, DType t, int64_t n, int64_t k, int64_t batch, const void* a_all,
-    const void* b_all, void* x_all, const std::vector<bool>& use_cholesky,
-    std::vector<ConditionCheck>& cond);
+absl::StatusOr<std::vector<SolveFailure>> BatchedSmallSolve(GpuContext& ctx, DType t, int64_t n,
+                                                            int64_t k, int64_t batch,
+                                                            const void* a_all, const void* b_all,
+                                                            void* x_all,
+                                                            const std::vector<bool>& use_cholesky,
+                                                            std::vector<ConditionCheck>& cond);
 
 }  // namespace linalgd::gpu
 

@@ -12,10 +12,14 @@ int I32(int64_t v) { return static_cast<int>(v); }
 
 cudaDataType_t CudaType(DType t) {
   switch (t) {
-    case DType::kF32: return CUDA_R_32F;
-    case DType::kF64: return CUDA_R_64F;
-    case DType::kF16: return CUDA_R_16F;
-    case DType::kBF16: return CUDA_R_16BF;
+    case DType::kF32:
+      return CUDA_R_32F;
+    case DType::kF64:
+      return CUDA_R_64F;
+    case DType::kF16:
+      return CUDA_R_16F;
+    case DType::kBF16:
+      return CUDA_R_16BF;
   }
   return CUDA_R_32F;
 }
@@ -35,51 +39,49 @@ absl::Status Gemm(HandleSet& hs, DType t, cublasOperation_t ta, cublasOperation_
   return absl::OkStatus();
 }
 
-absl::Status Trsm(HandleSet& hs, DType t, cublasFillMode_t uplo, cublasOperation_t ta,
-                  int64_t m, int64_t n, const void* a, int64_t lda, void* b, int64_t ldb) {
+absl::Status Trsm(HandleSet& hs, DType t, cublasFillMode_t uplo, cublasOperation_t ta, int64_t m,
+                  int64_t n, const void* a, int64_t lda, void* b, int64_t ldb) {
   if (m == 0 || n == 0) return absl::OkStatus();
   if (t == DType::kF64) {
     const double one = 1.0;
-    LINALGD_GPU_CHECK(cublasDtrsm(hs.blas, CUBLAS_SIDE_LEFT, uplo, ta, CUBLAS_DIAG_NON_UNIT,
-                                  I32(m), I32(n), &one, static_cast<const double*>(a), I32(lda),
+    LINALGD_GPU_CHECK(cublasDtrsm(hs.blas, CUBLAS_SIDE_LEFT, uplo, ta, CUBLAS_DIAG_NON_UNIT, I32(m),
+                                  I32(n), &one, static_cast<const double*>(a), I32(lda),
                                   static_cast<double*>(b), I32(ldb)));
   } else {
     const float one = 1.0f;
-    LINALGD_GPU_CHECK(cublasStrsm(hs.blas, CUBLAS_SIDE_LEFT, uplo, ta, CUBLAS_DIAG_NON_UNIT,
-                                  I32(m), I32(n), &one, static_cast<const float*>(a), I32(lda),
+    LINALGD_GPU_CHECK(cublasStrsm(hs.blas, CUBLAS_SIDE_LEFT, uplo, ta, CUBLAS_DIAG_NON_UNIT, I32(m),
+                                  I32(n), &one, static_cast<const float*>(a), I32(lda),
                                   static_cast<float*>(b), I32(ldb)));
   }
   return absl::OkStatus();
 }
 
-absl::Status OrmqrWorkElems(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m,
-                            int64_t n, int64_t k, const void* a, int64_t lda, const void* tau,
-                            const void* c, int64_t ldc, int* lwork) {
+absl::Status OrmqrWorkElems(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n,
+                            int64_t k, const void* a, int64_t lda, const void* tau, const void* c,
+                            int64_t ldc, int* lwork) {
   if (t == DType::kF64) {
     LINALGD_GPU_CHECK(cusolverDnDormqr_bufferSize(
-        hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k),
-        static_cast<const double*>(a), I32(lda), static_cast<const double*>(tau),
-        static_cast<const double*>(c), I32(ldc), lwork));
+        hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k), static_cast<const double*>(a),
+        I32(lda), static_cast<const double*>(tau), static_cast<const double*>(c), I32(ldc), lwork));
   } else {
     LINALGD_GPU_CHECK(cusolverDnSormqr_bufferSize(
-        hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k),
-        static_cast<const float*>(a), I32(lda), static_cast<const float*>(tau),
-        static_cast<const float*>(c), I32(ldc), lwork));
+        hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k), static_cast<const float*>(a),
+        I32(lda), static_cast<const float*>(tau), static_cast<const float*>(c), I32(ldc), lwork));
   }
   return absl::OkStatus();
 }
 
-absl::Status Ormqr(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n,
-                   int64_t k, const void* a, int64_t lda, const void* tau, void* c, int64_t ldc,
-                   void* work, int lwork, int* d_info) {
+absl::Status Ormqr(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n, int64_t k,
+                   const void* a, int64_t lda, const void* tau, void* c, int64_t ldc, void* work,
+                   int lwork, int* d_info) {
   if (t == DType::kF64) {
-    LINALGD_GPU_CHECK(cusolverDnDormqr(hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n),
-                                       I32(k), static_cast<const double*>(a), I32(lda),
+    LINALGD_GPU_CHECK(cusolverDnDormqr(hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k),
+                                       static_cast<const double*>(a), I32(lda),
                                        static_cast<const double*>(tau), static_cast<double*>(c),
                                        I32(ldc), static_cast<double*>(work), lwork, d_info));
   } else {
-    LINALGD_GPU_CHECK(cusolverDnSormqr(hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n),
-                                       I32(k), static_cast<const float*>(a), I32(lda),
+    LINALGD_GPU_CHECK(cusolverDnSormqr(hs.solver, CUBLAS_SIDE_LEFT, trans, I32(m), I32(n), I32(k),
+                                       static_cast<const float*>(a), I32(lda),
                                        static_cast<const float*>(tau), static_cast<float*>(c),
                                        I32(ldc), static_cast<float*>(work), lwork, d_info));
   }

@@ -24,17 +24,17 @@ absl::Status Gemm(HandleSet& hs, DType t, cublasOperation_t ta, cublasOperation_
                   void* c, int64_t ldc, double alpha = 1.0, double beta = 0.0);
 
 // B = op(A)^-1 B, A upper or lower triangular m x m (left side).
-absl::Status Trsm(HandleSet& hs, DType t, cublasFillMode_t uplo, cublasOperation_t ta,
-                  int64_t m, int64_t n, const void* a, int64_t lda, void* b, int64_t ldb);
+absl::Status Trsm(HandleSet& hs, DType t, cublasFillMode_t uplo, cublasOperation_t ta, int64_t m,
+                  int64_t n, const void* a, int64_t lda, void* b, int64_t ldb);
 
 // C = op(Q) C, Q from geqrf (k reflectors in A), C m x n (left side). Uses
 // `work` of OrmqrWorkElems elements.
-absl::Status OrmqrWorkElems(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m,
-                            int64_t n, int64_t k, const void* a, int64_t lda, const void* tau,
-                            const void* c, int64_t ldc, int* lwork);
-absl::Status Ormqr(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n,
-                   int64_t k, const void* a, int64_t lda, const void* tau, void* c, int64_t ldc,
-                   void* work, int lwork, int* d_info);
+absl::Status OrmqrWorkElems(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n,
+                            int64_t k, const void* a, int64_t lda, const void* tau, const void* c,
+                            int64_t ldc, int* lwork);
+absl::Status Ormqr(HandleSet& hs, DType t, cublasOperation_t trans, int64_t m, int64_t n, int64_t k,
+                   const void* a, int64_t lda, const void* tau, void* c, int64_t ldc, void* work,
+                   int lwork, int* d_info);
 
 // Row-major rows x cols -> column-major rows x cols with leading dim dst_ld.
 absl::Status RowToColMajor(HandleSet& hs, DType t, const void* src, int64_t rows, int64_t cols,

@@ -39,9 +39,8 @@ const char* CusolverStatusName(cusolverStatus_t e);
   LINALGD_RETURN_IF_ERROR(::linalgd::gpu::CheckCuda((expr), #expr, __FILE__, __LINE__))
 
 // After a kernel launch: returns the launch error, if any.
-#define LINALGD_GPU_CHECK_LAUNCH(kernel_name)                                    \
-  LINALGD_RETURN_IF_ERROR(::linalgd::gpu::CheckCuda(cudaGetLastError(),         \
-                                                    "launch of " kernel_name,  \
-                                                    __FILE__, __LINE__))
+#define LINALGD_GPU_CHECK_LAUNCH(kernel_name) \
+  LINALGD_RETURN_IF_ERROR(                    \
+      ::linalgd::gpu::CheckCuda(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__))
 
 #endif  // LINALGD_SERVER_GPU_CUDA_CHECK_H_

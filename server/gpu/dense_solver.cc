@@ -61,12 +61,12 @@ absl::StatusOr<SolveFailure> CheckRank(GpuContext& ctx, DType t, const void* r, 
 
 // Per column j of b: ||b_j - a x_j||^2, a row-major m x n, xc column-major
 // n x k, bc column-major m x k (overwritten by a x - b). Synchronizes.
-absl::StatusOr<std::vector<double>> ColumnResiduals(GpuContext& ctx, DType t, int64_t m,
-                                                    int64_t n, int64_t k, const void* a_rm,
-                                                    const void* xc, void* bc) {
+absl::StatusOr<std::vector<double>> ColumnResiduals(GpuContext& ctx, DType t, int64_t m, int64_t n,
+                                                    int64_t k, const void* a_rm, const void* xc,
+                                                    void* bc) {
   // The row-major a is the column-major a^T (n x m, ld n).
-  LINALGD_RETURN_IF_ERROR(Gemm(ctx.hs, t, CUBLAS_OP_T, CUBLAS_OP_N, m, k, n, a_rm, n, xc, n, bc,
-                               m, 1.0, -1.0));
+  LINALGD_RETURN_IF_ERROR(
+      Gemm(ctx.hs, t, CUBLAS_OP_T, CUBLAS_OP_N, m, k, n, a_rm, n, xc, n, bc, m, 1.0, -1.0));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer sq, ctx.Alloc(k * sizeof(double)));
   LINALGD_GPU_CHECK(cudaMemsetAsync(sq.data(), 0, sq.bytes(), ctx.hs.stream));
   LINALGD_RETURN_IF_ERROR(AddSquaredNorms(t, bc, m, m, k, sq.as<double>(), ctx.hs.stream));
@@ -153,26 +153,25 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
   const cudaDataType_t ct = CudaType(t);
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer w, ctx.Alloc(n * n * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(w.data(), a_rm, n * n * es, cudaMemcpyDeviceToDevice,
-                                    hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(w.data(), a_rm, n * n * es, cudaMemcpyDeviceToDevice, hs.stream));
   size_t dev_bytes = 0, host_bytes = 0;
-  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(hs.solver, hs.solver_params,
-                                                CUBLAS_FILL_MODE_LOWER, n, ct, w.data(), n, ct,
-                                                &dev_bytes, &host_bytes));
+  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER,
+                                                n, ct, w.data(), n, ct, &dev_bytes, &host_bytes));
   LINALGD_ASSIGN_OR_RETURN(SolverWork work, MakeWork(ctx, dev_bytes, host_bytes));
   LINALGD_GPU_CHECK(cusolverDnXpotrf(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, ct,
                                      w.data(), n, ct, work.device.data(), dev_bytes,
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXpotrf"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotPositiveDefinite, failed);
-  LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(),
-                                                    nullptr, cond->anorm));
+  LINALGD_ASSIGN_OR_RETURN(
+      cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(), nullptr, cond->anorm));
   const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
   if (!conditioned.ok()) return conditioned;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k,
-                                     ct, w.data(), n, ct, xc.data(), n, info.as<int>()));
+  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
+                                     w.data(), n, ct, xc.data(), n, info.as<int>()));
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   return SolveFailure();
 }
@@ -188,11 +187,11 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer w, ctx.Alloc(n * n * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer ipiv, ctx.Alloc(n * sizeof(int64_t)));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(w.data(), a_rm, n * n * es, cudaMemcpyDeviceToDevice,
-                                    hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(w.data(), a_rm, n * n * es, cudaMemcpyDeviceToDevice, hs.stream));
   size_t dev_bytes = 0, host_bytes = 0;
-  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(hs.solver, hs.solver_params, n, n, ct, w.data(),
-                                                n, ct, &dev_bytes, &host_bytes));
+  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(hs.solver, hs.solver_params, n, n, ct, w.data(), n,
+                                                ct, &dev_bytes, &host_bytes));
   LINALGD_ASSIGN_OR_RETURN(SolverWork work, MakeWork(ctx, dev_bytes, host_bytes));
   LINALGD_GPU_CHECK(cusolverDnXgetrf(hs.solver, hs.solver_params, n, n, ct, w.data(), n,
                                      ipiv.as<int64_t>(), ct, work.device.data(), dev_bytes,
@@ -208,9 +207,8 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
   if (!conditioned.ok()) return conditioned;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct,
-                                     w.data(), n, ipiv.as<int64_t>(), ct, xc.data(), n,
-                                     info.as<int>()));
+  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct, w.data(),
+                                     n, ipiv.as<int64_t>(), ct, xc.data(), n, info.as<int>()));
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   return SolveFailure();
 }
@@ -218,7 +216,7 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
 // Tall (m >= n): a = QR, x = R^-1 (Q^T b)[:n]. Wide: a^T = QR (a^T is the
 // row-major buffer itself), x = Q [R^-T b; 0], the minimum-norm solution.
 absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                const void* a_rm, const void* b_rm, void* x_rm) {
+                                     const void* a_rm, const void* b_rm, void* x_rm) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   const cudaDataType_t ct = CudaType(t);
@@ -230,12 +228,12 @@ absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_
   if (tall) {
     LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, a_rm, m, n, w.data(), m));
   } else {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(w.data(), a_rm, p * q * es, cudaMemcpyDeviceToDevice,
-                                      hs.stream));
+    LINALGD_GPU_CHECK(
+        cudaMemcpyAsync(w.data(), a_rm, p * q * es, cudaMemcpyDeviceToDevice, hs.stream));
   }
   size_t dev_bytes = 0, host_bytes = 0;
-  LINALGD_GPU_CHECK(cusolverDnXgeqrf_bufferSize(hs.solver, hs.solver_params, p, q, ct, w.data(),
-                                                p, ct, tau.data(), ct, &dev_bytes, &host_bytes));
+  LINALGD_GPU_CHECK(cusolverDnXgeqrf_bufferSize(hs.solver, hs.solver_params, p, q, ct, w.data(), p,
+                                                ct, tau.data(), ct, &dev_bytes, &host_bytes));
   LINALGD_ASSIGN_OR_RETURN(SolverWork work, MakeWork(ctx, dev_bytes, host_bytes));
   LINALGD_GPU_CHECK(cusolverDnXgeqrf(hs.solver, hs.solver_params, p, q, ct, w.data(), p, ct,
                                      tau.data(), ct, work.device.data(), dev_bytes,
@@ -255,11 +253,11 @@ absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_
   if (tall) {
     LINALGD_RETURN_IF_ERROR(Ormqr(hs, t, qop, p, k, q, w.data(), p, tau.data(), y.data(), p,
                                   ow.data(), lwork, info.as<int>()));
-    LINALGD_RETURN_IF_ERROR(Trsm(hs, t, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, q, k, w.data(), p,
-                                 y.data(), p));
+    LINALGD_RETURN_IF_ERROR(
+        Trsm(hs, t, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, q, k, w.data(), p, y.data(), p));
   } else {
-    LINALGD_RETURN_IF_ERROR(Trsm(hs, t, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, q, k, w.data(), p,
-                                 y.data(), p));
+    LINALGD_RETURN_IF_ERROR(
+        Trsm(hs, t, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, q, k, w.data(), p, y.data(), p));
     LINALGD_RETURN_IF_ERROR(Ormqr(hs, t, qop, p, k, q, w.data(), p, tau.data(), y.data(), p,
                                   ow.data(), lwork, info.as<int>()));
   }
@@ -271,8 +269,8 @@ absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_
 // g = a (tall, m >= n) or a^T (wide) is p x q, p >= q, as gesvd needs:
 // g = U S V^T. Tall: x = V S^+ U^T b. Wide: a = V S U^T, x = U S^+ V^T b.
 absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                      const void* a_rm, const void* b_rm, void* x_rm,
-                                      double rcond, SvdOutputs* out) {
+                                      const void* a_rm, const void* b_rm, void* x_rm, double rcond,
+                                      SvdOutputs* out) {
   HandleSet& hs = ctx.hs;
   const size_t es = DTypeSize(t);
   const cudaDataType_t ct = CudaType(t);
@@ -286,43 +284,43 @@ absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64
   if (tall) {
     LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, a_rm, m, n, g.data(), m));
   } else {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(g.data(), a_rm, p * q * es, cudaMemcpyDeviceToDevice,
-                                      hs.stream));
+    LINALGD_GPU_CHECK(
+        cudaMemcpyAsync(g.data(), a_rm, p * q * es, cudaMemcpyDeviceToDevice, hs.stream));
   }
   size_t dev_bytes = 0, host_bytes = 0;
   LINALGD_GPU_CHECK(cusolverDnXgesvd_bufferSize(hs.solver, hs.solver_params, 'S', 'S', p, q, ct,
                                                 g.data(), p, ct, s.data(), ct, u.data(), p, ct,
                                                 vt.data(), q, ct, &dev_bytes, &host_bytes));
   LINALGD_ASSIGN_OR_RETURN(SolverWork work, MakeWork(ctx, dev_bytes, host_bytes));
-  LINALGD_GPU_CHECK(cusolverDnXgesvd(hs.solver, hs.solver_params, 'S', 'S', p, q, ct, g.data(),
-                                     p, ct, s.data(), ct, u.data(), p, ct, vt.data(), q, ct,
-                                     work.device.data(), dev_bytes, work.host.data(),
-                                     host_bytes, info.as<int>()));
+  LINALGD_GPU_CHECK(cusolverDnXgesvd(hs.solver, hs.solver_params, 'S', 'S', p, q, ct, g.data(), p,
+                                     ct, s.data(), ct, u.data(), p, ct, vt.data(), q, ct,
+                                     work.device.data(), dev_bytes, work.host.data(), host_bytes,
+                                     info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXgesvd"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotConverged, failed);
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer bc, ctx.Alloc(m * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, m, k, bc.data(), m));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer tq, ctx.Alloc(q * k * es));
   if (tall) {  // t = U^T b
-    LINALGD_RETURN_IF_ERROR(Gemm(hs, t, CUBLAS_OP_T, CUBLAS_OP_N, q, k, m, u.data(), p,
-                                 bc.data(), m, tq.data(), q));
+    LINALGD_RETURN_IF_ERROR(
+        Gemm(hs, t, CUBLAS_OP_T, CUBLAS_OP_N, q, k, m, u.data(), p, bc.data(), m, tq.data(), q));
   } else {  // t = V^T b, VT being V^T
-    LINALGD_RETURN_IF_ERROR(Gemm(hs, t, CUBLAS_OP_N, CUBLAS_OP_N, q, k, m, vt.data(), q,
-                                 bc.data(), m, tq.data(), q));
+    LINALGD_RETURN_IF_ERROR(
+        Gemm(hs, t, CUBLAS_OP_N, CUBLAS_OP_N, q, k, m, vt.data(), q, bc.data(), m, tq.data(), q));
   }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer inv, ctx.Alloc(q * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d_rank, ctx.Alloc(sizeof(int)));
   if (rcond < 0) rcond = static_cast<double>(p) * MachineEps(t);
-  LINALGD_RETURN_IF_ERROR(PseudoInverseValues(t, s.data(), q, rcond, inv.data(),
-                                              d_rank.as<int>(), hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      PseudoInverseValues(t, s.data(), q, rcond, inv.data(), d_rank.as<int>(), hs.stream));
   LINALGD_RETURN_IF_ERROR(ScaleRows(t, tq.data(), q, k, q, inv.data(), hs.stream));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   if (tall) {  // x = V t
-    LINALGD_RETURN_IF_ERROR(Gemm(hs, t, CUBLAS_OP_T, CUBLAS_OP_N, n, k, q, vt.data(), q,
-                                 tq.data(), q, xc.data(), n));
+    LINALGD_RETURN_IF_ERROR(
+        Gemm(hs, t, CUBLAS_OP_T, CUBLAS_OP_N, n, k, q, vt.data(), q, tq.data(), q, xc.data(), n));
   } else {  // x = U t
-    LINALGD_RETURN_IF_ERROR(Gemm(hs, t, CUBLAS_OP_N, CUBLAS_OP_N, n, k, q, u.data(), p,
-                                 tq.data(), q, xc.data(), n));
+    LINALGD_RETURN_IF_ERROR(
+        Gemm(hs, t, CUBLAS_OP_N, CUBLAS_OP_N, n, k, q, u.data(), p, tq.data(), q, xc.data(), n));
   }
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   LINALGD_ASSIGN_OR_RETURN(int r, ReadDeviceInt(hs, d_rank.as<int>()));
@@ -337,7 +335,7 @@ absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64
 }
 
 absl::StatusOr<SolveFailure> IrsSolve(GpuContext& ctx, int64_t n, int64_t k, const void* a_rm,
-                                 const void* b_rm, void* x_rm, int* iterations) {
+                                      const void* b_rm, void* x_rm, int* iterations) {
   HandleSet& hs = ctx.hs;
   const DType t = DType::kF64;
   const size_t es = sizeof(double);

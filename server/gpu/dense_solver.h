@@ -70,7 +70,7 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
 // Least squares (m >= n) or the minimum-norm solution (m < n) through QR
 // (geqrf, ormqr, trsm). Fails when |R[i,i]| <= max(m,n) * eps * max|R|.
 absl::StatusOr<SolveFailure> QrSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                const void* a_rm, const void* b_rm, void* x_rm);
+                                     const void* a_rm, const void* b_rm, void* x_rm);
 
 // What SvdSolve reports besides x (numpy.linalg.lstsq's outputs).
 struct SvdOutputs {
@@ -83,14 +83,14 @@ struct SvdOutputs {
 // Minimum-norm least squares through the SVD (gesvd), singular values below
 // rcond * s_max dropped (rcond < 0: max(m,n) * eps, numpy's default).
 absl::StatusOr<SolveFailure> SvdSolve(GpuContext& ctx, DType t, int64_t m, int64_t n, int64_t k,
-                                      const void* a_rm, const void* b_rm, void* x_rm,
-                                      double rcond, SvdOutputs* out);
+                                      const void* a_rm, const void* b_rm, void* x_rm, double rcond,
+                                      SvdOutputs* out);
 
 // F64 LU solve with mixed-precision iterative refinement (cusolverDnIRSXgesv,
 // TF32 factorization, classical refinement, fp64 fallback). *iterations:
 // refinement iterations, negative when it fell back to a full fp64 solve.
 absl::StatusOr<SolveFailure> IrsSolve(GpuContext& ctx, int64_t n, int64_t k, const void* a_rm,
-                                 const void* b_rm, void* x_rm, int* iterations);
+                                      const void* b_rm, void* x_rm, int* iterations);
 
 // Reads one device int (devInfo); synchronizes the stream.
 absl::StatusOr<int> ReadDeviceInt(HandleSet& hs, const int* d_value);

@@ -36,9 +36,9 @@ absl::StatusOr<std::unique_ptr<DeviceMemory>> DeviceMemory::Create(int device,
   cudaMemPool_t pool = nullptr;
   LINALGD_GPU_CHECK(cudaMemPoolCreate(&pool, &props));
   uint64_t threshold = static_cast<uint64_t>(budget_bytes);
-  absl::Status s = CheckCuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
-                                                     &threshold),
-                             "cudaMemPoolSetAttribute(ReleaseThreshold)", __FILE__, __LINE__);
+  absl::Status s =
+      CheckCuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                "cudaMemPoolSetAttribute(ReleaseThreshold)", __FILE__, __LINE__);
   if (!s.ok()) {
     cudaMemPoolDestroy(pool);
     return s;
@@ -55,9 +55,9 @@ absl::StatusOr<DeviceBuffer> DeviceMemory::Allocate(int64_t bytes, cudaStream_t 
   const int64_t before = in_use_.fetch_add(bytes);
   if (before + bytes > budget_) {
     in_use_.fetch_sub(bytes);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "gpu:", device_, " memory budget: the job needs ", bytes, " more bytes, ", before,
-        " of the budget of ", budget_, " bytes are in use"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("gpu:", device_, " memory budget: the job needs ", bytes, " more bytes, ",
+                     before, " of the budget of ", budget_, " bytes are in use"));
   }
   void* ptr = nullptr;
   absl::Status s = CheckCuda(cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream),

@@ -27,7 +27,9 @@ class DeviceBuffer {
 
   void* data() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   int64_t bytes() const { return bytes_; }
   void Reset();
 

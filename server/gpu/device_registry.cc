@@ -32,9 +32,9 @@ DeviceScan ScanDevices(const GpuOptions& options) {
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    scan.why_none = absl::StrCat("no usable CUDA driver: cudaGetDeviceCount failed with ",
-                                 cudaGetErrorName(e), " (", static_cast<int>(e), "): ",
-                                 cudaGetErrorString(e));
+    scan.why_none =
+        absl::StrCat("no usable CUDA driver: cudaGetDeviceCount failed with ", cudaGetErrorName(e),
+                     " (", static_cast<int>(e), "): ", cudaGetErrorString(e));
     return scan;
   }
   for (int i = 0; i < count; ++i) {
@@ -62,15 +62,15 @@ DeviceScan ScanDevices(const GpuOptions& options) {
   }
   for (int d : options.devices) {
     if (d < 0 || d >= count) {
-      scan.devices.push_back(DeviceInfo{d, "", 0, 0, 0, 0, false,
-                                        absl::StrCat("--devices names ", d, ", but only ",
-                                                     count, " devices exist")});
+      scan.devices.push_back(
+          DeviceInfo{d, "", 0, 0, 0, 0, false,
+                     absl::StrCat("--devices names ", d, ", but only ", count, " devices exist")});
     }
   }
   if (scan.selected.empty()) {
-    scan.why_none = count == 0 ? "no CUDA device present"
-                               : absl::StrCat("none of the ", count,
-                                              " CUDA devices is usable (see devices)");
+    scan.why_none =
+        count == 0 ? "no CUDA device present"
+                   : absl::StrCat("none of the ", count, " CUDA devices is usable (see devices)");
   }
   return scan;
 }

@@ -10,8 +10,8 @@ namespace linalgd::gpu {
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(t.num_bytes())));
   if (const void* r = FindDeviceResident(ctx.mem.device(), t.data, t.num_bytes())) {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(d.data(), r, t.num_bytes(), cudaMemcpyDeviceToDevice,
-                                      ctx.hs.stream));
+    LINALGD_GPU_CHECK(
+        cudaMemcpyAsync(d.data(), r, t.num_bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
     return d;
   }
   LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, t.data, t.num_bytes(), d.data()));
@@ -39,8 +39,8 @@ absl::StatusOr<DeviceBuffer> UploadBatched(GpuContext& ctx, const TensorView& t,
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d_off, ctx.Alloc(batch * sizeof(int64_t)));
   LINALGD_GPU_CHECK(cudaMemcpyAsync(d_off.data(), offsets.data(), batch * sizeof(int64_t),
                                     cudaMemcpyHostToDevice, ctx.hs.stream));
-  LINALGD_RETURN_IF_ERROR(Gather(t.dtype, raw.data(), d_off.as<int64_t>(), elems, batch,
-                                 out.data(), ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      Gather(t.dtype, raw.data(), d_off.as<int64_t>(), elems, batch, out.data(), ctx.hs.stream));
   return out;
 }
 

@@ -30,8 +30,8 @@ absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void
 absl::Status ToHost(HandleSet& hs, DType t, const void* src, std::vector<double>& v) {
   std::vector<float> f(t == DType::kF32 ? v.size() : 0);
   void* dst = t == DType::kF32 ? static_cast<void*>(f.data()) : static_cast<void*>(v.data());
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, v.size() * DTypeSize(t), cudaMemcpyDeviceToHost,
-                                    hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(dst, src, v.size() * DTypeSize(t), cudaMemcpyDeviceToHost, hs.stream));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   if (t == DType::kF32) std::copy(f.begin(), f.end(), v.begin());
   return absl::OkStatus();
@@ -65,8 +65,8 @@ void Interchange(const std::vector<int64_t>& ipiv, bool reverse, std::vector<dou
 }  // namespace
 
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
-                                                  const std::vector<double>& anorm,
-                                                  void* scratch, const DeviceVectorSolve& solve) {
+                                                  const std::vector<double>& anorm, void* scratch,
+                                                  const DeviceVectorSolve& solve) {
   const int64_t count = static_cast<int64_t>(anorm.size());
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
     LINALGD_RETURN_IF_ERROR(ToDevice(ctx.hs, t, v, scratch));

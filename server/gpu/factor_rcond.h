@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/backend/ops.h"
 #include "common/dtype.h"
+#include "server/backend/ops.h"
 #include "server/gpu/gpu_context.h"
 
 namespace linalgd::gpu {
@@ -27,8 +27,8 @@ using DeviceVectorSolve = std::function<absl::Status(bool transposed)>;
 // One estimate per member: anorm[i] is ||a_i||_1; `scratch` holds
 // count * n elements of t and is what `solve` works on. Synchronizes.
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
-                                                  const std::vector<double>& anorm,
-                                                  void* scratch, const DeviceVectorSolve& solve);
+                                                  const std::vector<double>& anorm, void* scratch,
+                                                  const DeviceVectorSolve& solve);
 
 // One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower

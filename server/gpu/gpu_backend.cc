@@ -77,19 +77,18 @@ absl::Status GpuBackend::BeginJob() const {
 // context is gone (a sticky error from the job or from the stream).
 absl::Status GpuBackend::FinishJob(HandleSet& hs, absl::Status status) {
   const cudaError_t e = cudaStreamSynchronize(hs.stream);
-  const bool sticky = status.code() == absl::StatusCode::kUnavailable ||
-                      IsStickyCudaError(e) || IsStickyCudaError(cudaPeekAtLastError());
+  const bool sticky = status.code() == absl::StatusCode::kUnavailable || IsStickyCudaError(e) ||
+                      IsStickyCudaError(cudaPeekAtLastError());
   if (!sticky) {
     if (e != cudaSuccess) cudaGetLastError();
     return absl::Status(status.code(), absl::StrCat(name_, ": ", status.message()));
   }
-  const std::string reason =
-      status.code() == absl::StatusCode::kUnavailable
-          ? std::string(status.message())
-          : absl::StrCat(status.message(), "; then ", cudaGetErrorName(e));
+  const std::string reason = status.code() == absl::StatusCode::kUnavailable
+                                 ? std::string(status.message())
+                                 : absl::StrCat(status.message(), "; then ", cudaGetErrorName(e));
   Fence(reason);
-  return absl::UnavailableError(absl::StrCat(name_, " is fenced after a sticky CUDA error: ",
-                                             reason));
+  return absl::UnavailableError(
+      absl::StrCat(name_, " is fenced after a sticky CUDA error: ", reason));
 }
 
 // Ops with a zero dimension never reach a CUDA library (empty_work.h); the
@@ -107,8 +106,7 @@ absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan
 absl::StatusOr<SparseSolveResult> GpuBackend::SparseSolve(const SparseSolveOp& op,
                                                           const SparseSolvePlan& plan) {
   if (IsEmptyWork(plan)) return EmptySparseSolve(op, plan);
-  return RunJob<SparseSolveResult>(
-      [&](GpuContext& ctx) { return RunSparseSolve(ctx, op, plan); });
+  return RunJob<SparseSolveResult>([&](GpuContext& ctx) { return RunSparseSolve(ctx, op, plan); });
 }
 
 absl::Status GpuBackend::InjectStickyErrorForTesting() {

@@ -28,8 +28,7 @@ class GpuBackend : public Backend {
  public:
   // REQUIRES: `pinned` outlives the backend.
   static absl::StatusOr<std::unique_ptr<GpuBackend>> Create(int device, int64_t budget_bytes,
-                                                            int handle_sets,
-                                                            PinnedPool* pinned);
+                                                            int handle_sets, PinnedPool* pinned);
   ~GpuBackend() override;
 
   std::string name() const override { return name_; }
@@ -75,8 +74,8 @@ class GpuBackend : public Backend {
   absl::Status InjectStickyErrorForTesting();
 
  private:
-  GpuBackend(int device, std::unique_ptr<DeviceMemory> memory,
-             std::unique_ptr<HandlePool> handles, PinnedPool* pinned);
+  GpuBackend(int device, std::unique_ptr<DeviceMemory> memory, std::unique_ptr<HandlePool> handles,
+             PinnedPool* pinned);
   // MatmulBatch of page-locked operands, gathered on the device (gpu_batch.cc).
   absl::Status MatmulBatchOnDevice(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                    std::vector<Tensor>* outs);

@@ -74,9 +74,9 @@ class BatchResults {
   std::vector<Tensor> Take(DType dtype, const Shape& shape) const {
     std::vector<Tensor> out;
     for (size_t i = 0; i < ops_.size(); ++i) {
-      out.push_back(direct_[i] ? Tensor::External(dtype, shape, at(i))
-                               : Tensor::Adopt(dtype, shape, std::shared_ptr<std::byte>(
-                                                                 block_, at(i))));
+      out.push_back(direct_[i]
+                        ? Tensor::External(dtype, shape, at(i))
+                        : Tensor::Adopt(dtype, shape, std::shared_ptr<std::byte>(block_, at(i))));
     }
     return out;
   }
@@ -117,8 +117,8 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
       LINALGD_ASSIGN_OR_RETURN(bias, UploadOperand(ctx, *stacked.bias));
     }
     LINALGD_RETURN_IF_ERROR(EnqueueFiniteChecks(ctx, stacked, a.data(), b.data(), bias.data));
-    LINALGD_RETURN_IF_ERROR(LaunchMatmul(ctx, stacked, stacked_plan, a.data(), b.data(),
-                                         bias.data, d.data(), /*use_c=*/false));
+    LINALGD_RETURN_IF_ERROR(LaunchMatmul(ctx, stacked, stacked_plan, a.data(), b.data(), bias.data,
+                                         d.data(), /*use_c=*/false));
     BatchResults results(ctx.hs, ops, out_bytes, host_alloc_);
     for (size_t i = 0; i < n; ++i) {
       to[i] = results.at(i);
@@ -136,8 +136,8 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
   return ran.status();
 }
 
-absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops,
-                                     const MatmulPlan& plan, std::vector<Tensor>* outs) {
+absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
+                                     std::vector<Tensor>* outs) {
   if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);  // one by one
   if (CanGatherOnDevice(ops)) return MatmulBatchOnDevice(ops, plan, outs);
   auto stacked = StackMatmuls(ops, host_alloc_);

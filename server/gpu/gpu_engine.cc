@@ -1,5 +1,7 @@
 // The GPU engine of a CUDA build: device registry, one GpuBackend per usable
 // device, one pinned staging pool for all.
+#include "server/gpu/gpu_engine.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "server/gpu/device_registry.h"
 #include "server/gpu/gpu_backend.h"
-#include "server/gpu/gpu_engine.h"
 #include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/pinned_pool.h"
 #include "spdlog/spdlog.h"
@@ -35,8 +36,8 @@ class CudaGpuEngine : public GpuEngine {
 
 CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices(options)) {
   const int sets = std::max(1, options.handles_per_device);
-  pinned_ = std::make_unique<gpu::PinnedPool>(
-      kPinnedBlockBytes, 2 * sets * std::max<int>(1, scan_.selected.size()));
+  pinned_ = std::make_unique<gpu::PinnedPool>(kPinnedBlockBytes,
+                                              2 * sets * std::max<int>(1, scan_.selected.size()));
   for (DeviceInfo& info : scan_.devices) {
     if (!info.healthy) {
       spdlog::info("gpu:{} ({}) skipped: {}", info.index, info.name, info.status);
@@ -51,8 +52,8 @@ CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices
     }
     (*backend)->set_singular_rcond_factor(options.singular_rcond_factor);
     spdlog::info("gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets) in service",
-                 info.index, info.name, info.cc_major, info.cc_minor,
-                 info.total_memory_bytes >> 20, info.budget_bytes >> 20, sets);
+                 info.index, info.name, info.cc_major, info.cc_minor, info.total_memory_bytes >> 20,
+                 info.budget_bytes >> 20, sets);
     backends_.push_back(*std::move(backend));
   }
   if (!backends_.empty()) {
@@ -64,8 +65,8 @@ CudaGpuEngine::CudaGpuEngine(const GpuOptions& options) : scan_(gpu::ScanDevices
   if (backends_.empty() && scan_.why_none.empty()) {
     scan_.why_none = "no CUDA device could be brought up (see devices)";
   }
-  if (!scan_.why_none.empty()) spdlog::warn("no GPU in service: {}; serving from the CPU",
-                                            scan_.why_none);
+  if (!scan_.why_none.empty())
+    spdlog::warn("no GPU in service: {}; serving from the CPU", scan_.why_none);
 }
 
 std::vector<Backend*> CudaGpuEngine::backends() {

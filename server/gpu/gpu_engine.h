@@ -12,15 +12,15 @@
 namespace linalgd {
 
 struct GpuOptions {
-  bool disabled = false;            // LINALGD_DISABLE_GPU=1 / NV_MATH_DISABLE=1
-  std::vector<int> devices;         // CUDA ordinals to use; empty: every usable one
-  double memory_fraction = 0.8;     // budget per device, of its total memory
-  int handles_per_device = 4;       // leased handle sets (stream + library handles)
+  bool disabled = false;         // LINALGD_DISABLE_GPU=1 / NV_MATH_DISABLE=1
+  std::vector<int> devices;      // CUDA ordinals to use; empty: every usable one
+  double memory_fraction = 0.8;  // budget per device, of its total memory
+  int handles_per_device = 4;    // leased handle sets (stream + library handles)
   // Devices below this compute capability (major * 10 + minor) are skipped:
   // 7.5 is the oldest CUDA 13 supports.
   int min_compute_capability = 75;
   int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
-  double singular_rcond_factor = 1.0;  // --singular-rcond-factor (backend/condition.h)
+  double singular_rcond_factor = 1.0;            // --singular-rcond-factor (backend/condition.h)
 };
 
 // All GPUs in service: one Backend per usable device. Created once at start.

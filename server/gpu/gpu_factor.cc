@@ -24,8 +24,8 @@ int64_t RoundUp256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // What Factorize knows about a before factoring it.
 struct MatrixStats {
-  double anorm = 0;   // ||a||_1
-  double asym = 0;    // max |a[i,j] - a[j,i]|
+  double anorm = 0;    // ||a||_1
+  double asym = 0;     // max |a[i,j] - a[j,i]|
   double sym_tol = 0;  // 100 eps ||a||_1
 };
 
@@ -65,8 +65,8 @@ absl::Status SolveInPlace(HandleSet& hs, DType t, SolveMethod method, int64_t n,
                           int* d_info) {
   const cudaDataType_t ct = CudaType(t);
   if (method == SolveMethod::kCholesky) {  // a symmetric: a^-T = a^-1
-    LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n,
-                                       nrhs, ct, factors, n, ct, x, n, d_info));
+    LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, nrhs,
+                                       ct, factors, n, ct, x, n, d_info));
     return absl::OkStatus();
   }
   // The factors are those of a^T: OP_T solves a x = b, OP_N solves a^T x = b.
@@ -89,14 +89,14 @@ absl::StatusOr<std::string> TryCholesky(Work& w, const MatrixStats& s) {
   HandleSet& hs = w.ctx.hs;
   const cudaDataType_t ct = CudaType(w.t);
   size_t dev_bytes = 0, host_bytes = 0;
-  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(hs.solver, hs.solver_params,
-                                                CUBLAS_FILL_MODE_LOWER, w.n, ct, w.w.data(),
-                                                w.n, ct, &dev_bytes, &host_bytes));
+  LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER,
+                                                w.n, ct, w.w.data(), w.n, ct, &dev_bytes,
+                                                &host_bytes));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer work, w.ctx.Alloc(static_cast<int64_t>(dev_bytes)));
   std::vector<char> host(host_bytes);
-  LINALGD_GPU_CHECK(cusolverDnXpotrf(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, w.n,
-                                     ct, w.w.data(), w.n, ct, work.data(), dev_bytes,
-                                     host.data(), host_bytes, w.info.as<int>()));
+  LINALGD_GPU_CHECK(cusolverDnXpotrf(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, w.n, ct,
+                                     w.w.data(), w.n, ct, work.data(), dev_bytes, host.data(),
+                                     host_bytes, w.info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int failed, ReadInfo(hs, w.info, "cusolverDnXpotrf"));
   if (failed > 0) {
     return absl::StrCat("cholesky: leading minor ", failed, " is not positive definite");
@@ -115,18 +115,17 @@ absl::StatusOr<std::string> TryLu(Work& w) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer work, w.ctx.Alloc(static_cast<int64_t>(dev_bytes)));
   std::vector<char> host(host_bytes);
   LINALGD_GPU_CHECK(cusolverDnXgetrf(hs.solver, hs.solver_params, w.n, w.n, ct, w.w.data(), w.n,
-                                     w.ipiv.as<int64_t>(), ct, work.data(), dev_bytes,
-                                     host.data(), host_bytes, w.info.as<int>()));
+                                     w.ipiv.as<int64_t>(), ct, work.data(), dev_bytes, host.data(),
+                                     host_bytes, w.info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int failed, ReadInfo(hs, w.info, "cusolverDnXgetrf"));
   if (failed > 0) {
-    return absl::StrCat("lu: a is singular (U[", failed - 1, ",", failed - 1,
-                        "] is exactly zero)");
+    return absl::StrCat("lu: a is singular (U[", failed - 1, ",", failed - 1, "] is exactly zero)");
   }
   return std::string();
 }
 
-std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond,
-                                         Backend* owner, MemoryBudget::Reservation r) {
+std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond, Backend* owner,
+                                         MemoryBudget::Reservation r) {
   const double threshold = SingularThreshold(w.ctx.singular_rcond_factor, w.n, w.t);
   FactorInfo info;
   info.method = method;
@@ -193,8 +192,8 @@ absl::Status CheckFactorizeOp(const FactorizeOp& op) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op,
-                                             Backend* owner, MemoryBudget* budget) {
+absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op, Backend* owner,
+                                             MemoryBudget* budget) {
   Work w{ctx, op.a.dtype, op.a.rows(), {}, {}, {}};
   const int64_t bytes = w.n * w.n * DTypeSize(w.t);
   const int64_t pivot_bytes = RoundUp256(w.n * static_cast<int64_t>(sizeof(int64_t)));
@@ -209,9 +208,8 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
     LINALGD_ASSIGN_OR_RETURN(std::string failure, TryCholesky(w, s));
     if (failure.empty()) {
       LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kCholesky, s.anorm));
-      return KeepFactorWithVerdict(MakeFactor(w, SolveMethod::kCholesky, rcond, owner,
-                                              std::move(r)),
-                                   op.allow_fallback, "");
+      return KeepFactorWithVerdict(
+          MakeFactor(w, SolveMethod::kCholesky, rcond, owner, std::move(r)), op.allow_fallback, "");
     }
     if (op.method == SolveMethod::kCholesky && !op.allow_fallback) {
       return absl::FailedPreconditionError(failure);
@@ -227,9 +225,9 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
 absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b) {
   const FactorInfo& f = factor.info();
   if (b.shape.size() < 2 || b.rows() != f.n || b.dtype != f.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b: ", DTypeName(b.dtype), ShapeString(b.shape), " does not fit the ",
-        DTypeName(f.dtype), " factor of order ", f.n));
+    return absl::InvalidArgumentError(absl::StrCat("b: ", DTypeName(b.dtype), ShapeString(b.shape),
+                                                   " does not fit the ", DTypeName(f.dtype),
+                                                   " factor of order ", f.n));
   }
   return absl::OkStatus();
 }
@@ -278,8 +276,7 @@ absl::StatusOr<FactorizeResult> GpuBackend::Factorize(const FactorizeOp& op) {
       [&](GpuContext& ctx) { return RunFactorize(ctx, op, this, budget); });
 }
 
-absl::StatusOr<SolveResult> GpuBackend::SolveWithFactor(const Factor& factor,
-                                                        const TensorView& b) {
+absl::StatusOr<SolveResult> GpuBackend::SolveWithFactor(const Factor& factor, const TensorView& b) {
   const auto* f = dynamic_cast<const GpuFactor*>(&factor);
   if (f == nullptr || factor.owner() != this) {
     return absl::InvalidArgumentError(absl::StrCat("factor: not a factor of ", name()));

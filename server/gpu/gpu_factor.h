@@ -34,8 +34,8 @@ namespace linalgd::gpu {
 // budget outlive the factor. Immutable: concurrent solves are safe.
 class GpuFactor : public Factor {
  public:
-  GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors,
-            DeviceBuffer pivots, MemoryBudget::Reservation reservation);
+  GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors, DeviceBuffer pivots,
+            MemoryBudget::Reservation reservation);
   ~GpuFactor() override;
 
   int device() const { return device_; }
@@ -55,8 +55,8 @@ class GpuFactor : public Factor {
 // factor's bytes for its lifetime (RESOURCE_EXHAUSTED when they do not fit).
 // REQUIRES: op.a is one square F32/F64 matrix (CheckFactorizeOp); ctx's
 // device is current; `owner` is the GpuBackend of ctx.
-absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op,
-                                             Backend* owner, MemoryBudget* budget);
+absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op, Backend* owner,
+                                             MemoryBudget* budget);
 
 // INVALID_ARGUMENT unless op.a is one non-empty square F32/F64 matrix and
 // op.method is kAuto, kLu or kCholesky.

@@ -17,10 +17,13 @@ namespace {
 Activation ActivationOf(Epilogue e) {
   switch (e) {
     case Epilogue::kRelu:
-    case Epilogue::kReluBias: return Activation::kRelu;
+    case Epilogue::kReluBias:
+      return Activation::kRelu;
     case Epilogue::kGelu:
-    case Epilogue::kGeluBias: return Activation::kGelu;
-    default: return Activation::kNone;
+    case Epilogue::kGeluBias:
+      return Activation::kGelu;
+    default:
+      return Activation::kNone;
   }
 }
 
@@ -81,16 +84,16 @@ absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
 
 }  // namespace
 
-absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
-                                 const void* b, const void* bias) {
+absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a, const void* b,
+                                 const void* bias) {
   if (!op.check_finite) return absl::OkStatus();
   HandleSet& hs = ctx.hs;
   const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
   LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
-  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.a.dtype, a, op.a.num_elements(),
-                                         hs.check_device + kSlotA, hs.stream));
-  LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.b.dtype, b, op.b.num_elements(),
-                                         hs.check_device + kSlotB, hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      FirstNonFinite(op.a.dtype, a, op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      FirstNonFinite(op.b.dtype, b, op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
   if (op.bias) {
     LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
                                            hs.check_device + kSlotBias, hs.stream));

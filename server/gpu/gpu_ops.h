@@ -25,8 +25,8 @@ absl::Status LaunchMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan&
 // With op.check_finite: the device scans of a, b and bias for NaN and Inf
 // (kernels.h FirstNonFinite) into ctx.hs's check slots, and the slots' copy
 // to the host; FoundNonFinite reads it once the stream has synchronized.
-absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a,
-                                 const void* b, const void* bias);
+absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a, const void* b,
+                                 const void* bias);
 bool FoundNonFinite(const HandleSet& hs, const MatmulOp& op);
 
 }  // namespace linalgd::gpu

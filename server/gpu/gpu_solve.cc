@@ -35,7 +35,7 @@ struct ElementOutcome {
   SolveMethod used = SolveMethod::kAuto;
   std::vector<std::string> failures;
   double rcond = std::numeric_limits<double>::quiet_NaN();  // smallest met; NaN: none
-  SvdOutputs svd;  // when solved by lstsq
+  SvdOutputs svd;                                           // when solved by lstsq
 };
 
 // The smaller of two estimates, NaN standing for none.
@@ -176,8 +176,8 @@ std::string SolveJob::Describe(SolveMethod m, const SolveFailure& f, int64_t i) 
   using K = SolveFailure::Kind;
   switch (f.kind) {
     case K::kNotSymmetric:
-      return absl::StrCat("cholesky: ", a, " is not symmetric (max |a[i,j] - a[j,i]| = ",
-                          f.value, " exceeds 100*eps*||a||_1 = ", f.reference, ")");
+      return absl::StrCat("cholesky: ", a, " is not symmetric (max |a[i,j] - a[j,i]| = ", f.value,
+                          " exceeds 100*eps*||a||_1 = ", f.reference, ")");
     case K::kNotPositiveDefinite:
       return absl::StrCat("cholesky: leading minor ", f.index, " of ", a,
                           " is not positive definite");
@@ -194,7 +194,8 @@ std::string SolveJob::Describe(SolveMethod m, const SolveFailure& f, int64_t i) 
     case K::kNotConverged:
       return absl::StrCat("lstsq: the SVD of ", a, " did not converge (", f.index,
                           " superdiagonals left)");
-    case K::kNone: break;
+    case K::kNone:
+      break;
   }
   return absl::StrCat(SolveMethodName(m), ": failed");
 }
@@ -279,9 +280,9 @@ absl::StatusOr<double> SolveJob::Residual() {
       hs.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(k), static_cast<int>(m),
       static_cast<int>(n), f64 ? static_cast<const void*>(&one) : &onef, x_.data(), ct,
       static_cast<int>(k), n * k, a_.data(), ct, static_cast<int>(n), m * n,
-      f64 ? static_cast<const void*>(&minus_one) : &minus_onef, r.data(), ct,
-      static_cast<int>(k), m * k, static_cast<int>(batch),
-      f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      f64 ? static_cast<const void*>(&minus_one) : &minus_onef, r.data(), ct, static_cast<int>(k),
+      m * k, static_cast<int>(batch), f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer sq, ctx_.Alloc(4 * batch * sizeof(double)));
   LINALGD_GPU_CHECK(cudaMemsetAsync(sq.data(), 0, 4 * batch * sizeof(double), hs.stream));
   double* s = sq.as<double>();
@@ -293,8 +294,8 @@ absl::StatusOr<double> SolveJob::Residual() {
   LINALGD_RETURN_IF_ERROR(
       AddSquaredNorms(t_, r.data(), m * k, m * k, batch, s + 3 * batch, hs.stream));
   std::vector<double> h(4 * batch);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(h.data(), s, h.size() * sizeof(double),
-                                    cudaMemcpyDeviceToHost, hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(h.data(), s, h.size() * sizeof(double), cudaMemcpyDeviceToHost, hs.stream));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   double worst = 0;
   for (int64_t i = 0; i < batch && !std::isnan(worst); ++i) {
@@ -331,8 +332,8 @@ SolveResult SolveJob::Combine() const {
     result.member_rcond.push_back(o.rcond);
     if (!std::isnan(o.rcond)) result.rcond = MinRcond(result.rcond.value_or(o.rcond), o.rcond);
     if (o.failures.empty()) continue;
-    std::string msg = absl::StrCat(absl::StrJoin(o.failures, "; "), "; used ",
-                                   SolveMethodName(o.used));
+    std::string msg =
+        absl::StrCat(absl::StrJoin(o.failures, "; "), "; used ", SolveMethodName(o.used));
     if (!seen.insert(msg).second) continue;  // elements sharing a matrix of a
     if (fell_back++ < kMaxMessages) messages.push_back(std::move(msg));
   }

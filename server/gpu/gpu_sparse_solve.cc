@@ -32,8 +32,8 @@ class GpuSparseJob {
       const bool singular_qr = device_method == SparseMethod::kQr &&
                                x.status().code() == absl::StatusCode::kFailedPrecondition;
       if (singular_qr && op_.allow_fallback) {
-        return absl::InternalError(absl::StrCat(
-            x.status().message(), "; the device has no sparse least-squares solver"));
+        return absl::InternalError(
+            absl::StrCat(x.status().message(), "; the device has no sparse least-squares solver"));
       }
       return x.status();
     }
@@ -67,7 +67,7 @@ absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx_.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(ctx_.hs, t, b_rows.data(), n, k, b.data(), n));
   std::optional<DeviceBuffer> x0_rows;  // lives until the solve's stream work is done
-  if (op_.x0) {  // the starting point, column-major like b
+  if (op_.x0) {                         // the starting point, column-major like b
     LINALGD_ASSIGN_OR_RETURN(x0_rows, Upload(ctx_, *op_.x0));
     LINALGD_RETURN_IF_ERROR(RowToColMajor(ctx_.hs, t, x0_rows->data(), n, k, x.data(), n));
   }
@@ -79,8 +79,8 @@ absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
                   op_.tolerance, op_.max_iterations, op_.x0.has_value(), op_.stop));
     attempt.iterations = std::max(attempt.iterations, o.iterations);
     if (!o.converged) {
-      return absl::FailedPreconditionError(
-          k > 1 ? absl::StrCat(o.failure, " (column ", c, " of b)") : o.failure);
+      return absl::FailedPreconditionError(k > 1 ? absl::StrCat(o.failure, " (column ", c, " of b)")
+                                                 : o.failure);
     }
   }
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(ctx_.hs, t, x.data(), n, k, n, b_rows.data()));
@@ -93,9 +93,8 @@ absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
 absl::StatusOr<SparseSolveResult> RunSparseSolve(GpuContext& ctx, const SparseSolveOp& op,
                                                  const SparseSolvePlan& plan) {
   GpuSparseJob job(ctx, op, plan);
-  LINALGD_ASSIGN_OR_RETURN(
-      SparseSolveResult result,
-      RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
+  LINALGD_ASSIGN_OR_RETURN(SparseSolveResult result,
+                           RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
   result.residual = SparseResidual(op.a, result.x.view(), op.b);
   return result;
 }

@@ -4,8 +4,7 @@
 
 namespace linalgd::gpu {
 
-absl::StatusOr<std::unique_ptr<HandleSet>> HandleSet::Create(int device,
-                                                             size_t workspace_bytes) {
+absl::StatusOr<std::unique_ptr<HandleSet>> HandleSet::Create(int device, size_t workspace_bytes) {
   std::unique_ptr<HandleSet> set(new HandleSet());
   LINALGD_RETURN_IF_ERROR(set->Init(device, workspace_bytes));
   return set;
@@ -27,8 +26,8 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes) {
   constexpr size_t kSlotBytes = 256;  // kCheckSlots values, 256-byte aligned
   static_assert(kCheckSlots * sizeof(unsigned long long) <= kSlotBytes);
   workspace_bytes = ws_bytes - kSlotBytes;
-  check_device = reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) +
-                                                       workspace_bytes);
+  check_device =
+      reinterpret_cast<unsigned long long*>(static_cast<char*>(workspace) + workspace_bytes);
   LINALGD_GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host),
                                   kCheckSlots * sizeof(unsigned long long), cudaHostAllocDefault));
   LINALGD_GPU_CHECK(cublasSetWorkspace(blas, workspace, workspace_bytes));

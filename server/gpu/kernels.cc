@@ -8,10 +8,14 @@ namespace {
 
 impl::Elem ToElem(DType t) {
   switch (t) {
-    case DType::kF32: return impl::Elem::kF32;
-    case DType::kF64: return impl::Elem::kF64;
-    case DType::kF16: return impl::Elem::kF16;
-    case DType::kBF16: return impl::Elem::kBF16;
+    case DType::kF32:
+      return impl::Elem::kF32;
+    case DType::kF64:
+      return impl::Elem::kF64;
+    case DType::kF16:
+      return impl::Elem::kF16;
+    case DType::kBF16:
+      return impl::Elem::kBF16;
   }
   return impl::Elem::kF32;
 }
@@ -26,11 +30,10 @@ absl::Status Transpose(DType t, const void* src, int64_t rows, int64_t cols, int
   return absl::OkStatus();
 }
 
-absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n,
-                           const void* bias, bool bias_per_row, Activation act,
-                           cudaStream_t stream) {
-  LINALGD_GPU_CHECK(impl::Epilogue(ToElem(t), d, batch, m, n, bias, bias_per_row,
-                                   static_cast<int>(act), stream));
+absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n, const void* bias,
+                           bool bias_per_row, Activation act, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(
+      impl::Epilogue(ToElem(t), d, batch, m, n, bias, bias_per_row, static_cast<int>(act), stream));
   return absl::OkStatus();
 }
 
@@ -46,20 +49,20 @@ absl::Status PseudoInverseValues(DType t, const void* s, int64_t count, double r
   return absl::OkStatus();
 }
 
-absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld,
-                       const void* scale, cudaStream_t stream) {
+absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld, const void* scale,
+                       cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::ScaleRows(ToElem(t), x, rows, cols, ld, scale, stream));
   return absl::OkStatus();
 }
 
-absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems,
-                    int64_t batch, void* dst, cudaStream_t stream) {
+absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems, int64_t batch,
+                    void* dst, cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::Gather(ToElem(t), src, offsets, elems, batch, dst, stream));
   return absl::OkStatus();
 }
 
-absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride,
-                             int64_t batch, double* out, cudaStream_t stream) {
+absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride, int64_t batch,
+                             double* out, cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::SquaredNorms(ToElem(t), x, elems, stride, batch, out, stream));
   return absl::OkStatus();
 }
@@ -82,8 +85,8 @@ absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, doub
   return absl::OkStatus();
 }
 
-absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride,
-                       int64_t batch, double* out, cudaStream_t stream) {
+absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
+                       double* out, cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::Diagonal(ToElem(t), a, n, ld, stride, batch, out, stream));
   return absl::OkStatus();
 }

@@ -13,23 +13,49 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kMaxGridY = 65535;
 
-template <typename T> __device__ float ToF(T v) { return static_cast<float>(v); }
-template <> __device__ float ToF<__half>(__half v) { return __half2float(v); }
-template <> __device__ float ToF<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ float ToF(T v) {
+  return static_cast<float>(v);
+}
+template <>
+__device__ float ToF<__half>(__half v) {
+  return __half2float(v);
+}
+template <>
+__device__ float ToF<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
+template <typename T>
+struct Acc {
+  using type = float;
+};
+template <>
+struct Acc<double> {
+  using type = double;
+};
 
-template <typename T, typename A> __device__ T FromAcc(A v) { return static_cast<T>(v); }
-template <> __device__ __half FromAcc<__half, float>(float v) { return __float2half_rn(v); }
-template <> __device__ __nv_bfloat16 FromAcc<__nv_bfloat16, float>(float v) {
+template <typename T, typename A>
+__device__ T FromAcc(A v) {
+  return static_cast<T>(v);
+}
+template <>
+__device__ __half FromAcc<__half, float>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __nv_bfloat16 FromAcc<__nv_bfloat16, float>(float v) {
   return __float2bfloat16_rn(v);
 }
 
-template <typename T> __device__ typename Acc<T>::type Load(const T* p) {
+template <typename T>
+__device__ typename Acc<T>::type Load(const T* p) {
   return static_cast<typename Acc<T>::type>(ToF(*p));
 }
-template <> __device__ double Load<double>(const double* p) { return *p; }
+template <>
+__device__ double Load<double>(const double* p) {
+  return *p;
+}
 
 template <typename T>
 __global__ void TransposeKernel(const T* src, int64_t rows, int64_t cols, int64_t src_ld,
@@ -79,8 +105,7 @@ __global__ void EpilogueKernel(T* d, int64_t total, int64_t m, int64_t n, const 
 // (bx, by): asym = max |a[i,j] - a[j,i]| (as the bits of a non-negative
 // double, which order like the values).
 template <typename T>
-__global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch,
-                                unsigned long long* asym) {
+__global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch, unsigned long long* asym) {
   __shared__ T t1[kTile][kTile + 1], t2[kTile][kTile + 1];
   __shared__ double worst[kTile * 8];
   const int64_t tiles = (n + kTile - 1) / kTile;
@@ -97,8 +122,8 @@ __global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch,
       }
       __syncthreads();
       for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-        const double d = fabs(static_cast<double>(t1[i][threadIdx.x]) -
-                              static_cast<double>(t2[threadIdx.x][i]));
+        const double d =
+            fabs(static_cast<double>(t1[i][threadIdx.x]) - static_cast<double>(t2[threadIdx.x][i]));
         w = d > w ? d : w;
       }
       __syncthreads();
@@ -110,7 +135,8 @@ __global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch,
       if (tid < s && worst[tid + s] > worst[tid]) worst[tid] = worst[tid + s];
       __syncthreads();
     }
-    if (tid == 0) atomicMax(asym + b, static_cast<unsigned long long>(__double_as_longlong(worst[0])));
+    if (tid == 0)
+      atomicMax(asym + b, static_cast<unsigned long long>(__double_as_longlong(worst[0])));
     __syncthreads();
   }
 }
@@ -199,8 +225,8 @@ __global__ void FillRandomKernel(T* x, int64_t count, uint64_t seed, double lo, 
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     const double u = static_cast<double>(Mix(seed * 0x100000001b3ull + i) >> 11) * 0x1.0p-53;
-    x[i] = FromAcc<T, typename Acc<T>::type>(
-        static_cast<typename Acc<T>::type>(lo + (hi - lo) * u));
+    x[i] =
+        FromAcc<T, typename Acc<T>::type>(static_cast<typename Acc<T>::type>(lo + (hi - lo) * u));
   }
 }
 
@@ -262,8 +288,12 @@ int GridY(int64_t batch) { return static_cast<int>(std::min<int64_t>(batch, kMax
 template <typename F>
 cudaError_t Dispatch(Elem t, bool halves, F&& f) {
   switch (t) {
-    case Elem::kF32: f(static_cast<float*>(nullptr)); break;
-    case Elem::kF64: f(static_cast<double*>(nullptr)); break;
+    case Elem::kF32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Elem::kF64:
+      f(static_cast<double*>(nullptr));
+      break;
     case Elem::kF16:
       if (!halves) return cudaErrorInvalidValue;
       f(static_cast<__half*>(nullptr));
@@ -288,9 +318,9 @@ cudaError_t Transpose(Elem t, const void* src, int64_t rows, int64_t cols, int64
   const dim3 block(kTile, 8);
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    TransposeKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), rows, cols,
-                                                   src_ld, src_stride, static_cast<T*>(dst),
-                                                   dst_ld, dst_stride, batch);
+    TransposeKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), rows, cols, src_ld,
+                                                   src_stride, static_cast<T*>(dst), dst_ld,
+                                                   dst_stride, batch);
   });
 }
 
@@ -321,13 +351,13 @@ cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, doubl
   const dim3 grid2(Blocks(n, 256), static_cast<unsigned>((n + rows_per - 1) / rows_per), z);
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    ColumnAbsSumKernel<T><<<grid2, 256, 0, stream>>>(static_cast<const T*>(a), n, batch,
-                                                     rows_per, colsum);
+    ColumnAbsSumKernel<T>
+        <<<grid2, 256, 0, stream>>>(static_cast<const T*>(a), n, batch, rows_per, colsum);
   });
 }
 
-cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv,
-                          int* rank, cudaStream_t stream) {
+cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv, int* rank,
+                          cudaStream_t stream) {
   cudaError_t e = cudaMemsetAsync(rank, 0, sizeof(int), stream);
   if (e != cudaSuccess || count == 0) return e;
   return Dispatch(t, false, [&](auto* p) {
@@ -337,8 +367,8 @@ cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, vo
   });
 }
 
-cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld,
-                      const void* scale, cudaStream_t stream) {
+cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld, const void* scale,
+                      cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
@@ -347,8 +377,8 @@ cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld,
   });
 }
 
-cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems,
-                   int64_t batch, void* dst, cudaStream_t stream) {
+cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems, int64_t batch,
+                   void* dst, cudaStream_t stream) {
   if (elems == 0 || batch == 0) return cudaSuccess;
   const dim3 grid(Blocks(elems, 256), GridY(batch));
   return Dispatch(t, true, [&](auto* p) {
@@ -364,8 +394,8 @@ cudaError_t SquaredNorms(Elem t, const void* x, int64_t elems, int64_t stride, i
   const dim3 grid(static_cast<unsigned>(std::min(Blocks(elems, 256), 1024)), GridY(batch));
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    SquaredNormsKernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(x), elems, stride,
-                                                    batch, out);
+    SquaredNormsKernel<T>
+        <<<grid, 256, 0, stream>>>(static_cast<const T*>(x), elems, stride, batch, out);
   });
 }
 
@@ -374,8 +404,8 @@ cudaError_t FillRandom(Elem t, void* x, int64_t count, uint64_t seed, double lo,
   if (count == 0) return cudaSuccess;
   return Dispatch(t, true, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    FillRandomKernel<T><<<Blocks(count, 256), 256, 0, stream>>>(static_cast<T*>(x), count, seed,
-                                                                lo, hi);
+    FillRandomKernel<T>
+        <<<Blocks(count, 256), 256, 0, stream>>>(static_cast<T*>(x), count, seed, lo, hi);
   });
 }
 
@@ -385,18 +415,18 @@ cudaError_t SymmetrizeAndShift(Elem t, void* a, int64_t n, int64_t batch, double
   const dim3 grid(Blocks(n * n, 256), GridY(batch));
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    SymmetrizeKernel<T><<<grid, 256, 0, stream>>>(static_cast<T*>(a), n, batch,
-                                                  static_cast<T>(shift));
+    SymmetrizeKernel<T>
+        <<<grid, 256, 0, stream>>>(static_cast<T*>(a), n, batch, static_cast<T>(shift));
   });
 }
 
-cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride,
-                     int64_t batch, double* out, cudaStream_t stream) {
+cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
+                     double* out, cudaStream_t stream) {
   if (n == 0 || batch == 0) return cudaSuccess;
   return Dispatch(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    DiagonalKernel<T><<<Blocks(n * batch, 256), 256, 0, stream>>>(static_cast<const T*>(a), n,
-                                                                   ld, stride, batch, out);
+    DiagonalKernel<T><<<Blocks(n * batch, 256), 256, 0, stream>>>(static_cast<const T*>(a), n, ld,
+                                                                  stride, batch, out);
   });
 }
 
@@ -406,14 +436,22 @@ cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long l
   const int blocks = std::min(Blocks(count, 256), 2048);
   auto launch = [&](auto exp_mask) {
     using Bits = decltype(exp_mask);
-    FirstNonFiniteKernel<<<blocks, 256, 0, stream>>>(static_cast<const Bits*>(x), count,
-                                                     exp_mask, slot);
+    FirstNonFiniteKernel<<<blocks, 256, 0, stream>>>(static_cast<const Bits*>(x), count, exp_mask,
+                                                     slot);
   };
   switch (t) {
-    case Elem::kF32: launch(uint32_t{0x7f800000}); break;
-    case Elem::kF64: launch(uint64_t{0x7ff0000000000000}); break;
-    case Elem::kF16: launch(uint16_t{0x7c00}); break;
-    case Elem::kBF16: launch(uint16_t{0x7f80}); break;
+    case Elem::kF32:
+      launch(uint32_t{0x7f800000});
+      break;
+    case Elem::kF64:
+      launch(uint64_t{0x7ff0000000000000});
+      break;
+    case Elem::kF16:
+      launch(uint16_t{0x7c00});
+      break;
+    case Elem::kBF16:
+      launch(uint16_t{0x7f80});
+      break;
   }
   return cudaGetLastError();
 }

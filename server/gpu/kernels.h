@@ -25,9 +25,8 @@ enum class Activation { kNone, kRelu, kGelu };
 
 // d (row-major [batch, m, n], dtype t) = act(d + bias), bias one value per
 // column ([n]) or per row ([m]); bias may be null. Any dtype.
-absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n,
-                           const void* bias, bool bias_per_row, Activation act,
-                           cudaStream_t stream);
+absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n, const void* bias,
+                           bool bias_per_row, Activation act, cudaStream_t stream);
 
 // For a[i] (n x n, contiguous batch): asym[i] = max |a[r,c] - a[c,r]| and
 // colsum[i * n + j] = sum_r |a[r, j]| (for the 1-norm). REQUIRES: asym and
@@ -41,18 +40,18 @@ absl::Status PseudoInverseValues(DType t, const void* s, int64_t count, double r
                                  int* rank, cudaStream_t stream);
 
 // Column-major rows x cols matrix (ld): row i scaled by scale[i].
-absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld,
-                       const void* scale, cudaStream_t stream);
+absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld, const void* scale,
+                       cudaStream_t stream);
 
 // dst[i] = src[offsets[i] .. + elems) for batch i (offsets in elements,
 // device array); dst contiguous. Any dtype.
-absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems,
-                    int64_t batch, void* dst, cudaStream_t stream);
+absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems, int64_t batch,
+                    void* dst, cudaStream_t stream);
 
 // out[i] += sum of squares of x[i * stride .. + elems) for each batch i
 // (out: device doubles, zeroed by the caller). F32 or F64.
-absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride,
-                             int64_t batch, double* out, cudaStream_t stream);
+absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride, int64_t batch,
+                             double* out, cudaStream_t stream);
 
 // Uniform values in [lo, hi) from a counter hash of (seed, index). Any dtype.
 absl::Status FillRandom(DType t, void* x, int64_t count, uint64_t seed, double lo, double hi,
@@ -64,8 +63,8 @@ absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, doub
 
 // out[b * n + i] = a[b * stride + i * (ld + 1)] (the diagonals of `batch`
 // matrices with leading dim ld), as doubles. F32 or F64.
-absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride,
-                       int64_t batch, double* out, cudaStream_t stream);
+absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
+                       double* out, cudaStream_t stream);
 
 // *slot (device, ~0 before the first call) = min(*slot, index of the first
 // NaN or Inf among x[0, count)), or unchanged when there is none. Any dtype.

@@ -20,20 +20,20 @@ cudaError_t Epilogue(Elem t, void* d, int64_t batch, int64_t m, int64_t n, const
                      bool bias_per_row, int act, cudaStream_t stream);
 cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, double* asym,
                           double* colsum, cudaStream_t stream);
-cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv,
-                          int* rank, cudaStream_t stream);
-cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld,
-                      const void* scale, cudaStream_t stream);
-cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems,
-                   int64_t batch, void* dst, cudaStream_t stream);
+cudaError_t PseudoInverse(Elem t, const void* s, int64_t count, double rcond, void* inv, int* rank,
+                          cudaStream_t stream);
+cudaError_t ScaleRows(Elem t, void* x, int64_t rows, int64_t cols, int64_t ld, const void* scale,
+                      cudaStream_t stream);
+cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elems, int64_t batch,
+                   void* dst, cudaStream_t stream);
 cudaError_t SquaredNorms(Elem t, const void* x, int64_t elems, int64_t stride, int64_t batch,
                          double* out, cudaStream_t stream);
 cudaError_t FillRandom(Elem t, void* x, int64_t count, uint64_t seed, double lo, double hi,
                        cudaStream_t stream);
 cudaError_t SymmetrizeAndShift(Elem t, void* a, int64_t n, int64_t batch, double shift,
                                cudaStream_t stream);
-cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride,
-                     int64_t batch, double* out, cudaStream_t stream);
+cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
+                     double* out, cudaStream_t stream);
 cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long long* slot,
                            cudaStream_t stream);
 cudaError_t IllegalAddress(cudaStream_t stream);

@@ -22,10 +22,14 @@ ComputeTypes ComputeFor(const LtMatmulArgs& x) {
   }
   if (x.in_dtype == DType::kF32) {
     switch (x.compute) {
-      case ComputeMode::kTf32: return {CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
-      case ComputeMode::kFast16F: return {CUBLAS_COMPUTE_32F_FAST_16F, CUDA_R_32F};
-      case ComputeMode::kFast16BF: return {CUBLAS_COMPUTE_32F_FAST_16BF, CUDA_R_32F};
-      case ComputeMode::kDefault: break;
+      case ComputeMode::kTf32:
+        return {CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
+      case ComputeMode::kFast16F:
+        return {CUBLAS_COMPUTE_32F_FAST_16F, CUDA_R_32F};
+      case ComputeMode::kFast16BF:
+        return {CUBLAS_COMPUTE_32F_FAST_16BF, CUDA_R_32F};
+      case ComputeMode::kDefault:
+        break;
     }
   }
   return {CUBLAS_COMPUTE_32F, CUDA_R_32F};
@@ -34,9 +38,12 @@ ComputeTypes ComputeFor(const LtMatmulArgs& x) {
 cublasLtEpilogue_t FusedEpilogue(const LtMatmulArgs& x) {
   const bool bias = x.bias != nullptr;
   switch (x.act) {
-    case Activation::kRelu: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    case Activation::kGelu: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-    case Activation::kNone: break;
+    case Activation::kRelu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case Activation::kGelu:
+      return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    case Activation::kNone:
+      break;
   }
   return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -60,8 +67,8 @@ struct LtDescs {
   }
 };
 
-absl::Status MakeLayout(cublasLtMatrixLayout_t* l, DType t, int64_t rows, int64_t cols,
-                        int64_t ld, int64_t batch, int64_t stride) {
+absl::Status MakeLayout(cublasLtMatrixLayout_t* l, DType t, int64_t rows, int64_t cols, int64_t ld,
+                        int64_t batch, int64_t stride) {
   LINALGD_GPU_CHECK(cublasLtMatrixLayoutCreate(l, CudaType(t), rows, cols, ld));
   if (batch > 1) {
     const int32_t count = static_cast<int32_t>(batch);
@@ -81,12 +88,12 @@ absl::Status BuildDescs(const LtMatmulArgs& x, cublasLtEpilogue_t epilogue, LtDe
   LINALGD_GPU_CHECK(cublasLtMatmulDescCreate(&d.op, ct.compute, ct.scale));
   const cublasOperation_t op_lt_a = x.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_lt_b = x.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a,
-                                                   sizeof(op_lt_a)));
-  LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b,
-                                                   sizeof(op_lt_b)));
-  LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                   &epilogue, sizeof(epilogue)));
+  LINALGD_GPU_CHECK(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a, sizeof(op_lt_a)));
+  LINALGD_GPU_CHECK(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof(op_lt_b)));
+  LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                   sizeof(epilogue)));
   if (epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
       epilogue == CUBLASLT_EPILOGUE_GELU_BIAS) {
     LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -104,11 +111,22 @@ absl::Status BuildDescs(const LtMatmulArgs& x, cublasLtEpilogue_t epilogue, LtDe
 }
 
 LtAlgoCache::Key MakeKey(const LtMatmulArgs& x, int64_t alignment) {
-  return {static_cast<int64_t>(x.in_dtype), static_cast<int64_t>(x.out_dtype),
-          static_cast<int64_t>(x.compute), static_cast<int64_t>(x.act),
-          (x.bias != nullptr) * 2 + x.bias_per_row, x.trans_a * 2 + x.trans_b,
-          x.m, x.n, x.k, x.batch, x.a_stride, x.b_stride,
-          x.c != nullptr ? x.c_stride : -1, alignment, 0, 0};
+  return {static_cast<int64_t>(x.in_dtype),
+          static_cast<int64_t>(x.out_dtype),
+          static_cast<int64_t>(x.compute),
+          static_cast<int64_t>(x.act),
+          (x.bias != nullptr) * 2 + x.bias_per_row,
+          x.trans_a * 2 + x.trans_b,
+          x.m,
+          x.n,
+          x.k,
+          x.batch,
+          x.a_stride,
+          x.b_stride,
+          x.c != nullptr ? x.c_stride : -1,
+          alignment,
+          0,
+          0};
 }
 
 // The best algorithm for `descs`, or false when cuBLASLt has none.
@@ -120,10 +138,9 @@ absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alig
   const uint32_t align = static_cast<uint32_t>(alignment);
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (st == CUBLAS_STATUS_SUCCESS) {
       st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
     }
@@ -131,8 +148,8 @@ absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alig
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS) {
-    st = cublasLtMatmulAlgoGetHeuristic(hs.lt, descs.op, descs.a, descs.b, descs.c, descs.d,
-                                        pref, 1, &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(hs.lt, descs.op, descs.a, descs.b, descs.c, descs.d, pref,
+                                        1, &result, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
   if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
@@ -148,8 +165,8 @@ absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alig
 }
 
 // Plans `x` (fused epilogue first, then the plain product), through the cache.
-absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache,
-                                        const LtMatmulArgs& x, int64_t alignment) {
+absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x,
+                                        int64_t alignment) {
   const LtAlgoCache::Key key = MakeKey(x, alignment);
   LtAlgoCache::Entry entry;
   if (cache.Lookup(key, &entry)) return entry;
@@ -171,10 +188,10 @@ absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache,
     LINALGD_RETURN_IF_ERROR(BuildDescs(x, CUBLASLT_EPILOGUE_DEFAULT, plain));
     LINALGD_ASSIGN_OR_RETURN(bool ok, Heuristic(hs, plain, alignment, &entry.algo));
     if (!ok) {
-      return absl::InternalError(absl::StrCat(
-          "cuBLASLt has no algorithm for ", DTypeName(x.in_dtype), " -> ",
-          DTypeName(x.out_dtype), " compute ", ComputeModeName(x.compute), ", m=", x.m,
-          " n=", x.n, " k=", x.k, " batch=", x.batch));
+      return absl::InternalError(absl::StrCat("cuBLASLt has no algorithm for ",
+                                              DTypeName(x.in_dtype), " -> ", DTypeName(x.out_dtype),
+                                              " compute ", ComputeModeName(x.compute), ", m=", x.m,
+                                              " n=", x.n, " k=", x.k, " batch=", x.batch));
     }
   }
   cache.Insert(key, entry);
@@ -224,9 +241,9 @@ absl::Status LtMatmul(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x) 
   if (x.k == 0) {
     return absl::InternalError("matmul with k = 0 is not run on the GPU");
   }
-  int64_t alignment = std::min({Alignment(x.a, x.a_stride, x.in_dtype),
-                                Alignment(x.b, x.b_stride, x.in_dtype),
-                                Alignment(x.d, x.m * x.n, x.out_dtype)});
+  int64_t alignment =
+      std::min({Alignment(x.a, x.a_stride, x.in_dtype), Alignment(x.b, x.b_stride, x.in_dtype),
+                Alignment(x.d, x.m * x.n, x.out_dtype)});
   if (x.c != nullptr) alignment = std::min(alignment, Alignment(x.c, x.c_stride, x.out_dtype));
   if (x.bias != nullptr) alignment = std::min(alignment, Alignment(x.bias, 0, x.out_dtype));
   LINALGD_ASSIGN_OR_RETURN(LtAlgoCache::Entry entry, Plan(hs, cache, x, alignment));

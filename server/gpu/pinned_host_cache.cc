@@ -71,8 +71,10 @@ class PinnedHostCache : public std::enable_shared_from_this<PinnedHostCache> {
       cudaGetLastError();  // not sticky
       held_ -= static_cast<int64_t>(size);
       if (!warned_) {
-        spdlog::warn("pinned host memory: cudaHostAlloc of {} bytes failed ({}); large tensors "
-                     "use ordinary memory", size, cudaGetErrorString(e));
+        spdlog::warn(
+            "pinned host memory: cudaHostAlloc of {} bytes failed ({}); large tensors "
+            "use ordinary memory",
+            size, cudaGetErrorString(e));
         warned_ = true;
       }
       return nullptr;
@@ -88,7 +90,7 @@ class PinnedHostCache : public std::enable_shared_from_this<PinnedHostCache> {
   const PinnedHostOptions options_;
   absl::Mutex mu_;
   std::multimap<size_t, void*> idle_ ABSL_GUARDED_BY(mu_);  // by size
-  int64_t held_ ABSL_GUARDED_BY(mu_) = 0;  // idle + in use (+ being pinned)
+  int64_t held_ ABSL_GUARDED_BY(mu_) = 0;                   // idle + in use (+ being pinned)
   bool warned_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -29,8 +29,7 @@ class PinnedBlock {
 
  private:
   friend class PinnedPool;
-  PinnedBlock(PinnedPool* pool, void* data, size_t size)
-      : pool_(pool), data_(data), size_(size) {}
+  PinnedBlock(PinnedPool* pool, void* data, size_t size) : pool_(pool), data_(data), size_(size) {}
   PinnedPool* pool_;
   void* data_;
   size_t size_;

@@ -25,20 +25,24 @@ ResidentCopier MakeResidentCopier(std::vector<Backend*> gpus) {
   return [gpus = std::move(gpus)](absl::string_view placement,
                                   const Tensor& t) -> std::shared_ptr<const void> {
     int device = -1;
-    if (!absl::StartsWith(placement, "gpu:") ||
-        !absl::SimpleAtoi(placement.substr(4), &device) || t.num_bytes() == 0) {
+    if (!absl::StartsWith(placement, "gpu:") || !absl::SimpleAtoi(placement.substr(4), &device) ||
+        t.num_bytes() == 0) {
       return nullptr;
     }
     gpu::GpuBackend* g = FindGpu(gpus, device);
     if (g == nullptr) {
-      spdlog::warn("PutTensor placement {}: no such GPU in service; the tensor stays in host "
-                   "memory", std::string(placement));
+      spdlog::warn(
+          "PutTensor placement {}: no such GPU in service; the tensor stays in host "
+          "memory",
+          std::string(placement));
       return nullptr;
     }
     absl::StatusOr<std::shared_ptr<const void>> copy = gpu::MakeDeviceResident(*g, t);
     if (!copy.ok()) {
-      spdlog::warn("PutTensor placement {}: no device copy ({}); the tensor stays in host "
-                   "memory", std::string(placement), copy.status().ToString());
+      spdlog::warn(
+          "PutTensor placement {}: no device copy ({}); the tensor stays in host "
+          "memory",
+          std::string(placement), copy.status().ToString());
       return nullptr;
     }
     return *std::move(copy);

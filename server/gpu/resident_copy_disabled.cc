@@ -1,7 +1,7 @@
 // Built without CUDA: stored tensors stay in host memory.
-#include "server/gpu/resident_copy.h"
-
 #include <utility>
+
+#include "server/gpu/resident_copy.h"
 
 namespace linalgd {
 

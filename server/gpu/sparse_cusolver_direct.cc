@@ -103,20 +103,26 @@ absl::Status CusolverSparseDirect::SolveColumn(const SpHandle& h, SparseMethod m
     const auto* v = vals.as<double>();
     const auto* bb = static_cast<const double*>(b);
     auto* xx = static_cast<double*>(x);
-    LINALGD_GPU_CHECK(chol ? cusolverSpDcsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb, tol, reorder, xx, &singularity)
-                           : cusolverSpDcsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb, tol, reorder, xx, &singularity));
+    LINALGD_GPU_CHECK(chol
+                          ? cusolverSpDcsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(),
+                                                  idx.as<int>(), bb, tol, reorder, xx, &singularity)
+                          : cusolverSpDcsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(),
+                                                idx.as<int>(), bb, tol, reorder, xx, &singularity));
   } else {
     const auto* v = vals.as<float>();
     const auto* bb = static_cast<const float*>(b);
     auto* xx = static_cast<float*>(x);
     const float ftol = static_cast<float>(tol);
-    LINALGD_GPU_CHECK(chol ? cusolverSpScsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb, ftol, reorder, xx, &singularity)
-                           : cusolverSpScsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb, ftol, reorder, xx, &singularity));
+    LINALGD_GPU_CHECK(
+        chol ? cusolverSpScsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(),
+                                     bb, ftol, reorder, xx, &singularity)
+             : cusolverSpScsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb,
+                                   ftol, reorder, xx, &singularity));
   }
   if (singularity < 0) return absl::OkStatus();
   return absl::FailedPreconditionError(
-      chol ? absl::StrCat("cholesky: a is not positive definite (cusolverSp: pivot ",
-                          singularity, " of the permuted matrix)")
+      chol ? absl::StrCat("cholesky: a is not positive definite (cusolverSp: pivot ", singularity,
+                          " of the permuted matrix)")
            : absl::StrCat("qr: a is singular (cusolverSp: R(", singularity, ",", singularity,
                           ") below tolerance ", tol, ")"));
 }
@@ -132,8 +138,8 @@ absl::StatusOr<std::vector<int>> Ordering(const SpHandle& h, SparseMethod method
     return p;
   }
   LINALGD_GPU_CHECK(cusolverSpXcsrmetisndHost(h.get(), static_cast<int>(a.rows),
-                                              static_cast<int>(a.nnz()), h.descr(),
-                                              a.row_offsets, a.col_indices, nullptr, p.data()));
+                                              static_cast<int>(a.nnz()), h.descr(), a.row_offsets,
+                                              a.col_indices, nullptr, p.data()));
   return p;
 }
 
@@ -151,10 +157,10 @@ absl::StatusOr<DeviceMatrix> UploadPermuted(GpuContext& ctx, const Permuted& pa,
   LINALGD_ASSIGN_OR_RETURN(d.vals, ctx.Alloc(std::max<int64_t>(nnz, 1) * DTypeSize(t)));
   LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, pa.offsets.data(),
                                        (rows + 1) * sizeof(int32_t), d.off.data()));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, pa.indices.data(),
-                                       nnz * sizeof(int32_t), d.idx.data()));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, pa.values.data(), pa.values.size(),
-                                       d.vals.data()));
+  LINALGD_RETURN_IF_ERROR(
+      CopyToDevice(ctx.hs, ctx.pinned, pa.indices.data(), nnz * sizeof(int32_t), d.idx.data()));
+  LINALGD_RETURN_IF_ERROR(
+      CopyToDevice(ctx.hs, ctx.pinned, pa.values.data(), pa.values.size(), d.vals.data()));
   return d;
 }
 
@@ -171,8 +177,8 @@ std::vector<char> GatherColumns(const TensorView& b, const std::vector<int>& p) 
   return out;
 }
 
-Tensor ScatterColumns(const std::vector<char>& px, const std::vector<int>& p, DType t,
-                      int64_t n, int64_t k) {
+Tensor ScatterColumns(const std::vector<char>& px, const std::vector<int>& p, DType t, int64_t n,
+                      int64_t k) {
   const size_t es = DTypeSize(t);
   Tensor x(t, {n, k});
   for (int64_t i = 0; i < n; ++i) {

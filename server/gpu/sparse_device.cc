@@ -36,10 +36,10 @@ absl::Status DeviceCsr::Init(GpuContext& ctx, const CsrView& a) {
   LINALGD_ASSIGN_OR_RETURN(indices_, ctx.Alloc(std::max<int64_t>(nnz_, 1) * sizeof(int32_t)));
   LINALGD_ASSIGN_OR_RETURN(values_, ctx.Alloc(std::max<int64_t>(nnz_, 1) * es));
   LINALGD_ASSIGN_OR_RETURN(placeholder_, ctx.Alloc(n_ * es));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, a.row_offsets,
-                                       (n_ + 1) * sizeof(int32_t), offsets_.data()));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, a.col_indices,
-                                       nnz_ * sizeof(int32_t), indices_.data()));
+  LINALGD_RETURN_IF_ERROR(
+      CopyToDevice(ctx.hs, ctx.pinned, a.row_offsets, (n_ + 1) * sizeof(int32_t), offsets_.data()));
+  LINALGD_RETURN_IF_ERROR(
+      CopyToDevice(ctx.hs, ctx.pinned, a.col_indices, nnz_ * sizeof(int32_t), indices_.data()));
   LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, a.values, nnz_ * es, values_.data()));
   const cudaDataType_t t = CudaType(dtype_);
   LINALGD_GPU_CHECK(cusparseCreateCsr(&mat_, n_, n_, nnz_, offsets_.data(), indices_.data(),
@@ -67,8 +67,8 @@ absl::Status DeviceCsr::Multiply(GpuContext& ctx, const void* x, void* y, double
   LINALGD_GPU_CHECK(cusparseDnVecSetValues(x_, const_cast<void*>(x)));
   LINALGD_GPU_CHECK(cusparseDnVecSetValues(y_, y));
   const Scalar a(dtype_, alpha), b(dtype_, beta);
-  LINALGD_GPU_CHECK(cusparseSpMV(ctx.hs.sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, a.get(), mat_,
-                                 x_, b.get(), y_, CudaType(dtype_), CUSPARSE_SPMV_ALG_DEFAULT,
+  LINALGD_GPU_CHECK(cusparseSpMV(ctx.hs.sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, a.get(), mat_, x_,
+                                 b.get(), y_, CudaType(dtype_), CUSPARSE_SPMV_ALG_DEFAULT,
                                  spmv_buffer_.data()));
   return absl::OkStatus();
 }
@@ -117,15 +117,13 @@ absl::Status DeviceVectors::Zero(void* x) const {
 
 absl::Status DeviceVectors::Diag(const void* d, const void* r, void* z) const {
   if (t_ == DType::kF64) {
-    LINALGD_GPU_CHECK(cublasDdgmm(hs_.blas, CUBLAS_SIDE_LEFT, I32(n_), 1,
-                                  static_cast<const double*>(r), I32(n_),
-                                  static_cast<const double*>(d), 1, static_cast<double*>(z),
-                                  I32(n_)));
+    LINALGD_GPU_CHECK(
+        cublasDdgmm(hs_.blas, CUBLAS_SIDE_LEFT, I32(n_), 1, static_cast<const double*>(r), I32(n_),
+                    static_cast<const double*>(d), 1, static_cast<double*>(z), I32(n_)));
   } else {
-    LINALGD_GPU_CHECK(cublasSdgmm(hs_.blas, CUBLAS_SIDE_LEFT, I32(n_), 1,
-                                  static_cast<const float*>(r), I32(n_),
-                                  static_cast<const float*>(d), 1, static_cast<float*>(z),
-                                  I32(n_)));
+    LINALGD_GPU_CHECK(
+        cublasSdgmm(hs_.blas, CUBLAS_SIDE_LEFT, I32(n_), 1, static_cast<const float*>(r), I32(n_),
+                    static_cast<const float*>(d), 1, static_cast<float*>(z), I32(n_)));
   }
   return absl::OkStatus();
 }

@@ -66,8 +66,9 @@ absl::StatusOr<GpuIterationOutcome> Cg(Problem& pb, const void* b, void* x) {
     LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, p, q));
     LINALGD_ASSIGN_OR_RETURN(const double pq, pb.v.Dot(p, q));
     if (!(pq > 0)) {
-      return Done(it, rel, false, absl::StrCat("cg: breakdown at iteration ", it, " (p^T a p = ",
-                                               pq, ": a is not positive definite)"));
+      return Done(it, rel, false,
+                  absl::StrCat("cg: breakdown at iteration ", it, " (p^T a p = ", pq,
+                               ": a is not positive definite)"));
     }
     const double alpha = rz / pq;
     LINALGD_RETURN_IF_ERROR(pb.v.Axpy(alpha, p, x));
@@ -97,8 +98,8 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
     LINALGD_RETURN_IF_ERROR(CheckStop(pb, "bicgstab", it));
     LINALGD_ASSIGN_OR_RETURN(const double rho_next, pb.v.Dot(rhat, r));
     if (rho_next == 0 || omega == 0) {
-      return Done(it, rel, false, absl::StrCat("bicgstab: breakdown at iteration ", it,
-                                               " (rho or omega is 0)"));
+      return Done(it, rel, false,
+                  absl::StrCat("bicgstab: breakdown at iteration ", it, " (rho or omega is 0)"));
     }
     const double beta = (rho_next / rho) * (alpha / omega);
     rho = rho_next;
@@ -125,8 +126,8 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
     rel = rn / pb.bnorm;
     if (rel <= pb.tol) return Done(it, rel, true);
     if (!std::isfinite(rel)) {
-      return Done(it, rel, false, absl::StrCat("bicgstab: breakdown at iteration ", it,
-                                               " (non-finite residual)"));
+      return Done(it, rel, false,
+                  absl::StrCat("bicgstab: breakdown at iteration ", it, " (non-finite residual)"));
     }
   }
   return Done(pb.max_iterations, rel, false,
@@ -214,8 +215,8 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
     }
     LINALGD_RETURN_IF_ERROR(GmresUpdate(pb, c, last, x, w[0], w[1]));
     if (!std::isfinite(rel)) {
-      return Done(it, rel, false, absl::StrCat("gmres: breakdown at iteration ", it,
-                                               " (non-finite residual)"));
+      return Done(it, rel, false,
+                  absl::StrCat("gmres: breakdown at iteration ", it, " (non-finite residual)"));
     }
     if (rel <= pb.tol) return Done(it, rel, true);
   }
@@ -224,19 +225,21 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
 
 }  // namespace
 
-absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
-                                              DeviceCsr& a, GpuPreconditioner& m,
-                                              const void* b, void* x, double tol,
-                                              int64_t max_iterations, bool x_is_start,
+absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method, DeviceCsr& a,
+                                              GpuPreconditioner& m, const void* b, void* x,
+                                              double tol, int64_t max_iterations, bool x_is_start,
                                               const StopToken& stop) {
   Problem pb{ctx, a, m, DeviceVectors(ctx.hs, a.dtype(), a.n()), tol, max_iterations, 0, stop};
   if (!x_is_start) LINALGD_RETURN_IF_ERROR(pb.v.Zero(x));
   LINALGD_ASSIGN_OR_RETURN(pb.bnorm, pb.v.Nrm2(b));
   if (pb.bnorm == 0) return Done(0, 0, true);
   switch (method) {
-    case SparseMethod::kCg: return Cg(pb, b, x);
-    case SparseMethod::kBicgstab: return Bicgstab(pb, b, x);
-    default: return RunGmres(pb, b, x);
+    case SparseMethod::kCg:
+      return Cg(pb, b, x);
+    case SparseMethod::kBicgstab:
+      return Bicgstab(pb, b, x);
+    default:
+      return RunGmres(pb, b, x);
   }
 }
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/common/stop_token.h"
 #include "server/backend/sparse_ops.h"
+#include "server/common/stop_token.h"
 #include "server/gpu/gpu_context.h"
 #include "server/gpu/sparse_device.h"
 #include "server/gpu/sparse_gpu_preconditioner.h"
@@ -29,11 +29,10 @@ struct GpuIterationOutcome {
 // A library error is a non-ok status; a breakdown or max_iterations is an
 // outcome with converged = false. `stop` is polled every iteration: its
 // CANCELLED / DEADLINE_EXCEEDED status ends the solve.
-absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method,
-                                              DeviceCsr& a, GpuPreconditioner& m,
-                                              const void* b, void* x, double tol,
-                                              int64_t max_iterations, bool x_is_start = false,
-                                              const StopToken& stop = {});
+absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method, DeviceCsr& a,
+                                              GpuPreconditioner& m, const void* b, void* x,
+                                              double tol, int64_t max_iterations,
+                                              bool x_is_start = false, const StopToken& stop = {});
 
 }  // namespace linalgd::gpu
 

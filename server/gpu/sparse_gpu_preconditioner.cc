@@ -35,8 +35,7 @@ class Jacobi : public GpuPreconditioner {
   DeviceBuffer inv_;
 };
 
-absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeJacobi(GpuContext& ctx,
-                                                              const CsrView& a) {
+absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeJacobi(GpuContext& ctx, const CsrView& a) {
   std::vector<double> inv(a.rows, 0.0);
   for (int64_t i = 0; i < a.rows; ++i) {
     for (int32_t p = a.row_offsets[i]; p < a.row_offsets[i + 1]; ++p) {
@@ -75,13 +74,14 @@ class Triangle {
     one_d_ = 1.0;
     one_f_ = 1.0f;
     f64_ = a.dtype() == DType::kF64;
-    LINALGD_GPU_CHECK(cusparseCreateCsr(&mat_, a.n(), a.n(), a.nnz(),
-                                        const_cast<int32_t*>(a.offsets()),
-                                        const_cast<int32_t*>(a.indices()), values,
-                                        CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                        CUSPARSE_INDEX_BASE_ZERO, t_));
-    LINALGD_GPU_CHECK(cusparseSpMatSetAttribute(mat_, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof(fill)));
-    LINALGD_GPU_CHECK(cusparseSpMatSetAttribute(mat_, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof(diag)));
+    LINALGD_GPU_CHECK(
+        cusparseCreateCsr(&mat_, a.n(), a.n(), a.nnz(), const_cast<int32_t*>(a.offsets()),
+                          const_cast<int32_t*>(a.indices()), values, CUSPARSE_INDEX_32I,
+                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, t_));
+    LINALGD_GPU_CHECK(
+        cusparseSpMatSetAttribute(mat_, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof(fill)));
+    LINALGD_GPU_CHECK(
+        cusparseSpMatSetAttribute(mat_, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof(diag)));
     LINALGD_GPU_CHECK(cusparseCreateDnVec(&x_, a.n(), scratch, t_));
     LINALGD_GPU_CHECK(cusparseCreateDnVec(&y_, a.n(), scratch, t_));
     LINALGD_GPU_CHECK(cusparseSpSV_createDescr(&descr_));
@@ -146,8 +146,8 @@ struct LegacyDescr {
 absl::Status ZeroPivot(cusparseHandle_t h, csrilu02Info_t ilu, csric02Info_t ic,
                        absl::string_view name) {
   int pos = -1;
-  const cusparseStatus_t s =
-      ilu != nullptr ? cusparseXcsrilu02_zeroPivot(h, ilu, &pos) : cusparseXcsric02_zeroPivot(h, ic, &pos);
+  const cusparseStatus_t s = ilu != nullptr ? cusparseXcsrilu02_zeroPivot(h, ilu, &pos)
+                                            : cusparseXcsric02_zeroPivot(h, ic, &pos);
   if (s == CUSPARSE_STATUS_ZERO_PIVOT) {
     return absl::FailedPreconditionError(absl::StrCat(name, ": zero pivot at row ", pos));
   }
@@ -157,44 +157,56 @@ absl::Status ZeroPivot(cusparseHandle_t h, csrilu02Info_t ilu, csric02Info_t ic,
 absl::Status FactorIlu0(GpuContext& ctx, const DeviceCsr& a, cusparseMatDescr_t descr, void* lu) {
   csrilu02Info_t info = nullptr;
   LINALGD_GPU_CHECK(cusparseCreateCsrilu02Info(&info));
-  std::unique_ptr<csrilu02Info, decltype(&cusparseDestroyCsrilu02Info)> guard(info,
-                                                                          &cusparseDestroyCsrilu02Info);
+  std::unique_ptr<csrilu02Info, decltype(&cusparseDestroyCsrilu02Info)> guard(
+      info, &cusparseDestroyCsrilu02Info);
   const int n = static_cast<int>(a.n()), nnz = static_cast<int>(a.nnz());
   const bool f64 = a.dtype() == DType::kF64;
   auto* vd = static_cast<double*>(lu);
   auto* vf = static_cast<float*>(lu);
   int bytes = 0;
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02_bufferSize(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, &bytes)
-                        : cusparseScsrilu02_bufferSize(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, &bytes));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02_bufferSize(ctx.hs.sparse, n, nnz, descr, vd,
+                                                       a.offsets(), a.indices(), info, &bytes)
+                        : cusparseScsrilu02_bufferSize(ctx.hs.sparse, n, nnz, descr, vf,
+                                                       a.offsets(), a.indices(), info, &bytes));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer buf, ctx.Alloc(bytes));
   const auto policy = CUSPARSE_SOLVE_POLICY_USE_LEVEL;
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02_analysis(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, policy, buf.data())
-                        : cusparseScsrilu02_analysis(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, policy, buf.data()));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02_analysis(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(),
+                                                     a.indices(), info, policy, buf.data())
+                        : cusparseScsrilu02_analysis(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(),
+                                                     a.indices(), info, policy, buf.data()));
   LINALGD_RETURN_IF_ERROR(ZeroPivot(ctx.hs.sparse, info, nullptr, "ilu0"));
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, policy, buf.data())
-                        : cusparseScsrilu02(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, policy, buf.data()));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsrilu02(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(),
+                                            a.indices(), info, policy, buf.data())
+                        : cusparseScsrilu02(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(),
+                                            a.indices(), info, policy, buf.data()));
   return ZeroPivot(ctx.hs.sparse, info, nullptr, "ilu0");
 }
 
 absl::Status FactorIc0(GpuContext& ctx, const DeviceCsr& a, cusparseMatDescr_t descr, void* lu) {
   csric02Info_t info = nullptr;
   LINALGD_GPU_CHECK(cusparseCreateCsric02Info(&info));
-  std::unique_ptr<csric02Info, decltype(&cusparseDestroyCsric02Info)> guard(info,
-                                                                        &cusparseDestroyCsric02Info);
+  std::unique_ptr<csric02Info, decltype(&cusparseDestroyCsric02Info)> guard(
+      info, &cusparseDestroyCsric02Info);
   const int n = static_cast<int>(a.n()), nnz = static_cast<int>(a.nnz());
   const bool f64 = a.dtype() == DType::kF64;
   auto* vd = static_cast<double*>(lu);
   auto* vf = static_cast<float*>(lu);
   int bytes = 0;
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02_bufferSize(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, &bytes)
-                        : cusparseScsric02_bufferSize(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, &bytes));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02_bufferSize(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(),
+                                                      a.indices(), info, &bytes)
+                        : cusparseScsric02_bufferSize(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(),
+                                                      a.indices(), info, &bytes));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer buf, ctx.Alloc(bytes));
   const auto policy = CUSPARSE_SOLVE_POLICY_USE_LEVEL;
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02_analysis(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, policy, buf.data())
-                        : cusparseScsric02_analysis(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, policy, buf.data()));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02_analysis(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(),
+                                                    a.indices(), info, policy, buf.data())
+                        : cusparseScsric02_analysis(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(),
+                                                    a.indices(), info, policy, buf.data()));
   LINALGD_RETURN_IF_ERROR(ZeroPivot(ctx.hs.sparse, nullptr, info, "ic0"));
-  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(), a.indices(), info, policy, buf.data())
-                        : cusparseScsric02(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(), a.indices(), info, policy, buf.data()));
+  LINALGD_GPU_CHECK(f64 ? cusparseDcsric02(ctx.hs.sparse, n, nnz, descr, vd, a.offsets(),
+                                           a.indices(), info, policy, buf.data())
+                        : cusparseScsric02(ctx.hs.sparse, n, nnz, descr, vf, a.offsets(),
+                                           a.indices(), info, policy, buf.data()));
   return ZeroPivot(ctx.hs.sparse, nullptr, info, "ic0");
 }
 
@@ -203,8 +215,8 @@ absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeIncomplete(GpuContext& ct
   const int64_t vbytes = a.nnz() * static_cast<int64_t>(DTypeSize(a.dtype()));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer lu, ctx.Alloc(vbytes));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer tmp, ctx.Alloc(a.n() * DTypeSize(a.dtype())));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(lu.data(), a.values(), vbytes, cudaMemcpyDeviceToDevice,
-                                    ctx.hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(lu.data(), a.values(), vbytes, cudaMemcpyDeviceToDevice, ctx.hs.stream));
   LegacyDescr descr;
   LINALGD_GPU_CHECK(cusparseCreateMatDescr(&descr.d));
   LINALGD_GPU_CHECK(cusparseSetMatType(descr.d, CUSPARSE_MATRIX_TYPE_GENERAL));
@@ -213,9 +225,9 @@ absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeIncomplete(GpuContext& ct
                              : FactorIlu0(ctx, a, descr.d, lu.data()));
   auto pre = std::make_unique<Incomplete>(std::move(lu), std::move(tmp));
   const auto kN = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  LINALGD_RETURN_IF_ERROR(pre->first().Init(ctx, a, pre->lu(), CUSPARSE_FILL_MODE_LOWER,
-                                            ic ? CUSPARSE_DIAG_TYPE_NON_UNIT : CUSPARSE_DIAG_TYPE_UNIT,
-                                            kN, pre->tmp()));
+  LINALGD_RETURN_IF_ERROR(pre->first().Init(
+      ctx, a, pre->lu(), CUSPARSE_FILL_MODE_LOWER,
+      ic ? CUSPARSE_DIAG_TYPE_NON_UNIT : CUSPARSE_DIAG_TYPE_UNIT, kN, pre->tmp()));
   LINALGD_RETURN_IF_ERROR(pre->second().Init(
       ctx, a, pre->lu(), ic ? CUSPARSE_FILL_MODE_LOWER : CUSPARSE_FILL_MODE_UPPER,
       CUSPARSE_DIAG_TYPE_NON_UNIT, ic ? CUSPARSE_OPERATION_TRANSPOSE : kN, pre->tmp()));
@@ -224,14 +236,19 @@ absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeIncomplete(GpuContext& ct
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeGpuPreconditioner(
-    GpuContext& ctx, Preconditioner kind, const CsrView& host_a, const DeviceCsr& a) {
+absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeGpuPreconditioner(GpuContext& ctx,
+                                                                         Preconditioner kind,
+                                                                         const CsrView& host_a,
+                                                                         const DeviceCsr& a) {
   switch (kind) {
     case Preconditioner::kNone:
       return std::make_unique<Identity>(DeviceVectors(ctx.hs, a.dtype(), a.n()));
-    case Preconditioner::kJacobi: return MakeJacobi(ctx, host_a);
-    case Preconditioner::kIlu0: return MakeIncomplete(ctx, a, /*ic=*/false);
-    case Preconditioner::kIc0: return MakeIncomplete(ctx, a, /*ic=*/true);
+    case Preconditioner::kJacobi:
+      return MakeJacobi(ctx, host_a);
+    case Preconditioner::kIlu0:
+      return MakeIncomplete(ctx, a, /*ic=*/false);
+    case Preconditioner::kIc0:
+      return MakeIncomplete(ctx, a, /*ic=*/true);
   }
   return absl::InvalidArgumentError("preconditioner: unknown kind");
 }

@@ -24,8 +24,10 @@ class GpuPreconditioner {
 // ic0: cusparse?csric02 then L and L^T solves. csrilu02/csric02 are
 // deprecated in CUDA 13 but still shipped. FAILED_PRECONDITION for a zero
 // diagonal entry or pivot ("ilu0: zero pivot at row 7").
-absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeGpuPreconditioner(
-    GpuContext& ctx, Preconditioner kind, const CsrView& host_a, const DeviceCsr& a);
+absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeGpuPreconditioner(GpuContext& ctx,
+                                                                         Preconditioner kind,
+                                                                         const CsrView& host_a,
+                                                                         const DeviceCsr& a);
 
 }  // namespace linalgd::gpu
 

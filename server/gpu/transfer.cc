@@ -37,8 +37,7 @@ bool IsPinnedByte(const void* p) {
 absl::Status CopyWhole(HandleSet& hs, void* dst, const void* src, size_t bytes,
                        cudaMemcpyKind kind) {
   LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, hs.stream));
-  return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__,
-                   __LINE__);
+  return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__, __LINE__);
 }
 
 }  // namespace

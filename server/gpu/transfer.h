@@ -32,8 +32,7 @@ absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size
 // and unchanged (to the device) or unread (to the host) until the stream
 // has synchronized.
 absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
-                           const std::vector<const void*>& srcs, size_t bytes,
-                           cudaMemcpyKind kind);
+                           const std::vector<const void*>& srcs, size_t bytes, cudaMemcpyKind kind);
 
 // True when every byte of [p, p + bytes) lies in page-locked host memory
 // known to CUDA (cudaPointerGetAttributes on the first and the last byte;

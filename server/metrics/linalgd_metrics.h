@@ -49,8 +49,8 @@ class LinalgdMetrics {
   // Registers the families in `registry`. ALREADY_EXISTS when the registry
   // already exports one of their names (e.g. a second Create on it);
   // INVALID_ARGUMENT when prometheus-cpp refuses a family.
-  static absl::StatusOr<std::unique_ptr<LinalgdMetrics>> Create(
-      prometheus::Registry* registry, absl::string_view version);
+  static absl::StatusOr<std::unique_ptr<LinalgdMetrics>> Create(prometheus::Registry* registry,
+                                                                absl::string_view version);
 
   LinalgdMetrics(const LinalgdMetrics&) = delete;
   LinalgdMetrics& operator=(const LinalgdMetrics&) = delete;
@@ -61,18 +61,16 @@ class LinalgdMetrics {
   // A finished RPC: linalgd_requests_total{op,code,backend} += 1 and
   // linalgd_request_duration_seconds{op,backend} observes `seconds`
   // (receive to finish).
-  void RecordRequest(absl::string_view op, absl::string_view code,
-                     absl::string_view backend, double seconds);
-  void RecordRequest(absl::string_view op, absl::StatusCode code,
-                     absl::string_view backend, double seconds);
+  void RecordRequest(absl::string_view op, absl::string_view code, absl::string_view backend,
+                     double seconds);
+  void RecordRequest(absl::string_view op, absl::StatusCode code, absl::string_view backend,
+                     double seconds);
   // Time a job waited in a queue before a worker took it.
   void ObserveQueueWait(absl::string_view backend, double seconds);
   // Time the backend spent on a job (or on the batch that held it).
-  void ObserveCompute(absl::string_view op, absl::string_view backend,
-                      double seconds);
+  void ObserveCompute(absl::string_view op, absl::string_view backend, double seconds);
   // Jobs in one backend call (1 for an unbatched job).
-  void ObserveBatchSize(absl::string_view op, absl::string_view backend,
-                        int64_t jobs);
+  void ObserveBatchSize(absl::string_view op, absl::string_view backend, int64_t jobs);
   // Jobs waiting in `device`'s queue, and jobs running on it.
   void SetQueueDepth(absl::string_view device, int64_t jobs);
   void SetInFlightJobs(absl::string_view device, int64_t jobs);
@@ -103,8 +101,7 @@ class LinalgdMetrics {
   void SetInsecureListen(bool insecure);
 
  private:
-  explicit LinalgdMetrics(prometheus::Registry* registry)
-      : registry_(registry) {}
+  explicit LinalgdMetrics(prometheus::Registry* registry) : registry_(registry) {}
   absl::Status RegisterRequestFamilies();
   absl::Status RegisterQueueFamilies();
   absl::Status RegisterDeviceFamilies();

@@ -39,20 +39,15 @@ class Series {
   // name, or the name taken by another type); nothing escapes as an
   // exception. `buckets` is for histograms only.
   absl::Status Register(prometheus::Registry& registry, absl::string_view name,
-                        absl::string_view help,
-                        std::vector<std::string> label_names,
+                        absl::string_view help, std::vector<std::string> label_names,
                         std::vector<double> buckets = {}) {
     label_names_ = std::move(label_names);
     buckets_ = std::move(buckets);
     header_ = FamilyHeader{std::string(name), std::string(help), Type()};
     try {
-      family_ = &Builder()
-                     .Name(std::string(name))
-                     .Help(std::string(help))
-                     .Register(registry);
+      family_ = &Builder().Name(std::string(name)).Help(std::string(help)).Register(registry);
     } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metric ", name, ": ", e.what()));
+      return absl::InvalidArgumentError(absl::StrCat("metric ", name, ": ", e.what()));
     }
     return absl::OkStatus();
   }

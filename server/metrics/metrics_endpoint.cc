@@ -1,9 +1,8 @@
 #include "server/metrics/metrics_endpoint.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
-
 #include <openssl/crypto.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -25,8 +24,7 @@
 // libc's for the whole process (exported from the executable by
 // linalgd_metrics' link options) and raises requests below 1 MiB to 1 MiB;
 // larger requests pass unchanged.
-extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr,
-                                         size_t size) noexcept {
+extern "C" int pthread_attr_setstacksize(pthread_attr_t* attr, size_t size) noexcept {
   using Fn = int (*)(pthread_attr_t*, size_t);
   static const Fn libc_setstacksize =
       reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pthread_attr_setstacksize"));
@@ -42,12 +40,10 @@ namespace {
 absl::StatusOr<std::string> HostOf(absl::string_view listen) {
   const size_t colon = listen.rfind(':');
   int port = -1;
-  if (colon == absl::string_view::npos || colon == 0 ||
-      absl::StrContains(listen, ',') ||
-      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics address '", listen, "' is not host:port (port 0-65535)"));
+  if (colon == absl::string_view::npos || colon == 0 || absl::StrContains(listen, ',') ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address '", listen, "' is not host:port (port 0-65535)"));
   }
   return std::string(listen.substr(0, colon));
 }
@@ -55,12 +51,9 @@ absl::StatusOr<std::string> HostOf(absl::string_view listen) {
 // civetweb's options: the address, the worker threads and how long a
 // connection may take to send its request.
 std::vector<std::string> CivetOptions(const MetricsEndpointOptions& options) {
-  return {"listening_ports",
-          options.listen,
-          "num_threads",
-          absl::StrCat(options.threads),
-          "request_timeout_ms",
-          absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout))};
+  return {"listening_ports",    options.listen,
+          "num_threads",        absl::StrCat(options.threads),
+          "request_timeout_ms", absl::StrCat(absl::ToInt64Milliseconds(options.request_timeout))};
 }
 
 struct BasicAuth {
@@ -78,8 +71,8 @@ absl::StatusOr<BasicAuth> ReadBasicAuth(const std::string& path) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   const size_t colon = line.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == line.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "basic-auth file '", path, "': the first line must be user:password"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("basic-auth file '", path, "': the first line must be user:password"));
   }
   return BasicAuth{line.substr(0, colon), line.substr(colon + 1)};
 }
@@ -105,10 +98,8 @@ absl::Status AddBasicAuth(const std::string& path, prometheus::Exposer& exposer)
 
 MetricsEndpoint::MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
                                  std::shared_ptr<prometheus::Registry> registry,
-                                 std::vector<FamilyHeader> declared, int port,
-                                 std::string address)
-    : families_(std::make_shared<FamiliesWithHeaders>(std::move(registry),
-                                                      std::move(declared))),
+                                 std::vector<FamilyHeader> declared, int port, std::string address)
+    : families_(std::make_shared<FamiliesWithHeaders>(std::move(registry), std::move(declared))),
       process_(std::make_shared<ProcessCollector>()),
       exposer_(std::move(exposer)),
       port_(port),
@@ -118,8 +109,8 @@ MetricsEndpoint::MetricsEndpoint(std::unique_ptr<prometheus::Exposer> exposer,
 }
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const MetricsEndpointOptions& options,
-    std::shared_ptr<prometheus::Registry> registry, std::vector<FamilyHeader> declared) {
+    const MetricsEndpointOptions& options, std::shared_ptr<prometheus::Registry> registry,
+    std::vector<FamilyHeader> declared) {
   absl::StatusOr<std::string> host = HostOf(options.listen);
   if (!host.ok()) return host.status();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -128,8 +119,8 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     exposer = std::make_unique<prometheus::Exposer>(CivetOptions(options));
     ports = exposer->GetListeningPorts();
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ",
-                                               options.listen, ": ", e.what()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", options.listen, ": ", e.what()));
   }
   if (ports.empty()) {
     return absl::UnavailableError(

@@ -43,8 +43,7 @@ class MetricsEndpoint {
   // `declared`: families named in every scrape even before they have a
   // series (FamiliesWithHeaders).
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      const MetricsEndpointOptions& options,
-      std::shared_ptr<prometheus::Registry> registry,
+      const MetricsEndpointOptions& options, std::shared_ptr<prometheus::Registry> registry,
       std::vector<FamilyHeader> declared = {});
 
   MetricsEndpoint(const MetricsEndpoint&) = delete;

@@ -84,13 +84,10 @@ void AddGauge(const char* name, const char* help, std::optional<double> value,
 
 std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   std::vector<prometheus::MetricFamily> out;
-  AddGauge("process_start_time_seconds",
-           "Start time of the process since unix epoch in seconds.",
+  AddGauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
            StartTimeSeconds(), out);
-  AddGauge("process_resident_memory_bytes", "Resident memory size in bytes.",
-           ResidentBytes(), out);
-  AddGauge("process_open_fds", "Number of open file descriptors.", OpenFds(),
-           out);
+  AddGauge("process_resident_memory_bytes", "Resident memory size in bytes.", ResidentBytes(), out);
+  AddGauge("process_open_fds", "Number of open file descriptors.", OpenFds(), out);
   return out;
 }
 

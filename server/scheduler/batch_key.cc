@@ -65,8 +65,7 @@ std::optional<BatchKey> BatchKeyOf(const Job& job) {
   k.hash = absl::HashOf(static_cast<int>(k.kind), static_cast<int>(k.dtype),
                         static_cast<int>(k.out_dtype), k.a_shape, k.b_shape, k.c_shape,
                         k.bias_shape, k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite,
-                        k.alpha, k.beta,
-                        static_cast<int>(k.epilogue), static_cast<int>(k.compute),
+                        k.alpha, k.beta, static_cast<int>(k.epilogue), static_cast<int>(k.compute),
                         static_cast<int>(k.method), k.allow_fallback, k.refine, k.lstsq_rcond);
   return k;
 }

@@ -32,7 +32,7 @@ struct JobSpec {
   // Device bytes a GPU run needs at once (operands, outputs, workspace; see
   // job_cost.h), reserved against the device's MemoryBudget before it runs.
   int64_t device_bytes = 0;
-  int priority = 0;         // higher first; FIFO within a level
+  int priority = 0;                              // higher first; FIFO within a level
   absl::Time deadline = absl::InfiniteFuture();  // the caller's (gRPC) deadline
 };
 

@@ -45,9 +45,9 @@ absl::StatusOr<std::unique_ptr<MatmulSplitter>> MatmulSplitter::Create(const Mat
     return s;
   }
   if (!s->ChooseTiles(max_piece_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "matmul with K = ", plan.k, " does not fit ", max_piece_bytes,
-        " device bytes even as 1 x 1 output tiles"));
+    return absl::ResourceExhaustedError(absl::StrCat("matmul with K = ", plan.k, " does not fit ",
+                                                     max_piece_bytes,
+                                                     " device bytes even as 1 x 1 output tiles"));
   }
   s->num_pieces_ = plan.batch * s->row_tiles_ * s->col_tiles_;
   return s;
@@ -66,7 +66,10 @@ bool MatmulSplitter::ChooseTiles(int64_t max_piece_bytes) {
     int64_t lo = 0, hi = plan_.m;  // largest rows with TileBytes(rows, cols) <= max
     while (lo < hi) {
       const int64_t mid = (lo + hi + 1) / 2;
-      if (TileBytes(mid, cols) <= max_piece_bytes) lo = mid; else hi = mid - 1;
+      if (TileBytes(mid, cols) <= max_piece_bytes)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     if (lo >= 1) {
       tile_rows_ = lo;
@@ -129,10 +132,10 @@ TensorView MatmulSplitter::BatchOperand(const TensorView& x, const std::vector<i
 void MatmulSplitter::BatchPiece(int64_t first, int64_t count, MatmulPiece& piece) const {
   piece.first_matrix = first;
   piece.matrices = count;
-  piece.op.a = BatchOperand(op_.a, plan_.a_offsets, op_.a.rows(), op_.a.cols(), first, count,
-                            piece);
-  piece.op.b = BatchOperand(op_.b, plan_.b_offsets, op_.b.rows(), op_.b.cols(), first, count,
-                            piece);
+  piece.op.a =
+      BatchOperand(op_.a, plan_.a_offsets, op_.a.rows(), op_.a.cols(), first, count, piece);
+  piece.op.b =
+      BatchOperand(op_.b, plan_.b_offsets, op_.b.rows(), op_.b.cols(), first, count, piece);
   if (op_.c) {
     std::vector<int64_t> c_offsets(plan_.batch);
     for (int64_t j = 0; j < plan_.batch; ++j) {
@@ -180,7 +183,7 @@ void MatmulSplitter::TilePiece(int64_t matrix, int64_t row0, int64_t col0,
   }
   if (op_.bias) {
     const TensorView& bias = *op_.bias;
-    piece.op.bias = plan_.bias_per_row ? ViewAt(bias.dtype, bias.data, row0, {rows, 1})
+    piece.op.bias = plan_.bias_per_row       ? ViewAt(bias.dtype, bias.data, row0, {rows, 1})
                     : bias.shape.size() == 1 ? ViewAt(bias.dtype, bias.data, col0, {cols})
                                              : ViewAt(bias.dtype, bias.data, col0, {1, cols});
   }

@@ -17,9 +17,9 @@ struct MatmulPiece {
   MatmulOp op;
   MatmulPlan plan;
   std::vector<std::shared_ptr<Tensor>> owned;  // what op's views may point into
-  int64_t first_matrix = 0;  // output batch element of the piece's first matrix
-  int64_t matrices = 1;      // consecutive output matrices covered (batch split)
-  bool tile = false;         // a [rows, cols] tile of matrix first_matrix
+  int64_t first_matrix = 0;                    // output batch element of the piece's first matrix
+  int64_t matrices = 1;                        // consecutive output matrices covered (batch split)
+  bool tile = false;                           // a [rows, cols] tile of matrix first_matrix
   int64_t row0 = 0, col0 = 0;
 };
 
@@ -50,9 +50,8 @@ class MatmulSplitter {
   int64_t TileBytes(int64_t rows, int64_t cols) const;
   bool ChooseTiles(int64_t max_piece_bytes);
   TensorView CView(int64_t matrix) const;  // c as a full [M, N] matrix
-  TensorView BatchOperand(const TensorView& x, const std::vector<int64_t>& offsets,
-                          int64_t rows, int64_t cols, int64_t first, int64_t count,
-                          MatmulPiece& piece) const;
+  TensorView BatchOperand(const TensorView& x, const std::vector<int64_t>& offsets, int64_t rows,
+                          int64_t cols, int64_t first, int64_t count, MatmulPiece& piece) const;
   void BatchPiece(int64_t first, int64_t count, MatmulPiece& piece) const;
   void TilePiece(int64_t matrix, int64_t row0, int64_t col0, MatmulPiece& piece) const;
 

@@ -23,9 +23,7 @@ bool RetryableOnCpu(const absl::Status& status) {
   }
 }
 
-absl::string_view OpKindName(OpKind kind) {
-  return kind == OpKind::kMatmul ? "Matmul" : "Solve";
-}
+absl::string_view OpKindName(OpKind kind) { return kind == OpKind::kMatmul ? "Matmul" : "Solve"; }
 
 namespace {
 
@@ -67,8 +65,8 @@ void Scheduler::SweepLoop() {
   while (!stop_sweeping_.WaitForNotificationWithTimeout(kSweepPeriod)) {
     const absl::Time now = absl::Now();
     for (const auto& lane : lanes_) {
-      std::vector<QueuedJob> gone = lane->queue->TakeIf(
-          [&](const QueuedJob& q) { return !QueuedEnd(*lane, q, now).ok(); });
+      std::vector<QueuedJob> gone =
+          lane->queue->TakeIf([&](const QueuedJob& q) { return !QueuedEnd(*lane, q, now).ok(); });
       for (QueuedJob& item : gone) Finish(*lane, item, QueuedEnd(*lane, item, now), {}, now);
       if (!gone.empty() && metrics_) {
         metrics_->SetQueueDepth(lane->backend->name(), lane->queue->size());
@@ -155,8 +153,8 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   item.job = std::move(job);
   item.enqueued = now;
   item.expires = std::min(item.job->spec().deadline, now + options_.op_timeout);
-  Lane& lane = HasEmptyOp(*item.job) ? *lanes_[0]
-                                     : Route(item.job->spec(), now, &item.fallback_reason);
+  Lane& lane =
+      HasEmptyOp(*item.job) ? *lanes_[0] : Route(item.job->spec(), now, &item.fallback_reason);
   auto refused = lane.queue->Push(std::move(item));
   if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;
@@ -165,9 +163,9 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
     Refuse(std::move(*refused), absl::UnavailableError("server is shutting down"));
     return;
   }
-  absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-      "queue of ", lane.backend->name(), " is full: ", depth, " jobs queued, limit ",
-      lane.queue->capacity(), " (--max-queue); retry later"));
+  absl::Status status = absl::ResourceExhaustedError(
+      absl::StrCat("queue of ", lane.backend->name(), " is full: ", depth, " jobs queued, limit ",
+                   lane.queue->capacity(), " (--max-queue); retry later"));
   status.SetPayload(kRetryAfterPayload, absl::Cord("100"));
   Refuse(std::move(*refused), std::move(status));
 }
@@ -178,7 +176,8 @@ void Scheduler::WorkerLoop(Lane& lane) {
     int max_count = batcher_.options().max_batch;
     const int64_t bytes = item->job->spec().device_bytes;
     if (lane.budget && bytes > 0) {
-      max_count = static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
+      max_count =
+          static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
     }
     const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
     const bool busy = lane.running.load() > 0;
@@ -192,8 +191,8 @@ void Scheduler::WorkerLoop(Lane& lane) {
   }
 }
 
-void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status,
-                       ExecutionInfo info, absl::Time start) {
+void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,
+                       absl::Time start) {
   info.backend = lane.backend->name();
   info.fallback_reason = item.fallback_reason;
   info.queue_ns = absl::ToInt64Nanoseconds(start - item.enqueued);

@@ -25,14 +25,14 @@
 namespace linalgd {
 
 struct SchedulerOptions {
-  int64_t cpu_threshold = 512;  // jobs whose largest dim is below run on the CPU
-  int cpu_workers = 2;          // threads running CPU jobs
+  int64_t cpu_threshold = 512;     // jobs whose largest dim is below run on the CPU
+  int cpu_workers = 2;             // threads running CPU jobs
   int gpu_workers_per_device = 4;  // threads per GPU (one per handle set)
-  int max_queue = 1024;         // per backend queue
+  int max_queue = 1024;            // per backend queue
   // A GPU call still running after this is rerun on the CPU; queued jobs
   // also expire this long after Submit (or at their deadline if earlier).
   absl::Duration op_timeout = absl::InfiniteDuration();
-  BatcherOptions batching;      // --max-batch, --max-queue-delay, --batch-max-dim
+  BatcherOptions batching;  // --max-batch, --max-queue-delay, --batch-max-dim
   // false (--no-cpu-fallback): a job routed to a GPU never moves to the CPU
   // (no rollback on errors or timeouts, no rerouting for deadlines or budget).
   bool cpu_fallback = true;
@@ -111,7 +111,10 @@ class Scheduler {
  private:
   struct Lane {
     Lane(Backend* b, MemoryBudget* m, bool gpu, int max_queue, double flops_per_second)
-        : backend(b), budget(m), is_gpu(gpu), queue(std::make_unique<JobQueue>(max_queue)),
+        : backend(b),
+          budget(m),
+          is_gpu(gpu),
+          queue(std::make_unique<JobQueue>(max_queue)),
           estimate(flops_per_second) {}
     Backend* const backend;
     MemoryBudget* const budget;  // GPU lanes only; may be null
@@ -145,17 +148,16 @@ class Scheduler {
   // scheduler_run.cc: running groups.
   void ExecuteGroup(Lane& lane, TimedRunner& runner, Group group);
   Group Admissible(Lane& lane, Group group, absl::Time start);
-  absl::StatusOr<MemoryBudget::Reservation> Reserve(Lane& lane, const Group& group,
-                                                    int64_t bytes, absl::Time start);
-  void RunGroup(Lane& lane, TimedRunner& runner, Group group,
-                MemoryBudget::Reservation reservation, absl::Time start);
+  absl::StatusOr<MemoryBudget::Reservation> Reserve(Lane& lane, const Group& group, int64_t bytes,
+                                                    absl::Time start);
+  void RunGroup(Lane& lane, TimedRunner& runner, Group group, MemoryBudget::Reservation reservation,
+                absl::Time start);
   // `result` null: the jobs ran through Job::Run and hold their results.
   void Deliver(Lane& lane, Group& group, BackendCallResult* result, ExecutionInfo info,
                absl::Time start);
   void RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
   absl::Status RunPiece(Lane& lane, TimedRunner& runner, const QueuedJob& item,
-                        const MatmulSplitter& splitter, int64_t index, absl::Time end,
-                        Tensor& out);
+                        const MatmulSplitter& splitter, int64_t index, absl::Time end, Tensor& out);
   void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
   absl::Duration TimeoutFor(const Lane& lane) const;
   // Why a queued job must end without running at `now` (cancelled, or past

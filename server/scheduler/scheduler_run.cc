@@ -110,8 +110,8 @@ void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
   if (Fenced(lane)) {  // queued before the lane was fenced
     const absl::Status fenced = FencedStatus(lane);
     for (QueuedJob& item : group) {
-      MoveToCpu(lane, std::move(item), fenced, std::string(fenced.message()),
-                kFallbackDeviceError, start);
+      MoveToCpu(lane, std::move(item), fenced, std::string(fenced.message()), kFallbackDeviceError,
+                start);
     }
     return;
   }
@@ -143,9 +143,9 @@ absl::Status Scheduler::QueuedEnd(const Lane& lane, const QueuedJob& item, absl:
   if (item.job->cancelled()) return absl::CancelledError("call cancelled while queued");
   if (now <= item.expires) return absl::OkStatus();
   const bool op_timeout = item.expires < item.job->spec().deadline;
-  return absl::DeadlineExceededError(absl::StrCat(
-      op_timeout ? "--op-timeout" : "deadline", " passed after ", Millis(now - item.enqueued),
-      " ms in the queue of ", lane.backend->name()));
+  return absl::DeadlineExceededError(absl::StrCat(op_timeout ? "--op-timeout" : "deadline",
+                                                  " passed after ", Millis(now - item.enqueued),
+                                                  " ms in the queue of ", lane.backend->name()));
 }
 
 Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start) {
@@ -169,7 +169,7 @@ Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start
 }
 
 absl::StatusOr<MemoryBudget::Reservation> Scheduler::Reserve(Lane& lane, const Group& group,
-                                                            int64_t bytes, absl::Time start) {
+                                                             int64_t bytes, absl::Time start) {
   absl::StatusOr<MemoryBudget::Reservation> now = lane.budget->TryReserve(bytes);
   if (now.ok()) return now;
   absl::Time expires = absl::InfiniteFuture();
@@ -194,8 +194,8 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   std::vector<std::shared_ptr<void>> pins;
   double flops = 0;
   const absl::Time op_end = options_.op_timeout == absl::InfiniteDuration()
-                               ? absl::InfiniteFuture()
-                               : absl::Now() + options_.op_timeout;
+                                ? absl::InfiniteFuture()
+                                : absl::Now() + options_.op_timeout;
   for (const QueuedJob& item : group) {
     jobs.push_back(item.job);
     pins.push_back(item.job->PinInputs());
@@ -216,9 +216,12 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
       [backend, kind, opaque, result, jobs = std::move(jobs), pins = std::move(pins),
        reservation = std::move(reservation)]() mutable {
         const absl::Status thrown = NoThrow(backend->name(), [&] {
-          if (opaque) result->status = jobs[0]->Run(*backend);
-          else if (kind == OpKind::kMatmul) CallMatmul(*backend, jobs, *result);
-          else CallSolve(*backend, jobs, *result);
+          if (opaque)
+            result->status = jobs[0]->Run(*backend);
+          else if (kind == OpKind::kMatmul)
+            CallMatmul(*backend, jobs, *result);
+          else
+            CallSolve(*backend, jobs, *result);
           return absl::OkStatus();
         });
         if (!thrown.ok()) result->status = thrown;
@@ -232,8 +235,9 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   info.run_ns = absl::ToInt64Nanoseconds(took);
   info.batch_size = n;
   if (!returned) {
-    const absl::Status status = absl::DeadlineExceededError(absl::StrCat(
-        info.backend, ": still running after op-timeout ", absl::FormatDuration(options_.op_timeout)));
+    const absl::Status status =
+        absl::DeadlineExceededError(absl::StrCat(info.backend, ": still running after op-timeout ",
+                                                 absl::FormatDuration(options_.op_timeout)));
     for (QueuedJob& item : group) {
       RevokeDirectResult(*item.job);  // the abandoned call must not write it late
       MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackTimeout,
@@ -243,7 +247,8 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   }
   lane.estimate.Observe(flops, took);
   RecordRun(lane, kind, info);
-  if (result->status.ok()) return Deliver(lane, group, opaque ? nullptr : result.get(), info, start);
+  if (result->status.ok())
+    return Deliver(lane, group, opaque ? nullptr : result.get(), info, start);
   if (n > 1) {  // the error is not attributed: each job runs alone
     spdlog::debug("{}: batch of {} failed ({}); running each alone", info.backend, n,
                   result->status.ToString());
@@ -266,8 +271,8 @@ void Scheduler::Deliver(Lane& lane, Group& group, BackendCallResult* result, Exe
       metrics_->ObserveQueueWait(info.backend, absl::ToDoubleSeconds(start - item.enqueued));
     }
     if (item.job->cancelled()) {
-      Finish(lane, item, absl::CancelledError("call cancelled while running; result dropped"),
-             info, start);
+      Finish(lane, item, absl::CancelledError("call cancelled while running; result dropped"), info,
+             start);
       continue;
     }
     if (result == nullptr) {
@@ -286,11 +291,11 @@ void Scheduler::NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl:
   if (spec.kind == OpKind::kMatmul && !IsOpaque(*item.job)) {
     return RunSplit(lane, runner, std::move(item), start);
   }
-  const absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-      lane.backend->name(), " memory budget: the job needs ", spec.device_bytes,
-      " device bytes, more than the budget of ", lane.budget->budget(),
-      " bytes (--gpu-memory-fraction)",
-      options_.cpu_fallback ? "" : "; CPU runs are off (--no-cpu-fallback)"));
+  const absl::Status status = absl::ResourceExhaustedError(
+      absl::StrCat(lane.backend->name(), " memory budget: the job needs ", spec.device_bytes,
+                   " device bytes, more than the budget of ", lane.budget->budget(),
+                   " bytes (--gpu-memory-fraction)",
+                   options_.cpu_fallback ? "" : "; CPU runs are off (--no-cpu-fallback)"));
   MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackBudget, start);
 }
 
@@ -301,15 +306,16 @@ void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::
   if (absl::Status finite = CheckMatmulInputsFinite(*job.matmul_op()); !finite.ok()) {
     return Finish(lane, item, finite, {}, start);
   }
-  auto splitter = MatmulSplitter::Create(*job.matmul_op(), *job.matmul_plan(),
-                                         lane.budget->budget());
+  auto splitter =
+      MatmulSplitter::Create(*job.matmul_op(), *job.matmul_plan(), lane.budget->budget());
   if (!splitter.ok()) {
     return MoveToCpu(lane, std::move(item), splitter.status(), Reason(name, splitter.status()),
                      kFallbackBudget, start);
   }
   Tensor out(job.matmul_op()->out_dtype, job.matmul_plan()->out_shape);
   const absl::Time end = options_.op_timeout == absl::InfiniteDuration()
-                             ? absl::InfiniteFuture() : start + options_.op_timeout;
+                             ? absl::InfiniteFuture()
+                             : start + options_.op_timeout;
   const absl::Time run_start = absl::Now();
   for (int64_t i = 0; i < (*splitter)->num_pieces(); ++i) {
     absl::Status status = RunPiece(lane, runner, item, **splitter, i, end, out);
@@ -334,9 +340,9 @@ absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJo
                                  const MatmulSplitter& splitter, int64_t index, absl::Time end,
                                  Tensor& out) {
   if (item.job->cancelled()) return absl::CancelledError("call cancelled while running");
-  const absl::Status timeout = absl::DeadlineExceededError(absl::StrCat(
-      lane.backend->name(), ": still running after op-timeout ",
-      absl::FormatDuration(options_.op_timeout)));
+  const absl::Status timeout = absl::DeadlineExceededError(
+      absl::StrCat(lane.backend->name(), ": still running after op-timeout ",
+                   absl::FormatDuration(options_.op_timeout)));
   if (absl::Now() >= end) return timeout;
   absl::StatusOr<std::unique_ptr<MatmulPiece>> made = splitter.Piece(index);
   if (!made.ok()) return absl::InternalError(made.status().message());

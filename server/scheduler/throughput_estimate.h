@@ -16,8 +16,7 @@ class ThroughputEstimate {
   static constexpr double kWeight = 0.2;  // of the newest observation
 
   // `initial_flops_per_second` is used until the first observation.
-  explicit ThroughputEstimate(double initial_flops_per_second)
-      : rate_(initial_flops_per_second) {}
+  explicit ThroughputEstimate(double initial_flops_per_second) : rate_(initial_flops_per_second) {}
 
   void Observe(double flops, absl::Duration took) ABSL_LOCKS_EXCLUDED(mu_);
   // Predicted time for `flops` on this lane.

@@ -97,7 +97,8 @@ bool TimedRunner::Run(absl::AnyInvocable<void() &&> fn, absl::Duration timeout) 
   h.has_task = true;
   h.done = false;
   const bool finished = h.mu.AwaitWithTimeout(
-      absl::Condition(+[](Helper* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->done; }, &h),
+      absl::Condition(
+          +[](Helper* x) ABSL_NO_THREAD_SAFETY_ANALYSIS { return x->done; }, &h),
       timeout);
   if (finished) return true;
   h.abandoned = true;

@@ -24,12 +24,13 @@ class CallJob : public RpcJob {
  public:
   CallJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env, Response* response,
           Prepared prepared)
-      : RpcJob(spec, std::move(rpc), reactor), response_(response),
-        prepared_(std::move(prepared)), sources_(env.sources) {
+      : RpcJob(spec, std::move(rpc), reactor),
+        response_(response),
+        prepared_(std::move(prepared)),
+        sources_(env.sources) {
     prepared_.op.stop = stop_token();
     const InputLeases& l = prepared_.leases;
-    this->rpc().NoteReceived(PayloadBytes(prepared_) - l.resident_bytes - l.shm_bytes,
-                             l.shm_bytes);
+    this->rpc().NoteReceived(PayloadBytes(prepared_) - l.resident_bytes - l.shm_bytes, l.shm_bytes);
     this->rpc().NoteFlops(Flops(prepared_));
   }
 
@@ -150,8 +151,7 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
 }
 
 grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerContext* context,
-                                     const v1::SolveRequest* request,
-                                     v1::SolveResponse* response) {
+                                     const v1::SolveRequest* request, v1::SolveResponse* response) {
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return SubmitRpc<SolveJob>(
       env, "Solve", context, *request, response,

@@ -19,10 +19,14 @@ absl::Status ShapeError(absl::string_view field, const v1::Tensor& t, absl::stri
 
 absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
   switch (value) {
-    case v1::DTYPE_F32: return DType::kF32;
-    case v1::DTYPE_F64: return DType::kF64;
-    case v1::DTYPE_F16: return DType::kF16;
-    case v1::DTYPE_BF16: return DType::kBF16;
+    case v1::DTYPE_F32:
+      return DType::kF32;
+    case v1::DTYPE_F64:
+      return DType::kF64;
+    case v1::DTYPE_F16:
+      return DType::kF16;
+    case v1::DTYPE_BF16:
+      return DType::kBF16;
     case v1::DTYPE_UNSPECIFIED:
       return absl::InvalidArgumentError(absl::StrCat(
           field, ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16 or DTYPE_BF16)"));
@@ -33,10 +37,14 @@ absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
 
 v1::DType DTypeToProto(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return v1::DTYPE_F32;
-    case DType::kF64: return v1::DTYPE_F64;
-    case DType::kF16: return v1::DTYPE_F16;
-    case DType::kBF16: return v1::DTYPE_BF16;
+    case DType::kF32:
+      return v1::DTYPE_F32;
+    case DType::kF64:
+      return v1::DTYPE_F64;
+    case DType::kF16:
+      return v1::DTYPE_F16;
+    case DType::kBF16:
+      return v1::DTYPE_BF16;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -58,8 +66,9 @@ absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view fie
   if (!dtype.ok()) return dtype.status();
   view.dtype = *dtype;
   if (t.shape_size() < min_rank) {
-    return ShapeError(field, t, absl::StrCat("has rank ", t.shape_size(), "; at least ",
-                                             min_rank, " dimensions are required"));
+    return ShapeError(field, t,
+                      absl::StrCat("has rank ", t.shape_size(), "; at least ", min_rank,
+                                   " dimensions are required"));
   }
   // A zero dimension makes an empty tensor (as in numpy). The product of
   // the other dimensions is bounded too, so that no product of this
@@ -68,13 +77,14 @@ absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view fie
   for (int i = 0; i < t.shape_size(); ++i) {
     const int64_t d = t.shape(i);
     if (d < 0) {
-      return ShapeError(field, t, absl::StrCat("has dimension ", i, " = ", d,
-                                               "; dimensions must be >= 0"));
+      return ShapeError(field, t,
+                        absl::StrCat("has dimension ", i, " = ", d, "; dimensions must be >= 0"));
     }
     if (d > 0 && nonzero > limits.max_elements / d) {
-      return ShapeError(field, t, absl::StrCat("has more than ", limits.max_elements,
-                                               " elements, the per-tensor limit (zero "
-                                               "dimensions aside)"));
+      return ShapeError(field, t,
+                        absl::StrCat("has more than ", limits.max_elements,
+                                     " elements, the per-tensor limit (zero "
+                                     "dimensions aside)"));
     }
     if (d > 0) nonzero *= d;
   }
@@ -94,9 +104,9 @@ absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
   const int64_t elements = view.num_elements();
   const uint64_t expected = static_cast<uint64_t>(elements) * DTypeSize(view.dtype);
   if (t.data().size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data: ", t.data().size(), " bytes, expected ", expected, " (", elements,
-        " elements of ", DTypeName(view.dtype), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".data: ", t.data().size(),
+                                                   " bytes, expected ", expected, " (", elements,
+                                                   " elements of ", DTypeName(view.dtype), ")"));
   }
   view.data = reinterpret_cast<const std::byte*>(t.data().data());
   return view;
@@ -104,44 +114,64 @@ absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
 
 absl::StatusOr<Epilogue> EpilogueFromProto(int value) {
   switch (value) {
-    case v1::EPILOGUE_NONE: return Epilogue::kNone;
-    case v1::EPILOGUE_RELU: return Epilogue::kRelu;
-    case v1::EPILOGUE_GELU: return Epilogue::kGelu;
-    case v1::EPILOGUE_BIAS: return Epilogue::kBias;
-    case v1::EPILOGUE_RELU_BIAS: return Epilogue::kReluBias;
-    case v1::EPILOGUE_GELU_BIAS: return Epilogue::kGeluBias;
+    case v1::EPILOGUE_NONE:
+      return Epilogue::kNone;
+    case v1::EPILOGUE_RELU:
+      return Epilogue::kRelu;
+    case v1::EPILOGUE_GELU:
+      return Epilogue::kGelu;
+    case v1::EPILOGUE_BIAS:
+      return Epilogue::kBias;
+    case v1::EPILOGUE_RELU_BIAS:
+      return Epilogue::kReluBias;
+    case v1::EPILOGUE_GELU_BIAS:
+      return Epilogue::kGeluBias;
   }
   return absl::InvalidArgumentError(absl::StrCat("epilogue: unknown value ", value));
 }
 
 absl::StatusOr<ComputeMode> ComputeModeFromProto(int value) {
   switch (value) {
-    case v1::COMPUTE_MODE_DEFAULT: return ComputeMode::kDefault;
-    case v1::COMPUTE_MODE_TF32: return ComputeMode::kTf32;
-    case v1::COMPUTE_MODE_FAST_16F: return ComputeMode::kFast16F;
-    case v1::COMPUTE_MODE_FAST_16BF: return ComputeMode::kFast16BF;
+    case v1::COMPUTE_MODE_DEFAULT:
+      return ComputeMode::kDefault;
+    case v1::COMPUTE_MODE_TF32:
+      return ComputeMode::kTf32;
+    case v1::COMPUTE_MODE_FAST_16F:
+      return ComputeMode::kFast16F;
+    case v1::COMPUTE_MODE_FAST_16BF:
+      return ComputeMode::kFast16BF;
   }
   return absl::InvalidArgumentError(absl::StrCat("compute_mode: unknown value ", value));
 }
 
 absl::StatusOr<SolveMethod> SolveMethodFromProto(int value) {
   switch (value) {
-    case v1::SOLVE_METHOD_AUTO: return SolveMethod::kAuto;
-    case v1::SOLVE_METHOD_LU: return SolveMethod::kLu;
-    case v1::SOLVE_METHOD_CHOLESKY: return SolveMethod::kCholesky;
-    case v1::SOLVE_METHOD_QR: return SolveMethod::kQr;
-    case v1::SOLVE_METHOD_LSTSQ: return SolveMethod::kLstsq;
+    case v1::SOLVE_METHOD_AUTO:
+      return SolveMethod::kAuto;
+    case v1::SOLVE_METHOD_LU:
+      return SolveMethod::kLu;
+    case v1::SOLVE_METHOD_CHOLESKY:
+      return SolveMethod::kCholesky;
+    case v1::SOLVE_METHOD_QR:
+      return SolveMethod::kQr;
+    case v1::SOLVE_METHOD_LSTSQ:
+      return SolveMethod::kLstsq;
   }
   return absl::InvalidArgumentError(absl::StrCat("method: unknown value ", value));
 }
 
 v1::SolveMethod SolveMethodToProto(SolveMethod method) {
   switch (method) {
-    case SolveMethod::kAuto: return v1::SOLVE_METHOD_AUTO;
-    case SolveMethod::kLu: return v1::SOLVE_METHOD_LU;
-    case SolveMethod::kCholesky: return v1::SOLVE_METHOD_CHOLESKY;
-    case SolveMethod::kQr: return v1::SOLVE_METHOD_QR;
-    case SolveMethod::kLstsq: return v1::SOLVE_METHOD_LSTSQ;
+    case SolveMethod::kAuto:
+      return v1::SOLVE_METHOD_AUTO;
+    case SolveMethod::kLu:
+      return v1::SOLVE_METHOD_LU;
+    case SolveMethod::kCholesky:
+      return v1::SOLVE_METHOD_CHOLESKY;
+    case SolveMethod::kQr:
+      return v1::SOLVE_METHOD_QR;
+    case SolveMethod::kLstsq:
+      return v1::SOLVE_METHOD_LSTSQ;
   }
   return v1::SOLVE_METHOD_AUTO;
 }

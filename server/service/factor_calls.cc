@@ -55,8 +55,7 @@ class FactorizeJob : public RpcJob {
  public:
   FactorizeJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
                v1::FactorizeResponse* response, PreparedFactorize p)
-      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
-        p_(std::move(p)) {}
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response), p_(std::move(p)) {}
 
   absl::Status Run(Backend& backend) override {
     if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.op.a, "a"));
@@ -120,13 +119,13 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   const FactorInfo& f = p.factor->info();
   LINALGD_ASSIGN_OR_RETURN(p.condition_note, FactorConditionVerdict(f, !r.no_fallback()));
   if (p.b.dtype != f.dtype) {
-    return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(p.b.dtype),
-                                                   " but the factor is ", DTypeName(f.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("b.dtype: ", DTypeName(p.b.dtype), " but the factor is ", DTypeName(f.dtype)));
   }
   if (p.b.rows() != f.n) {
-    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(p.b.shape),
-                                                   " needs ", f.n, " rows (the factor is ", f.n,
-                                                   " x ", f.n, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(p.b.shape), " needs ",
+                                                   f.n, " rows (the factor is ", f.n, " x ", f.n,
+                                                   ")"));
   }
   LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
                            RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", env.limits));
@@ -140,8 +139,7 @@ class FactorSolveJob : public RpcJob {
  public:
   FactorSolveJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
                  v1::SolveResponse* response, PreparedFactorSolve p)
-      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
-        p_(std::move(p)) {}
+      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response), p_(std::move(p)) {}
 
   absl::Status Run(Backend& /*lane*/) override {
     if (p_.check_finite) LINALGD_RETURN_IF_ERROR(CheckFinite(p_.b, "b"));
@@ -207,14 +205,12 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
       });
 }
 
-grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
-                                           grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response) {
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
   return SubmitRpc<FactorSolveJob>(
-      env, "Solve", context, *request, response,
-      [&] { return PrepareFactorSolve(*request, env); },
+      env, "Solve", context, *request, response, [&] { return PrepareFactorSolve(*request, env); },
       [](const PreparedFactorSolve& p) {
         const FactorInfo& f = p.factor->info();
         const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();

@@ -19,8 +19,7 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
 // Solve with SolveRequest.factor_id: the factor is leased for the job and
 // solved by the backend that made it (a CPU factor is routed to the CPU lane,
 // a GPU factor to a GPU lane, whose worker calls the factor's own backend).
-grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env,
-                                           grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response);
 

@@ -6,8 +6,7 @@
 
 namespace linalgd {
 
-IdleStreams::IdleStreams(absl::Duration limit)
-    : limit_(limit), watcher_([this] { Watch(); }) {}
+IdleStreams::IdleStreams(absl::Duration limit) : limit_(limit), watcher_([this] { Watch(); }) {}
 
 IdleStreams::~IdleStreams() {
   stop_.Notify();
@@ -38,8 +37,7 @@ int64_t IdleStreams::cancelled() const {
 }
 
 void IdleStreams::Watch() {
-  const absl::Duration period =
-      std::clamp(limit_ / 4, absl::Milliseconds(50), absl::Seconds(1));
+  const absl::Duration period = std::clamp(limit_ / 4, absl::Milliseconds(50), absl::Seconds(1));
   while (!stop_.WaitForNotificationWithTimeout(period)) {
     const absl::Time now = absl::Now();
     absl::MutexLock lock(&mu_);  // Remove() waits: the contexts stay alive

@@ -6,11 +6,11 @@
 
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/service/calls.h"
+#include "server/service/factor_calls.h"
 #include "server/service/pinned_messages.h"
 #include "server/service/rpc.h"
-#include "server/service/sparse_call.h"
-#include "server/service/factor_calls.h"
 #include "server/service/shm_calls.h"
+#include "server/service/sparse_call.h"
 #include "server/service/store_calls.h"
 #include "server/service/upload_calls.h"
 
@@ -90,9 +90,9 @@ class LinalgService final : public v1::Linalg::CallbackService {
       v1::RegisterSharedMemoryResponse* response) override {
     return linalgd::RegisterSharedMemory(env_, context, request, response);
   }
-  grpc::ServerUnaryReactor* UnregisterSharedMemory(
-      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
-      v1::UnregisterSharedMemoryResponse*) override {
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(grpc::CallbackServerContext* context,
+                                                   const v1::UnregisterSharedMemoryRequest* request,
+                                                   v1::UnregisterSharedMemoryResponse*) override {
     return linalgd::UnregisterSharedMemory(env_, context, request);
   }
 

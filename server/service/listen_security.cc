@@ -1,11 +1,11 @@
 #include "server/service/listen_security.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -51,7 +51,8 @@ absl::Status CheckPem(const TlsServerOptions& tls) {
         absl::StrCat("--tls-key: no PEM private key in '", tls.key_file, "'"));
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
-    return absl::InvalidArgumentError("--tls-key is not the private key of the --tls-cert certificate");
+    return absl::InvalidArgumentError(
+        "--tls-key is not the private key of the --tls-cert certificate");
   }
   if (tls.client_ca_file.empty() || ReadCertificate(tls.client_ca_file)) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -87,7 +88,8 @@ class Reflection : public grpc::ServerBuilderOption {
     plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
                                   [&](const auto& p) { return p->name() == reference.name(); }),
                    plugins->end());
-    if (enabled_) plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
+    if (enabled_)
+      plugins->push_back(std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>());
   }
 
  private:

@@ -10,7 +10,7 @@
 namespace grpc {
 class ServerBuilderOption;
 class ServerCredentials;
-}
+}  // namespace grpc
 
 namespace linalgd {
 

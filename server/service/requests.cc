@@ -39,8 +39,7 @@ PlanLimits PlanLimitsOf(const TensorLimits& limits) {
 
 }  // namespace
 
-absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
-                                             const TensorLimits& limits,
+absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r, const TensorLimits& limits,
                                              const TensorSources& sources) {
   PreparedMatmul p;
   if (!r.has_a()) return absl::InvalidArgumentError("a: required");
@@ -56,21 +55,20 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r,
   }
   LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
                            RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", limits));
-  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(),
-                                                   r.out_shm(), "out", sources));
+  LINALGD_ASSIGN_OR_RETURN(
+      p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(), r.out_shm(), "out", sources));
   LINALGD_RETURN_IF_ERROR(ReadMatmulScalars(r, p.op));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op, PlanLimitsOf(limits)));
   const TensorView* c = p.op.c ? &*p.op.c : nullptr;
   const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
-  p.op.result_to = DirectDestination(
-      p.output, NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype),
-      {&p.op.a, &p.op.b, c, bias}, sources);
+  p.op.result_to =
+      DirectDestination(p.output, NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype),
+                        {&p.op.a, &p.op.b, c, bias}, sources);
   p.op.check_finite = !r.allow_non_finite();
   return p;
 }
 
-absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
-                                           const TensorLimits& limits,
+absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r, const TensorLimits& limits,
                                            const TensorSources& sources) {
   PreparedSolve p;
   if (!r.has_a()) return absl::InvalidArgumentError("a: required");
@@ -79,15 +77,14 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r,
   LINALGD_ASSIGN_OR_RETURN(p.op.b, ResolveTensor(r.b(), "b", limits, sources, p.leases));
   LINALGD_ASSIGN_OR_RETURN(const absl::Duration ttl,
                            RequestTtl(r.result_ttl_seconds(), "result_ttl_seconds", limits));
-  LINALGD_ASSIGN_OR_RETURN(p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(),
-                                                   r.out_shm(), "x", sources));
+  LINALGD_ASSIGN_OR_RETURN(
+      p.output, PrepareOutput(r.keep_result(), ttl, r.has_out_shm(), r.out_shm(), "x", sources));
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.op.lstsq_rcond, LstsqRcondFromProto(r));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op, PlanLimitsOf(limits)));
   p.op.result_to = DirectDestination(
-      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b},
-      sources);
+      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b}, sources);
   p.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -117,13 +114,9 @@ double Flops(const PreparedSolve& p) {
   return p.plan.batch * (factor + 2.0 * m * n * p.plan.k);
 }
 
-int64_t LargestDim(const PreparedMatmul& p) {
-  return std::max({p.plan.m, p.plan.n, p.plan.k});
-}
+int64_t LargestDim(const PreparedMatmul& p) { return std::max({p.plan.m, p.plan.n, p.plan.k}); }
 
-int64_t LargestDim(const PreparedSolve& p) {
-  return std::max({p.plan.m, p.plan.n, p.plan.k});
-}
+int64_t LargestDim(const PreparedSolve& p) { return std::max({p.plan.m, p.plan.n, p.plan.k}); }
 
 int64_t DeviceBytes(const PreparedMatmul& p) { return MatmulDeviceBytes(p.op, p.plan); }
 

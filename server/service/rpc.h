@@ -47,8 +47,9 @@ class Rpc {
   // "<op> <detail> -> <status> on <backend> in <us> us" at debug level
   // (`detail` is only called when that level is on). The returned status
   // carries `status` (retry-after as trailing metadata: ToGrpcStatus).
-  grpc::Status End(const absl::Status& status, absl::string_view backend = {},
-                   absl::FunctionRef<std::string()> detail = [] { return std::string(); });
+  grpc::Status End(
+      const absl::Status& status, absl::string_view backend = {},
+      absl::FunctionRef<std::string()> detail = [] { return std::string(); });
 
  private:
   LinalgdMetrics* metrics_;  // null: metrics off

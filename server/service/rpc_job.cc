@@ -10,8 +10,7 @@ void RpcJob::Finish(const absl::Status& status, const ExecutionInfo& info) {
   reactor_->Finish(rpc_.End(s, where.backend, [&] {
     return absl::StrCat(Describe(), " queue ", where.queue_ns / 1000, " us run ",
                         where.run_ns / 1000, " us",
-                        where.fallback_reason.empty() ? "" : " fallback: ",
-                        where.fallback_reason);
+                        where.fallback_reason.empty() ? "" : " fallback: ", where.fallback_reason);
   }));
 }
 

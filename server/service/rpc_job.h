@@ -50,12 +50,10 @@ class RpcJob : public Job {
 // env, response, prepared) goes to the scheduler with the JobSpec that
 // `spec_of(prepared)` gives (kind, routing, cost), the caller's priority
 // (clamped) and deadline; the worker that finishes it finishes the call.
-template <typename JobT, typename Request, typename Response, typename PrepareFn,
-          typename SpecFn>
+template <typename JobT, typename Request, typename Response, typename PrepareFn, typename SpecFn>
 grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
-                                    grpc::CallbackServerContext* context,
-                                    const Request& request, Response* response,
-                                    PrepareFn prepare, SpecFn spec_of) {
+                                    grpc::CallbackServerContext* context, const Request& request,
+                                    Response* response, PrepareFn prepare, SpecFn spec_of) {
   Rpc rpc(env, op, context);
   auto* reactor = new CallReactor();
   absl::Status allowed = rpc.Authorize();
@@ -68,8 +66,8 @@ grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
   JobSpec spec = spec_of(*prepared);
   spec.priority = ClampPriority(request.priority(), env);
   spec.deadline = CallDeadline(context);
-  auto job = std::make_unique<JobT>(spec, std::move(rpc), reactor, env, response,
-                                    std::move(*prepared));
+  auto job =
+      std::make_unique<JobT>(spec, std::move(rpc), reactor, env, response, std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());
   env.scheduler->Submit(std::move(job));
   return reactor;

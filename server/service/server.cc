@@ -9,14 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "server/common/status_macros.h"
 #include "server/backend/fault_injection.h"
 #include "server/backend/memory_budget.h"
+#include "server/common/status_macros.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
-#include "server/gpu/resident_copy.h"
 #include "server/gpu/host_pinning.h"
 #include "server/gpu/lane_budget.h"
+#include "server/gpu/resident_copy.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/metrics/metrics_endpoint.h"
 #include "server/scheduler/scheduler.h"
@@ -167,19 +167,18 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
   so.default_ttl = options_.store_ttl;
   so.max_objects = options_.store_max_objects;
   so.device_copy = MakeResidentCopier(gpu_->backends());  // placement gpu:N
-  so.host_alloc = gpu_->host_allocator();  // page-locked with a GPU in service
+  so.host_alloc = gpu_->host_allocator();                 // page-locked with a GPU in service
   store_ = std::make_unique<ResidentStore>(so);
   LinalgdMetrics* metrics = metrics_.get();
-  store_->SetObserver([metrics](int64_t bytes, int64_t objects) {
-    metrics->SetResidentStore(bytes, objects);
-  });
+  store_->SetObserver(
+      [metrics](int64_t bytes, int64_t objects) { metrics->SetResidentStore(bytes, objects); });
   sources.store = store_.get();
   if (!options_.allow_shm) return absl::OkStatus();
   shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory,
                                        options_.shm_limits);
-  LINALGD_ASSIGN_OR_RETURN(shm_listener_,
-                           ShmListener::Start({options_.shm_socket, options_.shm_max_connections},
-                                              shm_.get()));
+  LINALGD_ASSIGN_OR_RETURN(
+      shm_listener_,
+      ShmListener::Start({options_.shm_socket, options_.shm_max_connections}, shm_.get()));
   sources.shm = shm_.get();
   spdlog::info("shared memory enabled (--allow-shm): memfds through {}", shm_listener_->path());
   return absl::OkStatus();
@@ -211,8 +210,8 @@ void ServerImpl::MonitorDevices() {
     const auto fenced = scheduler_->FencedLanes();
     for (const DeviceInfo& d : gpu_->Devices()) {
       const std::string name = GpuLabel(d.index);
-      const bool is_fenced = std::any_of(fenced.begin(), fenced.end(),
-                                         [&](const auto& f) { return f.first == name; });
+      const bool is_fenced =
+          std::any_of(fenced.begin(), fenced.end(), [&](const auto& f) { return f.first == name; });
       metrics_->SetDeviceHealthy(name, d.healthy && !is_fenced);
       metrics_->SetDeviceMemoryUsed(name, d.used_bytes);
     }
@@ -274,8 +273,9 @@ absl::Status ServerImpl::StartGrpc() {
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
   if (options_.max_connection_age > absl::ZeroDuration()) {
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
-                               static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_age)));
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(absl::ToInt64Milliseconds(options_.max_connection_age)));
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30000);
   }
   builder.RegisterService(service_.get());
@@ -291,7 +291,8 @@ absl::Status ServerImpl::StartGrpc() {
                gpu_->backends().empty() ? "" : absl::StrCat(", ", gpu_->backends().size(), " gpu"));
   const bool insecure = !options_.tls.enabled() && !IsLoopbackAddress(options_.listen);
   metrics_->SetInsecureListen(insecure);
-  if (insecure) spdlog::warn("--insecure: plaintext gRPC on {}, reachable from other hosts", options_.listen);
+  if (insecure)
+    spdlog::warn("--insecure: plaintext gRPC on {}, reachable from other hosts", options_.listen);
   return absl::OkStatus();
 }
 

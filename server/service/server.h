@@ -16,11 +16,11 @@ namespace linalgd {
 // DESIGN.md section 6).
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free port
-  TlsServerOptions tls;  // off: plaintext, allowed off loopback only with `insecure`
-  bool insecure = false;  // serve plaintext on a non-loopback address (warned, metric)
+  TlsServerOptions tls;     // off: plaintext, allowed off loopback only with `insecure`
+  bool insecure = false;    // serve plaintext on a non-loopback address (warned, metric)
   bool reflection = false;  // gRPC server reflection
   std::string metrics_listen = "127.0.0.1:9464";  // empty: no metrics endpoint
-  std::string metrics_basic_auth_file;  // "user:password" file: /metrics needs basic auth
+  std::string metrics_basic_auth_file;            // "user:password" file: /metrics needs basic auth
   int64_t max_message_bytes = int64_t{1} << 30;
   // Request bytes that queued and running jobs may hold in all; a call past it
   // is refused (RESOURCE_EXHAUSTED, retry-after) when it arrives.
@@ -32,7 +32,7 @@ struct ServerOptions {
   // A GPU with this many calls abandoned after --op-timeout still running is
   // fenced (unhealthy, its work goes to the CPU) until they end.
   int max_abandoned_per_device = 4;
-  int64_t cpu_threshold = 512;  // largest dim below this: CPU
+  int64_t cpu_threshold = 512;          // largest dim below this: CPU
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   // Dense solves and factors: rcond below this * n * eps(dtype) is
   // numerically singular (server/backend/condition.h).
@@ -42,13 +42,14 @@ struct ServerOptions {
   std::vector<int> devices;  // empty: all usable
   bool disable_gpu = false;
   int handles_per_device = 4;
-  int cpu_workers = 0;       // CPU job threads; 0: number of cores
-  int blas_threads = 0;      // OpenBLAS threads; 0: number of cores
-  int64_t max_elements = int64_t{1} << 31;  // per tensor
+  int cpu_workers = 0;                            // CPU job threads; 0: number of cores
+  int blas_threads = 0;                           // OpenBLAS threads; 0: number of cores
+  int64_t max_elements = int64_t{1} << 31;        // per tensor
   int64_t max_batch_matrices = int64_t{1} << 20;  // matrices in a broadcast batch
   int64_t max_iterations_per_row = 10;
-  int max_priority = 10;  // request priorities are clamped to [-this, this]
-  absl::Duration max_ttl = absl::Hours(24);  // longest TTL a request may ask for  // SparseSolve: max_iterations <= max(1000, this x n)
+  int max_priority = 10;                     // request priorities are clamped to [-this, this]
+  absl::Duration max_ttl = absl::Hours(24);  // longest TTL a request may ask for  // SparseSolve:
+                                             // max_iterations <= max(1000, this x n)
   int max_queue = 1024;
   // Dynamic batching: up to max_batch compatible jobs whose largest dim is at
   // most batch_max_dim, arriving within max_queue_delay, share one call.

@@ -9,7 +9,8 @@ namespace {
 
 absl::Status NeedShm(const CallEnv& env) {
   if (env.sources.shm != nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError("shared memory is disabled (start linalgd with --allow-shm)");
+  return absl::FailedPreconditionError(
+      "shared memory is disabled (start linalgd with --allow-shm)");
 }
 
 }  // namespace
@@ -28,9 +29,9 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
   });
 }
 
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request) {
+grpc::ServerUnaryReactor* UnregisterSharedMemory(const CallEnv& env,
+                                                 grpc::CallbackServerContext* context,
+                                                 const v1::UnregisterSharedMemoryRequest* request) {
   return HandleUnary(env, "UnregisterSharedMemory", context, [&](Rpc&) -> absl::Status {
     LINALGD_RETURN_IF_ERROR(NeedShm(env));
     return env.sources.shm->Unregister(request->name(), request->secret());

@@ -16,9 +16,9 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
                                                const v1::RegisterSharedMemoryRequest* request,
                                                v1::RegisterSharedMemoryResponse* response);
 // NOT_FOUND for an unknown region id or a wrong secret.
-grpc::ServerUnaryReactor* UnregisterSharedMemory(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::UnregisterSharedMemoryRequest* request);
+grpc::ServerUnaryReactor* UnregisterSharedMemory(const CallEnv& env,
+                                                 grpc::CallbackServerContext* context,
+                                                 const v1::UnregisterSharedMemoryRequest* request);
 
 }  // namespace linalgd
 

@@ -16,20 +16,22 @@ class SparseSolveJob : public RpcJob {
  public:
   SparseSolveJob(JobSpec spec, Rpc rpc, CallReactor* reactor, const CallEnv& env,
                  v1::SparseSolveResponse* response, PreparedSparseSolve prepared)
-      : RpcJob(spec, std::move(rpc), reactor), env_(env), response_(response),
+      : RpcJob(spec, std::move(rpc), reactor),
+        env_(env),
+        response_(response),
         p_(std::move(prepared)) {
     p_.op.stop = stop_token();
-    this->rpc().NoteReceived(static_cast<int64_t>(
-        p_.raw.nnz * (p_.raw.index_bytes + DTypeSize(p_.raw.dtype)) +
-        (p_.raw.rows + 1) * p_.raw.index_bytes + p_.op.b.num_bytes()));
+    this->rpc().NoteReceived(
+        static_cast<int64_t>(p_.raw.nnz * (p_.raw.index_bytes + DTypeSize(p_.raw.dtype)) +
+                             (p_.raw.rows + 1) * p_.raw.index_bytes + p_.op.b.num_bytes()));
   }
 
   absl::Status Run(Backend& backend) override {
     absl::Status complete = CompleteSparseSolve(p_);
     if (!complete.ok()) return complete;
     dense_ = UseDensePath(p_.op, p_.plan, env_.sparse_dense_threshold, env_.limits.max_elements);
-    auto result = dense_ ? SolveSparseAsDense(backend, p_.op, p_.plan)
-                         : backend.SparseSolve(p_.op, p_.plan);
+    auto result =
+        dense_ ? SolveSparseAsDense(backend, p_.op, p_.plan) : backend.SparseSolve(p_.op, p_.plan);
     if (!result.ok()) return result.status();
     result_ = std::move(*result);
     return absl::OkStatus();
@@ -73,8 +75,7 @@ JobSpec SpecOf(const PreparedSparseSolve& p) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env,
-                                           grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                            const v1::SparseSolveRequest* request,
                                            v1::SparseSolveResponse* response) {
   return SubmitRpc<SparseSolveJob>(

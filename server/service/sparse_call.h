@@ -13,8 +13,7 @@ namespace linalgd {
 // env.sparse_dense_threshold, the solve) that the worker finishing it uses
 // to finish the call. Routed by n against --cpu-threshold; an LU request
 // with no_fallback always runs on the CPU (cuSOLVER has no device sparse LU).
-grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env,
-                                           grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                            const v1::SparseSolveRequest* request,
                                            v1::SparseSolveResponse* response);
 

@@ -8,20 +8,28 @@ namespace {
 
 SolveMethod DenseMethod(SparseMethod m) {
   switch (m) {
-    case SparseMethod::kCholesky: return SolveMethod::kCholesky;
-    case SparseMethod::kLu: return SolveMethod::kLu;
-    case SparseMethod::kQr: return SolveMethod::kQr;
-    default: return SolveMethod::kAuto;
+    case SparseMethod::kCholesky:
+      return SolveMethod::kCholesky;
+    case SparseMethod::kLu:
+      return SolveMethod::kLu;
+    case SparseMethod::kQr:
+      return SolveMethod::kQr;
+    default:
+      return SolveMethod::kAuto;
   }
 }
 
 SparseMethod SparseMethodOf(SolveMethod m) {
   switch (m) {
-    case SolveMethod::kCholesky: return SparseMethod::kCholesky;
-    case SolveMethod::kLu: return SparseMethod::kLu;
+    case SolveMethod::kCholesky:
+      return SparseMethod::kCholesky;
+    case SolveMethod::kLu:
+      return SparseMethod::kLu;
     case SolveMethod::kQr:
-    case SolveMethod::kLstsq: return SparseMethod::kQr;
-    case SolveMethod::kAuto: break;
+    case SolveMethod::kLstsq:
+      return SparseMethod::kQr;
+    case SolveMethod::kAuto:
+      break;
   }
   return SparseMethod::kAuto;
 }

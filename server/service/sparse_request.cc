@@ -14,23 +14,23 @@ absl::Status ByteCount(absl::string_view field, size_t have, int64_t count, size
                        absl::string_view what) {
   if (have == static_cast<uint64_t>(count) * width) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("a.", field, ": ", have, " bytes, expected ",
-                                                 count * static_cast<int64_t>(width), " (",
-                                                 count, " ", what, " of ", width, " bytes)"));
+                                                 count * static_cast<int64_t>(width), " (", count,
+                                                 " ", what, " of ", width, " bytes)"));
 }
 
 absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr& raw) {
   if (m.index_type() != v1::INDEX_TYPE_INT32 && m.index_type() != v1::INDEX_TYPE_INT64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.index_type: ", m.index_type(), " is not INDEX_TYPE_INT32 or INDEX_TYPE_INT64"));
+    return absl::InvalidArgumentError(absl::StrCat("a.index_type: ", m.index_type(),
+                                                   " is not INDEX_TYPE_INT32 or INDEX_TYPE_INT64"));
   }
   LINALGD_ASSIGN_OR_RETURN(raw.dtype, DTypeFromProto(m.dtype(), "a.dtype"));
   if (raw.dtype != DType::kF32 && raw.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype)));
   }
   if (m.rows() < 0 || m.cols() < 0 || m.rows() >= (int64_t{1} << 31)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a: shape ", m.rows(), " x ", m.cols(), "; dimensions must be in [0, 2^31)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a: shape ", m.rows(), " x ", m.cols(), "; dimensions must be in [0, 2^31)"));
   }
   raw.rows = m.rows();
   raw.cols = m.cols();
@@ -39,8 +39,8 @@ absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr&
   LINALGD_RETURN_IF_ERROR(
       ByteCount("row_offsets", m.row_offsets().size(), raw.rows + 1, w, "indices"));
   if (m.col_indices().size() % w != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a.col_indices: ", m.col_indices().size(), " bytes is not a multiple of ", w));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a.col_indices: ", m.col_indices().size(), " bytes is not a multiple of ", w));
   }
   raw.nnz = static_cast<int64_t>(m.col_indices().size() / w);
   if (raw.nnz > limits.max_elements) {
@@ -87,19 +87,18 @@ absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequ
     return absl::InvalidArgumentError(absl::StrCat(
         "a: ", p.raw.rows, " x ", p.raw.cols, " is not square; sparse solves need a square a"));
   }
-  const int64_t most_iterations =
-      std::max<int64_t>(1000, std::min<int64_t>(p.raw.rows, int64_t{1} << 40) *
-                                  limits.max_iterations_per_row);
+  const int64_t most_iterations = std::max<int64_t>(
+      1000, std::min<int64_t>(p.raw.rows, int64_t{1} << 40) * limits.max_iterations_per_row);
   if (p.op.max_iterations > most_iterations) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_iterations: ", p.op.max_iterations, " is above the limit ", most_iterations,
-        " for n = ", p.raw.rows, " (max(1000, ", limits.max_iterations_per_row,
-        " x n); --max-iterations-per-row)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_iterations: ", p.op.max_iterations, " is above the limit ",
+                     most_iterations, " for n = ", p.raw.rows, " (max(1000, ",
+                     limits.max_iterations_per_row, " x n); --max-iterations-per-row)"));
   }
   if (p.op.b.shape.size() != 2 || p.op.b.shape[0] != p.raw.rows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "b.shape: ", ShapeString(p.op.b.shape), " must be [", p.raw.rows, ", k] for a of ",
-        p.raw.rows, " x ", p.raw.cols));
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(p.op.b.shape),
+                                                   " must be [", p.raw.rows, ", k] for a of ",
+                                                   p.raw.rows, " x ", p.raw.cols));
   }
   if (r.has_x0()) {
     LINALGD_ASSIGN_OR_RETURN(p.op.x0, ViewOf(r.x0(), "x0", limits));
@@ -128,46 +127,68 @@ absl::Status CompleteSparseSolve(PreparedSparseSolve& p) {
 
 absl::StatusOr<SparseMethod> SparseMethodFromProto(int value) {
   switch (value) {
-    case v1::SPARSE_METHOD_AUTO: return SparseMethod::kAuto;
-    case v1::SPARSE_METHOD_CHOLESKY: return SparseMethod::kCholesky;
-    case v1::SPARSE_METHOD_LU: return SparseMethod::kLu;
-    case v1::SPARSE_METHOD_QR: return SparseMethod::kQr;
-    case v1::SPARSE_METHOD_CG: return SparseMethod::kCg;
-    case v1::SPARSE_METHOD_BICGSTAB: return SparseMethod::kBicgstab;
-    case v1::SPARSE_METHOD_GMRES: return SparseMethod::kGmres;
+    case v1::SPARSE_METHOD_AUTO:
+      return SparseMethod::kAuto;
+    case v1::SPARSE_METHOD_CHOLESKY:
+      return SparseMethod::kCholesky;
+    case v1::SPARSE_METHOD_LU:
+      return SparseMethod::kLu;
+    case v1::SPARSE_METHOD_QR:
+      return SparseMethod::kQr;
+    case v1::SPARSE_METHOD_CG:
+      return SparseMethod::kCg;
+    case v1::SPARSE_METHOD_BICGSTAB:
+      return SparseMethod::kBicgstab;
+    case v1::SPARSE_METHOD_GMRES:
+      return SparseMethod::kGmres;
   }
   return absl::InvalidArgumentError(absl::StrCat("method: unknown value ", value));
 }
 
 v1::SparseMethod SparseMethodToProto(SparseMethod m) {
   switch (m) {
-    case SparseMethod::kAuto: return v1::SPARSE_METHOD_AUTO;
-    case SparseMethod::kCholesky: return v1::SPARSE_METHOD_CHOLESKY;
-    case SparseMethod::kLu: return v1::SPARSE_METHOD_LU;
-    case SparseMethod::kQr: return v1::SPARSE_METHOD_QR;
-    case SparseMethod::kCg: return v1::SPARSE_METHOD_CG;
-    case SparseMethod::kBicgstab: return v1::SPARSE_METHOD_BICGSTAB;
-    case SparseMethod::kGmres: return v1::SPARSE_METHOD_GMRES;
+    case SparseMethod::kAuto:
+      return v1::SPARSE_METHOD_AUTO;
+    case SparseMethod::kCholesky:
+      return v1::SPARSE_METHOD_CHOLESKY;
+    case SparseMethod::kLu:
+      return v1::SPARSE_METHOD_LU;
+    case SparseMethod::kQr:
+      return v1::SPARSE_METHOD_QR;
+    case SparseMethod::kCg:
+      return v1::SPARSE_METHOD_CG;
+    case SparseMethod::kBicgstab:
+      return v1::SPARSE_METHOD_BICGSTAB;
+    case SparseMethod::kGmres:
+      return v1::SPARSE_METHOD_GMRES;
   }
   return v1::SPARSE_METHOD_AUTO;
 }
 
 absl::StatusOr<Preconditioner> PreconditionerFromProto(int value) {
   switch (value) {
-    case v1::PRECONDITIONER_NONE: return Preconditioner::kNone;
-    case v1::PRECONDITIONER_JACOBI: return Preconditioner::kJacobi;
-    case v1::PRECONDITIONER_ILU0: return Preconditioner::kIlu0;
-    case v1::PRECONDITIONER_IC0: return Preconditioner::kIc0;
+    case v1::PRECONDITIONER_NONE:
+      return Preconditioner::kNone;
+    case v1::PRECONDITIONER_JACOBI:
+      return Preconditioner::kJacobi;
+    case v1::PRECONDITIONER_ILU0:
+      return Preconditioner::kIlu0;
+    case v1::PRECONDITIONER_IC0:
+      return Preconditioner::kIc0;
   }
   return absl::InvalidArgumentError(absl::StrCat("preconditioner: unknown value ", value));
 }
 
 v1::Preconditioner PreconditionerToProto(Preconditioner p) {
   switch (p) {
-    case Preconditioner::kNone: return v1::PRECONDITIONER_NONE;
-    case Preconditioner::kJacobi: return v1::PRECONDITIONER_JACOBI;
-    case Preconditioner::kIlu0: return v1::PRECONDITIONER_ILU0;
-    case Preconditioner::kIc0: return v1::PRECONDITIONER_IC0;
+    case Preconditioner::kNone:
+      return v1::PRECONDITIONER_NONE;
+    case Preconditioner::kJacobi:
+      return v1::PRECONDITIONER_JACOBI;
+    case Preconditioner::kIlu0:
+      return v1::PRECONDITIONER_ILU0;
+    case Preconditioner::kIc0:
+      return v1::PRECONDITIONER_IC0;
   }
   return v1::PRECONDITIONER_NONE;
 }

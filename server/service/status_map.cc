@@ -13,8 +13,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::CallbackServerContex
       context->AddTrailingMetadata("retry-after-ms", std::string(*retry));
     }
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 }  // namespace linalgd

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
 #include "server/common/status_macros.h"
 #include "server/service/upload_calls.h"
-#include "common/crc32c.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -30,9 +30,9 @@ absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTenso
       RequestTtl(header.ttl_seconds(), "header.ttl_seconds", env.limits).status());
   const int64_t total = static_cast<int64_t>(view.num_bytes());
   if (header.total_bytes() != total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header.total_bytes: ", header.total_bytes(), ", but ", ShapeString(view.shape), " of ",
-        DTypeName(view.dtype), " is ", total, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("header.total_bytes: ", header.total_bytes(),
+                                                   ", but ", ShapeString(view.shape), " of ",
+                                                   DTypeName(view.dtype), " is ", total, " bytes"));
   }
   return view;
 }
@@ -55,7 +55,9 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
  public:
   PutTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    v1::PutTensorResponse* response)
-      : env_(env), rpc_(env, "PutTensor", context), response_(response),
+      : env_(env),
+        rpc_(env, "PutTensor", context),
+        response_(response),
         idle_(env.idle_streams, context) {
     absl::Status allowed = rpc_.Authorize();
     if (!allowed.ok()) {
@@ -125,13 +127,13 @@ absl::Status PutTensorReactor::OnChunk() {
   if (part_) return part_->Write(chunk);
   const int64_t n = static_cast<int64_t>(chunk.size());
   if (n > total_ - received_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
-        received_ + n, " so far)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PutTensor: chunks carry more than header.total_bytes = ", total_, " (",
+                     received_ + n, " so far)"));
   }
   if (header_.has_crc32()) {
-    crc_ = static_cast<uint32_t>(crc32(crc_, reinterpret_cast<const Bytef*>(chunk.data()),
-                                       static_cast<uInt>(chunk.size())));
+    crc_ = static_cast<uint32_t>(
+        crc32(crc_, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(chunk.size())));
   } else {
     crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());
   }
@@ -148,21 +150,22 @@ absl::Status PutTensorReactor::Complete() {
   if (!header_seen_) return absl::InvalidArgumentError("PutTensor: no header");
   if (part_) return part_->Close();
   if (received_ != total_) {
-    return absl::InvalidArgumentError(absl::StrCat("PutTensor: received ", received_,
-                                                   " bytes, header.total_bytes is ", total_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PutTensor: received ", received_, " bytes, header.total_bytes is ", total_));
   }
   const uint32_t expected = header_.has_crc32() ? header_.crc32() : header_.crc32c();
   if (crc_ != expected) {
-    return absl::DataLossError(absl::StrCat("PutTensor: ", header_.has_crc32() ? "CRC-32" : "CRC32C",
-                                            " of the received bytes is ", crc_, ", the header says ",
-                                            expected));
+    return absl::DataLossError(
+        absl::StrCat("PutTensor: ", header_.has_crc32() ? "CRC-32" : "CRC32C",
+                     " of the received bytes is ", crc_, ", the header says ", expected));
   }
   if (total_ == 0) tensor_ = Tensor(shape_.dtype, shape_.shape);  // no chunk allocated it
-  if (header_.has_crc32()) crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
+  if (header_.has_crc32())
+    crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
   LINALGD_ASSIGN_OR_RETURN(
-      std::string id, env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,
-                                                    absl::Seconds(header_.ttl_seconds()),
-                                                    std::move(reservation_)));
+      std::string id,
+      env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,
+                                    absl::Seconds(header_.ttl_seconds()), std::move(reservation_)));
   return DescribeStored(env_, rpc_, id, response_);
 }
 
@@ -213,9 +216,9 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   absl::Status SetRange(int64_t offset, int64_t length) {
     const int64_t total = static_cast<int64_t>(lease_.tensor->num_bytes());
     if (offset < 0 || length < 0 || offset > total || length > total - offset) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GetTensor: offset ", offset, " and length ", length, " are not a range of tensor ",
-          lease_.meta.id, "'s ", total, " bytes"));
+      return absl::InvalidArgumentError(absl::StrCat("GetTensor: offset ", offset, " and length ",
+                                                     length, " are not a range of tensor ",
+                                                     lease_.meta.id, "'s ", total, " bytes"));
     }
     begin_ = sent_ = offset;
     end_ = length == 0 ? total : offset + length;
@@ -242,7 +245,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   int64_t chunk_ = kDefaultChunkBytes;
   int64_t begin_ = 0;  // the requested range [begin_, end_)
   int64_t end_ = 0;
-  int64_t sent_ = 0;   // the next byte to send
+  int64_t sent_ = 0;  // the next byte to send
   v1::GetTensorResponse message_;
 };
 
@@ -261,14 +264,14 @@ void MetaToProto(const ResidentMeta& meta, v1::TensorInfo* out) {
   out->set_in_use(meta.in_use);
 }
 
-grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(
-    const CallEnv& env, grpc::CallbackServerContext* context, v1::PutTensorResponse* response) {
+grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(const CallEnv& env,
+                                                              grpc::CallbackServerContext* context,
+                                                              v1::PutTensorResponse* response) {
   return new PutTensorReactor(env, context, response);
 }
 
 grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
-    const CallEnv& env, grpc::CallbackServerContext* context,
-    const v1::GetTensorRequest* request) {
+    const CallEnv& env, grpc::CallbackServerContext* context, const v1::GetTensorRequest* request) {
   return new GetTensorReactor(env, context, request);
 }
 

@@ -18,8 +18,9 @@ namespace linalgd {
 // byte count differs from total_bytes). Space is reserved at the header.
 // A header with upload_id carries a part of a multi-part upload instead
 // (upload_calls.h).
-grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(
-    const CallEnv& env, grpc::CallbackServerContext* context, v1::PutTensorResponse* response);
+grpc::ServerReadReactor<v1::PutTensorRequest>* StartPutTensor(const CallEnv& env,
+                                                              grpc::CallbackServerContext* context,
+                                                              v1::PutTensorResponse* response);
 
 // Server streaming, chunk by chunk, of the requested byte range (offset,
 // length; INVALID_ARGUMENT outside the tensor); the tensor is leased (never

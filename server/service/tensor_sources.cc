@@ -2,13 +2,13 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
 #include "server/common/caller_string.h"
-#include "absl/strings/match.h"
 #include "server/common/host_allocator.h"
 #include "server/common/status_macros.h"
-#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {
@@ -26,20 +26,20 @@ absl::StatusOr<TensorView> ResolveResident(const v1::Tensor& t, absl::string_vie
   }
   const Tensor& stored = *lease->tensor;
   if (t.dtype() != v1::DTYPE_UNSPECIFIED && t.dtype() != DTypeToProto(stored.dtype())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".dtype: ", v1::DType_Name(t.dtype()), " but resident tensor ", t.resident_id(),
-        " is ", DTypeName(stored.dtype())));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".dtype: ", v1::DType_Name(t.dtype()),
+                                                   " but resident tensor ", t.resident_id(), " is ",
+                                                   DTypeName(stored.dtype())));
   }
   const Shape shape(t.shape().begin(), t.shape().end());
   if (!shape.empty() && shape != stored.shape()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".shape: ", ShapeString(shape),
-                                                   " but resident tensor ", t.resident_id(),
-                                                   " is ", ShapeString(stored.shape())));
+                                                   " but resident tensor ", t.resident_id(), " is ",
+                                                   ShapeString(stored.shape())));
   }
   if (static_cast<int>(stored.shape().size()) < min_rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": resident tensor ", t.resident_id(), " has rank ", stored.shape().size(),
-        "; at least ", min_rank, " dimensions are required"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": resident tensor ", t.resident_id(), " has rank ",
+                     stored.shape().size(), "; at least ", min_rank, " dimensions are required"));
   }
   TensorView view = stored.view();
   leases.resident_bytes += static_cast<int64_t>(view.num_bytes());
@@ -57,14 +57,14 @@ absl::StatusOr<TensorView> ResolveShm(const v1::Tensor& t, absl::string_view fie
   LINALGD_ASSIGN_OR_RETURN(TensorView view, ViewHeader(t, field, limits, min_rank));
   const int64_t expected = static_cast<int64_t>(view.num_bytes());
   if (t.shm().bytes() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".shm.bytes: ", t.shm().bytes(),
-                                                   ", expected ", expected, " (",
-                                                   view.num_elements(), " elements of ",
-                                                   DTypeName(view.dtype), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".shm.bytes: ", t.shm().bytes(), ", expected ", expected, " (",
+                     view.num_elements(), " elements of ", DTypeName(view.dtype), ")"));
   }
   LINALGD_ASSIGN_OR_RETURN(
-      ShmRange range, sources.shm->Resolve(t.shm().region(), t.shm().secret(), t.shm().offset(), expected,
-                                           static_cast<int64_t>(DTypeSize(view.dtype)), field));
+      ShmRange range,
+      sources.shm->Resolve(t.shm().region(), t.shm().secret(), t.shm().offset(), expected,
+                           static_cast<int64_t>(DTypeSize(view.dtype)), field));
   view.data = range.data;
   leases.shm_bytes += expected;
   leases.held.push_back(std::move(range.keep));
@@ -74,9 +74,8 @@ absl::StatusOr<TensorView> ResolveShm(const v1::Tensor& t, absl::string_view fie
 }  // namespace
 
 absl::StatusOr<TensorView> ResolveTensor(const v1::Tensor& t, absl::string_view field,
-                                         const TensorLimits& limits,
-                                         const TensorSources& sources, InputLeases& leases,
-                                         int min_rank) {
+                                         const TensorLimits& limits, const TensorSources& sources,
+                                         InputLeases& leases, int min_rank) {
   switch (t.source_case()) {
     case v1::Tensor::kResidentId:
       return ResolveResident(t, field, sources, leases, min_rank);
@@ -104,8 +103,9 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has
     return absl::FailedPreconditionError(
         "out_shm: shared memory is disabled (start linalgd with --allow-shm)");
   }
-  LINALGD_ASSIGN_OR_RETURN(ShmRange range, sources.shm->Resolve(shm.region(), shm.secret(),
-                                                                shm.offset(), shm.bytes(), 1, "out"));
+  LINALGD_ASSIGN_OR_RETURN(
+      ShmRange range,
+      sources.shm->Resolve(shm.region(), shm.secret(), shm.offset(), shm.bytes(), 1, "out"));
   spec.shm = std::move(range);
   spec.shm_region = shm.region();
   spec.shm_offset = shm.offset();
@@ -144,10 +144,9 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
   for (int64_t d : result.shape()) out->add_shape(d);
   if (spec.shm) {
     if (bytes > spec.shm->bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("out_shm.bytes: ", spec.shm->bytes,
-                                                     ", but the result ",
-                                                     ShapeString(result.shape()), " needs ",
-                                                     bytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("out_shm.bytes: ", spec.shm->bytes, ", but the result ",
+                       ShapeString(result.shape()), " needs ", bytes));
     }
     if (bytes > 0 && result.data() != spec.shm->data) {  // else the backend wrote it there
       std::memcpy(spec.shm->data, result.data(), static_cast<size_t>(bytes));
@@ -161,8 +160,8 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
   result = AdoptIfAt(std::move(result), spec.kept_memory);  // when written there
   LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes));
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
-  LINALGD_ASSIGN_OR_RETURN(std::string id, sources.store->PutTensor(std::move(result), "", crc,
-                                                                    spec.ttl, std::move(r)));
+  LINALGD_ASSIGN_OR_RETURN(
+      std::string id, sources.store->PutTensor(std::move(result), "", crc, spec.ttl, std::move(r)));
   out->set_resident_id(id);
   return absl::OkStatus();
 }
@@ -174,8 +173,8 @@ absl::Status CheckPlacement(absl::string_view placement) {
       device >= 0) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "placement: ", Quoted(placement), " is not \"host\", \"cpu\" or \"gpu:N\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("placement: ", Quoted(placement), " is not \"host\", \"cpu\" or \"gpu:N\""));
 }
 
 }  // namespace linalgd

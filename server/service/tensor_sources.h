@@ -41,16 +41,15 @@ struct InputLeases {
 // left unset; set, they must match), or a shared-memory range (dtype and
 // shape required; bytes must match). The lease goes into `leases`.
 absl::StatusOr<TensorView> ResolveTensor(const v1::Tensor& t, absl::string_view field,
-                                         const TensorLimits& limits,
-                                         const TensorSources& sources, InputLeases& leases,
-                                         int min_rank = 2);
+                                         const TensorLimits& limits, const TensorSources& sources,
+                                         InputLeases& leases, int min_rank = 2);
 
 // Where an op's result goes: the response (default), the store (keep), or a
 // shared-memory range.
 struct OutputSpec {
   bool keep = false;
   absl::Duration ttl = absl::ZeroDuration();  // zero: the store's default
-  std::optional<ShmRange> shm;  // leased at Prepare time
+  std::optional<ShmRange> shm;                // leased at Prepare time
   std::string shm_region;
   int64_t shm_offset = 0;
   // keep: the store's host memory the backend may write the result into

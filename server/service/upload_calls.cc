@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
 #include "server/common/status_macros.h"
 #include "server/service/store_calls.h"
-#include "common/crc32c.h"
 
 namespace linalgd {
 namespace {
@@ -91,9 +91,11 @@ UploadPartWriter::~UploadPartWriter() {
 absl::Status UploadPartWriter::Write(const std::string& chunk) {
   const int64_t n = static_cast<int64_t>(chunk.size());
   if (n > bytes_ - written_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PutTensor: the chunks of the part at offset ", offset_, " carry more than its "
-        "header.total_bytes = ", bytes_, " (", written_ + n, " so far)"));
+    return absl::InvalidArgumentError(absl::StrCat("PutTensor: the chunks of the part at offset ",
+                                                   offset_,
+                                                   " carry more than its "
+                                                   "header.total_bytes = ",
+                                                   bytes_, " (", written_ + n, " so far)"));
   }
   std::memcpy(dest_ + written_, chunk.data(), chunk.size());
   crc_ = Crc32cExtend(crc_, chunk.data(), chunk.size());

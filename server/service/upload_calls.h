@@ -35,8 +35,8 @@ class UploadPartWriter {
   // Claims [header.offset, header.offset + header.total_bytes) of upload
   // header.upload_id: NOT_FOUND for an unknown or closed upload,
   // INVALID_ARGUMENT for a bad range or a header with crc32.
-  static absl::StatusOr<std::unique_ptr<UploadPartWriter>> Open(
-      const CallEnv& env, const v1::PutTensorHeader& header);
+  static absl::StatusOr<std::unique_ptr<UploadPartWriter>> Open(const CallEnv& env,
+                                                                const v1::PutTensorHeader& header);
   ~UploadPartWriter();
 
   // INVALID_ARGUMENT when the chunks carry more than the part's bytes.
@@ -48,7 +48,10 @@ class UploadPartWriter {
  private:
   UploadPartWriter(std::shared_ptr<UploadSession> session, int64_t offset, int64_t bytes,
                    uint32_t crc32c, char* dest)
-      : session_(std::move(session)), offset_(offset), bytes_(bytes), expected_crc_(crc32c),
+      : session_(std::move(session)),
+        offset_(offset),
+        bytes_(bytes),
+        expected_crc_(crc32c),
         dest_(dest) {}
 
   const std::shared_ptr<UploadSession> session_;

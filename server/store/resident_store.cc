@@ -21,8 +21,8 @@ absl::string_view ResidentKindName(ResidentKind kind) {
 // One stored object. The index holds one reference; leases alias it, so
 // use_count() > 1 means leased.
 struct ResidentStore::Entry {
-  ResidentMeta meta;  // in_use is computed, not stored
-  Tensor tensor;      // kTensor
+  ResidentMeta meta;                     // in_use is computed, not stored
+  Tensor tensor;                         // kTensor
   std::shared_ptr<const Factor> factor;  // kFactor
   StoreReservation reservation;
   // After `tensor`: the device copy of its bytes goes first (device_copy hook).
@@ -51,7 +51,7 @@ void ResidentStore::Notify() {
 
 absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
-  uploads_.DropExpired();  // abandoned uploads give their space back first
+  uploads_.DropExpired();         // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
   DropExpired(options_.now(), dropped);
@@ -63,9 +63,9 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
     }
     const int64_t used = used_->load();
     if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "store: ", index_.size(), " objects stored, the limit --store-max-objects=",
-          options_.max_objects, ", and every one is in use"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
+                       options_.max_objects, ", and every one is in use"));
     }
     const int64_t overhead = options_.object_overhead_bytes;
     const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
@@ -213,9 +213,9 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
     auto gone = gone_.find(key);
     if (gone != gone_.end()) return absl::NotFoundError(gone->second);
     if (!IsResidentId(id)) {
-      return absl::NotFoundError(
-          absl::StrCat("resident id ", Quoted(id), " is not 32 hex digits (an id from PutTensor, "
-                       "Factorize or keep_result)"));
+      return absl::NotFoundError(absl::StrCat("resident id ", Quoted(id),
+                                              " is not 32 hex digits (an id from PutTensor, "
+                                              "Factorize or keep_result)"));
     }
     return absl::NotFoundError(absl::StrCat("resident id ", id, " is unknown"));
   }
@@ -255,9 +255,9 @@ absl::Status ResidentStore::Delete(absl::string_view id, ResidentKind kind) {
   absl::StatusOr<EntryPtr> e = Lookup(id);
   if (!e.ok()) return e.status();
   if ((*e)->meta.kind != kind) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resident id ", id, " names a ", ResidentKindName((*e)->meta.kind), ", not a ",
-        ResidentKindName(kind)));
+    return absl::InvalidArgumentError(absl::StrCat("resident id ", id, " names a ",
+                                                   ResidentKindName((*e)->meta.kind), ", not a ",
+                                                   ResidentKindName(kind)));
   }
   e->reset();
   Remove(std::string(id), "deleted", dropped);

@@ -27,7 +27,7 @@
 namespace linalgd {
 
 struct StoreOptions {
-  int64_t capacity_bytes = int64_t{8} << 30;  // --store-bytes
+  int64_t capacity_bytes = int64_t{8} << 30;    // --store-bytes
   absl::Duration default_ttl = absl::Hours(1);  // --store-ttl
   // Stored objects at most (--store-max-objects): each costs index and LRU
   // memory beyond its bytes, and a flood of tiny ones must not grow it freely.
@@ -77,11 +77,11 @@ struct TensorLease {
 // one LRU over --store-bytes (each object charged its bytes plus
 // object_overhead_bytes). An object expires `ttl` after its last use
 // (lookups refresh it); expired objects are found through an index ordered
-// by expiry time, so a scan costs what it drops, not what is stored. Space is made by dropping expired objects, then the
-// least recently used ones, but never an object leased by an operation
-// (a TensorLease or a factor shared_ptr held outside the store): leased
-// objects are pinned. Delete and expiry of a leased object remove its id at
-// once; its memory goes when the last lease ends. Thread-safe.
+// by expiry time, so a scan costs what it drops, not what is stored. Space is made by dropping
+// expired objects, then the least recently used ones, but never an object leased by an operation (a
+// TensorLease or a factor shared_ptr held outside the store): leased objects are pinned. Delete and
+// expiry of a leased object remove its id at once; its memory goes when the last lease ends.
+// Thread-safe.
 class ResidentStore {
  public:
   explicit ResidentStore(StoreOptions options);
@@ -139,8 +139,7 @@ class ResidentStore {
   struct Entry;
   using EntryPtr = std::shared_ptr<Entry>;
 
-  absl::StatusOr<std::string> Insert(EntryPtr entry, absl::Duration ttl)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> Insert(EntryPtr entry, absl::Duration ttl) ABSL_LOCKS_EXCLUDED(mu_);
   // The live entry for `id`, refreshed; NOT_FOUND as GetTensor.
   absl::StatusOr<EntryPtr> Lookup(absl::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `id` from the index; the entry moves to `dropped` (destroyed by

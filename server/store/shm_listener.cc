@@ -22,8 +22,8 @@ constexpr int kMaxFds = 8;  // attached to one message; all but one are refused
 constexpr char kRegister[] = "REGISTER";
 
 absl::Status SysError(absl::string_view what, absl::string_view path) {
-  return absl::InternalError(absl::StrCat("--shm-socket ", path, ": ", what, ": ",
-                                          std::strerror(errno)));
+  return absl::InternalError(
+      absl::StrCat("--shm-socket ", path, ": ", what, ": ", std::strerror(errno)));
 }
 
 // A listening SOCK_SEQPACKET socket at `path`, mode 0600 before it accepts
@@ -87,7 +87,9 @@ std::string Reply(const absl::StatusOr<ShmGrant>& grant) {
 class ShmListener::Loop {
  public:
   Loop(int listen_fd, int wake_fd, ShmRegistry* registry, int max_connections)
-      : listen_fd_(listen_fd), wake_fd_(wake_fd), registry_(registry),
+      : listen_fd_(listen_fd),
+        wake_fd_(wake_fd),
+        registry_(registry),
         max_connections_(max_connections) {}
   ~Loop() {
     for (const auto& [fd, peer] : peers_) Drop(fd, peer);
@@ -129,8 +131,8 @@ class ShmListener::Loop {
     socklen_t len = sizeof cred;
     if (static_cast<int>(peers_.size()) >= max_connections_ ||
         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-      spdlog::warn("shared-memory socket: connection refused ({} open, at most {})",
-                   peers_.size(), max_connections_);
+      spdlog::warn("shared-memory socket: connection refused ({} open, at most {})", peers_.size(),
+                   max_connections_);
       close(fd);
       return;
     }
@@ -154,9 +156,9 @@ class ShmListener::Loop {
     if (n == 0 && fds.empty()) return false;  // closed
     if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 || absl::string_view(buf, n) != kRegister ||
         fds.size() != 1) {
-      grant = absl::InvalidArgumentError(absl::StrCat(
-          "expected \"REGISTER\" with one memfd attached; got ", n, " bytes and ", fds.size(),
-          " fds"));
+      grant = absl::InvalidArgumentError(
+          absl::StrCat("expected \"REGISTER\" with one memfd attached; got ", n, " bytes and ",
+                       fds.size(), " fds"));
     } else {
       grant = registry_->Register(fds[0], peers_[fd]);
     }

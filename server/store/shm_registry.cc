@@ -66,9 +66,9 @@ absl::Status CheckMemfd(int fd) {
   struct statfs fs {};
   if (fstatfs(fd, &fs) != 0) return Errno("fd: fstatfs");
   if (fs.f_type != TMPFS_MAGIC) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fd: filesystem type 0x", absl::Hex(fs.f_type),
-        " is not shmem (a memfd_create without MFD_HUGETLB)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fd: filesystem type 0x", absl::Hex(fs.f_type),
+                     " is not shmem (a memfd_create without MFD_HUGETLB)"));
   }
   return absl::OkStatus();
 }
@@ -92,7 +92,8 @@ bool SameSecret(absl::string_view a, absl::string_view b) {
 
 absl::Status NotRegistered(absl::string_view field, absl::string_view id) {
   return absl::NotFoundError(absl::StrCat(
-      field, Quoted(id), " is not a registered shared-memory region of this caller (an id "
+      field, Quoted(id),
+      " is not a registered shared-memory region of this caller (an id "
       "needs its secret; regions end with Unregister or with their Unix-socket connection)"));
 }
 
@@ -102,23 +103,22 @@ ShmRegistry::~ShmRegistry() = default;
 
 absl::Status ShmRegistry::Reserve(const Inode& inode, int64_t bytes, uid_t uid) {
   if (inodes_.contains(inode)) {
-    return absl::AlreadyExistsError(
-        "fd: this memory is already registered (one region per memfd)");
+    return absl::AlreadyExistsError("fd: this memory is already registered (one region per memfd)");
   }
   Usage& mine = by_uid_[uid];
   if (total_.regions >= limits_.max_regions || total_.bytes + bytes > limits_.max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "shared memory: ", total_.regions, " regions of ", total_.bytes,
-        " bytes are mapped; with ", bytes, " more the caps --shm-max-regions ",
-        limits_.max_regions, " / --shm-max-bytes ", limits_.max_bytes, " would be passed"));
+        "shared memory: ", total_.regions, " regions of ", total_.bytes, " bytes are mapped; with ",
+        bytes, " more the caps --shm-max-regions ", limits_.max_regions, " / --shm-max-bytes ",
+        limits_.max_bytes, " would be passed"));
   }
   if (mine.regions >= limits_.max_regions_per_uid ||
       mine.bytes + bytes > limits_.max_bytes_per_uid) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "shared memory: uid ", uid, " has ", mine.regions, " regions of ", mine.bytes,
-        " bytes; with ", bytes, " more the caps --shm-max-regions-per-uid ",
-        limits_.max_regions_per_uid, " / --shm-max-bytes-per-uid ", limits_.max_bytes_per_uid,
-        " would be passed"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("shared memory: uid ", uid, " has ", mine.regions, " regions of ", mine.bytes,
+                     " bytes; with ", bytes, " more the caps --shm-max-regions-per-uid ",
+                     limits_.max_regions_per_uid, " / --shm-max-bytes-per-uid ",
+                     limits_.max_bytes_per_uid, " would be passed"));
   }
   inodes_.insert(inode);
   mine.regions += 1;
@@ -161,7 +161,7 @@ absl::StatusOr<ShmGrant> ShmRegistry::Register(int fd, const ShmPeer& peer) {
 }
 
 absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inode& inode,
-                                                 const ShmPeer& peer) {
+                                                const ShmPeer& peer) {
   absl::StatusOr<std::string> id = NewResidentId();
   absl::StatusOr<std::string> secret = NewResidentId();
   if (!id.ok()) return id.status();
@@ -229,9 +229,9 @@ absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view id, absl::string
     region = entry->region;
   }
   if (offset < 0 || bytes < 0 || offset > region->size() || bytes > region->size() - offset) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".shm: offset ", offset, " + bytes ", bytes, " is outside region ", Quoted(id),
-        " of ", region->size(), " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".shm: offset ", offset, " + bytes ",
+                                                   bytes, " is outside region ", Quoted(id), " of ",
+                                                   region->size(), " bytes"));
   }
   if (align > 1 && offset % align != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -66,8 +66,7 @@ struct ShmGrant {
 // Thread-safe.
 class ShmRegistry {
  public:
-  ShmRegistry(HostPinner pinner, ShmLimits limits)
-      : pinner_(std::move(pinner)), limits_(limits) {}
+  ShmRegistry(HostPinner pinner, ShmLimits limits) : pinner_(std::move(pinner)), limits_(limits) {}
   ~ShmRegistry();
 
   // Maps the memfd `fd` (not taken; the caller closes it) for `peer`.
@@ -75,16 +74,15 @@ class ShmRegistry {
   // memory already registered, RESOURCE_EXHAUSTED past a cap.
   absl::StatusOr<ShmGrant> Register(int fd, const ShmPeer& peer) ABSL_LOCKS_EXCLUDED(mu_);
   // NOT_FOUND for an unknown id or a wrong secret (the two are not told apart).
-  absl::Status Unregister(absl::string_view id, absl::string_view secret)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Unregister(absl::string_view id, absl::string_view secret) ABSL_LOCKS_EXCLUDED(mu_);
   // Unregisters every region of `connection` (it closed); returns how many.
   int ReleaseConnection(uint64_t connection) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The range [offset, offset + bytes) of region `id`, checked to stay inside
   // it and aligned to `align` bytes. `field` names it in errors.
-  absl::StatusOr<ShmRange> Resolve(absl::string_view id, absl::string_view secret,
-                                   int64_t offset, int64_t bytes, int64_t align,
-                                   absl::string_view field) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<ShmRange> Resolve(absl::string_view id, absl::string_view secret, int64_t offset,
+                                   int64_t bytes, int64_t align, absl::string_view field)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   int regions() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -107,8 +105,8 @@ class ShmRegistry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Unreserve(const Inode& inode, int64_t bytes, uid_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps and pins `fd` (reserved already) and adds it under a new id.
-  absl::StatusOr<ShmGrant> MapAndAdd(int fd, int64_t size, const Inode& inode,
-                                     const ShmPeer& peer) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<ShmGrant> MapAndAdd(int fd, int64_t size, const Inode& inode, const ShmPeer& peer)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Removes `it`; the region is handed back to be destroyed outside the lock.
   std::shared_ptr<Region> Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

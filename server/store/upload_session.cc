@@ -25,9 +25,9 @@ absl::Status UploadSession::CheckOpen() const {
 
 absl::Status UploadSession::CheckRange(int64_t offset, int64_t bytes) const {
   if (bytes <= 0 || offset < 0 || offset > total_ - bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "upload ", id_, ": part offset ", offset, " + total_bytes ", bytes,
-        " is not a non-empty range inside the tensor's ", total_, " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload ", id_, ": part offset ", offset, " + total_bytes ", bytes,
+                     " is not a non-empty range inside the tensor's ", total_, " bytes"));
   }
   auto next = parts_.lower_bound(offset);
   if (next != parts_.end() && next->first < offset + bytes) {
@@ -82,9 +82,9 @@ absl::StatusOr<uint32_t> UploadSession::CoveredCrc() const {
   for (const auto& [offset, part] : parts_) {
     if (offset > covered) break;
     if (!part.done) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "upload ", id_, ": the part [", offset, ", ", offset + part.bytes,
-          ") is still being written"));
+      return absl::FailedPreconditionError(absl::StrCat("upload ", id_, ": the part [", offset,
+                                                        ", ", offset + part.bytes,
+                                                        ") is still being written"));
     }
     crc = Crc32cCombine(crc, part.crc32c, static_cast<size_t>(part.bytes));
     covered = offset + part.bytes;
@@ -92,9 +92,9 @@ absl::StatusOr<uint32_t> UploadSession::CoveredCrc() const {
   if (covered < total_) {
     auto next = parts_.upper_bound(covered);
     const int64_t end = next == parts_.end() ? total_ : next->first;
-    return absl::FailedPreconditionError(absl::StrCat(
-        "upload ", id_, ": bytes [", covered, ", ", end, ") of ", total_,
-        " have not been uploaded (no finished part covers them)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("upload ", id_, ": bytes [", covered, ", ", end, ") of ", total_,
+                     " have not been uploaded (no finished part covers them)"));
   }
   return crc;
 }

@@ -20,8 +20,8 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spe
   DropExpired();
   absl::StatusOr<std::string> id = NewResidentId();
   if (!id.ok()) return id.status();
-  auto session = std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_,
-                                                 alloc_);
+  auto session =
+      std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_, alloc_);
   absl::MutexLock lock(&mu_);
   if (!sessions_.emplace(*id, session).second) {  // p = 2^-128
     return absl::InternalError("upload id collision");
@@ -34,7 +34,8 @@ absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_vie
   if (it != sessions_.end()) return it->second;
   auto gone = gone_.find(id);
   if (gone != gone_.end()) return absl::NotFoundError(gone->second);
-  return absl::NotFoundError(absl::StrCat("upload id ", Quoted(id), " is unknown (ids come from StartUpload)"));
+  return absl::NotFoundError(
+      absl::StrCat("upload id ", Quoted(id), " is unknown (ids come from StartUpload)"));
 }
 
 absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_view id) {
@@ -88,9 +89,10 @@ void UploadTable::DropExpiredLocked(std::vector<SessionPtr>& dropped) {
   }
   for (const SessionPtr& session : expired) {
     const UploadSpec& spec = session->spec();
-    Remove(session, absl::StrCat("expired (no activity for ",
-                                 absl::FormatDuration(std::min(spec.ttl, spec.idle_timeout)),
-                                 ": its TTL or --stream-idle-timeout)"),
+    Remove(session,
+           absl::StrCat("expired (no activity for ",
+                        absl::FormatDuration(std::min(spec.ttl, spec.idle_timeout)),
+                        ": its TTL or --stream-idle-timeout)"),
            dropped);
   }
 }

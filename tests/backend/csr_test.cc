@@ -1,11 +1,12 @@
 // CSR validation, canonicalization (sorting, duplicate summing, int64
 // narrowing), structure analysis and the sparse plan.
+#include "server/backend/csr.h"
+
 #include <cstdint>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/csr.h"
 #include "server/backend/sparse_plan.h"
 
 namespace linalgd {

@@ -36,8 +36,10 @@ std::vector<float> Values(const absl::StatusOr<Tensor>& t) {
 TEST(EmptyWorkTest, MatmulPlansWithAZeroDimAreEmptyWork) {
   const Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6}), b = F32({3, 1}, {1, 1, 1});
   EXPECT_FALSE(IsEmptyWork(*PlanMatmul(Op(a, b))));
-  for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{0, 3}, {3, 2}}, {{2, 0}, {0, 2}},
-                               {{2, 3}, {3, 0}}, {{0, 2, 3}, {3, 2}}}) {
+  for (const auto& [sa, sb] : {std::pair<Shape, Shape>{{0, 3}, {3, 2}},
+                               {{2, 0}, {0, 2}},
+                               {{2, 3}, {3, 0}},
+                               {{0, 2, 3}, {3, 2}}}) {
     const Tensor ea(DType::kF32, sa), eb(DType::kF32, sb);
     EXPECT_TRUE(IsEmptyWork(*PlanMatmul(Op(ea, eb)))) << ShapeString(sa) << ShapeString(sb);
   }

@@ -38,8 +38,8 @@ TEST(PlanMatmulTest, ContractionMismatchNamesShapesAndDims) {
                     HasSubstr("contraction dims 3 vs 5")));
   MatmulOp op = Op({4, 3}, {4, 6});
   op.trans_b = true;
-  EXPECT_THAT(MatmulError(op), AllOf(HasSubstr("contraction dims 3 vs 6"),
-                                     HasSubstr("after transposes")));
+  EXPECT_THAT(MatmulError(op),
+              AllOf(HasSubstr("contraction dims 3 vs 6"), HasSubstr("after transposes")));
 }
 
 TEST(PlanMatmulTest, BatchDimsThatDoNotBroadcast) {

@@ -1,12 +1,13 @@
 // Matrix Market parsing (coordinate real/integer/pattern, general/symmetric/
 // skew-symmetric) and the SparseSolve proto conversions.
+#include "linalgd/matrix_market.h"
+
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/src/sparse_convert.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "linalgd/matrix_market.h"
 
 namespace linalgd::client {
 namespace {
@@ -58,8 +59,8 @@ TEST(MatrixMarketTest, PatternIntegerAndSkew) {
   auto i = ParseMatrixMarket("%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 7\n");
   ASSERT_TRUE(i.ok()) << i.status();
   EXPECT_THAT(Values(*i), ElementsAre(7));
-  auto s = ParseMatrixMarket(
-      "%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 3\n");
+  auto s =
+      ParseMatrixMarket("%%MatrixMarket matrix coordinate real skew-symmetric\n2 2 1\n2 1 3\n");
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_THAT(Values(*s), ElementsAre(-3, 3));  // (0,1) = -3, (1,0) = 3
 }
@@ -71,8 +72,9 @@ TEST(MatrixMarketTest, EmptyRowsKeepOffsets) {
 }
 
 TEST(MatrixMarketTest, RejectsMalformedFiles) {
-  EXPECT_THAT(ParseMatrixMarket("%%MatrixMarket matrix array real general\n2 2\n").status().message(),
-              HasSubstr("coordinate only"));
+  EXPECT_THAT(
+      ParseMatrixMarket("%%MatrixMarket matrix array real general\n2 2\n").status().message(),
+      HasSubstr("coordinate only"));
   EXPECT_THAT(
       ParseMatrixMarket("%%MatrixMarket matrix coordinate complex general\n").status().message(),
       HasSubstr("field 'complex'"));
@@ -106,8 +108,9 @@ TEST(MatrixMarketTest, RejectsNonSquareSymmetricAndHugeDeclarations) {
                   .status()
                   .message(),
               HasSubstr("below 2^31"));
-  auto m = ParseMatrixMarket("%%MatrixMarket matrix coordinate real general\n"
-                             "2 2 1000000000000000000\n1 1 1\n");
+  auto m = ParseMatrixMarket(
+      "%%MatrixMarket matrix coordinate real general\n"
+      "2 2 1000000000000000000\n1 1 1\n");
   EXPECT_THAT(m.status().message(), HasSubstr("declares 1000000000000000000 entries"));
 }
 

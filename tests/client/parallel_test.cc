@@ -23,8 +23,8 @@ std::string Pattern(size_t n) {
 
 TEST(ParallelCopyTest, CopiesEveryByteForSizesAroundThePieceThresholds) {
   const size_t piece = kParallelCopyPieceBytes;
-  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, 2 * piece - 1, 2 * piece,
-                   2 * piece + 4095, 5 * piece + 17, 9 * piece + 1}) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, 2 * piece - 1, 2 * piece, 2 * piece + 4095,
+                   5 * piece + 17, 9 * piece + 1}) {
     for (int threads : {1, 3, 8}) {
       const std::string src = Pattern(n + 3);
       std::string dst(n + 6, 'z');

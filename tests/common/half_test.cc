@@ -1,5 +1,4 @@
 #include "common/half.h"
-#include "server/common/half.h"
 
 #include <cmath>
 #include <cstdint>
@@ -8,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/common/half.h"
 
 namespace linalgd {
 namespace {
@@ -48,9 +48,9 @@ TEST(HalfTest, KnownValues) {
 }
 
 TEST(HalfTest, RoundsToNearestEven) {
-  const float ulp = std::ldexp(1.0f, -10);  // spacing of halves in [1, 2)
-  EXPECT_EQ(FloatToHalf(1.0f + ulp / 2), 0x3c00);          // tie: down to even
-  EXPECT_EQ(FloatToHalf(1.0f + 3 * ulp / 2), 0x3c02);      // tie: up to even
+  const float ulp = std::ldexp(1.0f, -10);                    // spacing of halves in [1, 2)
+  EXPECT_EQ(FloatToHalf(1.0f + ulp / 2), 0x3c00);             // tie: down to even
+  EXPECT_EQ(FloatToHalf(1.0f + 3 * ulp / 2), 0x3c02);         // tie: up to even
   EXPECT_EQ(FloatToHalf(1.0f + ulp / 2 + ulp / 64), 0x3c01);  // above the tie
   EXPECT_EQ(FloatToHalf(1.0f + ulp / 2 - ulp / 64), 0x3c00);  // below the tie
 }
@@ -77,10 +77,10 @@ TEST(HalfTest, Subnormals) {
   EXPECT_EQ(HalfToFloat(0x03ff), 1023 * tiny);
   EXPECT_EQ(HalfToFloat(0x8001), -tiny);
   EXPECT_EQ(FloatToHalf(tiny), 0x0001);
-  EXPECT_EQ(FloatToHalf(tiny / 2), 0x0000);       // tie: to even (zero)
-  EXPECT_EQ(FloatToHalf(3 * tiny / 2), 0x0002);   // tie: to even (2)
+  EXPECT_EQ(FloatToHalf(tiny / 2), 0x0000);      // tie: to even (zero)
+  EXPECT_EQ(FloatToHalf(3 * tiny / 2), 0x0002);  // tie: to even (2)
   EXPECT_EQ(FloatToHalf(tiny * 0.51f), 0x0001);
-  EXPECT_EQ(FloatToHalf(-tiny / 4), 0x8000);      // underflows to -0
+  EXPECT_EQ(FloatToHalf(-tiny / 4), 0x8000);       // underflows to -0
   EXPECT_EQ(FloatToHalf(1023.5f * tiny), 0x0400);  // rounds up into the normals
   EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);
 }
@@ -115,9 +115,9 @@ TEST(BFloat16Test, RoundingInfAndNan) {
 
 TEST(Tf32Test, RoundsToTenMantissaBits) {
   const float ulp = std::ldexp(1.0f, -10);
-  EXPECT_EQ(RoundToTf32(1.0f + ulp), 1.0f + ulp);               // representable
-  EXPECT_EQ(RoundToTf32(1.0f + ulp / 2), 1.0f);                 // tie: down to even
-  EXPECT_EQ(RoundToTf32(1.0f + 3 * ulp / 2), 1.0f + 2 * ulp);   // tie: up to even
+  EXPECT_EQ(RoundToTf32(1.0f + ulp), 1.0f + ulp);              // representable
+  EXPECT_EQ(RoundToTf32(1.0f + ulp / 2), 1.0f);                // tie: down to even
+  EXPECT_EQ(RoundToTf32(1.0f + 3 * ulp / 2), 1.0f + 2 * ulp);  // tie: up to even
   EXPECT_EQ(RoundToTf32(1.0f + ulp / 2 + ulp / 64), 1.0f + ulp);
   EXPECT_EQ(RoundToTf32(-3.0f), -3.0f);
   EXPECT_EQ(RoundToTf32(kInf), kInf);
@@ -144,7 +144,7 @@ TEST(ConversionTest, TensorsOfEveryDtype) {
       EXPECT_EQ(back[i], values[i]) << DTypeName(dt);  // exactly representable
       EXPECT_EQ(backf[i], static_cast<float>(values[i])) << DTypeName(dt);
     }
-    const double tol = dt == DType::kF64 ? 0
+    const double tol = dt == DType::kF64   ? 0
                        : dt == DType::kF32 ? 1e-7
                        : dt == DType::kF16 ? 1e-3
                                            : 1e-2;

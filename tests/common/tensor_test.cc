@@ -3,9 +3,8 @@
 #include <memory>
 #include <vector>
 
-#include "server/common/host_allocator.h"
-
 #include "gtest/gtest.h"
+#include "server/common/host_allocator.h"
 
 namespace linalgd {
 namespace {

@@ -189,8 +189,8 @@ TEST(BatchStackTest, WithoutAllocatorMemoryTheStackOwnsCopies) {
 }
 
 TEST(BatchStackTest, UnstackOfAnAdoptedTensorAliasesItsPartsAndKeepsThemAlive) {
-  auto block = std::shared_ptr<std::byte>(new std::byte[3 * 4 * 8],
-                                          std::default_delete<std::byte[]>());
+  auto block =
+      std::shared_ptr<std::byte>(new std::byte[3 * 4 * 8], std::default_delete<std::byte[]>());
   for (int i = 0; i < 12; ++i) reinterpret_cast<double*>(block.get())[i] = i;
   std::vector<Tensor> parts;
   {

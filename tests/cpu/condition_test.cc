@@ -3,6 +3,8 @@
 // of matrices of known condition, the decision (solved / min-norm fallback /
 // refused) at the --singular-rcond-factor threshold, numpy.linalg.lstsq's
 // outputs, and cached factors below the threshold.
+#include "server/backend/condition.h"
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -12,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/condition.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "tests/cpu/condition_families.h"
@@ -116,8 +117,8 @@ class CpuConditionTest : public ::testing::Test {
 TEST_F(CpuConditionTest, FamiliesOfKnownCondition) {
   for (const ConditionCase& c : test_ref::StandardFamilies(rng_)) {
     for (DType dt : {DType::kF64, DType::kF32}) {
-      SCOPED_TRACE(testing::Message() << c.name << " n " << c.n << " " << DTypeName(dt)
-                                      << " rcond1 " << c.rcond1);
+      SCOPED_TRACE(testing::Message()
+                   << c.name << " n " << c.n << " " << DTypeName(dt) << " rcond1 " << c.rcond1);
       const Decision want = test_ref::ExpectedDecision(c, dt);
       auto r = Solve(c, dt, SolveMethod::kAuto, true);
       ASSERT_TRUE(r.ok()) << r.status();
@@ -153,9 +154,9 @@ TEST_F(CpuConditionTest, RefusalNamesRcondAndThreshold) {
   auto r = Solve(c, DType::kF64, SolveMethod::kLu, false);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(r.status().message(), HasSubstr("lu: rcond "));
-  EXPECT_THAT(r.status().message(),
-              HasSubstr(absl::StrCat("is below the threshold ",
-                                     SingularThreshold(1.0, 32, DType::kF64))));
+  EXPECT_THAT(
+      r.status().message(),
+      HasSubstr(absl::StrCat("is below the threshold ", SingularThreshold(1.0, 32, DType::kF64))));
   EXPECT_THAT(r.status().message(), HasSubstr("no fallback taken"));
 }
 
@@ -163,8 +164,8 @@ TEST_F(CpuConditionTest, TheFactorFlagMovesTheThreshold) {
   const ConditionCase c = test_ref::SvdFamily(16, 1e10, rng_);
   auto r = Solve(c, DType::kF64, SolveMethod::kLu, false);
   ASSERT_TRUE(r.ok()) << r.status();
-  auto strict = CreateCpuBackend({.blas_threads = 1, .batch_threads = 1,
-                                  .singular_rcond_factor = 1e8});
+  auto strict =
+      CreateCpuBackend({.blas_threads = 1, .batch_threads = 1, .singular_rcond_factor = 1e8});
   r = Solve(c, DType::kF64, SolveMethod::kLu, true, strict.get());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
@@ -204,7 +205,8 @@ TEST_F(CpuConditionTest, LstsqReportsNumpysOutputs) {
   ASSERT_EQ(r->lstsq->residuals.size(), static_cast<size_t>(k));
   for (int j = 0; j < k; ++j) {
     double ss = 0;
-    for (int i = 0; i < m; ++i) ss += (ax[i * k + j] - b[i * k + j]) * (ax[i * k + j] - b[i * k + j]);
+    for (int i = 0; i < m; ++i)
+      ss += (ax[i * k + j] - b[i * k + j]) * (ax[i * k + j] - b[i * k + j]);
     EXPECT_NEAR(r->lstsq->residuals[j], ss, 1e-12 * (1 + ss));
   }
   // rcond as numpy's: above the second largest singular value, rank 1.

@@ -21,9 +21,12 @@ using test_ref::Values;
 
 double Tolerance(DType in) {
   switch (in) {
-    case DType::kF32: return 1e-5;
-    case DType::kF64: return 1e-12;
-    default: return 2e-2;
+    case DType::kF32:
+      return 1e-5;
+    case DType::kF64:
+      return 1e-12;
+    default:
+      return 2e-2;
   }
 }
 
@@ -165,8 +168,8 @@ TEST_F(CpuMatmulTest, CBroadcasts) {
   const int m = 4, k = 3, n = 5;
   Tensor a = RandomTensor(DType::kF32, {2, 3, m, k}, rng_);
   Tensor b = RandomTensor(DType::kF32, {k, n}, rng_);
-  for (const Shape& cs : {Shape{1, n}, Shape{m, n}, Shape{m, 1}, Shape{2, 3, m, n},
-                          Shape{3, m, n}, Shape{2, 1, 1, n}, Shape{n}}) {
+  for (const Shape& cs : {Shape{1, n}, Shape{m, n}, Shape{m, 1}, Shape{2, 3, m, n}, Shape{3, m, n},
+                          Shape{2, 1, 1, n}, Shape{n}}) {
     SCOPED_TRACE(ShapeString(cs));
     Tensor c = RandomTensor(DType::kF32, cs, rng_);
     Tensor bias = RandomTensor(DType::kF32, {n}, rng_);
@@ -205,10 +208,14 @@ TEST_F(CpuMatmulTest, ComputeModesRoundTheInputs) {
   Tensor b = RandomTensor(DType::kF32, {k, n}, rng_);
   MatmulOp op = MakeOp(a, b);
   const std::vector<double> exact = Run(op);
-  struct Case { ComputeMode mode; float (*round)(float); double tol; };
-  for (const Case& cs : {Case{ComputeMode::kTf32, RoundToTf32, 5e-3},
-                         Case{ComputeMode::kFast16F, RoundToHalf, 2e-2},
-                         Case{ComputeMode::kFast16BF, RoundToBFloat16, 2e-2}}) {
+  struct Case {
+    ComputeMode mode;
+    float (*round)(float);
+    double tol;
+  };
+  for (const Case& cs :
+       {Case{ComputeMode::kTf32, RoundToTf32, 5e-3}, Case{ComputeMode::kFast16F, RoundToHalf, 2e-2},
+        Case{ComputeMode::kFast16BF, RoundToBFloat16, 2e-2}}) {
     SCOPED_TRACE(ComputeModeName(cs.mode));
     op.compute = cs.mode;
     Shape shape;

@@ -93,8 +93,7 @@ TEST_F(CpuSolveTest, LuMatchesGaussianElimination) {
     EXPECT_EQ(r->method_used, SolveMethod::kLu);
     EXPECT_EQ(r->fallback, "");
     // f32: the reference sees a and b rounded to f32 too.
-    const Mat ref_dt = dt == DType::kF64 ? ref
-        : test_ref::GaussSolve(Values(a_), Values(b_), n, k);
+    const Mat ref_dt = dt == DType::kF64 ? ref : test_ref::GaussSolve(Values(a_), Values(b_), n, k);
     EXPECT_LE(RelError(Values(r->x), ref_dt), dt == DType::kF64 ? 1e-12 : 1e-5);
     EXPECT_LE(r->residual, dt == DType::kF64 ? 1e-15 : 1e-7);
     EXPECT_GT(r->residual, 0);
@@ -204,8 +203,7 @@ TEST_F(CpuSolveTest, ExactlySingularLuFallsBackToMinimumNorm) {
     for (int j = 0; j < n; ++j) reduced.push_back(a[i * n + j]);
     for (int j = 0; j < k; ++j) reduced_b.push_back(b[i * k + j]);
   }
-  EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(reduced, reduced_b, n - 1, n, k)),
-            1e-10);
+  EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(reduced, reduced_b, n - 1, n, k)), 1e-10);
 
   r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu, false);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -248,8 +246,7 @@ TEST_F(CpuSolveTest, QrLeastSquaresAndMinimumNorm) {
     const Mat u = Random(3, 7, rng_), c = Random(3, 2, rng_);
     r = Solve(dt, {3, 7}, u, {3, 2}, c, SolveMethod::kQr);
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(Values(a_), Values(b_), 3, 7, 2)),
-              tol);
+    EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(Values(a_), Values(b_), 3, 7, 2)), tol);
     EXPECT_EQ(r->fallback, "");
   }
 }

@@ -63,9 +63,9 @@ double Tol(DType dt) { return dt == DType::kF64 ? 1e-8 : 2e-3; }
 TEST_F(CpuSparseTest, SmallKnownSystem) {
   // [[4, 1, 0], [1, 3, 0], [0, 0, 2]] x = [1, 2, 3] -> x = [1/11, 7/11, 3/2].
   Csr a = sparse_test::FromDense({4, 1, 0, 1, 3, 0, 0, 0, 2}, 3);
-  for (SparseMethod m : {SparseMethod::kAuto, SparseMethod::kCholesky, SparseMethod::kLu,
-                         SparseMethod::kQr, SparseMethod::kCg, SparseMethod::kBicgstab,
-                         SparseMethod::kGmres}) {
+  for (SparseMethod m :
+       {SparseMethod::kAuto, SparseMethod::kCholesky, SparseMethod::kLu, SparseMethod::kQr,
+        SparseMethod::kCg, SparseMethod::kBicgstab, SparseMethod::kGmres}) {
     Request r;
     r.method = m;
     auto res = Solve(a, DType::kF64, {1, 2, 3}, 1, r);
@@ -82,8 +82,7 @@ TEST_F(CpuSparseTest, SmallKnownSystem) {
 
 using MethodCase = std::tuple<SparseMethod, Preconditioner, DType>;
 
-class CpuSparseSpdTest : public CpuSparseTest,
-                         public ::testing::WithParamInterface<MethodCase> {};
+class CpuSparseSpdTest : public CpuSparseTest, public ::testing::WithParamInterface<MethodCase> {};
 
 TEST_P(CpuSparseSpdTest, Poisson2DMatchesDenseReference) {
   const auto [method, pre, dtype] = GetParam();
@@ -117,11 +116,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     Preconditioners, CpuSparseSpdTest,
-    ::testing::Combine(::testing::Values(SparseMethod::kCg, SparseMethod::kBicgstab,
-                                         SparseMethod::kGmres),
-                       ::testing::Values(Preconditioner::kJacobi, Preconditioner::kIlu0,
-                                         Preconditioner::kIc0),
-                       ::testing::Values(DType::kF64)));
+    ::testing::Combine(
+        ::testing::Values(SparseMethod::kCg, SparseMethod::kBicgstab, SparseMethod::kGmres),
+        ::testing::Values(Preconditioner::kJacobi, Preconditioner::kIlu0, Preconditioner::kIc0),
+        ::testing::Values(DType::kF64)));
 
 class CpuSparseGeneralTest : public CpuSparseTest,
                              public ::testing::WithParamInterface<MethodCase> {};
@@ -142,9 +140,8 @@ TEST_P(CpuSparseGeneralTest, NonsymmetricMatchesDenseReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Methods, CpuSparseGeneralTest,
-    ::testing::Combine(::testing::Values(SparseMethod::kAuto, SparseMethod::kLu,
-                                         SparseMethod::kQr, SparseMethod::kBicgstab,
-                                         SparseMethod::kGmres),
+    ::testing::Combine(::testing::Values(SparseMethod::kAuto, SparseMethod::kLu, SparseMethod::kQr,
+                                         SparseMethod::kBicgstab, SparseMethod::kGmres),
                        ::testing::Values(Preconditioner::kNone),
                        ::testing::Values(DType::kF64, DType::kF32)));
 

@@ -19,13 +19,12 @@ double CpuSeconds() {
 }
 
 double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void Gemm(int s, const std::vector<float>& a, std::vector<float>& c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1, a.data(), s, a.data(), s,
-              0, c.data(), s);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s, s, s, 1, a.data(), s, a.data(), s, 0,
+              c.data(), s);
 }
 
 }  // namespace

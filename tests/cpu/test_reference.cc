@@ -107,8 +107,8 @@ double RelError(const std::vector<double>& x, const std::vector<double>& ref) {
   return scale > 0 ? diff / scale : diff;
 }
 
-std::vector<double> MatMul(const std::vector<double>& a, const std::vector<double>& b, int m,
-                           int k, int n) {
+std::vector<double> MatMul(const std::vector<double>& a, const std::vector<double>& b, int m, int k,
+                           int n) {
   std::vector<double> c(static_cast<size_t>(m) * n, 0.0);
   for (int i = 0; i < m; ++i) {
     for (int p = 0; p < k; ++p) {
@@ -156,8 +156,8 @@ std::vector<double> NormalEquations(const std::vector<double>& a, const std::vec
   return GaussSolve(MatMul(at, a, n, m, n), MatMul(at, b, n, m, k), n, k);
 }
 
-std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b,
-                                 int m, int n, int k) {
+std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b, int m,
+                                 int n, int k) {
   const std::vector<double> at = Transpose(a, m, n);
   const std::vector<double> y = GaussSolve(MatMul(a, at, m, n, m), b, m, k);
   return MatMul(at, y, n, m, k);

@@ -30,8 +30,8 @@ std::vector<double> ReferenceMatmul(const MatmulOp& op, Shape* shape);
 double RelError(const std::vector<double>& x, const std::vector<double>& ref);
 
 // Row-major helpers in double.
-std::vector<double> MatMul(const std::vector<double>& a, const std::vector<double>& b, int m,
-                           int k, int n);
+std::vector<double> MatMul(const std::vector<double>& a, const std::vector<double>& b, int m, int k,
+                           int n);
 std::vector<double> Transpose(const std::vector<double>& a, int rows, int cols);
 // Gaussian elimination with partial pivoting: a (n x n) x = b (n x k).
 std::vector<double> GaussSolve(std::vector<double> a, std::vector<double> b, int n, int k);
@@ -39,8 +39,8 @@ std::vector<double> GaussSolve(std::vector<double> a, std::vector<double> b, int
 std::vector<double> NormalEquations(const std::vector<double>& a, const std::vector<double>& b,
                                     int m, int n, int k);
 // Minimum-norm solution a^T (a a^T)^-1 b (a m x n of full row rank).
-std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b,
-                                 int m, int n, int k);
+std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b, int m,
+                                 int n, int k);
 
 // Row-major f64 matrices for solver tests: uniform in [-1, 1); plus n on
 // the diagonal (well conditioned); exactly symmetric with n + 1 on the

@@ -38,7 +38,8 @@ TEST(ThreadPoolTest, UsesWorkersWhenAllowed) {
   pool.ParallelFor(4, 4, [&](int64_t) {
     const int now = ++inside;
     int p = peak.load();
-    while (now > p && !peak.compare_exchange_weak(p, now)) {}
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     --inside;
   });

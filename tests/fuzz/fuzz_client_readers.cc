@@ -23,7 +23,7 @@ void FuzzNpy(absl::string_view contents) {
   FUZZ_REQUIRE(encoded.ok());
   absl::StatusOr<Tensor> again = DecodeNpy(*encoded, "again.npy");
   FUZZ_REQUIRE(again.ok() && again->dtype() == t->dtype() && again->shape() == t->shape() &&
-          again->bytes() == t->bytes());
+               again->bytes() == t->bytes());
 }
 
 void FuzzNpyHeader(absl::string_view text) {
@@ -32,7 +32,7 @@ void FuzzNpyHeader(absl::string_view text) {
   if (!h.ok()) return;
   absl::StatusOr<NpyHeader> again = ParseNpyHeader(FormatNpyHeader(*h));
   FUZZ_REQUIRE(again.ok() && again->descr == h->descr && again->fortran_order == h->fortran_order &&
-          again->shape == h->shape);
+               again->shape == h->shape);
 }
 
 void FuzzMatrixMarket(absl::string_view text, linalgd::client::DType dtype) {
@@ -55,10 +55,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const absl::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
-    case 0: FuzzNpy(rest); break;
-    case 1: FuzzNpyHeader(rest); break;
-    case 2: FuzzMatrixMarket(rest, linalgd::client::DType::kF64); break;
-    case 3: FuzzMatrixMarket(rest, linalgd::client::DType::kF32); break;
+    case 0:
+      FuzzNpy(rest);
+      break;
+    case 1:
+      FuzzNpyHeader(rest);
+      break;
+    case 2:
+      FuzzMatrixMarket(rest, linalgd::client::DType::kF64);
+      break;
+    case 3:
+      FuzzMatrixMarket(rest, linalgd::client::DType::kF32);
+      break;
   }
   return 0;
 }

@@ -13,9 +13,9 @@
 // target allocate much (a plan may allocate O(batch) offsets, batch <=
 // 1 << 20). Tensors may name a resident id (none exists: NOT_FOUND) or
 // shared memory (refused: no registry); keep_result gets a 64 MiB store.
-#include <cstdlib>
-
 #include <google/protobuf/stubs/logging.h>
+
+#include <cstdlib>
 
 #include "server/service/calls.h"
 #include "server/service/requests.h"

@@ -10,8 +10,7 @@
 
 // Aborts (a crash libFuzzer reports) naming the condition when a contract
 // the target checks does not hold.
-#define FUZZ_REQUIRE(cond) \
-  ((cond) ? (void)0 : ::linalgd::fuzz::Fail(#cond, __FILE__, __LINE__))
+#define FUZZ_REQUIRE(cond) ((cond) ? (void)0 : ::linalgd::fuzz::Fail(#cond, __FILE__, __LINE__))
 
 namespace linalgd::fuzz {
 
@@ -44,7 +43,10 @@ class Reader {
   std::string Rest() { return Bytes(left_); }
 
  private:
-  void Skip(size_t n) { p_ += n; left_ -= n; }
+  void Skip(size_t n) {
+    p_ += n;
+    left_ -= n;
+  }
   const uint8_t* p_;
   size_t left_;
 };

@@ -89,11 +89,10 @@ class GpuConditionTest : public ::testing::Test {
         EXPECT_LE(err, tol);
       }
       if (i == 0) {
-        gpu_test::ReportAccuracy(absl::StrCat("condition ", c.name, " n=", c.n, " ",
-                                              DTypeName(dt), " batch=", batch,
-                                              g_back ? " fallback" : " solved", " rcond=",
-                                              *g->rcond),
-                                 err, tol > 0 ? tol : err);
+        gpu_test::ReportAccuracy(
+            absl::StrCat("condition ", c.name, " n=", c.n, " ", DTypeName(dt), " batch=", batch,
+                         g_back ? " fallback" : " solved", " rcond=", *g->rcond),
+            err, tol > 0 ? tol : err);
       }
     }
     auto refused = Solve(*gpu_test::FirstGpu(), c, dt, false, batch);

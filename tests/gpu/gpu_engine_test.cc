@@ -1,8 +1,9 @@
 // The engine without a device (runs everywhere) and its device registry.
+#include "server/gpu/gpu_engine.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/gpu/device_registry.h"
-#include "server/gpu/gpu_engine.h"
 #include "tests/gpu/gpu_test_env.h"
 
 namespace linalgd {
@@ -15,8 +16,8 @@ TEST(GpuEngineTest, WithoutADeviceServesNothingAndSaysWhy) {
   if (!engine.backends().empty()) GTEST_SKIP() << "this machine has a GPU";
   EXPECT_FALSE(engine.status().empty());
   // The build machines: no driver, cudaGetDeviceCount fails (error 35).
-  EXPECT_THAT(engine.status(), testing::AnyOf(HasSubstr("cudaGetDeviceCount"),
-                                              HasSubstr("no CUDA device")));
+  EXPECT_THAT(engine.status(),
+              testing::AnyOf(HasSubstr("cudaGetDeviceCount"), HasSubstr("no CUDA device")));
 }
 
 TEST(GpuEngineTest, DisabledStartsNoBackend) {

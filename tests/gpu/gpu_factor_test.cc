@@ -19,18 +19,17 @@
 namespace linalgd {
 namespace {
 
+using test_ref::DominantSpd;
 using test_ref::FromValues;
+using test_ref::RandomMatrix;
 using test_ref::RandomTensor;
 using test_ref::RelError;
-using test_ref::Values;
-using test_ref::DominantSpd;
-using test_ref::RandomMatrix;
 using test_ref::SymmetricIndefinite;
+using test_ref::Values;
 using test_ref::WellConditioned;
 using ::testing::HasSubstr;
 
 using Mat = std::vector<double>;
-
 
 class GpuFactorTest : public ::testing::Test {
  protected:
@@ -46,8 +45,7 @@ class GpuFactorTest : public ::testing::Test {
     return gpu().Factorize(op);
   }
 
-  absl::StatusOr<SolveResult> SolveWith(const Factor& f, DType dt, const Shape& bs,
-                                        const Mat& b) {
+  absl::StatusOr<SolveResult> SolveWith(const Factor& f, DType dt, const Shape& bs, const Mat& b) {
     b_ = FromValues(dt, bs, b);
     return gpu().SolveWithFactor(f, b_.view());
   }
@@ -118,8 +116,8 @@ TEST_F(GpuFactorTest, F32FactorSolves) {
 TEST_F(GpuFactorTest, AutoIsCholeskyForSpdAndLuForIndefinite) {
   LINALGD_REQUIRE_GPU();
   const int n = 48;
-  absl::StatusOr<FactorizeResult> spd = Factorize(DType::kF64, DominantSpd(n, rng_), n,
-                                                  SolveMethod::kAuto);
+  absl::StatusOr<FactorizeResult> spd =
+      Factorize(DType::kF64, DominantSpd(n, rng_), n, SolveMethod::kAuto);
   ASSERT_TRUE(spd.ok()) << spd.status();
   EXPECT_EQ(spd->factor->info().method, SolveMethod::kCholesky);
   const Mat a = SymmetricIndefinite(n, rng_);
@@ -150,8 +148,8 @@ TEST_F(GpuFactorTest, CholeskyOnNonSpdFallsBackToLuOrFailsWhenForbidden) {
   EXPECT_EQ(no.status().code(), absl::StatusCode::kFailedPrecondition) << no.status();
   EXPECT_THAT(no.status().message(), HasSubstr("leading minor 3"));
 
-  absl::StatusOr<FactorizeResult> asym = Factorize(
-      DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kCholesky, /*fallback=*/false);
+  absl::StatusOr<FactorizeResult> asym = Factorize(DType::kF64, WellConditioned(n, rng_), n,
+                                                   SolveMethod::kCholesky, /*fallback=*/false);
   ASSERT_FALSE(asym.ok());
   EXPECT_EQ(asym.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(asym.status().message(), HasSubstr("not symmetric"));
@@ -212,11 +210,11 @@ TEST_F(GpuFactorTest, BatchedRightHandSidesSolveEachMatrix) {
 TEST_F(GpuFactorTest, RejectsMismatchedRightHandSides) {
   LINALGD_REQUIRE_GPU();
   const int n = 8;
-  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
-                                                SolveMethod::kLu);
+  absl::StatusOr<FactorizeResult> f =
+      Factorize(DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kLu);
   ASSERT_TRUE(f.ok()) << f.status();
-  absl::StatusOr<SolveResult> rows = SolveWith(*f->factor, DType::kF64, {n + 1, 1},
-                                               Mat(n + 1, 1.0));
+  absl::StatusOr<SolveResult> rows =
+      SolveWith(*f->factor, DType::kF64, {n + 1, 1}, Mat(n + 1, 1.0));
   EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
   absl::StatusOr<SolveResult> dtype = SolveWith(*f->factor, DType::kF32, {n, 1}, Mat(n, 1.0));
   EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
@@ -229,13 +227,14 @@ TEST_F(GpuFactorTest, ReleasedFactorFreesDeviceMemoryAndBudget) {
   gpu().set_memory_budget(&budget);
   const int64_t before = gpu().memory().in_use_bytes();
   {
-    absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
-                                                  SolveMethod::kLu);
+    absl::StatusOr<FactorizeResult> f =
+        Factorize(DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kLu);
     ASSERT_TRUE(f.ok()) << f.status();
     const int64_t held = gpu().memory().in_use_bytes() - before;
     EXPECT_GE(held, int64_t{n} * n * 8);
     EXPECT_GE(budget.reserved(), f->factor->info().bytes);
-    absl::StatusOr<SolveResult> x = SolveWith(*f->factor, DType::kF64, {n, 4}, RandomMatrix(n, 4, rng_));
+    absl::StatusOr<SolveResult> x =
+        SolveWith(*f->factor, DType::kF64, {n, 4}, RandomMatrix(n, 4, rng_));
     ASSERT_TRUE(x.ok()) << x.status();
     EXPECT_EQ(gpu().memory().in_use_bytes() - before, held);  // the solve's buffers are gone
     // The last reference dropped on another thread, as the store may do.
@@ -253,8 +252,8 @@ TEST_F(GpuFactorTest, FactorThatDoesNotFitTheBudgetIsResourceExhausted) {
   MemoryBudget budget(gpu().name(), 1024);
   gpu().set_memory_budget(&budget);
   const int64_t before = gpu().memory().in_use_bytes();
-  absl::StatusOr<FactorizeResult> f = Factorize(DType::kF64, WellConditioned(n, rng_), n,
-                                                SolveMethod::kLu);
+  absl::StatusOr<FactorizeResult> f =
+      Factorize(DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kLu);
   gpu().set_memory_budget(nullptr);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted) << f.status();

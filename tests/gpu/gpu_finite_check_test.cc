@@ -1,8 +1,8 @@
 // MatmulOp::check_finite on the GPU: the device scans its copies of a, b and
 // bias, and the error is the host check's, word for word, after the
 // backend's name (finite_check.h).
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -28,12 +28,16 @@ enum class Bad { kNaN, kPlusInf, kMinusInf };
 
 // Sets element `index` of t to the non-finite value `bad`.
 void Poison(Tensor& t, int64_t index, Bad bad) {
-  const double v = bad == Bad::kNaN      ? std::numeric_limits<double>::quiet_NaN()
+  const double v = bad == Bad::kNaN       ? std::numeric_limits<double>::quiet_NaN()
                    : bad == Bad::kPlusInf ? std::numeric_limits<double>::infinity()
                                           : -std::numeric_limits<double>::infinity();
   switch (t.dtype()) {
-    case DType::kF32: t.mutable_as<float>()[index] = static_cast<float>(v); break;
-    case DType::kF64: t.mutable_as<double>()[index] = v; break;
+    case DType::kF32:
+      t.mutable_as<float>()[index] = static_cast<float>(v);
+      break;
+    case DType::kF64:
+      t.mutable_as<double>()[index] = v;
+      break;
     case DType::kF16:
       t.mutable_as<uint16_t>()[index] =
           bad == Bad::kNaN ? 0x7e00 : (bad == Bad::kPlusInf ? 0x7c00 : 0xfc00);

@@ -59,8 +59,8 @@ Case MakeCase(DType in, DType out, ComputeMode cm, Epilogue ep, bool ta, bool tb
   if (EpilogueHasBias(ep)) c.bias = Shape{n};
   c.tol = DefaultTol(in, out, cm);
   c.name = absl::StrCat(DTypeName(in), "->", DTypeName(out), " ", ComputeModeName(cm), " ",
-                        EpilogueName(ep), ta ? " aT" : "", tb ? " bT" : "", " a",
-                        ShapeString(c.a), " b", ShapeString(c.b));
+                        EpilogueName(ep), ta ? " aT" : "", tb ? " bT" : "", " a", ShapeString(c.a),
+                        " b", ShapeString(c.b));
   return c;
 }
 
@@ -82,8 +82,8 @@ std::vector<Case> AllCases() {
   }
   for (DType dt : {DType::kF16, DType::kBF16}) {
     for (Epilogue ep : {Epilogue::kNone, Epilogue::kGeluBias}) {
-      cases.push_back(MakeCase(dt, DType::kF32, ComputeMode::kDefault, ep, false, true, 96, 80,
-                               200));
+      cases.push_back(
+          MakeCase(dt, DType::kF32, ComputeMode::kDefault, ep, false, true, 96, 80, 200));
     }
   }
   for (ComputeMode cm : {ComputeMode::kTf32, ComputeMode::kFast16F, ComputeMode::kFast16BF}) {
@@ -93,8 +93,8 @@ std::vector<Case> AllCases() {
     }
   }
   for (Epilogue ep : {Epilogue::kNone, Epilogue::kBias}) {
-    cases.push_back(MakeCase(DType::kF16, DType::kF16, ComputeMode::kFast16F, ep, false, false,
-                             64, 48, 64));
+    cases.push_back(
+        MakeCase(DType::kF16, DType::kF16, ComputeMode::kFast16F, ep, false, false, 64, 48, 64));
   }
   return cases;
 }
@@ -141,8 +141,8 @@ std::vector<Case> BatchCases() {
   Case big = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kNone, false,
                       false, 512, 384, 1024);
   cases.push_back(big);
-  big = MakeCase(DType::kF64, DType::kF64, ComputeMode::kDefault, Epilogue::kGeluBias, true,
-                 false, 512, 384, 1024);
+  big = MakeCase(DType::kF64, DType::kF64, ComputeMode::kDefault, Epilogue::kGeluBias, true, false,
+                 512, 384, 1024);
   cases.push_back(big);
   big = MakeCase(DType::kF32, DType::kF32, ComputeMode::kTf32, Epilogue::kNone, false, false, 1024,
                  1024, 1024, {2}, {2});
@@ -205,8 +205,8 @@ INSTANTIATE_TEST_SUITE_P(Batches, GpuMatmulTest, ::testing::ValuesIn(BatchCases(
 TEST_F(GpuMatmulTest, RepeatedShapePlansOnce) {
   LINALGD_REQUIRE_GPU();
   gpu::GpuBackend& gpu = *gpu_test::FirstGpu();
-  const Case c = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kRelu,
-                          false, false, 33, 77, 91);
+  const Case c = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kRelu, false,
+                          false, 33, 77, 91);
   RunCase(c, gpu);
   const int64_t misses = gpu.algo_cache().misses(), hits = gpu.algo_cache().hits();
   for (int i = 0; i < 3; ++i) EXPECT_LE(RunCase(c, gpu), c.tol);
@@ -244,8 +244,8 @@ TEST_F(GpuMatmulTest, OverTheMemoryBudgetIsResourceExhaustedAndTheDeviceStaysUsa
   ASSERT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted) << out.status();
   EXPECT_THAT(out.status().message(), testing::HasSubstr("memory budget"));
   EXPECT_FALSE((*small)->fenced());
-  const Case ok = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kNone,
-                           false, false, 64, 64, 64);
+  const Case ok = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kNone, false,
+                           false, 64, 64, 64);
   EXPECT_LE(RunCase(ok, **small), ok.tol);
 }
 

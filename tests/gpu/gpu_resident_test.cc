@@ -96,13 +96,13 @@ TEST(GpuTransferTest, CopyToHostIntoRegisteredMemoryIsDirect) {
   gpu::TransferCounters& n = gpu::GlobalTransferCounters();
   const int64_t direct_before = n.d2h_pinned_direct.load();
   absl::Status s = g.RunJob<bool>([&](gpu::GpuContext& ctx) -> absl::StatusOr<bool> {
-    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(a.num_bytes()));
-    LINALGD_RETURN_IF_ERROR(gpu::CopyToDevice(ctx.hs, ctx.pinned, a.as<char>(), a.num_bytes(),
-                                              d.data()));
-    LINALGD_RETURN_IF_ERROR(gpu::CopyToHost(ctx.hs, ctx.pinned, d.data(), a.num_bytes(),
-                                            region.data));
-    return true;
-  }).status();
+                      LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(a.num_bytes()));
+                      LINALGD_RETURN_IF_ERROR(gpu::CopyToDevice(ctx.hs, ctx.pinned, a.as<char>(),
+                                                                a.num_bytes(), d.data()));
+                      LINALGD_RETURN_IF_ERROR(gpu::CopyToHost(ctx.hs, ctx.pinned, d.data(),
+                                                              a.num_bytes(), region.data));
+                      return true;
+                    }).status();
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(n.d2h_pinned_direct.load() - direct_before, 1);
   EXPECT_EQ(std::memcmp(region.data, a.as<char>(), a.num_bytes()), 0);
@@ -177,7 +177,7 @@ TEST(PinnedHostCacheTest, BlocksArePageLockedReusedBySizeAndCapped) {
   ASSERT_NE(b, nullptr);
   EXPECT_NE(b.get(), first);
   EXPECT_EQ(alloc(2 << 20), nullptr);  // 3 + 4 + 2 MiB > the 8 MiB cap, nothing idle
-  again.reset();                        // idle now: freed to make room
+  again.reset();                       // idle now: freed to make room
   std::shared_ptr<std::byte> c = alloc(2 << 20);
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(gpu::IsPinnedHost(c.get(), 2 << 20));

@@ -50,10 +50,10 @@ double MatmulError(const client::Tensor& a, const client::Tensor& b, const clien
 }
 
 // Starts the server; returns from the test when it failed or has no GPU.
-#define START_OR_SKIP(options)                  \
-  do {                                          \
-    ASSERT_NO_FATAL_FAILURE(Start(options));    \
-    if (IsSkipped()) return;                    \
+#define START_OR_SKIP(options)               \
+  do {                                       \
+    ASSERT_NO_FATAL_FAILURE(Start(options)); \
+    if (IsSkipped()) return;                 \
   } while (0)
 
 class GpuServerTest : public ::testing::Test {

@@ -15,20 +15,19 @@
 namespace linalgd {
 namespace {
 
+using test_ref::DominantSpd;
 using test_ref::FromValues;
+using test_ref::RandomMatrix;
 using test_ref::RandomTensor;
 using test_ref::RelError;
-using test_ref::Values;
-using test_ref::DominantSpd;
-using test_ref::RandomMatrix;
 using test_ref::SymmetricIndefinite;
+using test_ref::Values;
 using test_ref::WellConditioned;
 using ::testing::HasSubstr;
 
 using Mat = std::vector<double>;
 
 double Tol(DType dt) { return dt == DType::kF64 ? 1e-12 : 1e-5; }
-
 
 Mat DuplicatedColumns(const Mat& c, int rows, int p) {
   Mat a(static_cast<size_t>(rows) * 2 * p);
@@ -81,8 +80,8 @@ class GpuSolveTest : public ::testing::Test {
   }
 
   // Checks x against `ref` and the reported residual against ours; reports.
-  void Expect(const std::string& name, const SolveResult& r, const Mat& ref, double tol,
-              int m, int n, int k) {
+  void Expect(const std::string& name, const SolveResult& r, const Mat& ref, double tol, int m,
+              int n, int k) {
     const double err = RelError(Values(r.x), ref);
     gpu_test::ReportAccuracy("solve " + name, err, tol);
     EXPECT_LE(err, tol) << name;
@@ -129,8 +128,8 @@ TEST_F(GpuSolveTest, IndefiniteCholeskyFallsBackToLu) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->method_used, SolveMethod::kLu);
     EXPECT_EQ(r->fallback, "cholesky: leading minor 3 of a is not positive definite; used lu");
-    Expect("f64 indefinite -> lu", *r, test_ref::GaussSolve(Values(a_), Values(b_), n, 2),
-           1e-12, n, n, 2);
+    Expect("f64 indefinite -> lu", *r, test_ref::GaussSolve(Values(a_), Values(b_), n, 2), 1e-12, n,
+           n, 2);
   }
   // AUTO's own step to LU is taken without allow_fallback; an explicit
   // Cholesky is not.
@@ -247,9 +246,9 @@ TEST_F(GpuSolveTest, BatchedSmallSystemsAndBroadcast) {
         const Mat xi(xv.begin() + i * n * k, xv.begin() + (i + 1) * n * k);
         worst = std::max(worst, RelError(xi, test_ref::GaussSolve(ai, bi, n, k)));
       }
-      gpu_test::ReportAccuracy(absl::StrCat("solve ", DTypeName(dt), " batched 200x24x24 ",
-                                            SolveMethodName(m)),
-                               worst, Tol(dt));
+      gpu_test::ReportAccuracy(
+          absl::StrCat("solve ", DTypeName(dt), " batched 200x24x24 ", SolveMethodName(m)), worst,
+          Tol(dt));
       EXPECT_LE(worst, Tol(dt));
     }
   }
@@ -300,8 +299,8 @@ TEST_F(GpuSolveTest, MixedPrecisionRefinement) {
     std::printf("IRS n=%d refine_iterations=%d residual=%.3e\n", n, r->refine_iterations,
                 r->residual);
     EXPECT_LE(r->residual, 1e-14);
-    Expect(absl::StrCat("f64 lu+irs n=", n), *r,
-           test_ref::GaussSolve(Values(a_), Values(b_), n, 2), 1e-12, n, n, 2);
+    Expect(absl::StrCat("f64 lu+irs n=", n), *r, test_ref::GaussSolve(Values(a_), Values(b_), n, 2),
+           1e-12, n, n, 2);
   }
 }
 

@@ -33,8 +33,8 @@ struct Request {
 
 // Solves on `backend`; b_ keeps the right-hand side alive.
 absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
-                                        const std::vector<double>& b, int64_t k,
-                                        const Request& r, Tensor& b_) {
+                                        const std::vector<double>& b, int64_t k, const Request& r,
+                                        Tensor& b_) {
   b_ = test_ref::FromValues(dtype, {a.n, k}, b);
   SparseSolveOp op;
   op.a = a.View(dtype);
@@ -87,12 +87,11 @@ TEST_P(GpuSparseTest, PoissonMatchesReferenceAndCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Direct, GpuSparseTest,
-    ::testing::Combine(::testing::Values(SparseMethod::kCholesky, SparseMethod::kQr,
-                                         SparseMethod::kLu),
-                       ::testing::Values(Preconditioner::kNone),
-                       ::testing::Values(DType::kF64, DType::kF32)));
+INSTANTIATE_TEST_SUITE_P(Direct, GpuSparseTest,
+                         ::testing::Combine(::testing::Values(SparseMethod::kCholesky,
+                                                              SparseMethod::kQr, SparseMethod::kLu),
+                                            ::testing::Values(Preconditioner::kNone),
+                                            ::testing::Values(DType::kF64, DType::kF32)));
 
 INSTANTIATE_TEST_SUITE_P(
     Iterative, GpuSparseTest,

@@ -21,11 +21,11 @@ void ReportAccuracy(const std::string& name, double err, double tol);
 }  // namespace linalgd::gpu_test
 
 // Skips the test (cleanly) on a machine without a usable GPU.
-#define LINALGD_REQUIRE_GPU()                                                   \
-  do {                                                                          \
-    if (::linalgd::gpu_test::FirstGpu() == nullptr) {                           \
-      GTEST_SKIP() << "no GPU: " << ::linalgd::gpu_test::Engine().status();     \
-    }                                                                           \
+#define LINALGD_REQUIRE_GPU()                                               \
+  do {                                                                      \
+    if (::linalgd::gpu_test::FirstGpu() == nullptr) {                       \
+      GTEST_SKIP() << "no GPU: " << ::linalgd::gpu_test::Engine().status(); \
+    }                                                                       \
   } while (0)
 
 #endif  // LINALGD_TESTS_GPU_GPU_TEST_ENV_H_

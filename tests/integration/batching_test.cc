@@ -44,7 +44,8 @@ TEST_F(BatchingTest, ConcurrentSmallMatmulsAreBatchedAndEachGetsItsOwnResult) {
           wrong.fetch_add(1);
         }
         int seen = max_batch.load();
-        while (r->info.batch_size > seen && !max_batch.compare_exchange_weak(seen, r->info.batch_size)) {
+        while (r->info.batch_size > seen &&
+               !max_batch.compare_exchange_weak(seen, r->info.batch_size)) {
         }
         if (r->info.batch_size > 1) batched.fetch_add(1);
       }

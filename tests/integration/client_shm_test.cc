@@ -175,7 +175,8 @@ TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {
   with_factor.b = args().b;
   absl::StatusOr<client::SolveResult> reused = shm->Solve(std::move(with_factor));
   ASSERT_TRUE(reused.ok()) << reused.status();
-  const std::vector<double> x0 = via_socket->x.ToVector<double>(), x1 = reused->x.ToVector<double>();
+  const std::vector<double> x0 = via_socket->x.ToVector<double>(),
+                            x1 = reused->x.ToVector<double>();
   ASSERT_EQ(x0.size(), x1.size());
   for (size_t i = 0; i < x0.size(); ++i) EXPECT_NEAR(x0[i], x1[i], 1e-12);
 }

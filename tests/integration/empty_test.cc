@@ -179,7 +179,8 @@ TEST_F(EmptyTest, StreamedOperandsBesideEmptyOnes) {
 // A multi-part upload of an empty tensor has no part: StartUpload, then
 // FinishUpload.
 TEST_F(EmptyTest, MultiPartUploadOfAnEmptyTensor) {
-  auto stub = v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
   v1::StartUploadRequest start;
   start.mutable_header()->set_dtype(v1::DTYPE_F32);
   start.mutable_header()->add_shape(0);

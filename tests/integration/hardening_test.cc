@@ -39,8 +39,7 @@ void SetTensor(v1::Tensor* t, const std::vector<int64_t>& shape) {
 class HardeningTest : public ServerTest {
  protected:
   std::unique_ptr<v1::Linalg::Stub> Stub() {
-    return v1::Linalg::NewStub(
-        grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+    return v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
   }
   // A 2x2 product: the server still serves.
   void ExpectServing() {
@@ -121,8 +120,7 @@ client::CsrMatrix CyclicPermutation(int32_t n) {
     offsets[i + 1] = i + 1;
     indices[i] = (i + 1) % n;
   }
-  return client::CsrMatrix::FromArrays(n, n, offsets, indices, std::vector<double>(n, 1.0))
-      .value();
+  return client::CsrMatrix::FromArrays(n, n, offsets, indices, std::vector<double>(n, 1.0)).value();
 }
 
 client::SparseSolveArgs GmresArgs(int32_t n, int64_t max_iterations) {
@@ -192,8 +190,7 @@ TEST_F(HardeningTest, TtlsAreBoundedAndNaNOrInfinityRefused) {
     v1::StartUploadResponse resp;
     const grpc::Status s = Stub()->StartUpload(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << ttl;
-    EXPECT_THAT(s.error_message(),
-                AllOf(HasSubstr("header.ttl_seconds"), HasSubstr("--max-ttl")));
+    EXPECT_THAT(s.error_message(), AllOf(HasSubstr("header.ttl_seconds"), HasSubstr("--max-ttl")));
   }
   v1::MatmulRequest req;
   SetTensor(req.mutable_a(), {2, 2});
@@ -218,8 +215,7 @@ TEST_F(HardeningTest, IdleUploadStreamIsCancelledAndItsSpaceFreed) {
   grpc::ClientContext ctx;
   v1::PutTensorResponse resp;
   auto stub = Stub();
-  std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer =
-      stub->PutTensor(&ctx, &resp);
+  std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer = stub->PutTensor(&ctx, &resp);
   v1::PutTensorRequest header;
   v1::PutTensorHeader* h = header.mutable_header();
   h->set_dtype(v1::DTYPE_F32);

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "common/crc32c.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 
@@ -121,12 +121,12 @@ TEST_F(ParallelTransferTest, PartsInAnyOrderAndOddSizesGiveTheSameTensorAndCrc) 
   std::string id;
   ASSERT_TRUE(StartUpload(HeaderFor(t), &id).ok());
   EXPECT_EQ(id.size(), 32u);
-  const std::vector<std::pair<int64_t, int64_t>> parts = {{1001, 627}, {0, 333}, {333, 1}, {334, 667}};
+  const std::vector<std::pair<int64_t, int64_t>> parts = {
+      {1001, 627}, {0, 333}, {333, 1}, {334, 667}};
   std::vector<std::future<grpc::Status>> sent;
   for (auto [offset, n] : parts) {
-    sent.push_back(std::async(std::launch::async, [&, offset = offset, n = n] {
-      return SendPart(id, data, offset, n);
-    }));
+    sent.push_back(std::async(
+        std::launch::async, [&, offset = offset, n = n] { return SendPart(id, data, offset, n); }));
   }
   for (auto& f : sent) ASSERT_TRUE(f.get().ok());
   auto listing = client_->ListTensors();
@@ -237,7 +237,8 @@ TEST_F(ParallelTransferTest, RangedGetTensor) {
   bytes.clear();
   ASSERT_TRUE(GetRange(put->id, 390, 0, &bytes, &info).ok());  // 0: to the end
   EXPECT_EQ(bytes, t.bytes().substr(390));
-  for (auto [offset, length] : std::vector<std::pair<int64_t, int64_t>>{{401, 0}, {-1, 5}, {300, 101}, {0, -2}}) {
+  for (auto [offset, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{401, 0}, {-1, 5}, {300, 101}, {0, -2}}) {
     bytes.clear();
     grpc::Status s = GetRange(put->id, offset, length, &bytes, &info);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << offset << " " << length;

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstring>
-
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,12 +17,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "client/src/shm_region.h"
 #include "common/crc32c.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
-#include "tests/store/test_memfd.h"
 #include "tests/metrics/http_get.h"
+#include "tests/store/test_memfd.h"
 
 namespace linalgd::testing {
 namespace {
@@ -97,8 +96,8 @@ class RequestMetricsTest : public ServerTest {
   // A unary call of the stub's `method` with `request`; the response goes
   // to `response` when given.
   template <typename Request, typename Response>
-  grpc::Status Unary(grpc::Status (v1::Linalg::Stub::*method)(grpc::ClientContext*,
-                                                              const Request&, Response*),
+  grpc::Status Unary(grpc::Status (v1::Linalg::Stub::*method)(grpc::ClientContext*, const Request&,
+                                                              Response*),
                      const Request& request, Response* response = nullptr) {
     grpc::ClientContext ctx;
     Response ignored;
@@ -228,9 +227,8 @@ TEST_F(RequestMetricsTest, StoreRpcsAreCounted) {
   ExpectCounted("GetTensor", StatusCode::OK, [&] { return GetTensor(id); });
   ExpectCounted("GetTensor", StatusCode::NOT_FOUND, [&] { return GetTensor("no-such-tensor"); });
   // A store cannot refuse a listing or the server's description: OK only.
-  ExpectCounted("ListTensors", StatusCode::OK, [&] {
-    return Unary(&v1::Linalg::Stub::ListTensors, v1::ListTensorsRequest());
-  });
+  ExpectCounted("ListTensors", StatusCode::OK,
+                [&] { return Unary(&v1::Linalg::Stub::ListTensors, v1::ListTensorsRequest()); });
   ExpectCounted("GetServerInfo", StatusCode::OK, [&] {
     return Unary(&v1::Linalg::Stub::GetServerInfo, v1::GetServerInfoRequest());
   });
@@ -241,7 +239,8 @@ TEST_F(RequestMetricsTest, StoreRpcsAreCounted) {
 
 TEST_F(RequestMetricsTest, UploadRpcsAreCounted) {
   std::string upload_id;
-  ExpectCounted("StartUpload", StatusCode::OK, [&] { return StartUpload(HeaderOf(Spd()), &upload_id); });
+  ExpectCounted("StartUpload", StatusCode::OK,
+                [&] { return StartUpload(HeaderOf(Spd()), &upload_id); });
   v1::PutTensorHeader bad = HeaderOf(Spd());
   bad.set_total_bytes(1);
   ExpectCounted("StartUpload", StatusCode::INVALID_ARGUMENT,
@@ -261,9 +260,8 @@ TEST_F(RequestMetricsTest, SharedMemoryRpcsAreCounted) {
   reg.set_name("region");
   reg.set_key("/linalgd-by-name");
   reg.set_size(4096);
-  ExpectCounted("RegisterSharedMemory", StatusCode::UNIMPLEMENTED, [&] {
-    return Unary(&v1::Linalg::Stub::RegisterSharedMemory, reg);
-  });
+  ExpectCounted("RegisterSharedMemory", StatusCode::UNIMPLEMENTED,
+                [&] { return Unary(&v1::Linalg::Stub::RegisterSharedMemory, reg); });
   // A sealed memfd registered over the server's Unix socket, unregistered by RPC.
   v1::GetServerInfoResponse info;
   ASSERT_TRUE(Unary(&v1::Linalg::Stub::GetServerInfo, v1::GetServerInfoRequest(), &info).ok());
@@ -284,9 +282,8 @@ TEST_F(RequestMetricsTest, SharedMemoryRpcsAreCounted) {
   v1::UnregisterSharedMemoryRequest unreg;
   unreg.set_name(reply[1]);
   unreg.set_secret(reply[2]);
-  ExpectOkThenNotFound("UnregisterSharedMemory", [&] {
-    return Unary(&v1::Linalg::Stub::UnregisterSharedMemory, unreg);
-  });
+  ExpectOkThenNotFound("UnregisterSharedMemory",
+                       [&] { return Unary(&v1::Linalg::Stub::UnregisterSharedMemory, unreg); });
   close(conn);
 }
 

@@ -19,8 +19,8 @@ using ::linalgd::client::Tensor;
 using ::testing::HasSubstr;
 
 // Naive float64 reference: [m,k] x [k,n].
-std::vector<double> RefMatmul(const std::vector<double>& a, const std::vector<double>& b,
-                              int m, int k, int n) {
+std::vector<double> RefMatmul(const std::vector<double>& a, const std::vector<double>& b, int m,
+                              int k, int n) {
   std::vector<double> c(m * n, 0.0);
   for (int i = 0; i < m; ++i)
     for (int p = 0; p < k; ++p)

@@ -4,10 +4,10 @@
 #include <memory>
 #include <vector>
 
-#include "grpcpp/create_channel.h"
-#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "absl/time/clock.h"
 #include "client/src/shared_calls.h"
+#include "grpcpp/create_channel.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
 
 namespace linalgd::testing {
@@ -36,7 +36,8 @@ class SharedTensorTest : public ServerTest {
 
 TEST_F(SharedTensorTest, MatmulInPlaceEqualsTheSocket) {
   StartShmServer();
-  const client::Tensor a = RandomTensor<float>({2, 48, 32}, 1), b = RandomTensor<float>({32, 24}, 2);
+  const client::Tensor a = RandomTensor<float>({2, 48, 32}, 1),
+                       b = RandomTensor<float>({32, 24}, 2);
   auto sa = Shared(a), sb = Shared(b);
   auto out = client_->CreateSharedTensor(client::DType::kF32, {1}, 2 * 48 * 24 * 4);
   ASSERT_TRUE(out.ok()) << out.status();
@@ -58,7 +59,8 @@ TEST_F(SharedTensorTest, MatmulInPlaceEqualsTheSocket) {
 
 TEST_F(SharedTensorTest, NoTensorBytesCrossTheSocket) {
   StartShmServer(64 << 10);  // a or b alone would exceed it
-  const client::Tensor a = RandomTensor<float>({128, 128}, 3), b = RandomTensor<float>({128, 128}, 4);
+  const client::Tensor a = RandomTensor<float>({128, 128}, 3),
+                       b = RandomTensor<float>({128, 128}, 4);
   auto sa = Shared(a), sb = Shared(b);
   auto out = client_->CreateSharedTensor(client::DType::kF32, {128, 128});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -161,8 +163,8 @@ TEST_F(SharedTensorTest, DestroyedTensorsRegionIsUnregistered) {
   }
   request.mutable_a()->set_data(std::string(64, '\0'));
   client::internal::SharedRef(*sb, 64, request.mutable_b()->mutable_shm());
-  auto stub = v1::Linalg::NewStub(
-      grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  auto stub =
+      v1::Linalg::NewStub(grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
   auto call = [&] {
     grpc::ClientContext context;
     v1::MatmulResponse response;

@@ -25,9 +25,9 @@
 namespace linalgd::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using client::MatmulArgs;
 using client::Tensor;
+using ::testing::HasSubstr;
 
 using Memfd = TestMemfd;
 constexpr int kSeals = kRegionSeals;

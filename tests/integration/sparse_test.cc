@@ -1,11 +1,12 @@
 // SparseSolve through the real server and client: methods, the density
 // switch, validation messages, NaN policy and failures.
+#include "linalgd/sparse.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "linalgd/client.h"
-#include "linalgd/sparse.h"
 #include "tests/integration/test_server.h"
 
 namespace linalgd::testing {

@@ -10,8 +10,8 @@
 #include <future>
 #include <thread>
 
-#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "common/crc32c.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "server/store/resident_store.h"
 #include "tests/integration/test_server.h"
 
@@ -88,8 +88,8 @@ class StoreTest : public ServerTest {
 TEST_F(StoreTest, RoundTripOddSizesAndChunkBoundaries) {
   for (int64_t chunk : {1000, 777, 4096}) {
     Start({}, 0, -1, chunk);
-    for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
-             {3, 1001}, {1, 1}, {1024, 1}, {7}, {2, 3, 5}}) {
+    for (std::vector<int64_t> shape :
+         std::vector<std::vector<int64_t>>{{3, 1001}, {1, 1}, {1024, 1}, {7}, {2, 3, 5}}) {
       const Tensor t = RandomTensor<float>(shape, 11);
       auto info = client_->PutTensor(t);
       ASSERT_TRUE(info.ok()) << info.status();
@@ -276,8 +276,8 @@ Tensor TestMatrix(int n, bool symmetric, unsigned seed) {
 TEST_F(StoreTest, FactorReuseMatchesFreshSolves) {
   Start();
   const int n = 96;
-  for (auto method : {client::SolveMethod::kLu, client::SolveMethod::kCholesky,
-                      client::SolveMethod::kAuto}) {
+  for (auto method :
+       {client::SolveMethod::kLu, client::SolveMethod::kCholesky, client::SolveMethod::kAuto}) {
     const Tensor a = TestMatrix(n, method != client::SolveMethod::kLu, 5);
     client::FactorizeArgs fa;
     fa.a = a;

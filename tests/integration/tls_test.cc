@@ -216,10 +216,12 @@ TEST(ListenSecurityTest, HalfTlsConfigurationsNameTheFlag) {
 }
 
 TEST(ListenSecurityTest, LoopbackAddresses) {
-  for (const char* a : {"127.0.0.1:1", "127.9.8.7:0", "localhost:50051", "[::1]:5", "unix:/tmp/s"}) {
+  for (const char* a :
+       {"127.0.0.1:1", "127.9.8.7:0", "localhost:50051", "[::1]:5", "unix:/tmp/s"}) {
     EXPECT_TRUE(IsLoopbackAddress(a)) << a;
   }
-  for (const char* a : {"0.0.0.0:1", "[::]:1", "10.0.0.1:1", "127.evil.example:1", "example.com:1"}) {
+  for (const char* a :
+       {"0.0.0.0:1", "[::]:1", "10.0.0.1:1", "127.evil.example:1", "example.com:1"}) {
     EXPECT_FALSE(IsLoopbackAddress(a)) << a;
   }
 }

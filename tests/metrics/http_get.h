@@ -40,11 +40,9 @@ inline int ConnectLoopback(int port) {
 inline std::string HttpGet(int port, const std::string& path) {
   const int fd = ConnectLoopback(port);
   if (fd < 0) return "";
-  const std::string request =
-      "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
   std::string out;
-  if (write(fd, request.data(), request.size()) ==
-      static_cast<ssize_t>(request.size())) {
+  if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
     char buf[4096];
     for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, n);
   }

@@ -28,9 +28,7 @@ class LinalgdMetricsTest : public ::testing::Test {
     prometheus::TextSerializer().Serialize(out, registry_.Collect());
     return out.str();
   }
-  bool Has(const std::string& line) const {
-    return absl::StrContains(Render(), line + "\n");
-  }
+  bool Has(const std::string& line) const { return absl::StrContains(Render(), line + "\n"); }
   // One sample in every family (prometheus-cpp omits families without one).
   void RecordOneOfEach() {
     metrics_->RecordRequest("Matmul", "OK", "cpu", 0.1);
@@ -103,21 +101,19 @@ TEST_F(LinalgdMetricsTest, HelpAndTypeLines) {
 TEST_F(LinalgdMetricsTest, HistogramBuckets) {
   RecordOneOfEach();
   const std::string text = Render();
-  for (const char* le : {"0.0001", "0.00025", "0.0005", "0.001", "0.0025",
-                         "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
-                         "1", "2.5", "5", "10", "30", "60", "+Inf"}) {
-    EXPECT_TRUE(absl::StrContains(
-        text, std::string("linalgd_queue_wait_seconds_bucket{backend=\"cpu\","
-                          "le=\"") +
-                  le + "\"} "))
+  for (const char* le : {"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
+                         "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"}) {
+    EXPECT_TRUE(
+        absl::StrContains(text, std::string("linalgd_queue_wait_seconds_bucket{backend=\"cpu\","
+                                            "le=\"") +
+                                    le + "\"} "))
         << le;
   }
-  for (const char* le : {"1", "2", "4", "8", "16", "32", "64", "128", "256",
-                         "512", "1024", "+Inf"}) {
-    EXPECT_TRUE(absl::StrContains(
-        text, std::string("linalgd_batch_size_bucket{backend=\"cpu\","
-                          "op=\"Matmul\",le=\"") +
-                  le + "\"} 1\n"))
+  for (const char* le :
+       {"1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1024", "+Inf"}) {
+    EXPECT_TRUE(absl::StrContains(text, std::string("linalgd_batch_size_bucket{backend=\"cpu\","
+                                                    "op=\"Matmul\",le=\"") +
+                                            le + "\"} 1\n"))
         << le;
   }
 }
@@ -134,11 +130,9 @@ TEST_F(LinalgdMetricsTest, BuildInfoAndStoreStartExported) {
 
 TEST_F(LinalgdMetricsTest, RecordRequest) {
   metrics_->RecordRequest("Matmul", "OK", "gpu:0", 0.002);
-  metrics_->RecordRequest("Matmul", absl::StatusCode::kInvalidArgument,
-                          kNoBackendLabel, 0.0001);
+  metrics_->RecordRequest("Matmul", absl::StatusCode::kInvalidArgument, kNoBackendLabel, 0.0001);
   metrics_->RecordRequest("Matmul", absl::StatusCode::kOk, GpuLabel(0), 0.5);
-  EXPECT_TRUE(Has(
-      "linalgd_requests_total{backend=\"gpu:0\",code=\"OK\",op=\"Matmul\"} 2"));
+  EXPECT_TRUE(Has("linalgd_requests_total{backend=\"gpu:0\",code=\"OK\",op=\"Matmul\"} 2"));
   EXPECT_TRUE(
       Has("linalgd_requests_total{backend=\"none\",code="
           "\"INVALID_ARGUMENT\",op=\"Matmul\"} 1"));
@@ -168,8 +162,7 @@ TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
   metrics_->SetDeviceHealthy("gpu:1", false);
   metrics_->RecordFallback("Solve", kFallbackBudget);
   EXPECT_TRUE(Has("linalgd_queue_wait_seconds_count{backend=\"cpu\"} 1"));
-  EXPECT_TRUE(
-      Has("linalgd_compute_seconds_count{backend=\"cpu\",op=\"Solve\"} 1"));
+  EXPECT_TRUE(Has("linalgd_compute_seconds_count{backend=\"cpu\",op=\"Solve\"} 1"));
   EXPECT_TRUE(
       Has("linalgd_batch_size_bucket{backend=\"gpu:0\",op=\"Matmul\","
           "le=\"8\"} 0"));
@@ -180,8 +173,7 @@ TEST_F(LinalgdMetricsTest, SchedulerAndDeviceSeries) {
   EXPECT_TRUE(Has("linalgd_inflight_jobs{device=\"gpu:0\"} 1"));
   EXPECT_TRUE(Has("linalgd_queue_capacity{device=\"gpu:0\"} 256"));
   EXPECT_TRUE(Has("linalgd_device_memory_budget_bytes{device=\"gpu:0\"} 1000"));
-  EXPECT_TRUE(
-      Has("linalgd_device_memory_reserved_bytes{device=\"gpu:0\"} 400"));
+  EXPECT_TRUE(Has("linalgd_device_memory_reserved_bytes{device=\"gpu:0\"} 400"));
   EXPECT_TRUE(Has("linalgd_device_memory_used_bytes{device=\"gpu:0\"} 450"));
   EXPECT_TRUE(Has("linalgd_device_busy_seconds_total{device=\"gpu:0\"} 0.25"));
   EXPECT_TRUE(Has("linalgd_device_healthy{device=\"gpu:0\"} 1"));
@@ -196,8 +188,7 @@ TEST_F(LinalgdMetricsTest, DataSeries) {
   metrics_->AddBytesReceived(kTransportGrpc, 3 << 20);
   metrics_->AddBytesSent(kTransportShm, 1 << 20);
   metrics_->SetResidentStore(4096, 2);
-  EXPECT_TRUE(
-      Has("linalgd_flops_total{backend=\"cpu\",op=\"Matmul\"} 268435456"));
+  EXPECT_TRUE(Has("linalgd_flops_total{backend=\"cpu\",op=\"Matmul\"} 268435456"));
   EXPECT_TRUE(Has("linalgd_received_bytes_total{transport=\"grpc\"} 3145728"));
   EXPECT_TRUE(Has("linalgd_sent_bytes_total{transport=\"shm\"} 1048576"));
   EXPECT_TRUE(Has("linalgd_resident_store_bytes 4096"));

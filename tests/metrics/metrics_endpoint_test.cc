@@ -41,8 +41,7 @@ class MetricsEndpointTest : public ::testing::Test {
     endpoint_ = std::move(*endpoint);
   }
 
-  std::shared_ptr<prometheus::Registry> registry_ =
-      std::make_shared<prometheus::Registry>();
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<LinalgdMetrics> metrics_;
   std::unique_ptr<MetricsEndpoint> endpoint_;
 };
@@ -64,8 +63,7 @@ TEST_F(MetricsEndpointTest, FamiliesWithoutSeriesAreNamedOnce) {
 
 TEST_F(MetricsEndpointTest, ServesRegistryAndProcessGaugesOnAChosenPort) {
   ASSERT_GT(endpoint_->port(), 0);
-  EXPECT_EQ(endpoint_->address(),
-            "127.0.0.1:" + std::to_string(endpoint_->port()));
+  EXPECT_EQ(endpoint_->address(), "127.0.0.1:" + std::to_string(endpoint_->port()));
   metrics_->RecordRequest("Matmul", "OK", kCpuLabel, 0.01);
   const std::string response = HttpGet(endpoint_->port(), "/metrics");
   EXPECT_THAT(response, HasSubstr("200 OK"));
@@ -73,8 +71,7 @@ TEST_F(MetricsEndpointTest, ServesRegistryAndProcessGaugesOnAChosenPort) {
   EXPECT_THAT(response, HasSubstr("linalgd_requests_total{backend=\"cpu\","
                                   "code=\"OK\",op=\"Matmul\"} 1\n"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_start_time_seconds gauge"));
-  EXPECT_THAT(response,
-              HasSubstr("# TYPE process_resident_memory_bytes gauge"));
+  EXPECT_THAT(response, HasSubstr("# TYPE process_resident_memory_bytes gauge"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_open_fds gauge"));
 }
 
@@ -118,8 +115,8 @@ TEST_F(MetricsEndpointTest, PortInUseIsUnavailable) {
 
 TEST(MetricsEndpointAddressTest, MalformedAddressIsInvalidArgument) {
   auto registry = std::make_shared<prometheus::Registry>();
-  for (const char* listen : {"", "9464", "127.0.0.1", "127.0.0.1:65536",
-                             "127.0.0.1:x", "127.0.0.1:0,127.0.0.1:0"}) {
+  for (const char* listen :
+       {"", "9464", "127.0.0.1", "127.0.0.1:65536", "127.0.0.1:x", "127.0.0.1:0,127.0.0.1:0"}) {
     MetricsEndpointOptions options;
     options.listen = listen;
     EXPECT_EQ(MetricsEndpoint::Start(options, registry).status().code(),
@@ -138,8 +135,7 @@ TEST(ProcessCollectorTest, ReadsPlausibleValues) {
   ASSERT_EQ(got.size(), 3u);
   const double now = static_cast<double>(std::time(nullptr));
   const auto& start = got["process_start_time_seconds"];
-  EXPECT_EQ(start.first,
-            "Start time of the process since unix epoch in seconds.");
+  EXPECT_EQ(start.first, "Start time of the process since unix epoch in seconds.");
   EXPECT_GT(start.second, now - 3600);
   EXPECT_LE(start.second, now + 1);
   const auto& rss = got["process_resident_memory_bytes"];

@@ -56,30 +56,25 @@ int main(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   auto metrics = linalgd::LinalgdMetrics::Create(registry.get(), "fixture");
   linalgd::metrics::MetricsEndpointOptions options;
-  options.listen = argc > 2 && std::string(argv[1]) == "--listen"
-                       ? argv[2]
-                       : "127.0.0.1:0";
+  options.listen = argc > 2 && std::string(argv[1]) == "--listen" ? argv[2] : "127.0.0.1:0";
   auto exposer = linalgd::metrics::MetricsEndpoint::Start(
       options, registry,
       metrics.ok() ? (*metrics)->families() : std::vector<linalgd::metrics::FamilyHeader>{});
   if (!metrics.ok() || !exposer.ok()) {
     std::fprintf(stderr, "metrics_fixture: %s\n",
-                 (metrics.ok() ? exposer.status() : metrics.status())
-                     .ToString().c_str());
+                 (metrics.ok() ? exposer.status() : metrics.status()).ToString().c_str());
     return 1;
   }
   std::cout << "metrics_address=" << (*exposer)->address() << std::endl;
   std::string line;
   while (std::getline(std::cin, line) && line != "quit") {
-    std::vector<std::string> words =
-        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (words.empty()) continue;
     if (words[0] == "fallback" && words.size() == 3) {
       (*metrics)->RecordFallback(words[1], words[2]);
       std::cout << "ok" << std::endl;
     } else {
-      std::cout << (Apply(**metrics, words) ? "ok" : "error: bad command")
-                << std::endl;
+      std::cout << (Apply(**metrics, words) ? "ok" : "error: bad command") << std::endl;
     }
   }
   (*exposer)->Stop();

@@ -136,8 +136,8 @@ TEST(SchedulerBudgetTest, BoundedWaitWithoutCpuFallbackIsResourceExhausted) {
 // A solve that can never fit the budget, for the never-fits rules.
 class SolveTestJob : public Job {
  public:
-  SolveTestJob(JobSpec spec, Outcome* out) : Job(spec), out_(out), a_(DType::kF64, {4, 4}),
-                                             b_(DType::kF64, {4, 1}) {
+  SolveTestJob(JobSpec spec, Outcome* out)
+      : Job(spec), out_(out), a_(DType::kF64, {4, 4}), b_(DType::kF64, {4, 1}) {
     op_.a = a_.view();
     op_.b = b_.view();
     plan_ = PlanSolve(op_).value();

@@ -1,7 +1,5 @@
 // Matmuls that can never fit a GPU's budget are split into pieces that do;
 // the assembled result must equal an unsplit run of the real CPU backend.
-#include "server/scheduler/matmul_split.h"
-
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -13,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/scheduler/job_cost.h"
+#include "server/scheduler/matmul_split.h"
 #include "server/scheduler/scheduler.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -120,8 +119,11 @@ TEST(MatmulSplitTest, BatchSplitWithBroadcastOperandsMatchesUnsplit) {
 }
 
 TEST(MatmulSplitTest, BroadcastBatchDimsAreSplitToo) {
-  Case c{Random({2, 1, 12, 9}, 5), Random({1, 3, 9, 7}, 6), Random({2, 3, 12, 7}, 7),
-         std::nullopt, {}};
+  Case c{Random({2, 1, 12, 9}, 5),
+         Random({1, 3, 9, 7}, 6),
+         Random({2, 3, 12, 7}, 7),
+         std::nullopt,
+         {}};
   c.options.beta = 1;
   CheckSplitThroughScheduler(c, 3000);
 }

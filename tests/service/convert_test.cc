@@ -38,9 +38,8 @@ TEST(ViewOfTest, ZeroDimensionsMakeAnEmptyTensor) {
 TEST(ViewOfTest, NegativeDimensionsAreRefusedNamingTheField) {
   absl::StatusOr<TensorView> view = ViewOf(Wire({3, -1}, ""), "bias", TensorLimits());
   EXPECT_EQ(view.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(view.status().message(),
-              AllOf(HasSubstr("bias.shape: [3, -1]"), HasSubstr("dimension 1 = -1"),
-                    HasSubstr(">= 0")));
+  EXPECT_THAT(view.status().message(), AllOf(HasSubstr("bias.shape: [3, -1]"),
+                                             HasSubstr("dimension 1 = -1"), HasSubstr(">= 0")));
 }
 
 // The element limit still bounds the nonzero dimensions of an empty tensor,

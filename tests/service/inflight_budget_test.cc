@@ -47,4 +47,3 @@ TEST(InflightBudgetTest, TokensMayOutliveTheBudget) {
 
 }  // namespace
 }  // namespace linalgd
-

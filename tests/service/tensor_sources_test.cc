@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/crc32c.h"
+#include "gtest/gtest.h"
 
 namespace linalgd {
 namespace {

@@ -160,8 +160,8 @@ TEST_F(ResidentStoreTest, FactorsShareTheLru) {
   info.placement = "cpu";
   auto r = s.Reserve(800);
   ASSERT_THAT(r, IsOk());
-  auto id = s.PutFactor(std::make_shared<Factor>(info, nullptr), absl::ZeroDuration(),
-                        std::move(*r));
+  auto id =
+      s.PutFactor(std::make_shared<Factor>(info, nullptr), absl::ZeroDuration(), std::move(*r));
   ASSERT_THAT(id, IsOk());
   auto f = s.GetFactor(*id);
   ASSERT_THAT(f, IsOk());
@@ -196,7 +196,7 @@ TEST_F(ResidentStoreTest, ExpiredObjectsGoAtTheNextReserveEarliestFirst) {
   const std::string used = Put(s, Filled(4, 4, 3.0f), absl::Seconds(10));
   now_ += absl::Seconds(9);
   ASSERT_THAT(s.GetTensor(used), IsOk());  // a use moves its expiry to 19 s
-  now_ += absl::Seconds(2);             // 11 s: only `early` has expired
+  now_ += absl::Seconds(2);                // 11 s: only `early` has expired
   ASSERT_THAT(s.Reserve(0), IsOk());
   EXPECT_EQ(s.used_bytes(), 2 * 64);
   EXPECT_THAT(s.GetTensor(early).status().message(), HasSubstr("expired (TTL 10s)"));

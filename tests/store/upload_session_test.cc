@@ -117,7 +117,7 @@ TEST_F(UploadTest, OverlappingEmptyAndOutOfRangePartsAreInvalidArgument) {
   EXPECT_THAT(out.message(), HasSubstr("120 bytes"));
   EXPECT_THAT(s->Claim(-1, 1), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(s->Claim(0, 0), StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(s->Claim(0, 40), IsOk());   // adjacent ranges are fine
+  EXPECT_THAT(s->Claim(0, 40), IsOk());  // adjacent ranges are fine
   EXPECT_THAT(s->Claim(80, 40), IsOk());
 }
 

@@ -36,9 +36,8 @@ MATCHER_P2(StatusIs, code, message_matcher,
                ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const absl::Status& s = StatusOf(arg);
   *result_listener << "whose status is " << s;
-  return s.code() == code &&
-         ::testing::Matches(::testing::SafeMatcherCast<std::string>(message_matcher))(
-             std::string(s.message()));
+  return s.code() == code && ::testing::Matches(::testing::SafeMatcherCast<std::string>(
+                                 message_matcher))(std::string(s.message()));
 }
 
 inline auto StatusIs(absl::StatusCode code) { return StatusIs(code, ::testing::_); }

@@ -33,9 +33,9 @@ namespace {
 // What one server setting measured.
 struct Setting {
   double calls_per_second = 0;
-  double mean_batch = 0;  // over each caller's last call
-  Summary latency;        // under load
-  Summary low_load;       // one caller
+  double mean_batch = 0;                              // over each caller's last call
+  Summary latency;                                    // under load
+  Summary low_load;                                   // one caller
   double queue_us = 0, run_us = 0;                    // server means under load
   double low_load_queue_us = 0, low_load_run_us = 0;  // and for one caller
   std::string backend;
@@ -151,7 +151,8 @@ absl::StatusOr<double> EchoCallsPerSecond(BenchContext& ctx) {
   const int64_t response_bytes = o.batch_shm ? kShmResponseBytes : operands.response_bytes();
   std::vector<std::unique_ptr<Caller>> callers;
   for (int i = 0; i < o.batch_callers; ++i) {
-    echo::Echo::Stub& stub = stubs.empty() ? ctx.echo : *stubs[static_cast<size_t>(i) % stubs.size()];
+    echo::Echo::Stub& stub =
+        stubs.empty() ? ctx.echo : *stubs[static_cast<size_t>(i) % stubs.size()];
     callers.push_back(std::make_unique<EchoCaller>(stub, request_bytes, response_bytes));
   }
   absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
@@ -174,8 +175,8 @@ class BatchingWorkload final : public Workload {
     const std::string w(name());
     report.SetConfig(w + ".connections", absl::StrCat(ClientCount(o), o.batch_shm ? " (shm)" : ""));
     if (o.batch_shm) {
-      report.SetConfig(w + ".echo_bytes",
-                       absl::StrCat(kShmRequestBytes, " request, ", kShmResponseBytes, " response"));
+      report.SetConfig(w + ".echo_bytes", absl::StrCat(kShmRequestBytes, " request, ",
+                                                       kShmResponseBytes, " response"));
     }
     report.SetConfig(w + ".backend", on->backend);
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
@@ -190,8 +191,8 @@ class BatchingWorkload final : public Workload {
     report.AddSummary(w, "unbatched.latency", off->latency);
     report.AddSummary(w, "batched.low_load", on->low_load);
     report.AddSummary(w, "unbatched.low_load", off->low_load);
-    for (const auto& [label, s] : {std::pair<std::string, const Setting*>{"batched", &*on},
-                                   {"unbatched", &*off}}) {
+    for (const auto& [label, s] :
+         {std::pair<std::string, const Setting*>{"batched", &*on}, {"unbatched", &*off}}) {
       report.Add({w, label + ".server_queue_mean", s->queue_us, "us"});
       report.Add({w, label + ".server_run_mean", s->run_us, "us"});
       report.Add({w, label + ".low_load.server_queue_mean", s->low_load_queue_us, "us"});

@@ -6,8 +6,8 @@
 //    threshold forced to 1 byte), (c) same-host shared memory with the
 //    client copying the operands in and the result out (use_shared_memory)
 //    and (d) shared memory in place (SharedTensor operands and result: the
-//    caller's data already lives in the registered regions), beside the raw single-message gRPC echo of
-//    the same bytes and an in-process memcpy of them.
+//    caller's data already lives in the registered regions), beside the raw single-message gRPC
+//    echo of the same bytes and an in-process memcpy of them.
 // 2. K solves (k = 1) against a cached N x N fp64 LU factor, against K full
 //    Solve calls (A sent each time); when K full solves would take longer than
 //    --factor-full-seconds, a few are timed and the rest extrapolated.
@@ -47,9 +47,9 @@ absl::StatusOr<std::unique_ptr<Server>> StartShmServer(const BenchOptions& o) {
 }
 
 // A client of `target` set up for one transfer path.
-absl::StatusOr<std::unique_ptr<Client>> PathClient(const std::string& target,
-                                                   const BenchOptions& o, absl::string_view path,
-                                                   int64_t region_bytes, bool* registered) {
+absl::StatusOr<std::unique_ptr<Client>> PathClient(const std::string& target, const BenchOptions& o,
+                                                   absl::string_view path, int64_t region_bytes,
+                                                   bool* registered) {
   client::ClientOptions co;
   co.target = target;
   co.max_message_bytes = o.max_message_bytes;
@@ -199,8 +199,8 @@ absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& 
                     bytes / (r.seconds - r.compute_seconds) / 1e9, "grpc single-message echo",
                     echo_gbps, "GB/s"});
   }
-  report.Compare({shape + ", shm", bytes / rates[2].seconds / 1e9, "in-process memcpy",
-                  memcpy_gbps, "GB/s"});
+  report.Compare(
+      {shape + ", shm", bytes / rates[2].seconds / 1e9, "in-process memcpy", memcpy_gbps, "GB/s"});
   report.Compare({shape + ", shm_in_place", bytes / rates[3].seconds / 1e9, "in-process memcpy",
                   memcpy_gbps, "GB/s"});
   return absl::OkStatus();
@@ -302,8 +302,8 @@ absl::Status RunFactorReuse(const std::string& target, const BenchOptions& o, Re
   absl::StatusOr<FactorTimes> t = TimeFactorReuse(**client, o);
   if (!t.ok()) return t.status();
   if (!(t->max_diff < 1e-9)) {
-    return absl::InternalError(absl::StrCat("data: cached-factor solve differs from a full solve by ",
-                                            t->max_diff));
+    return absl::InternalError(
+        absl::StrCat("data: cached-factor solve differs from a full solve by ", t->max_diff));
   }
   const std::string w = "data";
   const int k = o.factor_solves;

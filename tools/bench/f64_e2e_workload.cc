@@ -55,8 +55,8 @@ void AddRow(const std::string& w, const Row& r, Report& report) {
   report.Add({w, r.what + ".server_run_p50", r.server_ms, "ms"});
   report.Add({w, r.what + ".inprocess_lapack_p50", r.cpu_ms, "ms"});
   report.SetConfig(w + "." + r.what + ".backend", r.backend);
-  report.Compare({r.what + " end to end (" + r.backend + ")", r.e2e_ms, "in-process OpenBLAS/LAPACK",
-                  r.cpu_ms, "ms"});
+  report.Compare({r.what + " end to end (" + r.backend + ")", r.e2e_ms,
+                  "in-process OpenBLAS/LAPACK", r.cpu_ms, "ms"});
   report.Compare({r.what + " server run (" + r.backend + ")", r.server_ms,
                   "in-process OpenBLAS/LAPACK", r.cpu_ms, "ms"});
 }
@@ -80,8 +80,8 @@ absl::StatusOr<Row> MatmulRow(Client& client, int n, int warmup, int iterations)
   if (!e2e.ok()) return e2e.status();
   std::vector<double> c(int64_t{n} * n);
   auto cpu = MedianSeconds(warmup, iterations, [&]() {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(),
-                n, 0.0, c.data(), n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n,
+                0.0, c.data(), n);
     return absl::OkStatus();
   });
   row.e2e_ms = *e2e * 1e3;

@@ -20,7 +20,8 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
-  app.add_option("--workloads", o.workloads, "latency, throughput, large, e2e64, batching, sparse, stress, data")
+  app.add_option("--workloads", o.workloads,
+                 "latency, throughput, large, e2e64, batching, sparse, stress, data")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -43,13 +44,17 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--large-iterations", o.large_iterations, "timed large calls")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--batch-n", o.batch_n, "size of the batching workload's matmul")->capture_default_str();
+  app.add_option("--batch-n", o.batch_n, "size of the batching workload's matmul")
+      ->capture_default_str();
   app.add_option("--batch-callers", o.batch_callers, "callers of the batching workload")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--batch-seconds", o.batch_seconds, "measured phase per setting")->capture_default_str();
-  app.add_option("--batch-max", o.batch_max, "--max-batch of the batching server")->capture_default_str();
-  app.add_option("--batch-delay-us", o.batch_delay_us, "--max-queue-delay of the batching server, us")
+  app.add_option("--batch-seconds", o.batch_seconds, "measured phase per setting")
+      ->capture_default_str();
+  app.add_option("--batch-max", o.batch_max, "--max-batch of the batching server")
+      ->capture_default_str();
+  app.add_option("--batch-delay-us", o.batch_delay_us,
+                 "--max-queue-delay of the batching server, us")
       ->capture_default_str();
   app.add_option("--batch-latency-iterations", o.batch_latency_iterations, "low-load timed calls")
       ->capture_default_str();
@@ -65,7 +70,8 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--sparse-graph", o.sparse_graph, "sparse: graph Laplacian order (0: skip)")
       ->capture_default_str();
   app.add_option("--sparse-methods", o.sparse_methods, "sparse: cholesky (direct), cg (Jacobi CG)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--data-n", o.data_n, "data: size of the f32 matmul round trip")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -89,10 +95,12 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--batch-connections", o.batch_connections,
                  "batching: TCP connections (clients) the callers are spread over")
-      ->check(CLI::Range(1, 4096))->capture_default_str();
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   app.add_option("--batch-handles", o.batch_handles,
                  "batching: --handles-per-device (GPU worker threads) of the servers")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
@@ -172,7 +180,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {
-      std::cerr << "error: unknown workload '" << name << "' (latency, throughput, large, e2e64, batching, sparse, stress, data)\n";
+      std::cerr << "error: unknown workload '" << name
+                << "' (latency, throughput, large, e2e64, batching, sparse, stress, data)\n";
       return 2;
     }
   }

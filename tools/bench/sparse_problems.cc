@@ -46,13 +46,9 @@ client::CsrMatrix Grid(int64_t m, int dims) {
 
 }  // namespace
 
-SparseProblem Poisson2D(int64_t m) {
-  return {absl::StrCat("poisson2d_n=", m * m), Grid(m, 2)};
-}
+SparseProblem Poisson2D(int64_t m) { return {absl::StrCat("poisson2d_n=", m * m), Grid(m, 2)}; }
 
-SparseProblem Poisson3D(int64_t m) {
-  return {absl::StrCat("poisson3d_n=", m * m * m), Grid(m, 3)};
-}
+SparseProblem Poisson3D(int64_t m) { return {absl::StrCat("poisson3d_n=", m * m * m), Grid(m, 3)}; }
 
 SparseProblem GraphLaplacian(int64_t n, int degree, double shift) {
   std::mt19937_64 rng(42);

@@ -50,11 +50,11 @@ struct SolveRun {
 };
 
 absl::StatusOr<SolveRun> SolveOnce(Client& client, const client::CsrMatrix& a,
-                              client::SparseMethod method, client::Preconditioner pre) {
+                                   client::SparseMethod method, client::Preconditioner pre) {
   client::SparseSolveArgs args;
   args.a = a;
-  args.b = client::Tensor::FromVector<double>({a.rows, 1},
-                                              std::vector<double>(a.rows, 1.0)).value();
+  args.b =
+      client::Tensor::FromVector<double>({a.rows, 1}, std::vector<double>(a.rows, 1.0)).value();
   args.method = method;
   args.preconditioner = pre;
   args.tolerance = 1e-8;
@@ -101,8 +101,8 @@ class SparseWorkload : public Workload {
           if (s.ok() && std::string(label) == "cpu-server" && first.count(key)) {
             const SolveRun& g = first[key];
             report.Compare({absl::StrCat(key, " wall (", g.backend, ", residual ", g.residual, ")"),
-                            g.wall_ms, absl::StrCat("cpu (residual ", s->residual, ")"),
-                            s->wall_ms, "ms"});
+                            g.wall_ms, absl::StrCat("cpu (residual ", s->residual, ")"), s->wall_ms,
+                            "ms"});
           }
           if (!s.ok()) {
             report.Add({"sparse", absl::StrCat(p.name, ".", label, ".", m, ".failed"), 1, ""});
@@ -117,8 +117,9 @@ class SparseWorkload : public Workload {
   }
 
  private:
-  static absl::StatusOr<SolveRun> Measure(const BenchOptions& o, Endpoint& e, const SparseProblem& p,
-                              const std::string& m, Report& report) {
+  static absl::StatusOr<SolveRun> Measure(const BenchOptions& o, Endpoint& e,
+                                          const SparseProblem& p, const std::string& m,
+                                          Report& report) {
     const bool cg = m == "cg";
     const auto method = cg ? client::SparseMethod::kCg : client::SparseMethod::kCholesky;
     const auto pre = cg ? client::Preconditioner::kJacobi : client::Preconditioner::kNone;
@@ -128,8 +129,8 @@ class SparseWorkload : public Workload {
     }
     absl::StatusOr<SolveRun> r = SolveOnce(*e.client, p.a, method, pre);
     if (!r.ok()) return r.status();
-    const std::string what = absl::StrCat(p.name, ".", e.label, ".",
-                                          cg ? "cg_jacobi" : "direct", "(", r->backend, ")");
+    const std::string what =
+        absl::StrCat(p.name, ".", e.label, ".", cg ? "cg_jacobi" : "direct", "(", r->backend, ")");
     report.Add({"sparse", what + ".wall", r->wall_ms, "ms"});
     report.Add({"sparse", what + ".server_run", r->server_ms, "ms"});
     report.Add({"sparse", what + ".residual", r->residual, ""});

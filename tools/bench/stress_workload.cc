@@ -108,8 +108,8 @@ void CheckMatmul(Client& client, const Problem& p, Tally& t, uint32_t seed) {
 void CheckSolve(Client& client, const Problem& p, Tally& t) {
   client::SolveArgs args;
   args.a = p.ta;
-  args.b = client::Tensor::FromVector<double>({p.n, 1}, absl::MakeConstSpan(p.b.data(), p.n))
-               .value();
+  args.b =
+      client::Tensor::FromVector<double>({p.n, 1}, absl::MakeConstSpan(p.b.data(), p.n)).value();
   if (p.dtype == client::DType::kF32) {
     std::vector<float> f(p.b.begin(), p.b.begin() + p.n);
     args.b = client::Tensor::FromVector<float>({p.n, 1}, absl::MakeConstSpan(f)).value();
@@ -156,9 +156,9 @@ class StressWorkload final : public Workload {
 
   absl::Status Run(BenchContext& ctx, Report& report) override {
     const BenchOptions& o = ctx.options;
-    const std::vector<Problem> problems = {
-        MakeProblem(64, client::DType::kF32, 1), MakeProblem(o.stress_large_n, client::DType::kF32, 3),
-        MakeProblem(o.stress_large_n, client::DType::kF64, 5)};
+    const std::vector<Problem> problems = {MakeProblem(64, client::DType::kF32, 1),
+                                           MakeProblem(o.stress_large_n, client::DType::kF32, 3),
+                                           MakeProblem(o.stress_large_n, client::DType::kF64, 5)};
     Tally tally;
     std::atomic<bool> stop{false};
     MemorySample mem;
@@ -171,8 +171,10 @@ class StressWorkload final : public Workload {
         for (uint32_t i = 0; absl::Now() < end; ++i) {
           const int pick = gen() % 8;  // half small matmuls, then large ones and solves
           const Problem& p = problems[pick < 4 ? 0 : 1 + pick % 2];
-          if (pick < 6) CheckMatmul(ctx.client, p, tally, i);
-          else CheckSolve(ctx.client, p, tally);
+          if (pick < 6)
+            CheckMatmul(ctx.client, p, tally, i);
+          else
+            CheckSolve(ctx.client, p, tally);
         }
       });
     }
@@ -193,8 +195,8 @@ class StressWorkload final : public Workload {
       return tally.first_problem;
     }());
     if (mem.budget > 0) {
-      report.Compare({"stress peak GPU memory used", static_cast<double>(mem.peak_used),
-                      "budget", static_cast<double>(mem.budget), "bytes"});
+      report.Compare({"stress peak GPU memory used", static_cast<double>(mem.peak_used), "budget",
+                      static_cast<double>(mem.budget), "bytes"});
       report.Compare({"stress peak CUDA pool + workspaces", static_cast<double>(mem.peak_pool),
                       "budget", static_cast<double>(mem.budget), "bytes"});
     }
@@ -203,8 +205,8 @@ class StressWorkload final : public Workload {
     if (tally.wrong.load() > 0 || tally.failed.load() > 0) {
       absl::MutexLock lock(&tally.mu);
       return absl::InternalError(absl::StrCat("stress: ", tally.wrong.load(), " wrong, ",
-                                              tally.failed.load(), " failed; first: ",
-                                              tally.first_problem));
+                                              tally.failed.load(),
+                                              " failed; first: ", tally.first_problem));
     }
     return absl::OkStatus();
   }

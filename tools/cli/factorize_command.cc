@@ -41,8 +41,8 @@ int RunFactorize(Client& client, const client::CallOptions& call, const Factoriz
   if (!f.ok()) return ReportServerError(f.status());
   std::cout << absl::StrFormat(
       "%s method=%s n=%d dtype=%s rcond=%.3e placement=%s bytes=%d fallback=%s run=%s\n",
-      f->factor_id, client::SolveMethodName(f->method), f->n, client::DTypeName(f->dtype),
-      f->rcond, f->placement, f->bytes, f->fallback.empty() ? "none" : "\"" + f->fallback + "\"",
+      f->factor_id, client::SolveMethodName(f->method), f->n, client::DTypeName(f->dtype), f->rcond,
+      f->placement, f->bytes, f->fallback.empty() ? "none" : "\"" + f->fallback + "\"",
       FormatNanos(f->info.run_time_ns));
   return kExitOk;
 }

@@ -11,8 +11,8 @@ namespace linalgd::cli {
 int RunLs(Client& client, const client::CallOptions& call) {
   absl::StatusOr<client::StoreListing> listing = client.ListTensors(call);
   if (!listing.ok()) return ReportServerError(listing.status());
-  std::cout << absl::StrFormat("%-32s %-6s %-4s %-16s %12s %-6s %10s %s\n", "ID", "KIND",
-                               "TYPE", "SHAPE", "BYTES", "WHERE", "EXPIRES", "IN_USE");
+  std::cout << absl::StrFormat("%-32s %-6s %-4s %-16s %12s %-6s %10s %s\n", "ID", "KIND", "TYPE",
+                               "SHAPE", "BYTES", "WHERE", "EXPIRES", "IN_USE");
   for (const client::TensorInfo& t : listing->objects) {
     std::cout << absl::StrFormat("%-32s %-6s %-4s %-16s %12d %-6s %9.0fs %s\n", t.id, t.kind,
                                  client::DTypeName(t.dtype),

@@ -96,12 +96,11 @@ namespace {
 // Prints the result line; `where` is the output file or the kept id.
 void PrintResult(const client::MatmulResult& result, const std::string& where, int64_t total_ns) {
   const client::ExecutionInfo& info = result.info;
-  const std::string shape = result.out_resident_id.empty() ? result.out.DebugString() + " -> "
-                                                           : "";
-  std::cout << absl::StrFormat(
-      "%s%s backend=%s queue=%s run=%s total=%s%s\n", shape, where, info.backend,
-      FormatNanos(info.queue_time_ns), FormatNanos(info.run_time_ns), FormatNanos(total_ns),
-      info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
+  const std::string shape = result.out_resident_id.empty() ? result.out.DebugString() + " -> " : "";
+  std::cout << absl::StrFormat("%s%s backend=%s queue=%s run=%s total=%s%s\n", shape, where,
+                               info.backend, FormatNanos(info.queue_time_ns),
+                               FormatNanos(info.run_time_ns), FormatNanos(total_ns),
+                               info.fallback_reason.empty() ? "" : " note=" + info.fallback_reason);
 }
 
 }  // namespace

@@ -28,9 +28,8 @@ int RunPut(Client& client, const client::CallOptions& call, const PutFlags& flag
   absl::StatusOr<client::TensorInfo> info = client.PutTensor(*tensor, put, call);
   if (!info.ok()) return ReportServerError(info.status());
   std::cout << info->id << "\n";
-  std::cerr << absl::StrFormat("%s -> %s placement=%s bytes=%d ttl=%.0fs\n",
-                               tensor->DebugString(), info->id, info->placement, info->bytes,
-                               info->ttl_seconds);
+  std::cerr << absl::StrFormat("%s -> %s placement=%s bytes=%d ttl=%.0fs\n", tensor->DebugString(),
+                               info->id, info->placement, info->bytes, info->ttl_seconds);
   return kExitOk;
 }
 

@@ -54,8 +54,7 @@ absl::Status CheckOperands(const SolveFlags& flags, std::string& a, std::string&
 
 void PrintResult(const client::SolveResult& result, const std::string& where, int64_t total_ns) {
   const client::ExecutionInfo& info = result.info;
-  const std::string shape =
-      result.x_resident_id.empty() ? result.x.DebugString() + " -> " : "";
+  const std::string shape = result.x_resident_id.empty() ? result.x.DebugString() + " -> " : "";
   std::cout << absl::StrFormat(
       "%s%s method=%s fallback=%s residual=%.3e backend=%s queue=%s run=%s total=%s\n", shape,
       where, client::SolveMethodName(result.method_used),

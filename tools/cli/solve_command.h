@@ -23,8 +23,8 @@ struct SolveFlags {
 CLI::App* AddSolveCommand(CLI::App& app, SolveFlags& flags);
 
 // Runs it. A or B written @ID is the resident tensor ID; with keep_result X
-// stays on the server and its id is printed first. A rank-1 file B [n] is sent as [n, 1] and X is written as [n']. Prints
-// one line (method used, fallback, residual, backend, times) to stdout.
+// stays on the server and its id is printed first. A rank-1 file B [n] is sent as [n, 1] and X is
+// written as [n']. Prints one line (method used, fallback, residual, backend, times) to stdout.
 // Returns an ExitCode.
 int RunSolve(Client& client, const client::CallOptions& call, const SolveFlags& flags);
 

@@ -9,18 +9,19 @@
 namespace linalgd::cli {
 
 CLI::App* AddSparseSolveCommand(CLI::App& app, SparseSolveFlags& f) {
-  CLI::App* cmd = app.add_subcommand("sparse-solve", "solve A X = B for a sparse A (Matrix Market)");
+  CLI::App* cmd =
+      app.add_subcommand("sparse-solve", "solve A X = B for a sparse A (Matrix Market)");
   cmd->add_option("A", f.a, "A.mtx (coordinate real/integer/pattern, general/symmetric)")
       ->required();
-  cmd->add_option("B", f.b, "B.npy ([n] is read as [n,1]); its dtype (f32/f64) is A's")
-      ->required();
+  cmd->add_option("B", f.b, "B.npy ([n] is read as [n,1]); its dtype (f32/f64) is A's")->required();
   cmd->add_option("-o,--out", f.out, "output X.npy")->required();
   cmd->add_option("--method", f.method, "auto|cholesky|lu|qr|cg|bicgstab|gmres");
   cmd->add_option("--preconditioner", f.preconditioner, "none|jacobi|ilu0|ic0 (iterative methods)");
   cmd->add_option("--tol", f.tolerance, "iterative: relative residual target; 0: dtype default");
   cmd->add_option("--max-iter", f.max_iterations, "iterative: iteration limit; 0: max(1000, n)");
-  cmd->add_flag("--no-fallback", f.no_fallback,
-                "fail (FAILED_PRECONDITION) instead of falling back (non-SPD, singular, no convergence)");
+  cmd->add_flag(
+      "--no-fallback", f.no_fallback,
+      "fail (FAILED_PRECONDITION) instead of falling back (non-SPD, singular, no convergence)");
   cmd->add_flag("--allow-non-finite", f.allow_non_finite, "accept NaN/Inf inputs");
   return cmd;
 }
@@ -56,8 +57,7 @@ void PrintSummary(const client::SparseSolveResult& r, const SparseSolveFlags& fl
 
 }  // namespace
 
-int RunSparseSolve(Client& client, const client::CallOptions& call,
-                   const SparseSolveFlags& flags) {
+int RunSparseSolve(Client& client, const client::CallOptions& call, const SparseSolveFlags& flags) {
   client::SparseSolveArgs args;
   if (absl::Status s = FillOptions(flags, args); !s.ok()) return ReportLocalError(s, kExitUsage);
   absl::StatusOr<client::Tensor> b = ReadTensor(flags.b);

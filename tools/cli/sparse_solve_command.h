@@ -28,8 +28,7 @@ CLI::App* AddSparseSolveCommand(CLI::App& app, SparseSolveFlags& flags);
 // and X written as [n]), solves, writes X and prints one line (method,
 // preconditioner, iterations, residual, fallback, backend, times). Returns an
 // ExitCode.
-int RunSparseSolve(Client& client, const client::CallOptions& call,
-                   const SparseSolveFlags& flags);
+int RunSparseSolve(Client& client, const client::CallOptions& call, const SparseSolveFlags& flags);
 
 }  // namespace linalgd::cli
 

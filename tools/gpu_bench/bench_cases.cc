@@ -10,8 +10,8 @@
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/kernels.h"
-#include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/lt_matmul.h"
+#include "server/gpu/pinned_host_cache.h"
 
 namespace linalgd::bench {
 namespace {
@@ -34,10 +34,14 @@ absl::StatusOr<double> TimeMs(cudaStream_t stream, int reps, F&& f) {
   for (int r = 0; r < kWarmup + reps && s.ok(); ++r) {
     s = gpu::CheckCuda(cudaEventRecord(start, stream), "cudaEventRecord", __FILE__, __LINE__);
     if (s.ok()) s = f();
-    if (s.ok()) s = gpu::CheckCuda(cudaEventRecord(stop, stream), "cudaEventRecord", __FILE__, __LINE__);
-    if (s.ok()) s = gpu::CheckCuda(cudaEventSynchronize(stop), "cudaEventSynchronize", __FILE__, __LINE__);
+    if (s.ok())
+      s = gpu::CheckCuda(cudaEventRecord(stop, stream), "cudaEventRecord", __FILE__, __LINE__);
+    if (s.ok())
+      s = gpu::CheckCuda(cudaEventSynchronize(stop), "cudaEventSynchronize", __FILE__, __LINE__);
     float t = 0;
-    if (s.ok()) s = gpu::CheckCuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime", __FILE__, __LINE__);
+    if (s.ok())
+      s = gpu::CheckCuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime", __FILE__,
+                         __LINE__);
     if (s.ok() && r >= kWarmup) ms.push_back(t);
   }
   cudaEventDestroy(start);
@@ -133,8 +137,8 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
   LINALGD_GPU_CHECK(cudaMemcpyAsync(w, a, n * n * 8, cudaMemcpyDeviceToDevice, st));
   LINALGD_GPU_CHECK(cudaMemcpyAsync(x, b, n * 8, cudaMemcpyDeviceToDevice, st));
   LINALGD_GPU_CHECK(cusolverDnXpotrf(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F, w, n,
-                                     CUDA_R_64F, work.data(), work.bytes(), host.data(),
-                                     host_bytes, info));
+                                     CUDA_R_64F, work.data(), work.bytes(), host.data(), host_bytes,
+                                     info));
   LINALGD_GPU_CHECK(cusolverDnXpotrs(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, 1, CUDA_R_64F, w, n,
                                      CUDA_R_64F, x, n, info));
   return absl::OkStatus();
@@ -156,8 +160,8 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   LINALGD_GPU_CHECK(cusolverDnSetStream(s.h, st));
   LINALGD_GPU_CHECK(cusolverDnCreateParams(&s.p));
   size_t lu_dev = 0, lu_host = 0, ch_dev = 0, ch_host = 0;
-  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(s.h, s.p, n, n, CUDA_R_64F, w.data(), n,
-                                                CUDA_R_64F, &lu_dev, &lu_host));
+  LINALGD_GPU_CHECK(cusolverDnXgetrf_bufferSize(s.h, s.p, n, n, CUDA_R_64F, w.data(), n, CUDA_R_64F,
+                                                &lu_dev, &lu_host));
   LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_64F,
                                                 w.data(), n, CUDA_R_64F, &ch_dev, &ch_host));
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer work, ctx.Alloc(std::max(lu_dev, ch_dev)));
@@ -168,27 +172,30 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   cond.anorm = 1;
   cond.rcond_factor = 0;
   Row lu{"lu_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
-  LINALGD_ASSIGN_OR_RETURN(lu.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-    return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &cond).status();
-  }));
+  LINALGD_ASSIGN_OR_RETURN(
+      lu.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &cond).status();
+      }));
   LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] {
-    return DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(), x.data(), b.data(), work,
-                    lu_host, info.as<int>());
-  }));
+                             return DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(),
+                                             x.data(), b.data(), work, lu_host, info.as<int>());
+                           }));
   Row ch{"cholesky_solve", "f64", n, 0, 0, 1.0 / 3.0 * n3};
   LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-    return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &cond)
-        .status();
-  }));
+                             return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                       x.data(), &cond)
+                                 .status();
+                           }));
   LINALGD_ASSIGN_OR_RETURN(ch.direct_ms, TimeMs(st, reps, [&] {
-    return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(), b.data(), work, ch_host,
-                          info.as<int>());
-  }));
+                             return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(),
+                                                   b.data(), work, ch_host, info.as<int>());
+                           }));
   Row irs{"lu_irs_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
   int iters = 0;
-  LINALGD_ASSIGN_OR_RETURN(irs.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-    return gpu::IrsSolve(ctx, n, 1, a.data(), b.data(), x.data(), &iters).status();
-  }));
+  LINALGD_ASSIGN_OR_RETURN(
+      irs.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        return gpu::IrsSolve(ctx, n, 1, a.data(), b.data(), x.data(), &iters).status();
+      }));
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
   return std::vector<Row>{lu, ch, irs};
 }
@@ -224,36 +231,38 @@ Tensor HostRandom(DType t, Shape shape, std::mt19937& rng, double shift_diag) {
 
 absl::StatusOr<std::vector<Row>> BenchGemm(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
                                            int reps) {
-  return gpu.RunJob<std::vector<Row>>([&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
-    cublasHandle_t direct = nullptr;
-    LINALGD_GPU_CHECK(cublasCreate(&direct));
-    std::vector<Row> rows;
-    absl::Status s = gpu::CheckCuda(cublasSetStream(direct, ctx.hs.stream), "cublasSetStream",
-                                    __FILE__, __LINE__);
-    for (int64_t n : sizes) {
-      for (const Mode& mode : kModes) {
-        if (!s.ok()) break;
-        absl::StatusOr<Row> r = GemmCase(ctx, direct, mode, n, reps);
-        if (r.ok()) rows.push_back(*r);
-        s = r.status();
-      }
-    }
-    cublasDestroy(direct);
-    if (!s.ok()) return s;
-    return rows;
-  });
+  return gpu.RunJob<std::vector<Row>>(
+      [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+        cublasHandle_t direct = nullptr;
+        LINALGD_GPU_CHECK(cublasCreate(&direct));
+        std::vector<Row> rows;
+        absl::Status s = gpu::CheckCuda(cublasSetStream(direct, ctx.hs.stream), "cublasSetStream",
+                                        __FILE__, __LINE__);
+        for (int64_t n : sizes) {
+          for (const Mode& mode : kModes) {
+            if (!s.ok()) break;
+            absl::StatusOr<Row> r = GemmCase(ctx, direct, mode, n, reps);
+            if (r.ok()) rows.push_back(*r);
+            s = r.status();
+          }
+        }
+        cublasDestroy(direct);
+        if (!s.ok()) return s;
+        return rows;
+      });
 }
 
 absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
                                              const std::vector<int64_t>& sizes, int reps) {
-  return gpu.RunJob<std::vector<Row>>([&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
-    std::vector<Row> rows;
-    for (int64_t n : sizes) {
-      LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, SolveCases(ctx, n, reps));
-      rows.insert(rows.end(), r.begin(), r.end());
-    }
-    return rows;
-  });
+  return gpu.RunJob<std::vector<Row>>(
+      [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+        std::vector<Row> rows;
+        for (int64_t n : sizes) {
+          LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, SolveCases(ctx, n, reps));
+          rows.insert(rows.end(), r.begin(), r.end());
+        }
+        return rows;
+      });
 }
 
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps) {
@@ -272,7 +281,8 @@ absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, 
     LINALGD_RETURN_IF_ERROR(s);
     rows.push_back(row);
   }
-  const Tensor a = HostRandom(DType::kF64, {n, n}, rng, n), b = HostRandom(DType::kF64, {n, 1}, rng, 0);
+  const Tensor a = HostRandom(DType::kF64, {n, n}, rng, n),
+               b = HostRandom(DType::kF64, {n, 1}, rng, 0);
   SolveOp op;
   op.a = a.view();
   op.b = b.view();
@@ -301,8 +311,8 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
   // The same operands in page-locked memory (as callers' shared-memory
   // regions are): the batch is gathered on the device.
   const size_t bytes = operands[0].num_bytes();
-  HostAllocator alloc = MakePinnedHostAllocator(
-      PinnedHostOptions{0, static_cast<int64_t>(operands.size() * bytes)});
+  HostAllocator alloc =
+      MakePinnedHostAllocator(PinnedHostOptions{0, static_cast<int64_t>(operands.size() * bytes)});
   std::shared_ptr<std::byte> block = alloc ? alloc(operands.size() * bytes) : nullptr;
   if (block == nullptr) return absl::InternalError("no page-locked memory for the operands");
   std::vector<MatmulOp> pinned = ops;
@@ -316,7 +326,11 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
     std::vector<const MatmulOp*> ptrs;
     for (const MatmulOp& op : *group) ptrs.push_back(&op);
     absl::Status s;
-    Row row{group == &ops ? "batch_vs_single" : "batch_vs_single_pinned", "f32", n, 0, 0,
+    Row row{group == &ops ? "batch_vs_single" : "batch_vs_single_pinned",
+            "f32",
+            n,
+            0,
+            0,
             2.0 * n * n * n * count};
     std::vector<Tensor> outs;
     row.ours_ms = WallMs(reps, [&] { s.Update(gpu.MatmulBatch(ptrs, plan, &outs)); });

@@ -30,31 +30,35 @@ Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) f.json = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) f.reps = std::atoi(argv[++i]);
-    else if (a == "--commit" && i + 1 < argc) f.commit = argv[++i];
-    else if (a == "--quick") f.quick = true;
+    if (a == "--json" && i + 1 < argc)
+      f.json = argv[++i];
+    else if (a == "--reps" && i + 1 < argc)
+      f.reps = std::atoi(argv[++i]);
+    else if (a == "--commit" && i + 1 < argc)
+      f.commit = argv[++i];
+    else if (a == "--quick")
+      f.quick = true;
   }
   return f;
 }
 
 double Tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
-std::string Json(const Flags& f, const std::string& device, const std::vector<Row>& rows,
-                 int argc, char** argv) {
+std::string Json(const Flags& f, const std::string& device, const std::vector<Row>& rows, int argc,
+                 char** argv) {
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string cmd;
   for (int i = 0; i < argc; ++i) absl::StrAppend(&cmd, i ? " " : "", argv[i]);
-  std::string out = absl::StrCat("{\n  \"date\": \"", date, "\",\n  \"host\": \"1x H200\",\n",
-                                 "  \"device\": \"", device, "\",\n  \"command\": \"", cmd,
-                                 "\",\n  \"commit\": \"", f.commit, "\",\n  \"reps\": ", f.reps,
-                                 ",\n  \"rows\": [\n");
+  std::string out =
+      absl::StrCat("{\n  \"date\": \"", date, "\",\n  \"host\": \"1x H200\",\n", "  \"device\": \"",
+                   device, "\",\n  \"command\": \"", cmd, "\",\n  \"commit\": \"", f.commit,
+                   "\",\n  \"reps\": ", f.reps, ",\n  \"rows\": [\n");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    absl::StrAppend(&out, "    {\"op\": \"", r.op, "\", \"mode\": \"", r.mode, "\", \"n\": ",
-                    r.n, ", \"ours_ms\": ", r.ours_ms, ", \"direct_ms\": ", r.direct_ms,
+    absl::StrAppend(&out, "    {\"op\": \"", r.op, "\", \"mode\": \"", r.mode, "\", \"n\": ", r.n,
+                    ", \"ours_ms\": ", r.ours_ms, ", \"direct_ms\": ", r.direct_ms,
                     ", \"ours_tflops\": ", Tflops(r.flops, r.ours_ms),
                     ", \"direct_tflops\": ", Tflops(r.flops, r.direct_ms),
                     ", \"rate_ratio\": ", r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0, "}",
@@ -65,13 +69,12 @@ std::string Json(const Flags& f, const std::string& device, const std::vector<Ro
 }
 
 void PrintTable(const std::vector<Row>& rows) {
-  std::printf("\n%-15s %-5s %6s %11s %11s %9s %9s %7s\n", "op", "mode", "n", "ours_ms",
-              "direct_ms", "ours_TF", "direct_TF", "ratio");
+  std::printf("\n%-15s %-5s %6s %11s %11s %9s %9s %7s\n", "op", "mode", "n", "ours_ms", "direct_ms",
+              "ours_TF", "direct_TF", "ratio");
   for (const Row& r : rows) {
-    std::printf("%-15s %-5s %6lld %11.3f %11.3f %9.1f %9.1f %7.3f\n", r.op.c_str(),
-                r.mode.c_str(), static_cast<long long>(r.n), r.ours_ms, r.direct_ms,
-                Tflops(r.flops, r.ours_ms), Tflops(r.flops, r.direct_ms),
-                r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0.0);
+    std::printf("%-15s %-5s %6lld %11.3f %11.3f %9.1f %9.1f %7.3f\n", r.op.c_str(), r.mode.c_str(),
+                static_cast<long long>(r.n), r.ours_ms, r.direct_ms, Tflops(r.flops, r.ours_ms),
+                Tflops(r.flops, r.direct_ms), r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0.0);
   }
 }
 
@@ -89,9 +92,9 @@ int Main(int argc, char** argv) {
       flags.quick ? std::vector<int64_t>{2048} : std::vector<int64_t>{2048, 4096, 8192};
   const std::vector<int64_t> solve_sizes =
       flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 4096, 8192};
-  for (auto part : {BenchGemm(*gpu, gemm_sizes, flags.reps),
-                    BenchSolves(*gpu, solve_sizes, flags.reps),
-                    BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5)}) {
+  for (auto part :
+       {BenchGemm(*gpu, gemm_sizes, flags.reps), BenchSolves(*gpu, solve_sizes, flags.reps),
+        BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5)}) {
     if (!part.ok()) {
       std::fprintf(stderr, "benchmark failed: %s\n", std::string(part.status().message()).c_str());
       PrintTable(rows);
@@ -109,10 +112,11 @@ int Main(int argc, char** argv) {
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
   }
-  std::printf("device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's;\n"
-              "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them;\n"
-              "_pinned: with the operands in page-locked memory, the batch gathered on the device)\n",
-              device.c_str());
+  std::printf(
+      "device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's;\n"
+      "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them;\n"
+      "_pinned: with the operands in page-locked memory, the batch gathered on the device)\n",
+      device.c_str());
   PrintTable(rows);
   return 0;
 }

@@ -48,15 +48,14 @@ struct ClientOptions {
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
   // sealed memfd of shared_memory_bytes and hands it to the server over its
-  // Unix socket (shared_memory_socket; docs/shared-memory.md); from then on the inline operands of each call are
-  // written into a region and the result is asked for there (out_shm), so no
-  // tensor bytes cross the socket. A region serves one call at a time:
-  // concurrent calls register more, up to shared_memory_regions (the server
-  // maps and, with a GPU, page-locks each one whole); calls that arrive while
-  // the first is being registered wait for it. A call whose tensors do
-  // not fit, that names resident a/b, or that finds every region in use goes
-  // through the socket as before; so does every call when registration
-  // fails (e.g. a server without --allow-shm), which debug_log reports once.
+  // Unix socket (shared_memory_socket; docs/shared-memory.md); from then on the inline operands of
+  // each call are written into a region and the result is asked for there (out_shm), so no tensor
+  // bytes cross the socket. A region serves one call at a time: concurrent calls register more, up
+  // to shared_memory_regions (the server maps and, with a GPU, page-locks each one whole); calls
+  // that arrive while the first is being registered wait for it. A call whose tensors do not fit,
+  // that names resident a/b, or that finds every region in use goes through the socket as before;
+  // so does every call when registration fails (e.g. a server without --allow-shm), which debug_log
+  // reports once.
   bool use_shared_memory = false;
   int64_t shared_memory_bytes = int64_t{256} << 20;
   int shared_memory_regions = 1;

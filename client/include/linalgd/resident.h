@@ -41,7 +41,7 @@ struct StoreListing {
 // Factorize one square matrix [n, n] for later Solve calls with factor_id.
 struct FactorizeArgs {
   Tensor a;
-  std::string a_resident_id;  // instead of a, when set
+  std::string a_resident_id;                // instead of a, when set
   SolveMethod method = SolveMethod::kAuto;  // kAuto, kLu or kCholesky
   bool no_fallback = false;
   absl::Duration ttl = absl::ZeroDuration();

@@ -14,8 +14,8 @@ struct DeviceInfo {
   std::string compute_capability;  // "9.0"
   int64_t total_memory_bytes = 0;
   int64_t budget_bytes = 0;
-  int64_t used_bytes = 0;       // held now, workspaces included
-  int64_t peak_used_bytes = 0;  // most held so far
+  int64_t used_bytes = 0;                // held now, workspaces included
+  int64_t peak_used_bytes = 0;           // most held so far
   int64_t pool_reserved_peak_bytes = 0;  // most the CUDA pool took (-1: unknown)
   bool healthy = false;
   std::string status;  // "ok", or why the device is not used

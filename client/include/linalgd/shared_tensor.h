@@ -35,7 +35,7 @@ class SharedTensor {
   DType dtype() const;
   const std::vector<int64_t>& shape() const;
   int64_t num_elements() const;
-  int64_t num_bytes() const;     // of the current dtype and shape
+  int64_t num_bytes() const;       // of the current dtype and shape
   int64_t capacity_bytes() const;  // of the region
   char* data();
   const char* data() const;

@@ -56,10 +56,10 @@ struct SparseSolveResult {
   Tensor x;  // [n, k]
   SparseMethod method_used = SparseMethod::kAuto;
   Preconditioner preconditioner_used = Preconditioner::kNone;
-  int64_t iterations = 0;  // iterative methods: the most over b's columns
-  double residual = 0;     // max over columns of ||a x - b|| / ||b||
-  std::string fallback;    // empty, or why the requested method was not used
-  bool dense_path = false; // the server solved a as a dense matrix
+  int64_t iterations = 0;   // iterative methods: the most over b's columns
+  double residual = 0;      // max over columns of ||a x - b|| / ||b||
+  std::string fallback;     // empty, or why the requested method was not used
+  bool dense_path = false;  // the server solved a as a dense matrix
   ExecutionInfo info;
 };
 
