@@ -50,6 +50,7 @@ bool EnvIsOne(const char* name) {
 struct Flags {
   linalgd::ServerOptions options;
   std::string op_timeout = "10s";
+  int inline_max_us = 50;
   std::string max_queue_delay = "200us";
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
@@ -125,6 +126,13 @@ void AddFlags(CLI::App& app, Flags& f) {
                "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
   app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option(
+         "--inline-max-us", f.inline_max_us,
+         "a CPU job predicted to take at most this many microseconds runs on the gRPC "
+         "thread that received it when the CPU lane is idle, without a hand-off to a worker; 0: "
+         "always queue")
+      ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")
       ->check(CLI::Range(0, 1024))
@@ -239,6 +247,7 @@ bool Finalize(Flags& f, absl::Duration* grace) {
     return false;
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
+  o.inline_max_run = absl::Microseconds(f.inline_max_us);
   if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))
     return bad("--max-queue-delay", f.max_queue_delay);
   if (!ParseSeconds(f.budget_wait, &o.budget_wait)) return bad("--budget-wait", f.budget_wait);

@@ -96,6 +96,12 @@ Scheduler::~Scheduler() { Shutdown(); }
 
 void Scheduler::Shutdown() {
   std::call_once(shutdown_once_, [this] {
+    {
+      absl::MutexLock lock(&inline_mu_);
+      closing_ = true;
+      inline_mu_.Await(absl::Condition(
+          +[](int* n) { return *n == 0; }, &inline_running_));
+    }
     stop_sweeping_.Notify();
     if (sweeper_.joinable()) sweeper_.join();
     // GPU lanes drain first: their reruns still find the CPU lane open.
@@ -155,6 +161,7 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   item.expires = std::min(item.job->spec().deadline, now + options_.op_timeout);
   Lane& lane =
       HasEmptyOp(*item.job) ? *lanes_[0] : Route(item.job->spec(), now, &item.fallback_reason);
+  if (!lane.is_gpu && TryRunInline(lane, item)) return;
   auto refused = lane.queue->Push(std::move(item));
   if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;

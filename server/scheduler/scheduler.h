@@ -46,6 +46,13 @@ struct SchedulerOptions {
   // handle set, its memory reservation and its request).
   int max_abandoned_per_device = 4;
   double gpu_flops_per_second = 2e13;
+  // A CPU job predicted (by the CPU lane's measured speed) to run in at most
+  // this long runs on the thread that submits it when the CPU lane is idle
+  // (nothing queued or running; fewer than cpu_workers inline at once):
+  // microseconds of BLAS are not worth a hand-off to a worker and back. On a
+  // busy lane jobs queue, keep their priority order and form batches. Zero:
+  // every job queues.
+  absl::Duration inline_max_run = absl::ZeroDuration();
 };
 
 struct BackendCallResult;  // scheduler_run.cc
@@ -73,6 +80,7 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 //   group that does not fit waits up to budget_wait (or goes to the CPU when
 //   that is predicted faster); a matmul that can never fit is split into
 //   pieces run in sequence, a solve runs on the CPU.
+// - Inline: a tiny CPU job may run on the submitting thread (inline_max_run).
 // - Rollback: a GPU call failing with a retryable error (RESOURCE_EXHAUSTED,
 //   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED) or still running after
 //   op_timeout is rerun on the CPU; the response says why.
@@ -160,6 +168,9 @@ class Scheduler {
                         const MatmulSplitter& splitter, int64_t index, absl::Time end, Tensor& out);
   void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
   absl::Duration TimeoutFor(const Lane& lane) const;
+  // Runs `item` on this thread when inline_max_run allows it (see the
+  // option); false (item untouched) when it must queue.
+  bool TryRunInline(Lane& lane, QueuedJob& item);
   // Why a queued job must end without running at `now` (cancelled, or past
   // its op-timeout or deadline); OK when it may still run.
   static absl::Status QueuedEnd(const Lane& lane, const QueuedJob& item, absl::Time now);
@@ -173,6 +184,9 @@ class Scheduler {
   const Batcher batcher_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
+  absl::Mutex inline_mu_;
+  int inline_running_ ABSL_GUARDED_BY(inline_mu_) = 0;
+  bool closing_ ABSL_GUARDED_BY(inline_mu_) = false;  // Shutdown began: nothing runs inline
   // Every kSweepPeriod, finishes queued jobs that were cancelled or expired,
   // so their requests are freed without waiting for a worker.
   void SweepLoop();

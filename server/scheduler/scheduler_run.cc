@@ -103,6 +103,28 @@ absl::Duration Scheduler::TimeoutFor(const Lane& lane) const {
   return lane.is_gpu ? options_.op_timeout : absl::InfiniteDuration();
 }
 
+bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
+  if (options_.inline_max_run <= absl::ZeroDuration() ||
+      lane.estimate.Predict(item.job->spec().flops) > options_.inline_max_run ||
+      lane.queue->size() > 0 || lane.running.load() > 0) {
+    return false;  // a busy lane: queued jobs form batches and keep their order
+  }
+  {
+    absl::MutexLock lock(&inline_mu_);
+    if (closing_ || inline_running_ >= std::max(1, options_.cpu_workers)) return false;
+    ++inline_running_;
+  }
+  TimedRunner runner(lane.abandoned);  // the CPU lane has no timeout: runs here
+  try {
+    ExecuteGroup(lane, runner, Single(std::move(item)));
+  } catch (const std::exception& e) {  // as in WorkerLoop
+    spdlog::error("{}: an inline job's delivery threw: {}", lane.backend->name(), e.what());
+  }
+  absl::MutexLock lock(&inline_mu_);
+  --inline_running_;
+  return true;
+}
+
 void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
   const absl::Time start = absl::Now();
   group = Admissible(lane, std::move(group), start);

@@ -44,6 +44,7 @@ void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
   s.budget_wait = o.budget_wait;
   s.cpu_fallback = o.cpu_fallback;
   s.max_abandoned_per_device = o.max_abandoned_per_device;
+  s.inline_max_run = o.inline_max_run;
 }
 
 void FillDevice(const DeviceInfo& d, v1::Device* out) {

@@ -32,6 +32,10 @@ struct ServerOptions {
   // A GPU with this many calls abandoned after --op-timeout still running is
   // fenced (unhealthy, its work goes to the CPU) until they end.
   int max_abandoned_per_device = 4;
+  // A CPU job predicted to take at most this long runs on the gRPC thread
+  // that received it when the CPU lane is idle, without a hand-off to a
+  // worker (SchedulerOptions::inline_max_run); zero: every job queues.
+  absl::Duration inline_max_run = absl::Microseconds(50);
   int64_t cpu_threshold = 512;          // largest dim below this: CPU
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   // Dense solves and factors: rcond below this * n * eps(dtype) is

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -466,6 +467,80 @@ TEST(SchedulerTest, NothingLostNothingAnsweredTwiceUnderFaults) {
     }
   }
   EXPECT_EQ(ids.size(), static_cast<size_t>(kJobs));
+}
+
+// inline_max_run: a tiny CPU job runs on the submitting thread (finished when
+// Submit returns); a costly one, or any while a CPU job is queued, queues.
+SchedulerOptions Inline() {
+  SchedulerOptions o = OneWorker();
+  o.inline_max_run = absl::Microseconds(50);
+  return o;
+}
+
+// A job that notes the thread that finished it.
+class ThreadNotingJob : public TestJob {
+ public:
+  ThreadNotingJob(int id, JobSpec spec, Outcome* out, std::thread::id* finisher)
+      : TestJob(id, spec, out), finisher_(finisher) {}
+  void Finish(const absl::Status& status, const ExecutionInfo& info) override {
+    *finisher_ = std::this_thread::get_id();
+    TestJob::Finish(status, info);
+  }
+
+ private:
+  std::thread::id* finisher_;
+};
+
+TEST(SchedulerTest, TinyCpuJobRunsOnTheSubmittingThread) {
+  FakeBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+  std::thread::id finisher;
+  JobSpec spec = Spec(8);
+  spec.flops = 2.0 * 8 * 8 * 8;
+  s.Submit(std::make_unique<ThreadNotingJob>(1, spec, &out, &finisher));
+  ASSERT_EQ(out.finish_calls.load(), 1);  // before Submit returned
+  EXPECT_EQ(finisher, std::this_thread::get_id());
+  absl::MutexLock lock(&out.mu);
+  EXPECT_TRUE(out.finished[0].second.ok()) << out.finished[0].second;
+  EXPECT_EQ(out.infos[0].backend, "cpu");
+}
+
+TEST(SchedulerTest, CostlyOrQueuedBehindJobsDoNotRunInline) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(300), absl::OkStatus());
+  Outcome out;
+  std::thread::id costly_finisher, behind_finisher;
+  {
+    Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+    JobSpec costly = Spec(400);
+    costly.flops = 2.0 * 400 * 400 * 400;  // ~2.6 ms at the assumed CPU speed
+    s.Submit(std::make_unique<ThreadNotingJob>(1, costly, &out, &costly_finisher));
+    WaitForCalls(cpu, 1);                                  // the worker runs it (300 ms)
+    s.Submit(std::make_unique<TestJob>(2, costly, &out));  // queued behind it
+    // Tiny, but a CPU job is queued: it must not overtake it.
+    s.Submit(std::make_unique<ThreadNotingJob>(3, Spec(8), &out, &behind_finisher));
+    EXPECT_EQ(out.finish_calls.load(), 0);
+    ASSERT_TRUE(out.WaitFor(3));
+  }
+  EXPECT_NE(costly_finisher, std::this_thread::get_id());
+  EXPECT_NE(behind_finisher, std::this_thread::get_id());
+  EXPECT_LT(out.IndexOf(2), out.IndexOf(3));
+}
+
+TEST(SchedulerTest, NothingRunsInlineWhileTheCpuLaneIsBusy) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());  // "tiny" by its spec only
+  Outcome out;
+  Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+  std::thread first([&] { s.Submit(std::make_unique<TestJob>(1, Spec(8), &out)); });
+  WaitForCalls(cpu, 1);  // runs inline on `first`: the lane is busy
+  std::thread::id finisher;
+  s.Submit(std::make_unique<ThreadNotingJob>(2, Spec(8), &out, &finisher));
+  EXPECT_LE(out.finish_calls.load(), 1);  // did not run here: went to the worker
+  first.join();
+  ASSERT_TRUE(out.WaitFor(2));
+  EXPECT_NE(finisher, std::this_thread::get_id());
 }
 
 }  // namespace
