@@ -1,9 +1,11 @@
 """Client.sparse_solve: a sparse (CSR) a @ x = b on the server.
 
-a is a scipy.sparse matrix (any format; converted to CSR) when scipy is
+a is a scipy.sparse matrix or array (any format; converted to CSR) when scipy is
 installed, or a tuple (indptr, indices, data, shape) in scipy's CSR layout.
 Index arrays go over the wire as packed int32 or int64, as given (no copy);
 data must be float32 or float64 (integers are sent as float64).
+b may be dense or scipy.sparse; as scipy.sparse.linalg.spsolve does, a sparse b
+gives a sparse x (CSR, a sparse array for a sparse-array b, else a matrix).
 """
 import dataclasses
 from typing import Any
@@ -40,7 +42,8 @@ class SparseSolveResult:
 def _csr_arrays(a):
     """(indptr, indices, data, (rows, cols)) from scipy.sparse or a tuple."""
     if hasattr(a, "tocsr") and hasattr(a, "shape"):
-        csr = a.tocsr()
+        csr = a.tocsr(copy=True)
+        csr.sum_duplicates()  # duplicates summed, indices sorted, as scipy means them
         return csr.indptr, csr.indices, csr.data, tuple(csr.shape)
     try:
         indptr, indices, data, shape = a
@@ -48,6 +51,21 @@ def _csr_arrays(a):
         raise InvalidArgument(
             "a: expected a scipy.sparse matrix or (indptr, indices, data, shape)") from None
     return np.asarray(indptr), np.asarray(indices), np.asarray(data), tuple(shape)
+
+
+def _is_scipy_sparse(x):
+    return hasattr(x, "tocsr") and hasattr(x, "toarray") and hasattr(x, "nnz")
+
+
+def _to_scipy_like(x, like):
+    """x (dense) as a CSR of like's flavour: sparse array or sparse matrix."""
+    import scipy.sparse as sp  # like is scipy.sparse, so scipy is importable
+    if x.ndim == 1:
+        x = x.reshape(-1, 1)
+    sparray = getattr(sp, "sparray", None)
+    if sparray is not None and isinstance(like, sparray):
+        return sp.csr_array(x)
+    return sp.csr_matrix(x)
 
 
 def _index_bytes(indptr, indices):
@@ -86,6 +104,9 @@ class SparseMixin:
                      timeout=_DEFAULT, return_info=False):
         """x with a @ x = b for a sparse square a (n x n) and b [n] or [n, k].
 
+        a: scipy.sparse (any format) or (indptr, indices, data, shape) in CSR.
+        b: dense, or scipy.sparse (then x is a sparse CSR, as spsolve returns).
+
         method: auto (default; cholesky for a symmetric a with a positive
         diagonal, else lu), cholesky, lu, qr, cg, bicgstab, gmres.
         preconditioner (iterative methods): none, jacobi, ilu0, ic0.
@@ -96,6 +117,9 @@ class SparseMixin:
         a's values are sent in b's dtype. Returns x, or a SparseSolveResult
         with return_info.
         """
+        sparse_b = b if _is_scipy_sparse(b) else None
+        if sparse_b is not None:
+            b = sparse_b.toarray()
         b_arr, b_wire = tensors.to_numpy(b, "b")
         vector = b_arr.ndim == 1
         if vector:
@@ -117,6 +141,8 @@ class SparseMixin:
         x = tensors.decode(resp.x, "x")
         if vector:
             x = x.squeeze(-1)
+        if sparse_b is not None:
+            x = _to_scipy_like(x, sparse_b)
         if not return_info:
             return x
         return SparseSolveResult(x, SparseMethod(resp.method_used),
