@@ -14,6 +14,7 @@ from . import tensors
 from ._stubs import pb
 from .enums import _make, parse
 from .errors import InvalidArgument
+from .remote import RemoteTensor
 from .results import ExecutionInfo
 
 SparseMethod = _make("SparseMethod", pb.SparseMethod.DESCRIPTOR, "SPARSE_METHOD_")
@@ -94,9 +95,12 @@ class SparseMixin:
         A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
         unless no_fallback, which raises FailedPrecondition instead.
         a's values are sent in b's dtype. Returns x, or a SparseSolveResult
-        with return_info.
+        with return_info. b and x0 may be RemoteTensors (put()): fetched and
+        sent inline, as the server's SparseSolve takes them inline only.
         """
-        b_arr, b_wire = tensors.to_numpy(b, "b")
+        # The server's SparseSolve reads b and x0 inline only: a RemoteTensor
+        # is fetched and sent (its bytes travel twice).
+        b_arr, b_wire = tensors.to_numpy(b.get() if isinstance(b, RemoteTensor) else b, "b")
         vector = b_arr.ndim == 1
         if vector:
             b_arr = b_arr.reshape(-1, 1)
@@ -108,7 +112,7 @@ class SparseMixin:
             tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
             allow_non_finite=bool(allow_non_finite), priority=int(priority))
         if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
-            x0_arr, _ = tensors.to_numpy(x0, "x0")
+            x0_arr, _ = tensors.to_numpy(x0.get() if isinstance(x0, RemoteTensor) else x0, "x0")
             if vector:
                 x0_arr = x0_arr.reshape(-1, 1)
             req.x0.CopyFrom(tensors.encode_array(x0_arr.astype(b_arr.dtype, copy=False), b_wire,
