@@ -1,16 +1,18 @@
 """linalgd.Client: numpy (and torch) in, numpy (and torch) out, over gRPC.
 
 Thread safety: a Client may be shared by threads; it holds one gRPC channel
-and no per-call state.
+(plus the transfer connections and threads it opens on first use) and no
+per-call state.
 
-Large tensors: every operand travels inline in the request message today
-(one message per call; protobuf refuses 2 GiB and more, and DESIGN.md section
-1 shows plain unary gRPC slows down well before that). `Client._operand` is
-the one place where an array becomes a wire tensor: when the streaming
-PutTensor/GetTensor RPCs exist, operands above `stream_threshold` bytes will be
-uploaded there in 1-4 MiB chunks and referred to by id, with no change to the
-public methods. Until then a request above `max_message_bytes` is refused
+Large tensors: an operand of stream_threshold bytes or more is uploaded first
+(in parallel parts over several connections, transfer.py) and named by id; a
+result that large is kept on the server and fetched the same way. Smaller
+operands travel inline; a request above max_message_bytes is refused
 client-side with ResourceExhausted naming the sizes.
+
+Remote objects: put() returns a RemoteTensor, accepted as an operand wherever
+an array is; keep=True leaves a result on the server as one; factorize()
+returns a Factor (remote.py).
 
 Shared memory (use_shared_memory=True, a same-host server started with
 --allow-shm): matmul and solve operands and results go through one memfd
@@ -18,7 +20,7 @@ region per Client instead of the socket; see shm.py.
 """
 import math
 import time
-
+from typing import Any, Optional, Union
 
 import grpc
 
@@ -35,6 +37,9 @@ from .sparse import SparseMixin
 from .store import TEMPORARY_TTL, StoreMixin, put_item
 
 DEFAULT_TARGET = "localhost:50051"
+# What an operand may be: a numpy array (or anything numpy.asarray takes), a
+# torch CPU tensor, or a RemoteTensor (put(), keep=True).
+Operand = Union[Any, RemoteTensor]
 # protobuf's hard limit is 2 GiB - 1; keep headroom for the non-data fields.
 PROTOBUF_LIMIT = 2**31 - 1
 DEFAULT_MAX_MESSAGE_BYTES = PROTOBUF_LIMIT - (1 << 20)
@@ -97,6 +102,7 @@ class Client(StoreMixin, SparseMixin):
         self.transfer_connections = 8
         self.transfer_part_min_bytes = 8 << 20
         self._closed = False
+        self._background = set()  # grpc futures of calls no one waits for (remote.py)
         self._metadata = tuple(metadata)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
@@ -159,10 +165,13 @@ class Client(StoreMixin, SparseMixin):
 
     # -- RPCs --------------------------------------------------------------
 
-    def matmul(self, a, b, c=None, *, bias=None, transpose_a=False, transpose_b=False,
-               alpha=None, beta=None, epilogue=None, compute_mode=None, output_dtype=None,
-               allow_non_finite=False, priority=0, timeout=_DEFAULT, return_info=False,
-               keep=False):
+    def matmul(self, a: Operand, b: Operand, c: Optional[Operand] = None, *,
+               bias: Optional[Operand] = None, transpose_a: bool = False,
+               transpose_b: bool = False, alpha: Optional[float] = None,
+               beta: Optional[float] = None, epilogue: Any = None, compute_mode: Any = None,
+               output_dtype: Any = None, allow_non_finite: bool = False, priority: int = 0,
+               timeout: Any = _DEFAULT, return_info: bool = False,
+               keep: bool = False) -> Union[Any, RemoteTensor, MatmulResult]:
         """epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul shapes.
 
         a: [..., M, K] ([..., K, M] with transpose_a); b: [..., K, N] ([..., N, K]
@@ -239,9 +248,11 @@ class Client(StoreMixin, SparseMixin):
             return resp, self._remote_result(resp.out, "out")
         return resp, self._fetch_kept(resp.out, "out", as_torch)
 
-    def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
-              priority=0, timeout=_DEFAULT, return_info=False, factor=None, rcond=None,
-              keep=False):
+    def solve(self, a: Optional[Operand], b: Operand, *, method: Any = None,
+              no_fallback: bool = False, allow_non_finite: bool = False, priority: int = 0,
+              timeout: Any = _DEFAULT, return_info: bool = False,
+              factor: Union[None, str, Factor] = None, rcond: Optional[float] = None,
+              keep: bool = False) -> Union[Any, RemoteTensor, SolveResult]:
         """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
 
         method: auto (default), lu, cholesky, qr, lstsq. A singular, numerically

@@ -101,8 +101,9 @@ class StoreMixin:
         resp = self._invoke("ListTensors", pb.ListTensorsRequest(), timeout or self.timeout)
         return [TensorInfo.from_proto(t) for t in resp.tensors]
 
-    def factorize(self, a, *, method=None, no_fallback=False, ttl=None, allow_non_finite=False,
-                  timeout=None) -> Factor:
+    def factorize(self, a, *, method=None, no_fallback: bool = False,
+                  ttl: Optional[float] = None, allow_non_finite: bool = False,
+                  timeout: Optional[float] = None) -> Factor:
         """Factorizes square a (LU or Cholesky; an array or RemoteTensor) on the
         server; returns a Factor: f.solve(b), f.rcond, f.method, f.release(),
         `with`, released when collected. solve(None, b, factor=f or id) works too.
