@@ -52,6 +52,17 @@ def test_crc32c_known_value_and_combine():
         assert _crc32c.extend(_crc32c.crc32c(a), b) == whole
 
 
+def test_crc32c_backends_agree():
+    data = np.random.default_rng(7).integers(0, 256, 300_001, dtype=np.uint8)
+    want = _crc32c._extend_numpy(0, memoryview(data))
+    library, path = _crc32c._load_library()
+    if path is not None:  # the repository's liblinalgd_crc32c.so (a build's lib/)
+        assert library(0, memoryview(data)) == want
+        assert library(_crc32c.crc32c(data[:5]), memoryview(data[5:])) == want
+    crc32c = pytest.importorskip("crc32c")
+    assert crc32c.crc32c(data.tobytes()) == want
+
+
 def test_split_ranges_cover_the_tensor():
     assert transfer.split_ranges(10, 4, 0) == [(0, 3), (3, 6), (6, 8), (8, 10)]
     assert transfer.split_ranges(100, 8, 40) == [(0, 50), (50, 100)]
