@@ -6,12 +6,16 @@
         --matmul-n 4096 --solve-n 8192 --transfer-mib 128
 
 Prints a markdown table: the best of --repeat runs of each row. put/get are one
-f64 tensor of --transfer-mib MiB; matmul is a @ b with a, b f64 n x n (its bytes:
+f64 tensor of --transfer-mib MiB; matmul is a @ b with a, b n x n of
+--matmul-dtype, f64 by default (its bytes:
 a, b and the result); solve is a x = b with a n x n, b n x 1 (a's bytes dominate).
-"GB/s" is the bytes that crossed the wire over the wall time of the call. numpy
+"GB/s" is the bytes that crossed the wire over the wall time of the call; the
+next column leaves out the queue and run time the server reports (as
+linalgd-bench's "e2e - server compute" rows do). numpy
 runs the same operation in this process (its BLAS threads) for comparison.
-The C++ client's figures for the same host come from
-`linalgd-bench --workloads data` (bench/results/*/bench_data.log).
+The C++ client's figures for the same host come from `linalgd-bench --workloads
+data --data-n N` (an f32 N x N matmul round trip; its "streaming" row streams
+every operand: compare with --matmul-dtype float32 --stream-threshold-mib 1e-6).
 """
 import argparse
 import os
@@ -30,12 +34,24 @@ from linalgd import _crc32c  # noqa: E402
 
 
 def best_of(repeat, fn):
-    times = []
+    return best_run(repeat, fn)[0]
+
+
+def best_run(repeat, fn):
+    """(seconds, result) of the fastest of repeat calls of fn."""
+    best = None
     for _ in range(repeat):
         t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        result = fn()
+        seconds = time.perf_counter() - t
+        if best is None or seconds < best[0]:
+            best = (seconds, result)
+    return best
+
+
+def server_seconds(result):
+    """Queue plus run time the server reports for a call (return_info=True)."""
+    return result.info.queue_time + result.info.run_time
 
 
 def start_server(binary):
@@ -60,19 +76,21 @@ def rows(c, args):
     get_s = best_of(args.repeat, lambda: c.get(t))
     for r in ids:
         r.delete()
-    out.append(("put f64", f"{args.transfer_mib} MiB", put_s, x.nbytes, None))
-    out.append(("get f64", f"{args.transfer_mib} MiB", get_s, x.nbytes, None))
+    out.append(("put f64", f"{args.transfer_mib} MiB", put_s, 0.0, x.nbytes, None))
+    out.append(("get f64", f"{args.transfer_mib} MiB", get_s, 0.0, x.nbytes, None))
     n = args.matmul_n
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-    remote = best_of(args.repeat, lambda: c.matmul(a, b))
+    dt = np.dtype(args.matmul_dtype)
+    a, b = rng.standard_normal((n, n)).astype(dt), rng.standard_normal((n, n)).astype(dt)
+    remote, r = best_run(args.repeat, lambda: c.matmul(a, b, return_info=True))
     local = best_of(args.repeat, lambda: a @ b)
-    out.append(("matmul f64", f"n={n}", remote, 3 * a.nbytes, local))
+    out.append((f"matmul {dt.name}", f"n={n}", remote, server_seconds(r), 3 * a.nbytes, local))
     n = args.solve_n
     a = rng.standard_normal((n, n)) + n * np.eye(n)
     b = rng.standard_normal((n, 1))
-    remote = best_of(args.repeat, lambda: c.solve(a, b))
+    remote, r = best_run(args.repeat, lambda: c.solve(a, b, return_info=True))
     local = best_of(args.repeat, lambda: np.linalg.solve(a, b))
-    out.append(("solve f64", f"n={n}", remote, a.nbytes + 2 * b.nbytes, local))
+    out.append(("solve f64", f"n={n}", remote, server_seconds(r), a.nbytes + 2 * b.nbytes,
+                local))
     return out
 
 
@@ -82,6 +100,8 @@ def main():
     p.add_argument("--server", help="the linalgd binary to start on a free port")
     p.add_argument("--transfer-mib", type=int, default=128)
     p.add_argument("--matmul-n", type=int, default=4096)
+    p.add_argument("--matmul-dtype", default="float64",
+                   help="float32 gives the case of linalgd-bench --workloads data")
     p.add_argument("--solve-n", type=int, default=8192)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")
@@ -109,11 +129,14 @@ def main():
           f"CRC32C: {_crc32c.BACKEND}; connections {args.connections}, stream threshold "
           f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB; "
           f"best of {args.repeat}\n")
-    print("| what | size | linalgd (Python client) s | GB/s over the wire | numpy here s |")
-    print("| --- | --- | --- | --- | --- |")
-    for what, size, seconds, nbytes, local in table:
+    print("| what | size | linalgd (Python client) s | server queue + run s | GB/s | "
+          "GB/s without the server's time | numpy here s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for what, size, seconds, on_server, nbytes, local in table:
         local_s = "" if local is None else f"{local:.4f}"
-        print(f"| {what} | {size} | {seconds:.4f} | {nbytes / seconds / 1e9:.2f} | {local_s} |")
+        moving = max(seconds - on_server, 1e-9)
+        print(f"| {what} | {size} | {seconds:.4f} | {on_server:.4f} | "
+              f"{nbytes / seconds / 1e9:.2f} | {nbytes / moving / 1e9:.2f} | {local_s} |")
 
 
 if __name__ == "__main__":
