@@ -9,8 +9,8 @@ arrival.
 The bytes are checksummed, in this order of preference, by the repository's
 liblinalgd_crc32c.so (the C++ code of common/crc32c.cc, SSE4.2; a ctypes call
 releases the GIL, so parts are checksummed on several cores at once): the path
-in $LINALGD_CRC32C_LIBRARY, else one beside this file, else build/lib or
-build-py/lib of the checkout this package sits in; else google_crc32c or the
+in $LINALGD_CRC32C_LIBRARY, else one beside this file, else build/lib,
+build-py/lib or build-gpu/lib of the checkout this package sits in; else google_crc32c or the
 crc32c package (Debian: python3-crc32c); else a numpy table method (far
 slower: bench/python_transfer.py prints the backend with its figures). BACKEND names the one in use. combine() is pure Python:
 O(log len_b) multiplications in GF(2)[x].
@@ -35,7 +35,7 @@ def _library_candidates():
         return [env]
     repo = os.path.dirname(os.path.dirname(os.path.dirname(_HERE)))  # client/python/linalgd
     return [os.path.join(_HERE, _LIBRARY)] + [os.path.join(repo, build, "lib", _LIBRARY)
-                                              for build in ("build", "build-py")]
+                                              for build in ("build", "build-py", "build-gpu")]
 
 
 def _load_library():
