@@ -10,10 +10,11 @@ The bytes are checksummed, in this order of preference, by the repository's
 liblinalgd_crc32c.so (the C++ code of common/crc32c.cc, SSE4.2; a ctypes call
 releases the GIL, so parts are checksummed on several cores at once): the path
 in $LINALGD_CRC32C_LIBRARY, else one beside this file, else build/lib,
-build-py/lib or build-gpu/lib of the checkout this package sits in; else google_crc32c or the
-crc32c package (Debian: python3-crc32c); else a numpy table method (far
-slower: bench/python_transfer.py prints the backend with its figures). BACKEND names the one in use. combine() is pure Python:
-O(log len_b) multiplications in GF(2)[x].
+build-py/lib or build-gpu/lib of the checkout this package sits in; else
+google_crc32c or the crc32c package (Debian: python3-crc32c); else a numpy
+table method (far slower: bench/python_transfer.py prints the backend with its
+figures). BACKEND names the one in use. combine() is pure Python: O(log len_b)
+multiplications in GF(2)[x].
 """
 import ctypes
 import os
