@@ -3,7 +3,9 @@
 
 x: [batch, seq, in] (batch dims broadcast against W), W: [out, in] as in
 torch.nn.Linear (so transpose_b), b: [out]. Also checks GELU_BIAS against the
-tanh approximation. The exit status is 1 on a mismatch.
+tanh approximation. W and b are uploaded once (put: RemoteTensors) and named by
+id in every call, so only x and the output cross the wire. The exit status is 1
+on a mismatch.
 
     examples/linear_layer.py --target localhost:50051
 """
@@ -41,9 +43,11 @@ def main(argv=None):
     b = rng.standard_normal(args.out_features).astype(np.float32)
     pre = x.astype(np.float64) @ w.T.astype(np.float64) + b
     ok = True
-    with linalgd.Client(args.target, timeout=30) as client:
+    with linalgd.Client(args.target, timeout=30) as client, client.put(w) as w_remote, \
+            client.put(b) as b_remote:
         for epilogue, ref in (("relu_bias", np.maximum(pre, 0.0)), ("gelu_bias", gelu_tanh(pre))):
-            r = client.matmul(x, w, bias=b, transpose_b=True, epilogue=epilogue, return_info=True)
+            r = client.matmul(x, w_remote, bias=b_remote, transpose_b=True, epilogue=epilogue,
+                              return_info=True)
             err = float(np.abs(r.out - ref).max())
             good = r.out.shape == ref.shape and r.out.dtype == np.float32 and err < 1e-4
             ok &= good

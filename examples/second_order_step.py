@@ -7,11 +7,11 @@ the step W <- W - H^-1 G (G: d x T, one gradient column per class) decreases
 the loss monotonically. H never changes, so it is factorized once and solved
 against the T gradient columns at every step.
 
-With today's API (Matmul, Solve) each step is one Solve call whose B holds all
-T right-hand sides; when the Factorize RPC lands this example switches to
-factorizing H once on the server and solving by factor id each step, so H
-crosses the wire once instead of once per step. Checked against numpy each
-step; the exit status is 1 on a mismatch or a loss increase.
+H is computed on the server and kept there (matmul keep=True: a RemoteTensor),
+factorized there once (factorize: a Factor) and each step is one solve against
+that factor whose B holds all T right-hand sides, so H never crosses the wire
+to the server (it is fetched once, for numpy's reference). Checked against
+numpy each step; the exit status is 1 on a mismatch or a loss increase.
 
     examples/second_order_step.py --target localhost:50051
 """
@@ -59,15 +59,19 @@ def main(argv=None):
 
     ok = True
     with linalgd.Client(args.target, timeout=30) as client:
-        # H = X^T X / (4n) + lam I, computed once on the server.
-        h = client.matmul(x, x, c=args.lam * np.eye(d), transpose_a=True, alpha=0.25 / n)
+        # H = X^T X / (4n) + lam I, computed once and kept on the server.
+        h_remote = client.matmul(x, x, c=args.lam * np.eye(d), transpose_a=True,
+                                 alpha=0.25 / n, keep=True)
+        h = h_remote.get()  # numpy's reference only
+        factor = client.factorize(h_remote, method="cholesky", no_fallback=True)
+        h_remote.delete()
         w = np.zeros((d, t))
         w_ref = np.zeros((d, t))
         prev = np.inf
         for step in range(1, args.steps + 1):
             loss, grad = loss_and_grad(x, y, w, args.lam)
-            # One Solve, t right-hand sides (to become: solve by factor id).
-            r = client.solve(h, grad, method="cholesky", no_fallback=True, return_info=True)
+            # One Solve against the cached factor, t right-hand sides.
+            r = factor.solve(grad, no_fallback=True, return_info=True)
             w = w - r.x
             w_ref = w_ref - np.linalg.solve(h, loss_and_grad(x, y, w_ref, args.lam)[1])
             diff = float(np.abs(w - w_ref).max())
@@ -76,6 +80,7 @@ def main(argv=None):
             print(f"step {step}: loss={loss:.6f} |grad|={np.linalg.norm(grad):.2e} "
                   f"rhs={grad.shape[1]} method={r.method_used} residual={r.residual:.1e} "
                   f"|w-w_numpy|={diff:.1e} backend={r.info.backend}")
+        factor.release()
     accuracy = float(np.mean(np.argmax(x @ w, 1) == labels))
     print(f"{'ok' if ok else 'MISMATCH'}: {args.steps} steps, {t} right-hand sides each, "
           f"training accuracy {accuracy:.3f}")

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev
   python3 python3-numpy python3-grpcio python3-protobuf python3-grpc-tools
   python3-setuptools python3-pip
+  python3-crc32c  # CRC32C of the Python client's large transfers
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(python3-pytest python3-scipy prometheus curl xz-utils openssl)

@@ -80,7 +80,7 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackSer
                                            v1::SparseSolveResponse* response) {
   return SubmitRpc<SparseSolveJob>(
       env, "SparseSolve", context, *request, response,
-      [&] { return PrepareSparseSolve(*request, env.limits); }, SpecOf);
+      [&] { return PrepareSparseSolve(*request, env.limits, env.sources); }, SpecOf);
 }
 
 }  // namespace linalgd

@@ -71,12 +71,13 @@ absl::Status CheckValuesFinite(const CsrView& a) {
 }  // namespace
 
 absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequest& r,
-                                                       const TensorLimits& limits) {
+                                                       const TensorLimits& limits,
+                                                       const TensorSources& sources) {
   PreparedSparseSolve p;
   if (!r.has_a()) return absl::InvalidArgumentError("a: required");
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
   LINALGD_RETURN_IF_ERROR(ReadCsr(r.a(), limits, p.raw));
-  LINALGD_ASSIGN_OR_RETURN(p.op.b, ViewOf(r.b(), "b", limits));
+  LINALGD_ASSIGN_OR_RETURN(p.op.b, ResolveTensor(r.b(), "b", limits, sources, p.leases));
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SparseMethodFromProto(r.method()));
   LINALGD_ASSIGN_OR_RETURN(p.op.preconditioner, PreconditionerFromProto(r.preconditioner()));
   p.op.tolerance = r.tolerance();
@@ -101,7 +102,7 @@ absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequ
                                                    p.raw.rows, " x ", p.raw.cols));
   }
   if (r.has_x0()) {
-    LINALGD_ASSIGN_OR_RETURN(p.op.x0, ViewOf(r.x0(), "x0", limits));
+    LINALGD_ASSIGN_OR_RETURN(p.op.x0, ResolveTensor(r.x0(), "x0", limits, sources, p.leases));
     if (p.op.x0->shape != p.op.b.shape || p.op.x0->dtype != p.op.b.dtype) {
       return absl::InvalidArgumentError(absl::StrCat(
           "x0: ", ShapeString(p.op.x0->shape), " of ", DTypeName(p.op.x0->dtype),

@@ -16,7 +16,9 @@ namespace linalgd {
 // A SparseSolve request in two stages. PrepareSparseSolve (the gRPC thread,
 // O(1)): presence, enums, dtypes, shapes and byte counts. CompleteSparseSolve
 // (a worker, O(nnz log)): the CSR arrays (ValidateCsr), the NaN scan and the
-// plan. Views point into the request, which must outlive this.
+// plan. Views point into the request, which must outlive this, or into
+// resident tensors and shared memory (b and x0 from `sources`), leased in
+// `leases`.
 struct PreparedSparseSolve {
   RawCsr raw;
   CsrMatrix a;  // after CompleteSparseSolve
@@ -24,11 +26,12 @@ struct PreparedSparseSolve {
   SparseSolvePlan plan;  // after CompleteSparseSolve
   bool check_finite = true;
   bool completed = false;
-  InputLeases leases;  // the admission token (AdmitRequest)
+  InputLeases leases;  // resident / shared-memory b and x0; the admission token (AdmitRequest)
 };
 
 absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequest& request,
-                                                       const TensorLimits& limits);
+                                                       const TensorLimits& limits,
+                                                       const TensorSources& sources);
 // INVALID_ARGUMENT naming the field and numbers. Idempotent.
 absl::Status CompleteSparseSolve(PreparedSparseSolve& p);
 

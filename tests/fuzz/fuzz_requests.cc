@@ -67,7 +67,7 @@ void Solve(const v1::SolveRequest& r, const CallEnv& env) {
 }
 
 void SparseSolve(const v1::SparseSolveRequest& r, const CallEnv& env) {
-  absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(r, env.limits);
+  absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(r, env.limits, env.sources);
   if (!p.ok() || !CompleteSparseSolve(*p).ok()) return;
   FUZZ_REQUIRE(CompleteSparseSolve(*p).ok());  // idempotent
   UseDensePath(p->op, p->plan, env.sparse_dense_threshold, env.limits.max_elements);

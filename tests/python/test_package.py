@@ -53,3 +53,10 @@ def test_decode_rejects_wrong_byte_count():
     t = pb.Tensor(dtype=pb.DTYPE_F32, shape=[2, 2], data=b"\0" * 12)
     with pytest.raises(linalgd.DataLoss, match="12 bytes"):
         tensors.decode(t, "out")
+
+
+def test_type_hints_are_shipped():
+    """PEP 561: py.typed is in the package and listed as its package data."""
+    assert os.path.isfile(os.path.join(CLIENT_DIR, "linalgd", "py.typed"))
+    with open(os.path.join(CLIENT_DIR, "pyproject.toml")) as f:
+        assert 'linalgd = ["py.typed"]' in f.read()

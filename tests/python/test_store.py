@@ -10,12 +10,13 @@ def test_put_get_round_trip_odd_sizes(client):
     rng = np.random.default_rng(1)
     for shape in [(3, 1001), (1, 1), (7,), (2, 3, 5)]:
         x = rng.standard_normal(shape).astype(np.float32)
-        tid = client.put(x)
-        assert len(tid) == 32
-        np.testing.assert_array_equal(client.get(tid), x)
-        client.delete(tid)
+        t = client.put(x)
+        assert len(t.id) == 32 and t.shape == x.shape and t.dtype == x.dtype
+        np.testing.assert_array_equal(client.get(t), x)
+        np.testing.assert_array_equal(client.get(t.id), x)  # the id API
+        client.delete(t.id)
         with pytest.raises(linalgd.NotFound, match="deleted"):
-            client.get(tid)
+            t.get()
 
 
 def test_unknown_id_is_not_found(client):

@@ -4,6 +4,10 @@
     with linalgd.Client("localhost:50051") as c:
         y = c.matmul(np.ones((4, 3), np.float32), np.ones((3, 2), np.float32))
         x = c.solve(np.eye(3), np.arange(3.0))
+        w = c.put(np.eye(3))                  # a RemoteTensor: stays on the server
+        h = c.matmul(np.ones((2, 3)), w, keep=True)
+        with c.factorize(np.eye(3) * 2) as f:  # a Factor, released at the end
+            y = f.solve(np.ones(3))
 """
 from .client import Client, DEFAULT_TARGET
 from .enums import ComputeMode, DType, Epilogue, SolveMethod
@@ -12,6 +16,7 @@ from .errors import (
     Internal, InvalidArgument, LinalgdError, NotFound, OutOfRange, PermissionDenied,
     ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown, error_class)
 from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
+from .remote import Factor, RemoteTensor
 from .retry import RetryPolicy
 from .sparse import Preconditioner, SparseMethod, SparseSolveResult
 
@@ -24,5 +29,5 @@ __all__ = [
     "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",
     "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
     "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
-    "SparseMethod", "Preconditioner", "SparseSolveResult",
+    "SparseMethod", "Preconditioner", "SparseSolveResult", "RemoteTensor", "Factor",
 ]

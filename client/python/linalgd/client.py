@@ -1,16 +1,18 @@
 """linalgd.Client: numpy (and torch) in, numpy (and torch) out, over gRPC.
 
 Thread safety: a Client may be shared by threads; it holds one gRPC channel
-and no per-call state.
+(plus the transfer connections and threads it opens on first use) and no
+per-call state.
 
-Large tensors: every operand travels inline in the request message today
-(one message per call; protobuf refuses 2 GiB and more, and DESIGN.md section
-1 shows plain unary gRPC slows down well before that). `Client._operand` is
-the one place where an array becomes a wire tensor: when the streaming
-PutTensor/GetTensor RPCs exist, operands above `stream_threshold` bytes will be
-uploaded there in 1-4 MiB chunks and referred to by id, with no change to the
-public methods. Until then a request above `max_message_bytes` is refused
+Large tensors: an operand of stream_threshold bytes or more is uploaded first
+(in parallel parts over several connections, transfer.py) and named by id; a
+result that large is kept on the server and fetched the same way. Smaller
+operands travel inline; a request above max_message_bytes is refused
 client-side with ResourceExhausted naming the sizes.
+
+Remote objects: put() returns a RemoteTensor, accepted as an operand wherever
+an array is; keep=True leaves a result on the server as one; factorize()
+returns a Factor (remote.py).
 
 Shared memory (use_shared_memory=True, a same-host server started with
 --allow-shm): matmul and solve operands and results go through one memfd
@@ -18,12 +20,13 @@ region per Client instead of the socket; see shm.py.
 """
 import math
 import time
-
-import numpy as np
+from typing import Any, Optional, Union
 
 import grpc
 
 from . import _health, shm, tensors
+from .remote import Factor, RemoteTensor
+from .transfer import Transfer
 from ._stubs import pb, pb_grpc
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DeadlineExceeded, InvalidArgument, ResourceExhausted, from_rpc_error
@@ -31,15 +34,23 @@ from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from ._tls import tls_credentials
 from .retry import RetryPolicy
 from .sparse import SparseMixin
-from .store import TEMPORARY_TTL, StoreMixin
+from .store import TEMPORARY_TTL, StoreMixin, put_item
 
 DEFAULT_TARGET = "localhost:50051"
+# What an operand may be: a numpy array (or anything numpy.asarray takes), a
+# torch CPU tensor, or a RemoteTensor (put(), keep=True).
+Operand = Union[Any, RemoteTensor]
 # protobuf's hard limit is 2 GiB - 1; keep headroom for the non-data fields.
 PROTOBUF_LIMIT = 2**31 - 1
 DEFAULT_MAX_MESSAGE_BYTES = PROTOBUF_LIMIT - (1 << 20)
 _DEFAULT = object()
 _WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
               Epilogue.GELU: Epilogue.GELU_BIAS}
+
+
+def _make_channel(target, credentials, options):
+    return (grpc.secure_channel(target, credentials, options) if credentials
+            else grpc.insecure_channel(target, options))
 
 
 class Client(StoreMixin, SparseMixin):
@@ -86,6 +97,12 @@ class Client(StoreMixin, SparseMixin):
         # Operands and results of at least this many bytes are streamed
         # (PutTensor / keep_result + GetTensor) instead of travelling inline.
         self.stream_threshold = 64 << 20
+        # Such a tensor moves in up to transfer_connections parts of at least
+        # transfer_part_min_bytes, part i over TCP connection i (transfer.py).
+        self.transfer_connections = 8
+        self.transfer_part_min_bytes = 8 << 20
+        self._closed = False
+        self._background = set()  # grpc futures of calls no one waits for (remote.py)
         self._metadata = tuple(metadata)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
@@ -106,9 +123,13 @@ class Client(StoreMixin, SparseMixin):
                        ("grpc.dns_min_time_between_resolutions_ms", pace_ms),
                        ("grpc.max_reconnect_backoff_ms", max(10, int(policy.max_backoff * 1000))),
                        *channel_options]
-            channel = (grpc.secure_channel(target, credentials, options) if credentials
-                       else grpc.insecure_channel(target, options))
+            channel = _make_channel(target, credentials, options)
+            factory = (lambda i, o=options, c=credentials: _make_channel(
+                target, c, [*o, ("linalgd.transfer_connection", i)]))
+        else:
+            factory = None  # a caller's channel: one connection
         self._channel = channel
+        self._transfer = Transfer(self, channel, factory)
         self._stub = pb_grpc.LinalgStub(channel)
         self._health_check = channel.unary_unary(
             _health.CHECK_METHOD,
@@ -126,8 +147,10 @@ class Client(StoreMixin, SparseMixin):
         return self._shm is not None and self._shm.active
 
     def close(self):
+        self._closed = True
         if self._shm is not None:
             self._shm.close()
+        self._transfer.close()
         if self._owns_channel:
             self._channel.close()
 
@@ -142,9 +165,13 @@ class Client(StoreMixin, SparseMixin):
 
     # -- RPCs --------------------------------------------------------------
 
-    def matmul(self, a, b, c=None, *, bias=None, transpose_a=False, transpose_b=False,
-               alpha=None, beta=None, epilogue=None, compute_mode=None, output_dtype=None,
-               allow_non_finite=False, priority=0, timeout=_DEFAULT, return_info=False):
+    def matmul(self, a: Operand, b: Operand, c: Optional[Operand] = None, *,
+               bias: Optional[Operand] = None, transpose_a: bool = False,
+               transpose_b: bool = False, alpha: Optional[float] = None,
+               beta: Optional[float] = None, epilogue: Any = None, compute_mode: Any = None,
+               output_dtype: Any = None, allow_non_finite: bool = False, priority: int = 0,
+               timeout: Any = _DEFAULT, return_info: bool = False,
+               keep: bool = False) -> Union[Any, RemoteTensor, MatmulResult]:
         """epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul shapes.
 
         a: [..., M, K] ([..., K, M] with transpose_a); b: [..., K, N] ([..., N, K]
@@ -155,14 +182,16 @@ class Client(StoreMixin, SparseMixin):
             epilogue none/relu/gelu becomes bias/relu_bias/gelu_bias.
         epilogue, compute_mode: enum member, int or name ("relu_bias", "tf32").
         output_dtype: default a's dtype; numpy/torch dtype or "float32" etc.
+        a, b, c, bias: arrays, torch tensors or RemoteTensors (put(), keep=True).
+        keep: leave the output on the server and return its RemoteTensor.
         Returns the output array (torch if a or b is torch), or a MatmulResult
         (out, info) with return_info=True.
         """
         ep = parse(Epilogue, epilogue, "epilogue")
         if bias is not None:
             ep = _WITH_BIAS.get(ep, ep)
-        a_arr, a_wire = tensors.to_numpy(a, "a")
-        b_arr, b_wire = tensors.to_numpy(b, "b")
+        a_arr, a_wire = self._arg(a, "a", min_ndim=2)
+        b_arr, b_wire = self._arg(b, "b", min_ndim=2)
         squeeze = []
         if a_arr.ndim == 1:
             a_arr = a_arr.reshape((-1, 1) if transpose_a else (1, -1))
@@ -170,6 +199,8 @@ class Client(StoreMixin, SparseMixin):
         if b_arr.ndim == 1:
             b_arr = b_arr.reshape((1, -1) if transpose_b else (-1, 1))
             squeeze.append(-1)
+        if keep and squeeze:
+            raise InvalidArgument("matmul: keep=True needs a and b of at least 2 dimensions")
         req = pb.MatmulRequest(
             transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), epilogue=int(ep),
             compute_mode=int(parse(ComputeMode, compute_mode, "compute_mode")),
@@ -177,17 +208,17 @@ class Client(StoreMixin, SparseMixin):
             allow_non_finite=bool(allow_non_finite), priority=int(priority))
         operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
         if c is not None:
-            c_arr, c_wire = tensors.to_numpy(c, "c")
+            c_arr, c_wire = self._arg(c, "c")
             operands["c"] = (c_arr.reshape(1, -1) if c_arr.ndim == 1 else c_arr, c_wire)
         if bias is not None:
-            operands["bias"] = tensors.to_numpy(bias, "bias")
+            operands["bias"] = self._arg(bias, "bias")
         if alpha is not None:
             req.alpha = float(alpha)
         if beta is not None:
             req.beta = float(beta)
         as_torch = tensors.is_torch(a) or tensors.is_torch(b)
         done = None
-        if self._shm is not None and a_arr.ndim >= 2 and b_arr.ndim >= 2:
+        if self._shm_usable(operands, keep) and a_arr.ndim >= 2 and b_arr.ndim >= 2:
             out_dtype = req.output_dtype or a_wire
             done = self._shm.call("Matmul", req, operands, out_dtype,
                                   shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b),
@@ -196,7 +227,7 @@ class Client(StoreMixin, SparseMixin):
             resp, out = done
         else:
             resp, out = self._matmul_socket(req, operands, a_arr, b_arr, transpose_a,
-                                            transpose_b, timeout, as_torch)
+                                            transpose_b, timeout, as_torch, keep)
         for axis in squeeze:
             out = out.squeeze(axis)
         if return_info:
@@ -204,25 +235,24 @@ class Client(StoreMixin, SparseMixin):
         return out
 
     def _matmul_socket(self, req, operands, a_arr, b_arr, transpose_a, transpose_b, timeout,
-                       as_torch):
+                       as_torch, keep):
         self._check_size(operands)
         out_bytes = 0  # an estimate (broadcasting aside); scalars are refused below
         if a_arr.ndim >= 2 and b_arr.ndim >= 2:
             out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
                          a_arr.shape[-1 if transpose_a else -2] *
                          b_arr.shape[-2 if transpose_b else -1] * a_arr.itemsize)
-        req.keep_result = self._large(out_bytes)
-        temps = []
-        try:
-            for name, (arr, wire) in operands.items():
-                getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
-            resp = self._invoke("Matmul", req, timeout)
-        finally:
-            self._drop(temps)
+        req.keep_result = bool(keep) or self._large(out_bytes)
+        resp = self._call_with_operands("Matmul", req, operands, timeout)
+        if keep:
+            return resp, self._remote_result(resp.out, "out")
         return resp, self._fetch_kept(resp.out, "out", as_torch)
 
-    def solve(self, a, b, *, method=None, no_fallback=False, allow_non_finite=False,
-              priority=0, timeout=_DEFAULT, return_info=False, factor=None, rcond=None):
+    def solve(self, a: Optional[Operand], b: Operand, *, method: Any = None,
+              no_fallback: bool = False, allow_non_finite: bool = False, priority: int = 0,
+              timeout: Any = _DEFAULT, return_info: bool = False,
+              factor: Union[None, str, Factor] = None, rcond: Optional[float] = None,
+              keep: bool = False) -> Union[Any, RemoteTensor, SolveResult]:
         """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
 
         method: auto (default), lu, cholesky, qr, lstsq. A singular, numerically
@@ -231,14 +261,17 @@ class Client(StoreMixin, SparseMixin):
         FailedPrecondition instead. Returns x (torch if a or b is torch), or a
         SolveResult (x, method_used, fallback, residual, info, rcond and, for
         lstsq, residuals, rank, singular_values) with return_info.
-        factor: a factor id from factorize(); a must then be None.
+        a, b: arrays, torch tensors or RemoteTensors (put(), keep=True).
+        factor: a Factor from factorize(), or its id; a must then be None.
         rcond: numpy.linalg.lstsq's cutoff for the SVD (default eps * max(M, N)).
+        keep: leave x on the server and return its RemoteTensor.
         """
-        if factor is not None:
-            a = np.zeros((1, 1))  # placeholder, not sent
-        a_arr, a_wire = tensors.to_numpy(a, "a")
-        b_arr, b_wire = tensors.to_numpy(b, "b")
+        if factor is not None and a is not None:
+            raise InvalidArgument("solve: give a or factor, not both")
+        b_arr, b_wire = self._arg(b, "b")
         vector = b_arr.ndim == 1
+        if vector:
+            b_arr, b_wire = self._arg(b, "b", min_ndim=2)  # refuses a 1-D RemoteTensor
         if vector:
             b_arr = b_arr.reshape(-1, 1)
         req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
@@ -246,14 +279,17 @@ class Client(StoreMixin, SparseMixin):
                               allow_non_finite=bool(allow_non_finite), priority=int(priority))
         if rcond is not None:
             req.rcond = float(rcond)
-        operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
+        operands = {"b": (b_arr, b_wire)}
+        a_arr = None
         if factor is not None:
-            del operands["a"]
-            req.factor_id = factor
+            req.factor_id = factor.id if isinstance(factor, Factor) else factor
+        else:
+            a_arr, a_wire = self._arg(a, "a", min_ndim=2)
+            operands = {"a": (a_arr, a_wire), **operands}
         as_torch = tensors.is_torch(a) or tensors.is_torch(b)
         done = None
-        if self._shm is not None:
-            a_used = None if factor is not None else a_arr
+        if self._shm_usable(operands, keep):
+            a_used = a_arr
             out_dtype = max((w for _, w in operands.values()), key=tensors.itemsize)
             done = self._shm.call("Solve", req, operands, out_dtype,
                                   shm.solve_out_shape(a_used, b_arr), "x", timeout, as_torch)
@@ -261,17 +297,14 @@ class Client(StoreMixin, SparseMixin):
             resp, x = done
         else:
             self._check_size(operands)
-            req.keep_result = self._large(b_arr.nbytes)
-            temps = []
-            try:
-                for name, (arr, wire) in operands.items():
-                    getattr(req, name).CopyFrom(self._operand(arr, wire, name, temps=temps))
-                resp = self._invoke("Solve", req, timeout)
-            finally:
-                self._drop(temps)
-            x = self._fetch_kept(resp.x, "x", as_torch)
+            req.keep_result = bool(keep) or self._large(b_arr.nbytes)
+            resp = self._call_with_operands("Solve", req, operands, timeout)
+            if keep:
+                x = self._remote_result(resp.x, "x")
+            else:
+                x = self._fetch_kept(resp.x, "x", as_torch)
         batch_shape = tuple(x.shape[:-2])
-        if vector:
+        if vector and not keep:
             x = x.squeeze(-1)
         if not return_info:
             return x
@@ -324,25 +357,69 @@ class Client(StoreMixin, SparseMixin):
     def _large(self, nbytes):
         return bool(self.stream_threshold) and nbytes >= self.stream_threshold
 
-    def _operand(self, arr, wire, field, temps=None):
-        """The wire tensor for one operand: inline bytes, or (at or above
-        stream_threshold) a streamed upload referred to by id, recorded in temps."""
-        if temps is not None and self._large(arr.nbytes):
-            info = self.put_info(arr, ttl=TEMPORARY_TTL, _wire=wire)
-            temps.append(info.id)
-            return pb.Tensor(resident_id=info.id)
-        return tensors.encode_array(arr, wire, field)
+    def _deadline(self, timeout):
+        """The absolute time.monotonic() deadline of a call of timeout seconds, or None."""
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        return None if timeout is None else time.monotonic() + timeout
+
+    def _call_kwargs(self, deadline):
+        """Keyword arguments of one gRPC call that ends by deadline."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return {"timeout": remaining, "metadata": self._metadata or None,
+                "wait_for_ready": self._wait_for_ready or None}
+
+    def _arg(self, x, field, min_ndim=1):
+        """(array or RemoteTensor, DType) of an operand."""
+        if isinstance(x, RemoteTensor):
+            if x.ndim < min_ndim:
+                raise InvalidArgument(f"{field}: the remote tensor {x.id} has shape {x.shape}; "
+                                      f"a remote {field} needs at least {min_ndim} dimensions")
+            return x, x.wire
+        return tensors.to_numpy(x, field)
+
+    def _shm_usable(self, operands, keep):
+        return (self._shm is not None and not keep and
+                not any(isinstance(arr, RemoteTensor) for arr, _ in operands.values()))
+
+    def _encode_operands(self, req, operands, timeout):
+        """Fills req's operand fields: a RemoteTensor by id, an array at or above
+        stream_threshold uploaded (all of them at once, in parallel parts) and
+        named by id, the rest inline. Returns the ids of the uploads, for _drop."""
+        large = []
+        for name, (arr, wire) in operands.items():
+            field = getattr(req, name)
+            if isinstance(arr, RemoteTensor):
+                field.CopyFrom(arr.to_proto())
+            elif self._large(arr.nbytes):
+                large.append((name, put_item(arr, wire, ttl=TEMPORARY_TTL)))
+            else:
+                field.CopyFrom(tensors.encode_array(arr, wire, name))
+        if not large:
+            return []
+        infos = self._transfer.put_many([item for _, item in large], self._deadline(timeout))
+        for (name, _), info in zip(large, infos):
+            getattr(req, name).resident_id = info.id
+        return [info.id for info in infos]
+
+    def _call_with_operands(self, method, req, operands, timeout):
+        temps = []
+        try:
+            temps = self._encode_operands(req, operands, timeout)
+            return self._invoke(method, req, timeout)
+        finally:
+            self._drop(temps)
 
     def _check_size(self, operands):
         sizes = {name: arr.nbytes for name, (arr, _) in operands.items()
-                 if not self._large(arr.nbytes)}
+                 if not isinstance(arr, RemoteTensor) and not self._large(arr.nbytes)}
         total = sum(sizes.values())
         limit = min(self.max_message_bytes, PROTOBUF_LIMIT)
         if total > limit:
             parts = ", ".join(f"{k} {v} B" for k, v in sizes.items())
             raise ResourceExhausted(
                 f"request operands total {total} bytes ({parts}), over the {limit}-byte "
-                "message limit; streamed uploads (PutTensor) are not in this API version yet")
+                f"message limit; operands of stream_threshold ({self.stream_threshold}) bytes "
+                "or more are streamed (PutTensor): lower it to stream these")
 
     def _invoke(self, method, request, timeout, rpc=None):
         """Calls method with retries; the deadline covers every attempt."""

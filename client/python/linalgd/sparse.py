@@ -16,6 +16,7 @@ from . import tensors
 from ._stubs import pb
 from .enums import _make, parse
 from .errors import InvalidArgument
+from .remote import RemoteTensor
 from .results import ExecutionInfo
 
 SparseMethod = _make("SparseMethod", pb.SparseMethod.DESCRIPTOR, "SPARSE_METHOD_")
@@ -97,7 +98,7 @@ def encode_csr(a, dtype=None):
 
 
 class SparseMixin:
-    """Client.sparse_solve; mixed into Client (uses its _invoke)."""
+    """Client.sparse_solve; mixed into Client (uses its _arg and _call_with_operands)."""
 
     def sparse_solve(self, a, b, *, method=None, preconditioner=None, tol=0.0, max_iter=0,
                      x0=None, no_fallback=False, allow_non_finite=False, priority=0,
@@ -115,29 +116,34 @@ class SparseMixin:
         A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
         unless no_fallback, which raises FailedPrecondition instead.
         a's values are sent in b's dtype. Returns x, or a SparseSolveResult
-        with return_info.
+        with return_info. b and x0 may be RemoteTensors (put()), named by id;
+        a b or x0 of stream_threshold bytes or more is uploaded in parts first.
         """
         sparse_b = b if _is_scipy_sparse(b) else None
         if sparse_b is not None:
             b = sparse_b.toarray()
-        b_arr, b_wire = tensors.to_numpy(b, "b")
+        b_arr, b_wire = self._arg(b, "b")
         vector = b_arr.ndim == 1
         if vector:
+            b_arr, b_wire = self._arg(b, "b", min_ndim=2)  # refuses a 1-D RemoteTensor
             b_arr = b_arr.reshape(-1, 1)
         req = pb.SparseSolveRequest(
             a=encode_csr(a, dtype=b_arr.dtype),
-            b=tensors.encode_array(b_arr, b_wire, "b"),
             method=int(parse(SparseMethod, method, "method")),
             preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
             tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
             allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        operands = {"b": (b_arr, b_wire)}
         if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
-            x0_arr, _ = tensors.to_numpy(x0, "x0")
-            if vector:
-                x0_arr = x0_arr.reshape(-1, 1)
-            req.x0.CopyFrom(tensors.encode_array(x0_arr.astype(b_arr.dtype, copy=False), b_wire,
-                                                 "x0"))
-        resp = self._invoke("SparseSolve", req, self.timeout if timeout is _DEFAULT else timeout)
+            x0_arr, x0_wire = self._arg(x0, "x0")
+            if isinstance(x0_arr, RemoteTensor):  # named by id, as it is
+                operands["x0"] = (x0_arr, x0_wire)
+            else:
+                if vector:
+                    x0_arr = x0_arr.reshape(-1, 1)
+                operands["x0"] = (x0_arr.astype(b_arr.dtype, copy=False), b_wire)
+        resp = self._call_with_operands("SparseSolve", req, operands,
+                                        self.timeout if timeout is _DEFAULT else timeout)
         x = tensors.decode(resp.x, "x")
         if vector:
             x = x.squeeze(-1)

@@ -1,25 +1,29 @@
 """Resident tensors and cached factorizations (linalgd.v1 PutTensor, GetTensor,
 DeleteTensor, ListTensors, Factorize, ReleaseFactor), mixed into Client.
 
-Uploads stream in chunks of `chunk_bytes` (a tensor of any size, beyond the
-message limit), checked end to end with CRC-32 (zlib; the server also accepts
-CRC32C). Downloads stream back the same way.
+put() returns a RemoteTensor, usable as an operand of matmul, solve and
+sparse_solve; factorize() returns a Factor (remote.py says how long each
+lives). Tensors move in chunks of `chunk_bytes` (any size, beyond the message
+limit); from `stream_threshold` bytes on, in parts over several connections
+at once, checked with CRC32C per part (transfer.py).
 """
 import dataclasses
-import zlib
-from typing import List, Tuple
+from typing import List, Optional, Tuple, Union
 
-import grpc
 import numpy as np
 
 from . import tensors
 from ._stubs import pb
 from .enums import SolveMethod, parse
-from .errors import DataLoss, from_rpc_error
+from .errors import DataLoss
+from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo
 
 DEFAULT_CHUNK_BYTES = 2 << 20
 TEMPORARY_TTL = 600.0  # seconds; automatic uploads are deleted after the call anyway
+
+# The id-based API's name for what factorize() returns.
+FactorInfo = Factor
 
 
 @dataclasses.dataclass
@@ -40,26 +44,22 @@ class TensorInfo:
                    t.expires_in_seconds, t.kind, t.in_use)
 
 
-@dataclasses.dataclass
-class FactorInfo:
-    factor_id: str
-    method: SolveMethod
-    n: int
-    rcond: float
-    fallback: str
-    placement: str
-    bytes: int
-    info: ExecutionInfo
+def _id_of(x) -> str:
+    return x.id if isinstance(x, (RemoteTensor, Factor)) else str(x)
 
 
-def _put_messages(arr, wire, placement, ttl, chunk):
-    data = memoryview(arr.reshape(-1).view(np.uint8))  # cast() refuses a 0 in the shape
+def put_item(arr, wire, placement=None, ttl=None):
+    """(PutTensorHeader without checksum, flat uint8 memoryview) of an array
+    from tensors.to_numpy; copies only a non-contiguous or big-endian array."""
+    little = arr.dtype.newbyteorder("<")
+    if arr.dtype != little or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=little)
+    if arr.ndim < 1:
+        raise ValueError("put: needs at least 1 dimension")
+    raw = memoryview(arr.reshape(-1).view(np.uint8))  # cast() refuses a 0 in the shape
     header = pb.PutTensorHeader(dtype=int(wire), shape=arr.shape, placement=placement or "",
-                                ttl_seconds=float(ttl or 0), total_bytes=len(data),
-                                crc32=zlib.crc32(data) & 0xFFFFFFFF)
-    yield pb.PutTensorRequest(header=header)
-    for off in range(0, len(data), chunk):
-        yield pb.PutTensorRequest(chunk=bytes(data[off:off + chunk]))
+                                ttl_seconds=float(ttl or 0), total_bytes=len(raw))
+    return header, raw
 
 
 class StoreMixin:
@@ -67,77 +67,60 @@ class StoreMixin:
 
     chunk_bytes = DEFAULT_CHUNK_BYTES
 
-    def put(self, x, *, placement=None, ttl=None, timeout=None):
-        """Uploads x (numpy/torch/array-like) and returns its id (32 hex digits).
+    def put(self, x, *, placement: Optional[str] = None, ttl: Optional[float] = None,
+            timeout: Optional[float] = None) -> RemoteTensor:
+        """Uploads x (numpy/torch/array-like) and returns its RemoteTensor.
 
         placement: "host" (default) or "gpu:N"; ttl: seconds from the last use
-        (default the server's --store-ttl). Refer to it with resident(id).
+        (default the server's --store-ttl). Pass the RemoteTensor (or its
+        .id to get/delete) instead of an array; see linalgd.remote.
         """
-        return self.put_info(x, placement=placement, ttl=ttl, timeout=timeout).id
+        arr, wire = tensors.to_numpy(x, "tensor")
+        info = self.put_info(arr, placement=placement, ttl=ttl, timeout=timeout, _wire=wire)
+        return RemoteTensor(self, info.id, info.dtype, info.shape, info)
 
-    def put_info(self, x, *, placement=None, ttl=None, timeout=None, _wire=None):
+    def put_info(self, x, *, placement=None, ttl=None, timeout=None, _wire=None) -> TensorInfo:
         """As put(), returning the server's TensorInfo."""
-        if _wire is None:
-            arr, wire = tensors.to_numpy(x, "tensor")
-        else:
-            arr, wire = x, _wire
-        little = arr.dtype.newbyteorder("<")
-        arr = np.ascontiguousarray(arr, dtype=little)
-        if arr.ndim < 1:
-            raise ValueError("put: needs at least 1 dimension")
-        try:
-            resp = self._stub.PutTensor(
-                _put_messages(arr, wire, placement, ttl, self.chunk_bytes),
-                timeout=timeout or self.timeout, metadata=self._metadata or None)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, "PutTensor") from None
-        return TensorInfo.from_proto(resp.tensor)
+        arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
+        [info] = self._transfer.put_many([put_item(arr, wire, placement, ttl)],
+                                         self._deadline(timeout or self.timeout))
+        return TensorInfo.from_proto(info)
 
-    def get(self, tensor_id, *, timeout=None, as_torch=False):
-        """The resident tensor as a numpy array (streamed in chunks)."""
-        req = pb.GetTensorRequest(id=tensor_id, chunk_bytes=self.chunk_bytes)
-        info, parts = None, []
-        try:
-            for m in self._stub.GetTensor(req, timeout=timeout or self.timeout,
-                                          metadata=self._metadata or None):
-                if info is None:
-                    info = m.info
-                parts.append(m.chunk)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, "GetTensor") from None
-        if info is None:
-            raise DataLoss(f"GetTensor {tensor_id}: empty stream")
-        t = pb.Tensor(dtype=info.dtype, shape=info.shape, data=b"".join(parts))
-        return tensors.decode(t, "tensor", as_torch=as_torch)
+    def get(self, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None,
+            as_torch: bool = False):
+        """The resident tensor (a RemoteTensor or its id) as a fresh numpy array."""
+        tensor_id = _id_of(tensor)
+        info, raw = self._transfer.get(tensor_id, self._deadline(timeout or self.timeout))
+        return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
 
-    def delete(self, tensor_id, *, timeout=None):
-        self._invoke("DeleteTensor", pb.DeleteTensorRequest(id=tensor_id), timeout or self.timeout)
+    def delete(self, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None):
+        self._invoke("DeleteTensor", pb.DeleteTensorRequest(id=_id_of(tensor)),
+                     timeout or self.timeout)
 
     def list_tensors(self, *, timeout=None) -> List[TensorInfo]:
         resp = self._invoke("ListTensors", pb.ListTensorsRequest(), timeout or self.timeout)
         return [TensorInfo.from_proto(t) for t in resp.tensors]
 
-    def factorize(self, a, *, method=None, no_fallback=False, ttl=None, allow_non_finite=False,
-                  timeout=None):
-        """Factorizes square a (LU or Cholesky) on the server; returns a FactorInfo.
-
-        Use it with solve(None, b, factor=info.factor_id); release_factor() frees it.
+    def factorize(self, a, *, method=None, no_fallback: bool = False,
+                  ttl: Optional[float] = None, allow_non_finite: bool = False,
+                  timeout: Optional[float] = None) -> Factor:
+        """Factorizes square a (LU or Cholesky; an array or RemoteTensor) on the
+        server; returns a Factor: f.solve(b), f.rcond, f.method, f.release(),
+        `with`, released when collected. solve(None, b, factor=f or id) works too.
         """
         req = pb.FactorizeRequest(method=int(parse(SolveMethod, method, "method")),
                                   no_fallback=bool(no_fallback), ttl_seconds=float(ttl or 0),
                                   allow_non_finite=bool(allow_non_finite))
-        temps = []
+        timeout = timeout or self.timeout
+        temps = self._encode_operands(req, {"a": self._arg(a, "a")}, timeout)
         try:
-            req.a.CopyFrom(self._operand(*tensors.to_numpy(a, "a"), "a", temps=temps))
-            resp = self._invoke("Factorize", req, timeout or self.timeout)
+            resp = self._invoke("Factorize", req, timeout)
         finally:
             self._drop(temps)
-        return FactorInfo(resp.factor_id, SolveMethod(resp.method), resp.n, resp.rcond,
-                          resp.fallback, resp.placement, resp.bytes,
-                          ExecutionInfo.from_proto(resp.info))
+        return Factor(self, resp, ExecutionInfo.from_proto(resp.info))
 
-    def release_factor(self, factor_id, *, timeout=None):
-        self._invoke("ReleaseFactor", pb.ReleaseFactorRequest(factor_id=factor_id),
+    def release_factor(self, factor: Union[str, Factor], *, timeout=None):
+        self._invoke("ReleaseFactor", pb.ReleaseFactorRequest(factor_id=_id_of(factor)),
                      timeout or self.timeout)
 
     def _drop(self, ids):
@@ -155,3 +138,9 @@ class StoreMixin:
             return self.get(t.resident_id, as_torch=as_torch)
         finally:
             self._drop([t.resident_id])
+
+    def _remote_result(self, t, field):
+        """The RemoteTensor of a result kept with keep=True."""
+        if t.WhichOneof("source") != "resident_id":
+            raise DataLoss(f"{field}: keep=True, but the server sent the bytes")
+        return RemoteTensor(self, t.resident_id, t.dtype, t.shape)

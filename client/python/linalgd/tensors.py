@@ -180,3 +180,35 @@ def _decode_torch(buf, offset, count, wire, shape):
 def itemsize(wire):
     """Bytes per element of a DType."""
     return _ITEMSIZE[DType(wire)]
+
+
+def empty_bytes(nbytes):
+    """A fresh uint8 array of nbytes, to receive a tensor's bytes in place."""
+    return np.empty(int(nbytes), np.uint8)
+
+
+def from_bytes(raw, wire, shape, field, as_torch=False):
+    """raw (a uint8 array holding little-endian elements) as an array of wire's
+    dtype and shape, without a copy on little-endian hosts; torch if as_torch."""
+    wire = DType(wire) if wire in DType._value2member_map_ else None
+    if wire not in _ITEMSIZE:
+        raise DataLoss(f"{field}: response has unknown dtype {wire}")
+    shape = tuple(int(d) for d in shape)
+    if len(raw) != math.prod(shape) * _ITEMSIZE[wire]:
+        raise DataLoss(f"{field}: {len(raw)} bytes do not hold shape {shape} {wire.name}")
+    if as_torch:
+        torch = _torch()
+        if wire == DType.BF16:
+            return torch.from_numpy(raw.view("<i2").reshape(shape)).view(torch.bfloat16)
+        return torch.from_numpy(raw.view(_DTYPE_TO_NUMPY[wire].newbyteorder("<"))
+                                .reshape(shape).astype(_DTYPE_TO_NUMPY[wire], copy=False))
+    if wire not in _DTYPE_TO_NUMPY:
+        raise InvalidArgument(f"{field}: the result is bfloat16; install ml_dtypes to "
+                              "receive it as numpy, or pass output_dtype='float32'")
+    dt = _DTYPE_TO_NUMPY[wire]
+    return raw.view(dt.newbyteorder("<")).reshape(shape).astype(dt, copy=False)
+
+
+def numpy_dtype(wire):
+    """The numpy dtype of a DType, or None (bfloat16 without ml_dtypes)."""
+    return _DTYPE_TO_NUMPY.get(DType(wire))

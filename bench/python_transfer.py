@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Python client end to end: put/get GB/s and f64 matmul / solve against numpy here.
+
+    /usr/bin/python3 bench/python_transfer.py --server build/bin/linalgd        # starts one
+    /usr/bin/python3 bench/python_transfer.py --target 127.0.0.1:50051 \\
+        --matmul-n 4096 --solve-n 8192 --transfer-mib 128
+
+Prints a markdown table: the best of --repeat runs of each row. put/get are one
+f64 tensor of --transfer-mib MiB; matmul is a @ b with a, b n x n of
+--matmul-dtype, f64 by default (its bytes:
+a, b and the result); solve is a x = b with a n x n, b n x 1 (a's bytes dominate).
+"GB/s" is the bytes that crossed the wire over the wall time of the call; the
+next column leaves out the queue and run time the server reports (as
+linalgd-bench's "e2e - server compute" rows do). numpy
+runs the same operation in this process (its BLAS threads) for comparison.
+The C++ client's figures for the same host come from `linalgd-bench --workloads
+data --data-n N` (an f32 N x N matmul round trip; its "streaming" row streams
+every operand: compare with --matmul-dtype float32 --stream-threshold-mib 1e-6).
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(REPO, "client", "python"))
+
+import linalgd  # noqa: E402
+from linalgd import _crc32c  # noqa: E402
+
+
+def best_of(repeat, fn):
+    return best_run(repeat, fn)[0]
+
+
+def best_run(repeat, fn):
+    """(seconds, result) of the fastest of repeat calls of fn."""
+    best = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - t
+        if best is None or seconds < best[0]:
+            best = (seconds, result)
+    return best
+
+
+def server_seconds(result):
+    """Queue plus run time the server reports for a call (return_info=True)."""
+    return result.info.queue_time + result.info.run_time
+
+
+def start_server(binary):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
+                             "--log-level", "warn"])
+    target = f"127.0.0.1:{port}"
+    with linalgd.Client(target) as c:
+        c.wait_for_server(20.0)
+    return proc, target
+
+
+def rows(c, args):
+    rng = np.random.default_rng(0)
+    out = []
+    x = rng.standard_normal((args.transfer_mib << 20) // 8)
+    ids = []
+    put_s = best_of(args.repeat, lambda: ids.append(c.put(x)))
+    t = ids[-1]
+    get_s = best_of(args.repeat, lambda: c.get(t))
+    for r in ids:
+        r.delete()
+    out.append(("put f64", f"{args.transfer_mib} MiB", put_s, 0.0, x.nbytes, None))
+    out.append(("get f64", f"{args.transfer_mib} MiB", get_s, 0.0, x.nbytes, None))
+    n = args.matmul_n
+    dt = np.dtype(args.matmul_dtype)
+    a, b = rng.standard_normal((n, n)).astype(dt), rng.standard_normal((n, n)).astype(dt)
+    remote, r = best_run(args.repeat, lambda: c.matmul(a, b, return_info=True))
+    local = best_of(args.repeat, lambda: a @ b)
+    out.append((f"matmul {dt.name}", f"n={n}", remote, server_seconds(r), 3 * a.nbytes, local))
+    n = args.solve_n
+    a = rng.standard_normal((n, n)) + n * np.eye(n)
+    b = rng.standard_normal((n, 1))
+    remote, r = best_run(args.repeat, lambda: c.solve(a, b, return_info=True))
+    local = best_of(args.repeat, lambda: np.linalg.solve(a, b))
+    out.append(("solve f64", f"n={n}", remote, server_seconds(r), a.nbytes + 2 * b.nbytes,
+                local))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--target", help="a running server; else --server starts one")
+    p.add_argument("--server", help="the linalgd binary to start on a free port")
+    p.add_argument("--transfer-mib", type=int, default=128)
+    p.add_argument("--matmul-n", type=int, default=4096)
+    p.add_argument("--matmul-dtype", default="float64",
+                   help="float32 gives the case of linalgd-bench --workloads data")
+    p.add_argument("--solve-n", type=int, default=8192)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")
+    p.add_argument("--stream-threshold-mib", type=float, default=64,
+                   help="Client.stream_threshold; lower it to take the parallel path at small sizes")
+    p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
+    args = p.parse_args()
+    proc = None
+    if args.target is None:
+        if not args.server:
+            p.error("give --target or --server")
+        proc, args.target = start_server(args.server)
+    try:
+        with linalgd.Client(args.target, timeout=600.0) as c:
+            c.transfer_connections = args.connections
+            c.stream_threshold = int(args.stream_threshold_mib * (1 << 20))
+            c.transfer_part_min_bytes = int(args.part_min_mib * (1 << 20))
+            info = c.server_info()
+            table = rows(c, args)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait()
+    print(f"server {info.version} ({', '.join(info.backends)}) at {args.target}; "
+          f"CRC32C: {_crc32c.BACKEND}; connections {args.connections}, stream threshold "
+          f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB; "
+          f"best of {args.repeat}\n")
+    print("| what | size | linalgd (Python client) s | server queue + run s | GB/s | "
+          "GB/s without the server's time | numpy here s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for what, size, seconds, on_server, nbytes, local in table:
+        local_s = "" if local is None else f"{local:.4f}"
+        moving = max(seconds - on_server, 1e-9)
+        print(f"| {what} | {size} | {seconds:.4f} | {on_server:.4f} | "
+              f"{nbytes / seconds / 1e9:.2f} | {nbytes / moving / 1e9:.2f} | {local_s} |")
+
+
+if __name__ == "__main__":
+    main()

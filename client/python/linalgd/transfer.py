@@ -1,0 +1,401 @@
+"""Large tensors over several TCP connections at once, as the C++ client moves them
+(client/src/parallel_transfer.cc).
+
+Upload: a tensor of at least `Client.stream_threshold` bytes is split into up
+to `Client.transfer_connections` parts of at least `transfer_part_min_bytes`;
+StartUpload names the whole tensor's CRC32C, each part goes on a PutTensor
+stream of its own connection with the CRC32C of the part alone, and
+FinishUpload checks that the parts cover the tensor and that their CRCs
+combine to the whole's. Smaller tensors (and a server without multi-part
+uploads) go in one PutTensor stream.
+
+Download: the first GetTensor stream asks for the whole tensor; when its first
+message shows at least `stream_threshold` bytes, the other ranges come over
+ranged GetTensor streams on the other connections and the first stream is
+cancelled at the end of its range. Every range is written straight into one
+numpy buffer and checksummed as it arrives; the combined CRC32C must match the
+server's.
+
+Zero copy where Python allows: chunks are sliced from the caller's array with
+memoryview (one copy into each message, none of the whole tensor), received
+chunks are copied once into the result, and neither direction goes through
+protobuf objects for the bulk bytes. grpc releases the GIL while it sends and
+receives, so the parts of one tensor, and the tensors of one call, move on
+threads at once.
+
+Thread safety: one Transfer per Client, shared by its threads.
+"""
+import concurrent.futures
+import threading
+import zlib
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import grpc
+import numpy as np
+
+from . import _crc32c, tensors
+from ._stubs import pb
+from .errors import DataLoss, Unimplemented, from_rpc_error
+
+_SERVICE = "/linalgd.v1.Linalg/"
+_CHUNK_TAG = b"\x12"  # PutTensorRequest.chunk: field 2, length-delimited
+
+
+def _identity(b):
+    return b
+
+
+def _schedule(jobs):
+    """The order in which part jobs are handed to the threads (tests reorder them)."""
+    return jobs
+
+
+def split_ranges(total: int, max_parts: int, min_part: int) -> List[Tuple[int, int]]:
+    """[0, total) in at most max_parts contiguous (begin, end) ranges of nearly
+    equal size, none under min_part bytes (one range when total < 2 * min_part)."""
+    by_size = total // min_part if min_part > 0 else total
+    parts = max(1, min(max_parts, by_size))
+    out, begin = [], 0
+    for i in range(parts):
+        size = total // parts + (1 if i < total % parts else 0)
+        out.append((begin, begin + size))
+        begin += size
+    return out
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        bits = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def _chunk_message(data):
+    """A serialized PutTensorRequest{chunk: data}: one copy of data."""
+    return b"".join((_CHUNK_TAG, _varint(len(data)), data))
+
+
+def _read_varint(mv, i):
+    shift = result = 0
+    while True:
+        if i >= len(mv) or shift > 63:
+            raise DataLoss("GetTensor: malformed response (varint)")
+        b = mv[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, i
+        shift += 7
+
+
+def parse_get_response(buf):
+    """(info bytes or None, chunk memoryview, offset) of a serialized GetTensorResponse."""
+    mv = memoryview(buf)
+    info, chunk, offset, i = None, mv[0:0], 0, 0
+    while i < len(mv):
+        key, i = _read_varint(mv, i)
+        field, wire = key >> 3, key & 7
+        if wire == 2:
+            n, i = _read_varint(mv, i)
+            if i + n > len(mv):
+                raise DataLoss("GetTensor: malformed response (truncated field)")
+            if field == 1:
+                info = mv[i:i + n]
+            elif field == 2:
+                chunk = mv[i:i + n]
+            i += n
+        elif wire == 0:
+            value, i = _read_varint(mv, i)
+            if field == 20:
+                offset = value
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise DataLoss(f"GetTensor: malformed response (wire type {wire})")
+    return info, chunk, offset
+
+
+class _NoRanges(Exception):
+    """The server ignored a GetTensor range (an older server)."""
+
+
+class Transfer:
+    """Parallel PutTensor / GetTensor for one Client (see the module docstring).
+
+    channel: the client's channel (connection 0). channel_factory(i): a new
+    channel with a TCP connection of its own, for connection i >= 1; None
+    when the client was handed a channel (then everything uses connection 0).
+    """
+
+    def __init__(self, client, channel, channel_factory: Optional[Callable[[int], grpc.Channel]]):
+        self._client = client
+        self._factory = channel_factory
+        self._lock = threading.Lock()
+        self._channels = {0: channel}  # guarded by _lock
+        self._owned = []  # channels made here, closed by close(); guarded by _lock
+        self._pool = None  # guarded by _lock
+        self.multipart = True  # False once the server refused StartUpload
+        self.ranged = True  # False once the server ignored a range
+
+    # -- plumbing ------------------------------------------------------------
+
+    def connections(self):
+        return max(1, int(self._client.transfer_connections)) if self._factory else 1
+
+    def _methods(self, index):
+        with self._lock:
+            channel = self._channels.get(index)
+            if channel is None:
+                channel = self._factory(index)
+                self._channels[index] = channel
+                self._owned.append(channel)
+        return channel
+
+    def _rpc(self, index, kind, name, ser, de):
+        return getattr(self._methods(index), kind)(_SERVICE + name, request_serializer=ser,
+                                                  response_deserializer=de)
+
+    def _executor(self):
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(4, 2 * self.connections()),
+                    thread_name_prefix="linalgd-transfer")
+            return self._pool
+
+    def run_all(self, fns: Sequence[Callable[[], object]]):
+        """Runs fns at once on the transfer threads; their results in order, or
+        the first exception in order after all have finished."""
+        if len(fns) == 1:
+            return [fns[0]()]
+        futures = [self._executor().submit(fn) for fn in fns]
+        concurrent.futures.wait(futures)
+        return [f.result() for f in futures]
+
+    def _call_kwargs(self, deadline):
+        return self._client._call_kwargs(deadline)
+
+    def close(self):
+        with self._lock:
+            pool, self._pool = self._pool, None
+            owned, self._owned = self._owned, []
+            self._channels = {0: self._channels[0]}
+        if pool is not None:
+            pool.shutdown(wait=False)
+        for channel in owned:
+            channel.close()
+
+    def parts_of(self, nbytes):
+        c = self._client
+        if not c._large(nbytes):
+            return [(0, nbytes)]
+        return split_ranges(nbytes, self.connections(), int(c.transfer_part_min_bytes))
+
+    # -- upload --------------------------------------------------------------
+
+    def _stream_put(self, index, header, raw, begin, end, deadline):
+        chunk = max(1, int(self._client.chunk_bytes))
+
+        def messages():
+            yield pb.PutTensorRequest(header=header).SerializeToString()
+            for off in range(begin, end, chunk):
+                yield _chunk_message(raw[off:min(off + chunk, end)])
+
+        put = self._rpc(index, "stream_unary", "PutTensor", _identity,
+                        pb.PutTensorResponse.FromString)
+        try:
+            return put(messages(), **self._call_kwargs(deadline))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "PutTensor") from None
+
+    def _unary(self, name, request, response_type, deadline):
+        rpc = self._rpc(0, "unary_unary", name, type(request).SerializeToString,
+                        response_type.FromString)
+        try:
+            return rpc(request, **self._call_kwargs(deadline))
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, name) from None
+
+    def _abort(self, upload_id):
+        try:
+            self._unary("AbortUpload", pb.AbortUploadRequest(upload_id=upload_id),
+                        pb.AbortUploadResponse, None)
+        except Exception:  # noqa: BLE001  best effort; the upload's TTL covers it
+            pass
+
+    def put_many(self, items, deadline) -> List[pb.TensorInfo]:
+        """Uploads every (header, raw) at once; raw is a flat uint8 memoryview of
+        the tensor's little-endian bytes, header a PutTensorHeader without the
+        checksum. Returns the server's TensorInfo of each, in order."""
+        plans = [self.parts_of(len(raw)) if self.multipart else [(0, len(raw))]
+                 for _, raw in items]
+        jobs = [(j, r) for j, ranges in enumerate(plans) for r in ranges]
+        crcs = self.run_all([self._crc_job(items[j][1], r, len(plans[j])) for j, r in jobs])
+        part_crc = dict(zip(jobs, crcs))
+        uploads = {}
+        try:
+            for j, ranges in enumerate(plans):
+                if len(ranges) > 1:
+                    uploads[j] = self._start(items[j][0], ranges, part_crc, j, deadline)
+                    if uploads[j] is None:  # no multi-part uploads: one stream
+                        del uploads[j]
+                        plans[j] = [(0, len(items[j][1]))]
+                        part_crc[(j, plans[j][0])] = None
+            sends = []
+            for j, ranges in enumerate(plans):
+                for i, r in enumerate(ranges):
+                    sends.append(((j, r), self._send_job(items[j], r, i, uploads.get(j),
+                                                         part_crc[(j, r)], deadline)))
+            order = _schedule(sends)
+            results = dict(zip((key for key, _ in order),
+                               self.run_all([fn for _, fn in order])))
+            out = []
+            for j, ranges in enumerate(plans):
+                if j in uploads:
+                    resp = self._unary("FinishUpload",
+                                       pb.FinishUploadRequest(upload_id=uploads.pop(j)),
+                                       pb.PutTensorResponse, deadline)
+                    out.append(resp.tensor)
+                else:
+                    out.append(results[(j, ranges[0])].tensor)
+            return out
+        finally:
+            for upload_id in uploads.values():
+                self._abort(upload_id)
+
+    def _crc_job(self, raw, r, nparts):
+        def job():
+            data = raw[r[0]:r[1]]
+            if nparts == 1 and _crc32c.BACKEND == "numpy":
+                return ("crc32", zlib.crc32(data) & 0xFFFFFFFF)  # the server takes CRC-32 too
+            return ("crc32c", _crc32c.extend(0, data))
+        return job
+
+    def _start(self, header, ranges, part_crc, j, deadline):
+        whole = 0
+        for r in ranges:
+            whole = _crc32c.combine(whole, part_crc[(j, r)][1], r[1] - r[0])
+        start = pb.PutTensorHeader()
+        start.CopyFrom(header)
+        start.crc32c = whole
+        try:
+            return self._unary("StartUpload", pb.StartUploadRequest(header=start),
+                               pb.StartUploadResponse, deadline).upload_id
+        except Unimplemented:
+            self.multipart = False
+            return None
+
+    def _send_job(self, item, r, index, upload_id, crc, deadline):
+        header, raw = item
+
+        def job():
+            h = pb.PutTensorHeader()
+            if upload_id is None:
+                h.CopyFrom(header)
+                kind, value = crc if crc is not None else ("crc32c", _crc32c.extend(0, raw))
+                setattr(h, kind, value)
+            else:
+                h.upload_id, h.offset, h.total_bytes, h.crc32c = upload_id, r[0], r[1] - r[0], crc[1]
+            return self._stream_put(index % self.connections(), h, raw, r[0], r[1], deadline)
+        return job
+
+    # -- download ------------------------------------------------------------
+
+    def get(self, tensor_id, deadline) -> Tuple[pb.TensorInfo, np.ndarray]:
+        """(the server's TensorInfo, a fresh uint8 array of the tensor's bytes)."""
+        try:
+            return self._get(tensor_id, deadline, self.ranged)
+        except _NoRanges:
+            self.ranged = False
+            return self._get(tensor_id, deadline, False)
+
+    def _stream(self, index, request, deadline):
+        get = self._rpc(index, "unary_stream", "GetTensor", pb.GetTensorRequest.SerializeToString,
+                        _identity)
+        return get(request, **self._call_kwargs(deadline))
+
+    def _get(self, tensor_id, deadline, ranged):
+        chunk = int(self._client.chunk_bytes)
+        leader = self._stream(0, pb.GetTensorRequest(id=tensor_id, chunk_bytes=chunk), deadline)
+        try:
+            info_bytes, first, _ = parse_get_response(next(leader))
+        except StopIteration:
+            raise DataLoss(f"GetTensor {tensor_id}: the stream carried no message") from None
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "GetTensor") from None
+        if info_bytes is None:
+            leader.cancel()
+            raise DataLoss(f"GetTensor {tensor_id}: the first message carries no info")
+        info = pb.TensorInfo.FromString(info_bytes)
+        total = int(info.bytes)
+        ranges = self.parts_of(total) if ranged else [(0, total)]
+        raw = tensors.empty_bytes(total)
+        dest = memoryview(raw)
+        jobs = [lambda: self._read_leader(leader, first, dest[0:ranges[0][1]], len(ranges) == 1)]
+        for i, r in enumerate(ranges[1:], start=1):
+            jobs.append(self._range_job(tensor_id, i, r, chunk, dest, deadline))
+        try:
+            crcs = self.run_all(jobs)
+        finally:
+            leader.cancel()
+        crc = 0
+        for (begin, end), part in zip(ranges, crcs):
+            crc = _crc32c.combine(crc, part, end - begin)
+        if info.crc32c and crc != info.crc32c:
+            raise DataLoss(f"GetTensor {tensor_id}: CRC32C mismatch ({crc} received, the "
+                           f"server says {info.crc32c})")
+        return info, raw
+
+    def _range_job(self, tensor_id, index, r, chunk, dest, deadline):
+        def job():
+            req = pb.GetTensorRequest(id=tensor_id, chunk_bytes=chunk, offset=r[0],
+                                      length=r[1] - r[0])
+            stream = self._stream(index, req, deadline)
+            try:
+                _, data, offset = parse_get_response(next(stream))
+                if offset != r[0]:
+                    raise _NoRanges()
+                return self._place_all(stream, data, dest[r[0]:r[1]], True, f"range {r}")
+            except StopIteration:
+                raise DataLoss(f"GetTensor {tensor_id}: range {r} came with no message") from None
+            except grpc.RpcError as e:
+                raise from_rpc_error(e, "GetTensor") from None
+            finally:
+                stream.cancel()
+        return job
+
+    def _read_leader(self, leader, first, dest, whole):
+        try:
+            return self._place_all(leader, first, dest, whole, "the first range")
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, "GetTensor") from None
+
+    @staticmethod
+    def _place_all(stream, data, dest, to_end, what):
+        """Writes data, then the stream's further chunks, into dest; returns their
+        CRC32C. to_end: the stream must end exactly when dest is full; else it is
+        read only until dest is full."""
+        got, crc, size = 0, 0, len(dest)
+        while True:
+            n = len(data)
+            if not to_end and got + n > size:  # the first stream's last chunk runs past its range
+                data, n = data[:size - got], size - got
+            if got + n > size:
+                raise DataLoss(f"GetTensor: {what} carried more than its {size} bytes")
+            dest[got:got + n] = data
+            crc = _crc32c.extend(crc, data)
+            got += n
+            if got == size and not to_end:
+                return crc
+            try:
+                data = parse_get_response(next(stream))[1]
+            except StopIteration:
+                break
+        if got != size:
+            raise DataLoss(f"GetTensor: {what} carried {got} bytes, expected {size}")
+        return crc

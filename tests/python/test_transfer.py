@@ -1,0 +1,220 @@
+"""Parallel multi-part uploads and ranged downloads of the Python client (transfer.py)."""
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+import linalgd
+from linalgd import _crc32c, transfer
+
+
+@pytest.fixture
+def small_parts(server):
+    """A client that streams from 64 KiB on, in parts of at least 16 KiB, in
+    chunks of 5000 bytes (not a divisor of any part), over 4 connections."""
+    with linalgd.Client(server.target, timeout=30.0) as c:
+        c.stream_threshold = 64 << 10
+        c.transfer_part_min_bytes = 16 << 10
+        c.transfer_connections = 4
+        c.chunk_bytes = 5000
+        yield c
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Records the part uploads (connection, offset, bytes) and ranged downloads."""
+    seen = {"parts": [], "ranges": []}
+    put, rng = transfer.Transfer._stream_put, transfer.Transfer._range_job
+
+    def stream_put(self, index, header, raw, begin, end, deadline):
+        if header.upload_id:
+            seen["parts"].append((index, header.offset, header.total_bytes))
+        return put(self, index, header, raw, begin, end, deadline)
+
+    def range_job(self, tensor_id, index, r, chunk, dest, deadline):
+        seen["ranges"].append((index, r))
+        return rng(self, tensor_id, index, r, chunk, dest, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "_stream_put", stream_put)
+    monkeypatch.setattr(transfer.Transfer, "_range_job", range_job)
+    return seen
+
+
+def test_crc32c_known_value_and_combine():
+    assert _crc32c.crc32c(b"123456789") == 0xE3069283  # the CRC32C check value
+    data = np.random.default_rng(0).integers(0, 256, 100_003, dtype=np.uint8).tobytes()
+    whole = _crc32c.crc32c(data)
+    assert _crc32c._extend_numpy(0, data) == whole  # the fallback agrees with the backend
+    for cut in (0, 1, 63, 64, 4097, len(data)):
+        a, b = data[:cut], data[cut:]
+        assert _crc32c.combine(_crc32c.crc32c(a), _crc32c.crc32c(b), len(b)) == whole
+        assert _crc32c.extend(_crc32c.crc32c(a), b) == whole
+
+
+def test_crc32c_backends_agree():
+    data = np.random.default_rng(7).integers(0, 256, 300_001, dtype=np.uint8)
+    want = _crc32c._extend_numpy(0, memoryview(data))
+    library, path = _crc32c._load_library()
+    if path is not None:  # the repository's liblinalgd_crc32c.so (a build's lib/)
+        assert library(0, memoryview(data)) == want
+        assert library(_crc32c.crc32c(data[:5]), memoryview(data[5:])) == want
+    crc32c = pytest.importorskip("crc32c")
+    assert crc32c.crc32c(data.tobytes()) == want
+
+
+def test_split_ranges_cover_the_tensor():
+    assert transfer.split_ranges(10, 4, 0) == [(0, 3), (3, 6), (6, 8), (8, 10)]
+    assert transfer.split_ranges(100, 8, 40) == [(0, 50), (50, 100)]
+    assert transfer.split_ranges(30, 8, 40) == [(0, 30)]
+    assert transfer.split_ranges(0, 8, 40) == [(0, 0)]
+
+
+@pytest.mark.parametrize("dtype,shape", [(np.float16, (333, 257)), (np.float32, (1001, 97)),
+                                         (np.float64, (3, 123, 517)), (np.float64, (70001,))])
+def test_parallel_round_trip_is_byte_exact(small_parts, calls, dtype, shape):
+    x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    x.reshape(-1)[::997] = np.nan  # payload bits, not values: NaNs must survive too
+    assert x.nbytes % small_parts.transfer_part_min_bytes != 0
+    t = small_parts.put(x)
+    back = small_parts.get(t)
+    assert back.dtype == x.dtype and back.shape == x.shape
+    assert back.tobytes() == x.tobytes()
+    parts = sorted(calls["parts"])
+    assert len(parts) == 4 and {p[0] for p in parts} == {0, 1, 2, 3}
+    assert sum(p[2] for p in parts) == x.nbytes
+    assert [i for i, _ in calls["ranges"]] == [1, 2, 3]
+    t.delete()
+
+
+def test_non_contiguous_and_big_endian_inputs(small_parts):
+    x = np.arange(300 * 200, dtype=">f8").reshape(300, 200)[:, ::2]
+    t = small_parts.put(x)
+    np.testing.assert_array_equal(t.get(), x)
+    t.delete()
+
+
+def _reversed_run_all(self, fns):
+    """Runs the jobs one at a time, last first; results in the jobs' order."""
+    out = [fn() for fn in reversed(fns)]
+    return out[::-1]
+
+
+def test_parts_in_any_order(small_parts, calls, monkeypatch):
+    x = np.random.default_rng(2).standard_normal((257, 301))
+    monkeypatch.setattr(transfer.Transfer, "run_all", _reversed_run_all)
+    t = small_parts.put(x)
+    offsets = [p[1] for p in calls["parts"]]
+    assert offsets == sorted(offsets, reverse=True) and len(offsets) == 4
+    back = small_parts.get(t)  # the ranges are read last first too
+    assert back.tobytes() == x.tobytes()
+    monkeypatch.undo()
+    shuffled = random.Random(3)  # and shuffled, on the threads
+    monkeypatch.setattr(transfer, "_schedule", lambda jobs: shuffled.sample(jobs, len(jobs)))
+    t2 = small_parts.put(x)
+    np.testing.assert_array_equal(small_parts.get(t2), x)
+
+
+def test_corrupted_part_is_data_loss_and_the_upload_is_aborted(small_parts, monkeypatch):
+    x = np.random.default_rng(4).standard_normal((200, 300))
+    real = transfer._chunk_message
+    hits = []
+
+    def corrupt(data):
+        if not hits:  # flip one byte of the first chunk sent, after its CRC was taken
+            hits.append(1)
+            data = bytes(data)
+            data = bytes([data[0] ^ 1]) + data[1:]
+        return real(data)
+
+    aborted = []
+    abort = transfer.Transfer._abort
+    monkeypatch.setattr(transfer, "_chunk_message", corrupt)
+    monkeypatch.setattr(transfer.Transfer, "_abort",
+                        lambda self, upload_id: (aborted.append(upload_id),
+                                                 abort(self, upload_id)))
+    before = {t.id for t in small_parts.list_tensors()}
+    with pytest.raises(linalgd.DataLoss, match="CRC32C of the part"):
+        small_parts.put(x)
+    assert len(aborted) == 1
+    monkeypatch.undo()
+    assert {t.id for t in small_parts.list_tensors()} == before
+    t = small_parts.put(x)  # the client is still usable
+    np.testing.assert_array_equal(t.get(), x)
+    t.delete()
+
+
+def test_failing_part_surfaces_its_error(small_parts, monkeypatch):
+    x = np.ones((200, 300))
+    put = transfer.Transfer._stream_put
+
+    def failing(self, index, header, raw, begin, end, deadline):
+        if header.upload_id and header.offset > 0:
+            header.offset += 8  # overlaps the next part or runs past the end
+        return put(self, index, header, raw, begin, end, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "_stream_put", failing)
+    with pytest.raises(linalgd.LinalgdError) as e:
+        small_parts.put(x)
+    assert e.value.method == "PutTensor" or e.value.method == "FinishUpload"
+
+
+def test_corrupted_download_is_data_loss(small_parts, monkeypatch):
+    x = np.random.default_rng(5).standard_normal((200, 300))
+    t = small_parts.put(x)
+    real = transfer.parse_get_response
+    flipped = []
+
+    def corrupt(buf):
+        info, chunk, offset = real(buf)
+        if len(chunk) and not flipped:
+            flipped.append(1)
+            chunk = memoryview(bytes([chunk[0] ^ 0x80]) + bytes(chunk[1:]))
+        return info, chunk, offset
+
+    monkeypatch.setattr(transfer, "parse_get_response", corrupt)
+    with pytest.raises(linalgd.DataLoss, match="CRC32C mismatch"):
+        t.get()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(t.get(), x)
+
+
+def test_single_stream_below_the_threshold(small_parts, calls):
+    x = np.arange(1000, dtype=np.float32).reshape(10, 100)  # 4000 bytes
+    t = small_parts.put(x)
+    np.testing.assert_array_equal(t.get(), x)
+    assert calls["parts"] == [] and calls["ranges"] == []
+
+
+def test_large_matmul_and_solve_operands_go_in_parts(small_parts, calls):
+    before = {t.id for t in small_parts.list_tensors()}
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((150, 160))  # 192000 bytes: parts
+    b = rng.standard_normal((160, 170))
+    out = small_parts.matmul(a, b)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12, atol=1e-12)
+    starts = {p[2] for p in calls["parts"] if p[1] == 0}
+    assert len(calls["parts"]) == 8 and len(starts) == 2  # 4 parts of each operand
+    assert len(calls["ranges"]) == 3  # the result came back in 4 ranges
+    sq = rng.standard_normal((130, 130)) + 130 * np.eye(130)
+    rhs = rng.standard_normal((130, 70))
+    np.testing.assert_allclose(small_parts.solve(sq, rhs), np.linalg.solve(sq, rhs),
+                               rtol=1e-10, atol=1e-12)
+    assert {t.id for t in small_parts.list_tensors()} == before  # temporaries deleted
+
+
+def test_crc32_fallback_for_a_single_stream(small_parts, monkeypatch):
+    """Without a native CRC32C a single-stream upload is checked with zlib's CRC-32."""
+    monkeypatch.setattr(_crc32c, "BACKEND", "numpy")
+    x = np.arange(12.0).reshape(3, 4)
+    headers = []
+    put = transfer.Transfer._stream_put
+
+    def spy(self, index, header, raw, begin, end, deadline):
+        headers.append(header)
+        return put(self, index, header, raw, begin, end, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "_stream_put", spy)
+    t = small_parts.put(x)
+    assert headers[0].HasField("crc32") and headers[0].crc32 == zlib.crc32(x.tobytes())
+    np.testing.assert_array_equal(t.get(), x)
