@@ -110,7 +110,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
         to[i] = (is_a ? a : b).as<char>() + i * bytes;
         from[i] = (is_a ? ops[i]->a : ops[i]->b).data;
       }
-      LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, bytes, cudaMemcpyHostToDevice));
+      LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx, to, from, bytes, cudaMemcpyHostToDevice));
     }
     DeviceOperand bias;
     if (stacked.bias) {
@@ -124,7 +124,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
       to[i] = results.at(i);
       from[i] = d.as<char>() + i * out_bytes;
     }
-    LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, out_bytes, cudaMemcpyDeviceToHost));
+    LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx, to, from, out_bytes, cudaMemcpyDeviceToHost));
     LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
     if (FoundNonFinite(ctx.hs, stacked)) {
       // Which member, and which element of it, its own rerun says.

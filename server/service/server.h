@@ -1,16 +1,21 @@
 #ifndef LINALGD_SERVER_SERVICE_SERVER_H_
 #define LINALGD_SERVER_SERVICE_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/gpu/gpu_engine.h"
 #include "server/service/listen_security.h"
 #include "server/store/shm_registry.h"
 
 namespace linalgd {
+
+// Makes the server's GPU engine (StartGpuEngine, server/gpu/gpu_engine.h).
+using GpuEngineStarter = std::function<std::unique_ptr<GpuEngine>(const GpuOptions& options)>;
 
 // Everything the server needs, filled from flags by main.cc (defaults are
 // DESIGN.md section 6).
@@ -92,7 +97,10 @@ class Server {
  public:
   virtual ~Server() = default;
 
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  // `start_gpu` makes the GPU engine from options the server derives from
+  // `options` (tests pass one that keeps a pointer to the engine).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       GpuEngineStarter start_gpu = StartGpuEngine);
 
   // The bound gRPC port (useful with port 0).
   virtual int port() const = 0;

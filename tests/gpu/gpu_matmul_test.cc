@@ -230,7 +230,13 @@ TEST_F(GpuMatmulTest, EmptyOutput) {
 TEST_F(GpuMatmulTest, OverTheMemoryBudgetIsResourceExhaustedAndTheDeviceStaysUsable) {
   LINALGD_REQUIRE_GPU();
   gpu::PinnedPool pinned(8 << 20, 4);
-  auto small = gpu::GpuBackend::Create(0, int64_t{256} << 20, 1, &pinned);
+  gpu::TransferCounters transfers;
+  gpu::GpuBackendConfig config;
+  config.budget_bytes = int64_t{256} << 20;
+  config.lane_budget_bytes = int64_t{256} << 20;
+  config.pinned = &pinned;
+  config.transfers = &transfers;
+  auto small = gpu::GpuBackend::Create(config);
   ASSERT_TRUE(small.ok()) << small.status();
   const Case huge = MakeCase(DType::kF32, DType::kF32, ComputeMode::kDefault, Epilogue::kNone,
                              false, false, 512, 512, 512, {128}, {128});
