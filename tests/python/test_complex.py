@@ -164,3 +164,16 @@ def test_torch_complex(client, dtype):
     x = client.solve(a, b)
     assert rel(x.numpy(), np.linalg.solve(a.numpy().astype(np.complex128), b.numpy())) \
         <= 100 * TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_shared_memory_carries_complex_operands_and_results(shm_server, dtype):
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as c:
+        a, b = crand(2, 5, 5, dtype=dtype) + 5 * np.eye(5), crand(2, 5, 3, dtype=dtype)
+        a = a.astype(dtype)
+        out = c.matmul(a, b, alpha=1j)
+        assert c.shared_memory_active
+        assert out.dtype == dtype and rel(out, 1j * (a.astype(np.complex128) @ b)) <= TOL[dtype]
+        x = c.solve(a, b)
+        assert x.dtype == dtype
+        assert rel(x, np.linalg.solve(a.astype(np.complex128), b)) <= 100 * TOL[dtype]
