@@ -270,6 +270,7 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
 }
 
 absl::StatusOr<FactorizeResult> GpuBackend::Factorize(const FactorizeOp& op) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "factorize"));
   LINALGD_RETURN_IF_ERROR(CheckFactorizeOp(op));
   MemoryBudget* budget = memory_budget();
   return RunJob<FactorizeResult>(

@@ -136,6 +136,7 @@ JobSpec SpecOf(OpKind kind, const Prepared& p) {
   spec.largest_dim = LargestDim(p);
   spec.flops = Flops(p);
   spec.device_bytes = DeviceBytes(p);
+  spec.cpu_only = CpuOnlyReason(p.op.a.dtype);
   return spec;
 }
 

@@ -53,6 +53,15 @@ def _make_channel(target, credentials, options):
             else grpc.insecure_channel(target, options))
 
 
+def _scalar_parts(value, field):
+    """(real, imaginary) of a real or complex scalar (numpy and torch scalars too)."""
+    try:
+        z = complex(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{field}: {value!r} is not a number") from None
+    return z.real, z.imag
+
+
 class Client(StoreMixin, SparseMixin):
     """A connection to one linalgd server.
 
@@ -178,6 +187,7 @@ class Client(StoreMixin, SparseMixin):
         with transpose_b); batch dims broadcast. A 1-D a or b is promoted and
         the added dim removed from the result, as numpy.matmul does.
         c: broadcasts to the output; beta defaults to 1 with c, else 0.
+        alpha, beta: real, or complex for complex64/complex128 operands.
         bias: [N] / [1, N] per output column or [M, 1] per row; given a bias,
             epilogue none/relu/gelu becomes bias/relu_bias/gelu_bias.
         epilogue, compute_mode: enum member, int or name ("relu_bias", "tf32").
@@ -213,9 +223,9 @@ class Client(StoreMixin, SparseMixin):
         if bias is not None:
             operands["bias"] = self._arg(bias, "bias")
         if alpha is not None:
-            req.alpha = float(alpha)
+            req.alpha, req.alpha_imag = _scalar_parts(alpha, "alpha")
         if beta is not None:
-            req.beta = float(beta)
+            req.beta, req.beta_imag = _scalar_parts(beta, "beta")
         as_torch = tensors.is_torch(a) or tensors.is_torch(b)
         done = None
         if self._shm_usable(operands, keep) and a_arr.ndim >= 2 and b_arr.ndim >= 2:

@@ -81,6 +81,10 @@ def _index_bytes(indptr, indices):
             np.ascontiguousarray(indices, dtype=dt).tobytes())
 
 
+_WIRE = {np.dtype(np.float32): pb.DTYPE_F32, np.dtype(np.float64): pb.DTYPE_F64,
+         np.dtype(np.complex64): pb.DTYPE_C64, np.dtype(np.complex128): pb.DTYPE_C128}
+
+
 def encode_csr(a, dtype=None):
     """A pb.CsrMatrix from scipy.sparse or (indptr, indices, data, shape)."""
     indptr, indices, data, shape = _csr_arrays(a)
@@ -88,10 +92,10 @@ def encode_csr(a, dtype=None):
         raise InvalidArgument(f"a: shape {shape} is not 2-D")
     if dtype is not None:
         data = data.astype(dtype)
-    elif data.dtype not in (np.float32, np.float64):
+    elif data.dtype not in _WIRE:
         data = data.astype(np.float64)
     kind, ptr_bytes, idx_bytes = _index_bytes(indptr, indices)
-    wire = pb.DTYPE_F32 if data.dtype == np.float32 else pb.DTYPE_F64
+    wire = _WIRE.get(data.dtype, pb.DTYPE_F64)  # the server names what it refuses
     values = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<")).tobytes()
     return pb.CsrMatrix(rows=int(shape[0]), cols=int(shape[1]), index_type=kind,
                         row_offsets=ptr_bytes, col_indices=idx_bytes, dtype=wire, values=values)

@@ -22,15 +22,19 @@ except ImportError:  # pragma: no cover - depends on the environment
     BFLOAT16 = None
 
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): DType.F32, np.dtype(np.float64): DType.F64,
-                   np.dtype(np.float16): DType.F16}
+                   np.dtype(np.float16): DType.F16, np.dtype(np.complex64): DType.C64,
+                   np.dtype(np.complex128): DType.C128}
 if BFLOAT16 is not None:
     _NUMPY_TO_DTYPE[BFLOAT16] = DType.BF16
 _DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
-_ITEMSIZE = {DType.F32: 4, DType.F64: 8, DType.F16: 2, DType.BF16: 2}
+_ITEMSIZE = {DType.F32: 4, DType.F64: 8, DType.F16: 2, DType.BF16: 2, DType.C64: 8,
+             DType.C128: 16}
 _DTYPE_NAMES = {"float32": DType.F32, "f32": DType.F32, "float": DType.F32,
                 "float64": DType.F64, "f64": DType.F64, "double": DType.F64,
                 "float16": DType.F16, "f16": DType.F16, "half": DType.F16,
-                "bfloat16": DType.BF16, "bf16": DType.BF16}
+                "bfloat16": DType.BF16, "bf16": DType.BF16,
+                "complex64": DType.C64, "c64": DType.C64, "cfloat": DType.C64,
+                "complex128": DType.C128, "c128": DType.C128, "cdouble": DType.C128}
 
 
 def _torch():
@@ -67,8 +71,8 @@ def parse_dtype(value, field):
 
 
 def _supported():
-    return "float16, float32, float64" + (", bfloat16" if BFLOAT16 is not None else
-                                          " (bfloat16 needs ml_dtypes)")
+    return "float16, float32, float64, complex64, complex128" + (
+        ", bfloat16" if BFLOAT16 is not None else " (bfloat16 needs ml_dtypes)")
 
 
 def _torch_to_numpy(t, field):
@@ -79,6 +83,8 @@ def _torch_to_numpy(t, field):
     if t.dtype == torch.bfloat16:
         raw = t.contiguous().view(torch.int16).numpy()
         return raw, DType.BF16
+    if t.is_complex():  # a lazily conjugated view (t.conj()) has no numpy form
+        t = t.resolve_conj()
     return t.numpy(), None
 
 
