@@ -42,6 +42,15 @@ _WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
               Epilogue.GELU: Epilogue.GELU_BIAS}
 
 
+def _bearer(token):
+    """The authorization metadata of `token` (none for None)."""
+    if token is None:
+        return ()
+    if not token or any(c <= " " or c > "~" for c in token):
+        raise ValueError("token: printable ASCII without spaces, not empty")
+    return (("authorization", "Bearer " + token),)
+
+
 class Client(StoreMixin, SparseMixin):
     """A connection to one linalgd server.
 
@@ -55,7 +64,10 @@ class Client(StoreMixin, SparseMixin):
         CA that signed the server's certificate (None: the system's roots), and
         this client's certificate and key for a server that requires them
         (mTLS). Any of them set: TLS.
-    metadata: (key, value) pairs sent with every call (e.g. auth tokens).
+    metadata: (key, value) pairs sent with every call.
+    token: the tenant's bearer token for a server with --auth-tokens, sent as
+        "authorization: Bearer TOKEN" with every call (use TLS: in plaintext
+        anyone on the path reads it).
     max_message_bytes: largest request or response; default just under 2 GiB.
     wait_for_ready: wait (until the deadline) for a connecting channel instead
         of failing fast with UNAVAILABLE.
@@ -72,7 +84,7 @@ class Client(StoreMixin, SparseMixin):
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
-                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None,
+                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None, token=None,
                  metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
@@ -86,7 +98,7 @@ class Client(StoreMixin, SparseMixin):
         # Operands and results of at least this many bytes are streamed
         # (PutTensor / keep_result + GetTensor) instead of travelling inline.
         self.stream_threshold = 64 << 20
-        self._metadata = tuple(metadata)
+        self._metadata = tuple(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
         tls = tls_credentials(tls_ca, tls_cert, tls_key)
