@@ -138,7 +138,8 @@ absl::StatusOr<Caller> Authenticator::Admit(absl::string_view authorization,
     return absl::ResourceExhaustedError(
         absl::StrCat("tenant quota max_inflight=", limit, " reached (", now, " in flight)"));
   }
-  caller.inflight = std::shared_ptr<const void>(nullptr, [count](const void*) { count->fetch_sub(1); });
+  caller.inflight =
+      std::shared_ptr<const void>(nullptr, [count](const void*) { count->fetch_sub(1); });
   return caller;
 }
 

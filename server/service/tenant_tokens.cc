@@ -46,7 +46,8 @@ absl::Status ParseHash(absl::string_view hex, Tenant& t) {
 }
 
 absl::Status ParseKey(absl::string_view field, Tenant& t) {
-  std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(field, absl::MaxSplits('=', 1));
+  std::pair<absl::string_view, absl::string_view> kv =
+      absl::StrSplit(field, absl::MaxSplits('=', 1));
   const auto& [key, value] = kv;
   if (key == "admin") {
     if (value != "true" && value != "false") {
