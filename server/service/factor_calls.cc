@@ -69,7 +69,8 @@ class FactorizeJob : public RpcJob {
   // Stores the factor (counted against --store-bytes) and describes it.
   absl::Status Deliver(ExecutionInfo& info) override {
     const FactorInfo& f = result_.factor->info();
-    LINALGD_ASSIGN_OR_RETURN(StoreReservation r, env_.sources.store->Reserve(f.bytes));
+    LINALGD_ASSIGN_OR_RETURN(StoreReservation r,
+                             env_.sources.store->Reserve(f.bytes, env_.sources.owner));
     LINALGD_ASSIGN_OR_RETURN(std::string id,
                              env_.sources.store->PutFactor(result_.factor, p_.ttl, std::move(r)));
     response_->set_factor_id(id);
@@ -110,7 +111,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   }
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
   PreparedFactorSolve p;
-  auto factor = env.sources.store->GetFactor(r.factor_id());
+  auto factor = env.sources.store->GetFactor(r.factor_id(), env.sources.owner.tenant);
   if (!factor.ok()) {
     return absl::Status(factor.status().code(),
                         absl::StrCat("factor_id: ", factor.status().message()));
@@ -200,7 +201,7 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
   // one); a retryable GPU failure reruns on the CPU.
   return SubmitRpc<FactorizeJob>(
       env, "Factorize", context, *request, response,
-      [&] { return PrepareFactorize(*request, env); },
+      [&](const CallEnv& e) { return PrepareFactorize(*request, e); },
       [](const PreparedFactorize& p) {
         const int64_t n = p.op.a.rows();
         return SolveSpec(n, 2.0 / 3.0 * n * n * n, p.op.a.dtype);
@@ -212,7 +213,8 @@ grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackSer
                                            v1::SolveResponse* response) {
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
   return SubmitRpc<FactorSolveJob>(
-      env, "Solve", context, *request, response, [&] { return PrepareFactorSolve(*request, env); },
+      env, "Solve", context, *request, response,
+      [&](const CallEnv& e) { return PrepareFactorSolve(*request, e); },
       [](const PreparedFactorSolve& p) {
         const FactorInfo& f = p.factor->info();
         const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();

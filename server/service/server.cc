@@ -81,6 +81,8 @@ class ServerImpl : public Server {
   // and its Unix socket.
   absl::Status InitStore(TensorSources& sources);
   absl::Status StartMetrics();
+  // The authenticator of --auth-tokens (every caller "default" without).
+  absl::Status InitAuth();
   // Publishes device health and budgets every second until shutdown.
   void MonitorDevices();
 
@@ -100,6 +102,7 @@ class ServerImpl : public Server {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<InflightBudget> inflight_;
   std::unique_ptr<IdleStreams> idle_streams_;
+  std::unique_ptr<Authenticator> auth_;
   // Declared after the backends: GPU factors must go before their devices.
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ShmRegistry> shm_;
@@ -159,6 +162,8 @@ absl::Status ServerImpl::Init() {
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
   env.idle_streams = idle_streams_.get();
   LINALGD_RETURN_IF_ERROR(InitStore(env.sources));
+  LINALGD_RETURN_IF_ERROR(InitAuth());
+  env.auth = auth_.get();
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());
@@ -191,6 +196,21 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
       ShmListener::Start({options_.shm_socket, options_.shm_max_connections}, shm_.get()));
   sources.shm = shm_.get();
   spdlog::info("shared memory enabled (--allow-shm): memfds through {}", shm_listener_->path());
+  return absl::OkStatus();
+}
+
+absl::Status ServerImpl::InitAuth() {
+  if (options_.auth.tenant_from_cert && options_.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tenant-from-cert: needs --tls-client-ca (client certificates name the tenants)");
+  }
+  LINALGD_ASSIGN_OR_RETURN(auth_, Authenticator::Create(options_.auth));
+  if (!auth_->has_tokens_file()) return absl::OkStatus();
+  spdlog::info("--auth-tokens {}: {} tenants", options_.auth.tokens_file,
+               auth_->TenantNames().size());
+  if (!options_.tls.enabled() && !IsLoopbackAddress(options_.listen)) {
+    spdlog::warn("--auth-tokens without TLS: bearer tokens cross the network in plaintext");
+  }
   return absl::OkStatus();
 }
 

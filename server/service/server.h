@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/gpu/gpu_engine.h"
+#include "server/service/authenticator.h"
 #include "server/service/listen_security.h"
 #include "server/store/shm_registry.h"
 
@@ -24,6 +25,9 @@ struct ServerOptions {
   TlsServerOptions tls;     // off: plaintext, allowed off loopback only with `insecure`
   bool insecure = false;    // serve plaintext on a non-loopback address (warned, metric)
   bool reflection = false;  // gRPC server reflection
+  // Tenants: --auth-tokens, --tenant-from-cert and the quota defaults
+  // (--tenant-*). No tokens file: every caller is the tenant "default".
+  AuthOptions auth;
   std::string metrics_listen = "127.0.0.1:9464";  // empty: no metrics endpoint
   std::string metrics_basic_auth_file;            // "user:password" file: /metrics needs basic auth
   int64_t max_message_bytes = int64_t{1} << 30;

@@ -62,6 +62,15 @@ def _scalar_parts(value, field):
     return z.real, z.imag
 
 
+def _bearer(token):
+    """The authorization metadata of `token` (none for None)."""
+    if token is None:
+        return ()
+    if not token or any(c <= " " or c > "~" for c in token):
+        raise ValueError("token: printable ASCII without spaces, not empty")
+    return (("authorization", "Bearer " + token),)
+
+
 class Client(StoreMixin, SparseMixin):
     """A connection to one linalgd server.
 
@@ -75,7 +84,10 @@ class Client(StoreMixin, SparseMixin):
         CA that signed the server's certificate (None: the system's roots), and
         this client's certificate and key for a server that requires them
         (mTLS). Any of them set: TLS.
-    metadata: (key, value) pairs sent with every call (e.g. auth tokens).
+    metadata: (key, value) pairs sent with every call.
+    token: the tenant's bearer token for a server with --auth-tokens, sent as
+        "authorization: Bearer TOKEN" with every call (use TLS: in plaintext
+        anyone on the path reads it).
     max_message_bytes: largest request or response; default just under 2 GiB.
     wait_for_ready: wait (until the deadline) for a connecting channel instead
         of failing fast with UNAVAILABLE.
@@ -92,7 +104,7 @@ class Client(StoreMixin, SparseMixin):
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
-                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None,
+                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None, token=None,
                  metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
@@ -112,7 +124,7 @@ class Client(StoreMixin, SparseMixin):
         self.transfer_part_min_bytes = 8 << 20
         self._closed = False
         self._background = set()  # grpc futures of calls no one waits for (remote.py)
-        self._metadata = tuple(metadata)
+        self._metadata = tuple(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
         self._owns_channel = channel is None
         tls = tls_credentials(tls_ca, tls_cert, tls_key)

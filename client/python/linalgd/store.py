@@ -37,11 +37,12 @@ class TensorInfo:
     expires_in_seconds: float
     kind: str
     in_use: bool
+    tenant: str = ""  # the owner, in list_tensors(all_tenants=True) only
 
     @classmethod
     def from_proto(cls, t):
         return cls(t.id, t.dtype, tuple(t.shape), t.bytes, t.placement, t.ttl_seconds,
-                   t.expires_in_seconds, t.kind, t.in_use)
+                   t.expires_in_seconds, t.kind, t.in_use, t.tenant)
 
 
 def _id_of(x) -> str:
@@ -97,8 +98,11 @@ class StoreMixin:
         self._invoke("DeleteTensor", pb.DeleteTensorRequest(id=_id_of(tensor)),
                      timeout or self.timeout)
 
-    def list_tensors(self, *, timeout=None) -> List[TensorInfo]:
-        resp = self._invoke("ListTensors", pb.ListTensorsRequest(), timeout or self.timeout)
+    def list_tensors(self, *, all_tenants=False, timeout=None) -> List[TensorInfo]:
+        """The caller's tensors and factors; all_tenants: every tenant's (an
+        admin tenant only: else PERMISSION_DENIED), each naming its tenant."""
+        resp = self._invoke("ListTensors", pb.ListTensorsRequest(all_tenants=all_tenants),
+                            timeout or self.timeout)
         return [TensorInfo.from_proto(t) for t in resp.tensors]
 
     def factorize(self, a, *, method=None, no_fallback: bool = False,
