@@ -1,6 +1,7 @@
 """linalgd.aio.Client against the real server: every method, concurrency,
 cancellation, errors (the same classes as linalgd.Client) and retries."""
 import asyncio
+import os
 import threading
 import time
 
@@ -9,7 +10,7 @@ import pytest
 
 import linalgd
 import linalgd.aio
-from conftest import free_port
+from conftest import CLIENT_DIR, free_port
 from test_retry import overloaded  # noqa: F401  (a fixture)
 
 
@@ -234,3 +235,15 @@ def test_deadline_covers_all_retries():
     t0 = time.monotonic()
     error = run(main())
     assert 0.4 < time.monotonic() - t0 < 1.0 and error.attempts > 5
+
+
+def test_readme_asyncio_example(server):
+    with open(os.path.join(CLIENT_DIR, "README.md")) as f:
+        text = f.read()
+    code = text.split("## asyncio", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    scope = {}
+    exec(code.replace("localhost:50051", server.target), scope)  # noqa: S102
+    batches = [np.full((2, 3), float(i)) for i in range(4)]
+    outs = run(scope["main"](batches, np.ones((3, 5))))
+    for i, out in enumerate(outs):
+        np.testing.assert_array_equal(out, np.full((2, 5), 3.0 * i))
