@@ -247,3 +247,28 @@ def test_readme_asyncio_example(server):
     outs = run(scope["main"](batches, np.ones((3, 5))))
     for i, out in enumerate(outs):
         np.testing.assert_array_equal(out, np.full((2, 5), 3.0 * i))
+
+
+def test_wait_for_server_both_clients(start_server):
+    """Both clients run one wait_for_server: it waits for a server that comes up
+    later, and past its timeout raises DeadlineExceeded naming the target."""
+    port = free_port()
+    target = f"127.0.0.1:{port}"
+    with linalgd.Client(target) as c:
+        t0 = time.monotonic()
+        with pytest.raises(linalgd.DeadlineExceeded, match=f"{target} not SERVING after 0.3 s"):
+            c.wait_for_server(timeout=0.3)
+        assert time.monotonic() - t0 < 1.0
+
+    async def main():
+        async with linalgd.aio.Client(target) as c:
+            with pytest.raises(linalgd.DeadlineExceeded, match=f"{target} not SERVING"):
+                await c.wait_for_server(timeout=0.3)
+            timer = threading.Timer(0.3, lambda: start_server(port=port))
+            timer.start()
+            try:
+                await c.wait_for_server(timeout=20.0)
+                assert await c.health() == "SERVING"
+            finally:
+                timer.join()
+    run(main())

@@ -1,7 +1,7 @@
 """ClientBase: the options and helpers linalgd.Client and linalgd.aio.Client
 share, and the two ways of turning an operation of _ops.py into a method.
 
-A client class lists its methods as `matmul = sync_method(_ops.matmul)` (or
+A client class gets its methods from `@with_operations(sync_method)` (or
 async_method) and implements _perform(effect) for each effect of _ops.py;
 the retry decision (_retry_delay) is shared too, so the sync and the asyncio
 client differ only in blocking versus awaiting.
@@ -64,6 +64,16 @@ def async_method(op: F) -> F:
     async def method(self, *args, **kwargs):
         return await self._run(op(self, *args, **kwargs))
     return method  # type: ignore[return-value]
+
+
+def with_operations(wrap: Callable[[Any], Any]) -> Callable[[type], type]:
+    """Class decorator: every operation of _ops.METHODS as a method made by wrap
+    (sync_method or async_method)."""
+    def decorate(cls: type) -> type:
+        for name in _ops.METHODS:
+            setattr(cls, name, wrap(getattr(_ops, name)))
+        return cls
+    return decorate
 
 
 class ClientBase:

@@ -12,6 +12,9 @@ differ in nothing else. Effects:
     Drop(ids)                         best-effort deletes; never raises
     Shm(args)                         the shared-memory path (sync client only)
                                       -> (response, array) or None
+    Probe(service, timeout)           one health check that waits for the channel
+                                      to connect, no retries -> the status name
+    Sleep(seconds)                    time.sleep or asyncio.sleep
 
 `client` is a ClientBase (its options, _arg, _large, _check_size); an
 exception raised while performing an effect is thrown into the generator at
@@ -24,7 +27,7 @@ from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, 
 from . import _health, shm, tensors
 from ._stubs import pb
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
-from .errors import DataLoss, InvalidArgument
+from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError
 from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, encode_csr,
@@ -58,6 +61,21 @@ class Drop(NamedTuple):
 
 class Shm(NamedTuple):
     args: tuple  # shm.SharedMemoryPath.call's arguments
+
+
+class Probe(NamedTuple):
+    service: str
+    timeout: float
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+# The operations both clients offer as methods.
+METHODS = ("matmul", "solve", "lstsq", "server_info", "health", "sparse_solve", "put",
+           "put_info", "get", "delete", "list_tensors", "factorize", "release_factor",
+           "wait_for_server")
 
 
 Op = Generator[Any, Any, Any]
@@ -309,6 +327,24 @@ def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Op:
     """
     resp = yield Invoke("Health", _health.HealthCheckRequest(service=service), timeout)
     return _health.status_name(resp.status)
+
+
+def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Op:
+    """Returns once health is SERVING; raises DeadlineExceeded after timeout s."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DeadlineExceeded(f"{client.target} not SERVING after {timeout} s ({last})",
+                                   method="Health")
+        try:
+            last = yield Probe(service, min(remaining, 1.0))
+            if last == "SERVING":
+                return
+        except LinalgdError as e:
+            last = f"{e.code.name if e.code else 'ERROR'}: {e.message}"
+        yield Sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
 
 # -- resident tensors and factors -------------------------------------------

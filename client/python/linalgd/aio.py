@@ -33,18 +33,18 @@ binds a channel to the loop); close it with `await client.close()` or
 `async with`.
 """
 import asyncio
-import time
 from typing import Any, Optional
 
 import grpc
 
 from . import _health, _ops, remote
-from ._base import DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method
+from ._base import (DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method,
+                    with_operations)
 from ._base import channel_options as _channel_options
 from ._stubs import pb, pb_grpc
 from ._tls import tls_credentials
 from .client import DEFAULT_TARGET, Operand
-from .errors import DeadlineExceeded, from_rpc_error
+from .errors import from_rpc_error
 from .retry import RetryPolicy
 from .transfer import Transfer
 
@@ -93,6 +93,7 @@ def _sync_channel(target, credentials, options):
             else grpc.insecure_channel(target, options))
 
 
+@with_operations(async_method)
 class Client(ClientBase):
     """An asyncio connection to one linalgd server.
 
@@ -150,41 +151,6 @@ class Client(ClientBase):
     def __repr__(self) -> str:
         return f"linalgd.aio.Client({self.target!r}, timeout={self.timeout})"
 
-    # -- RPCs (_ops.py) ----------------------------------------------------
-
-    matmul = async_method(_ops.matmul)
-    solve = async_method(_ops.solve)
-    lstsq = async_method(_ops.lstsq)
-    server_info = async_method(_ops.server_info)
-    health = async_method(_ops.health)
-    sparse_solve = async_method(_ops.sparse_solve)
-    put = async_method(_ops.put)
-    put_info = async_method(_ops.put_info)
-    get = async_method(_ops.get)
-    delete = async_method(_ops.delete)
-    list_tensors = async_method(_ops.list_tensors)
-    factorize = async_method(_ops.factorize)
-    release_factor = async_method(_ops.release_factor)
-
-    async def wait_for_server(self, timeout: float = 10.0, service: str = "") -> None:
-        """Returns once health is SERVING; raises DeadlineExceeded after timeout s."""
-        deadline = time.monotonic() + timeout
-        last = "no answer"
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded(f"{self.target} not SERVING after {timeout} s ({last})",
-                                       method="Health")
-            try:
-                resp = await self._health_check(_health.HealthCheckRequest(service=service),
-                                                timeout=min(remaining, 1.0), wait_for_ready=True)
-                last = _health.status_name(resp.status)
-                if last == "SERVING":
-                    return
-            except grpc.RpcError as e:
-                last = f"{e.code().name}: {e.details()}"
-            await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-
     # -- internals ---------------------------------------------------------
 
     async def _run(self, op: _ops.Op) -> Any:
@@ -209,6 +175,16 @@ class Client(ClientBase):
                                            effect.deadline)
         if isinstance(effect, _ops.Drop):
             return await self._drop(effect.ids)
+        if isinstance(effect, _ops.Probe):
+            try:
+                resp = await self._health_check(
+                    _health.HealthCheckRequest(service=effect.service), timeout=effect.timeout,
+                    wait_for_ready=True)
+            except grpc.RpcError as e:
+                raise from_rpc_error(e, "Health") from None
+            return _health.status_name(resp.status)
+        if isinstance(effect, _ops.Sleep):
+            return await asyncio.sleep(effect.seconds)
         raise TypeError(f"linalgd.aio.Client cannot perform {effect!r}")
 
     async def _drop(self, ids) -> None:

@@ -29,12 +29,12 @@ import grpc
 
 from . import _health, _ops, shm
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, PROTOBUF_LIMIT, ClientBase, advance,
-                    sync_method)
+                    sync_method, with_operations)
 from ._base import channel_options as _channel_options
 from .remote import RemoteTensor
 from .transfer import Transfer
 from ._stubs import pb, pb_grpc
-from .errors import DeadlineExceeded, from_rpc_error
+from .errors import from_rpc_error
 from ._tls import tls_credentials
 
 DEFAULT_TARGET = "localhost:50051"
@@ -49,6 +49,7 @@ def _make_channel(target, credentials, options):
             else grpc.insecure_channel(target, options))
 
 
+@with_operations(sync_method)
 class Client(ClientBase):
     """A connection to one linalgd server.
 
@@ -135,41 +136,6 @@ class Client(ClientBase):
     def __repr__(self):
         return f"linalgd.Client({self.target!r}, timeout={self.timeout})"
 
-    # -- RPCs (_ops.py) ----------------------------------------------------
-
-    matmul = sync_method(_ops.matmul)
-    solve = sync_method(_ops.solve)
-    lstsq = sync_method(_ops.lstsq)
-    server_info = sync_method(_ops.server_info)
-    health = sync_method(_ops.health)
-    sparse_solve = sync_method(_ops.sparse_solve)
-    put = sync_method(_ops.put)
-    put_info = sync_method(_ops.put_info)
-    get = sync_method(_ops.get)
-    delete = sync_method(_ops.delete)
-    list_tensors = sync_method(_ops.list_tensors)
-    factorize = sync_method(_ops.factorize)
-    release_factor = sync_method(_ops.release_factor)
-
-    def wait_for_server(self, timeout=10.0, service=""):
-        """Blocks until health is SERVING; raises DeadlineExceeded after timeout s."""
-        deadline = time.monotonic() + timeout
-        last = "no answer"
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded(f"{self.target} not SERVING after {timeout} s ({last})",
-                                       method="Health")
-            try:
-                last = self._health_check(_health.HealthCheckRequest(service=service),
-                                          timeout=min(remaining, 1.0), wait_for_ready=True)
-                last = _health.status_name(last.status)
-                if last == "SERVING":
-                    return
-            except grpc.RpcError as e:
-                last = f"{e.code().name}: {e.details()}"
-            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-
     # -- internals ---------------------------------------------------------
 
     def _run(self, op: _ops.Op) -> Any:
@@ -194,6 +160,15 @@ class Client(ClientBase):
             return self._drop(effect.ids)
         if isinstance(effect, _ops.Shm):
             return self._shm.call(*effect.args)
+        if isinstance(effect, _ops.Probe):
+            try:
+                resp = self._health_check(_health.HealthCheckRequest(service=effect.service),
+                                          timeout=effect.timeout, wait_for_ready=True)
+            except grpc.RpcError as e:
+                raise from_rpc_error(e, "Health") from None
+            return _health.status_name(resp.status)
+        if isinstance(effect, _ops.Sleep):
+            return time.sleep(effect.seconds)
         raise TypeError(f"unknown effect {effect!r}")
 
     def _drop(self, ids):
