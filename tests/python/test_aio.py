@@ -272,3 +272,16 @@ def test_wait_for_server_both_clients(start_server):
             finally:
                 timer.join()
     run(main())
+
+
+def test_same_methods_and_signatures_as_the_sync_client():
+    import inspect
+    sync_only = {"shared_memory_active"}  # shared memory is the sync client's
+    names = [n for n in dir(linalgd.Client) if not n.startswith("_") and n not in sync_only]
+    for name in names:
+        mine, theirs = getattr(linalgd.aio.Client, name), getattr(linalgd.Client, name)
+        if not callable(theirs):  # options: chunk_bytes
+            assert mine == theirs, name
+            continue
+        assert inspect.iscoroutinefunction(mine), name
+        assert inspect.signature(mine).parameters == inspect.signature(theirs).parameters, name

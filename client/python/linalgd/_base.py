@@ -7,6 +7,7 @@ the retry decision (_retry_delay) is shared too, so the sync and the asyncio
 client differ only in blocking versus awaiting.
 """
 import functools
+import inspect
 import time
 from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
@@ -50,20 +51,26 @@ def advance(op: _ops.Op, result: Any, error: Optional[BaseException]) -> Tuple[b
         return True, stop.value
 
 
+def _like(method: Any, op: Any) -> Any:
+    """method with op's name, docstring and signature, less the generator return type."""
+    functools.update_wrapper(method, op)
+    sig = inspect.signature(op)
+    method.__signature__ = sig.replace(return_annotation=inspect.Signature.empty)
+    return method
+
+
 def sync_method(op: F) -> F:
     """A blocking client method running op (signature and docstring are op's)."""
-    @functools.wraps(op)
     def method(self, *args, **kwargs):
         return self._run(op(self, *args, **kwargs))
-    return method  # type: ignore[return-value]
+    return _like(method, op)
 
 
 def async_method(op: F) -> F:
     """A coroutine client method running op (signature and docstring are op's)."""
-    @functools.wraps(op)
     async def method(self, *args, **kwargs):
         return await self._run(op(self, *args, **kwargs))
-    return method  # type: ignore[return-value]
+    return _like(method, op)
 
 
 def with_operations(wrap: Callable[[Any], Any]) -> Callable[[type], type]:
@@ -81,8 +88,8 @@ class ClientBase:
 
     chunk_bytes = DEFAULT_CHUNK_BYTES
     _shm = None
-    remote_tensor_class = RemoteTensor
-    factor_class = Factor
+    _remote_tensor_class = RemoteTensor
+    _factor_class = Factor
 
     def _init_options(self, target: str, timeout: Optional[float], retries: int,
                       retry_policy: Optional[RetryPolicy], metadata: Any,
@@ -156,7 +163,7 @@ class ClientBase:
 
     def _remote_tensor(self, tensor_id: str, wire: int, shape: Any,
                        info: Any = None) -> RemoteTensor:
-        return self.remote_tensor_class(self, tensor_id, wire, shape, info)
+        return self._remote_tensor_class(self, tensor_id, wire, shape, info)
 
     def _factor(self, resp: Any, info: Any) -> Factor:
-        return self.factor_class(self, resp, info)
+        return self._factor_class(self, resp, info)

@@ -34,7 +34,12 @@ from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, encode_csr
                      is_scipy_sparse, to_scipy_like)
 from .store import TEMPORARY_TTL, TensorInfo, id_of, put_item
 
-DEFAULT = object()  # "the client's default timeout"
+class _Default:
+    def __repr__(self):
+        return "<the client's timeout>"
+
+
+DEFAULT = _Default()  # timeout=DEFAULT: the client's timeout
 _WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
               Epilogue.GELU: Epilogue.GELU_BIAS}
 

@@ -103,8 +103,8 @@ class Client(ClientBase):
     Safe to share between the tasks of one event loop.
     """
 
-    remote_tensor_class = RemoteTensor
-    factor_class = Factor
+    _remote_tensor_class = RemoteTensor
+    _factor_class = Factor
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 30.0,
                  retries: int = 5, retry_policy: Optional[RetryPolicy] = None,
