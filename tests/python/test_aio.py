@@ -285,3 +285,25 @@ def test_same_methods_and_signatures_as_the_sync_client():
             continue
         assert inspect.iscoroutinefunction(mine), name
         assert inspect.signature(mine).parameters == inspect.signature(theirs).parameters, name
+
+
+@aio_test
+async def test_cancelling_during_an_upload_deletes_what_it_stored(c):
+    before = await ids(c)
+    c.stream_threshold = 1 << 20
+    a = np.ones((4096, 2048))  # 64 MiB: still uploading when the task is cancelled
+    task = asyncio.create_task(c.matmul(a, np.ones((2048, 2))))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await ids(c) == before  # cancelled before the upload finished
+    for _ in range(150):  # the upload completes on its thread (a tensor appears)...
+        if await ids(c) != before:
+            break
+        await asyncio.sleep(0.02)
+    for _ in range(100):  # ... and is deleted (it may be gone before the loop above saw it)
+        if await ids(c) == before:
+            break
+        await asyncio.sleep(0.05)
+    assert await ids(c) == before

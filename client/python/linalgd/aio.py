@@ -21,8 +21,8 @@ Large tensors (stream_threshold bytes or more) move as in linalgd.Client, in
 parallel parts over several TCP connections (transfer.py), on a worker thread
 (asyncio.to_thread) with sync gRPC channels of this client's own, so the event
 loop keeps running meanwhile. Such a transfer is not interrupted by a
-cancellation: it ends at its deadline or when it completes, and the temporary
-tensor is then deleted.
+cancellation: it ends at its deadline or when it completes, and what it stored
+is then deleted in the background.
 
 Not here: shared memory (use linalgd.Client(use_shared_memory=True)) and a
 caller's channel= (the client makes its own channels: one grpc.aio channel for
@@ -127,7 +127,7 @@ class Client(ClientBase):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
-        self._background = set()  # tasks no one awaits (a Factor's release on collection)
+        self._background = set()  # tasks no one awaits (releases and deletes)
 
         def factory(i, o=options, c=credentials):
             return _sync_channel(target, c, [*o, ("linalgd.transfer_connection", i)])
@@ -168,8 +168,7 @@ class Client(ClientBase):
         if isinstance(effect, _ops.Invoke):
             return await self._invoke(effect.method, effect.request, effect.timeout)
         if isinstance(effect, _ops.PutMany):
-            return await asyncio.to_thread(self._transfer.put_many, effect.items,
-                                           effect.deadline)
+            return await self._put_many(effect.items, effect.deadline)
         if isinstance(effect, _ops.Get):
             return await asyncio.to_thread(self._transfer.get, effect.tensor_id,
                                            effect.deadline)
@@ -186,6 +185,25 @@ class Client(ClientBase):
         if isinstance(effect, _ops.Sleep):
             return await asyncio.sleep(effect.seconds)
         raise TypeError(f"linalgd.aio.Client cannot perform {effect!r}")
+
+    async def _put_many(self, items, deadline) -> Any:
+        """transfer.put_many on a worker thread. When the awaiting task is
+        cancelled, the thread's uploads still complete (or fail); what they
+        stored is then deleted, in the background."""
+        uploads = asyncio.ensure_future(asyncio.to_thread(self._transfer.put_many, items,
+                                                          deadline))
+        try:
+            return await asyncio.shield(uploads)
+        except asyncio.CancelledError:
+            uploads.add_done_callback(self._drop_uploads)
+            raise
+
+    def _drop_uploads(self, uploads: "asyncio.Future") -> None:
+        if uploads.cancelled() or uploads.exception() is not None or self._closed:
+            return
+        task = asyncio.ensure_future(self._drop([info.id for info in uploads.result()]))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _drop(self, ids) -> None:
         for i in ids:
