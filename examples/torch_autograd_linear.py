@@ -112,7 +112,8 @@ def check_against_nn_linear(client, device, args):
         y = remote_linear(client, x_remote, w, b, activation)
         y.square().sum().backward()
         errs = {name: float((got - want).abs().max() / (want.abs().max() + 1e-12))
-                for name, got, want in (("out", y, y_ref), ("grad_input", x_remote.grad, x_ref.grad),
+                for name, got, want in (("out", y, y_ref),
+                                        ("grad_input", x_remote.grad, x_ref.grad),
                                         ("grad_weight", w.grad, layer.weight.grad),
                                         ("grad_bias", b.grad, layer.bias.grad))}
         good = y.device == x.device and max(errs.values()) < 1e-5

@@ -13,14 +13,18 @@ torch = pytest.importorskip("torch")
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.complex64, torch.complex128]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_keeps_torch_dtype_and_device(client, dtype):
-    a = torch.randn(3, 4, 5).to(dtype)
-    b = torch.randn(5, 2).to(dtype)
+    a = torch.randn(3, 4, 5, dtype=dtype if dtype.is_complex else torch.float32).to(dtype)
+    b = torch.randn(5, 2, dtype=dtype if dtype.is_complex else torch.float32).to(dtype)
     y = client.matmul(a, b)
     assert isinstance(y, torch.Tensor) and y.dtype == dtype and y.device == a.device
     tol = 5e-2 if dtype == torch.bfloat16 else 1e-5
-    torch.testing.assert_close(y.double(), a.double() @ b.double(), rtol=tol, atol=tol)
+    wide = torch.complex128 if dtype.is_complex else torch.float64
+    torch.testing.assert_close(y.to(wide), a.to(wide) @ b.to(wide), rtol=tol, atol=tol)
 
 
 def test_solve_put_get_and_mixed_operands(client):
@@ -75,6 +79,8 @@ def test_cuda_in_cuda_out(client, dtype):
     tol = 5e-2 if dtype == torch.bfloat16 else 1e-4
     torch.testing.assert_close(y.double(), torch.relu(a.double() @ b.double() + 1),
                                rtol=tol, atol=tol)
+    z = client.matmul(a.to(torch.complex64), b.to(torch.complex64) * 1j)
+    assert z.device == a.device and z.dtype == torch.complex64
     x = client.solve(torch.eye(4, device="cuda", dtype=torch.float64) * 2,
                      torch.ones(4, device="cuda", dtype=torch.float64))
     assert x.device == a.device

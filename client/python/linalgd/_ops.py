@@ -159,11 +159,11 @@ def remote_result(client, t, field) -> RemoteTensor:
 
 
 def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
-           transpose_a: bool = False, transpose_b: bool = False, alpha: Optional[complex] = None,
-           beta: Optional[complex] = None, epilogue: Any = None, compute_mode: Any = None,
-           output_dtype: Any = None, allow_non_finite: bool = False, priority: int = 0,
-           timeout: Any = DEFAULT, return_info: bool = False,
-           keep: bool = False) -> Op:
+           transpose_a: bool = False, transpose_b: bool = False,
+           alpha: Optional[complex] = None, beta: Optional[complex] = None,
+           epilogue: Any = None, compute_mode: Any = None, output_dtype: Any = None,
+           allow_non_finite: bool = False, priority: int = 0, timeout: Any = DEFAULT,
+           return_info: bool = False, keep: bool = False) -> Op:
     """epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul shapes.
 
     a: [..., M, K] ([..., K, M] with transpose_a); b: [..., K, N] ([..., N, K]
