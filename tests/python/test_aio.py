@@ -91,6 +91,13 @@ async def test_store_remote_tensors_and_factors(c):
     with pytest.raises(TypeError, match="async with"):
         with f:
             pass
+    info = await c.put_info(np.ones((2, 3), np.float32), ttl=60.0)
+    assert info.shape == (2, 3) and info.ttl_seconds == 60.0
+    await c.delete(info.id)
+    g = await c.factorize(a, method="lu")
+    await c.release_factor(g.factor_id)
+    with pytest.raises(linalgd.NotFound):
+        await c.release_factor(g.id)
 
 
 @aio_test
@@ -307,3 +314,18 @@ async def test_cancelling_during_an_upload_deletes_what_it_stored(c):
             break
         await asyncio.sleep(0.05)
     assert await ids(c) == before
+
+
+@aio_test
+async def test_a_collected_factor_is_released_in_the_background(c):
+    import gc
+    f = await c.factorize(np.eye(3) * 2)
+    factor_id = f.id
+    assert factor_id in await ids(c)
+    del f
+    gc.collect()
+    for _ in range(100):
+        if factor_id not in await ids(c):
+            break
+        await asyncio.sleep(0.02)
+    assert factor_id not in await ids(c)
