@@ -41,7 +41,8 @@ DEFAULT_TARGET = "localhost:50051"
 # What an operand may be: a numpy array (or anything numpy.asarray takes), a
 # torch tensor (CPU or CUDA), or a RemoteTensor (put(), keep=True).
 Operand = Union[Any, RemoteTensor]
-__all__ = ["Client", "DEFAULT_TARGET", "DEFAULT_MAX_MESSAGE_BYTES", "PROTOBUF_LIMIT", "Operand"]
+__all__ = ["Client", "DEFAULT_TARGET", "DEFAULT_MAX_MESSAGE_BYTES", "PROTOBUF_LIMIT",
+           "Operand"]
 
 
 def _make_channel(target, credentials, options):
