@@ -137,6 +137,9 @@ class Client(ClientBase):
     # -- lifecycle ---------------------------------------------------------
 
     async def close(self) -> None:
+        """Closes the channels, after up to 1 s for background releases and deletes."""
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=1.0)
         self._closed = True
         self._transfer.close()
         self._transfer_channel.close()
