@@ -75,17 +75,43 @@ def _supported():
         ", bfloat16" if BFLOAT16 is not None else " (bfloat16 needs ml_dtypes)")
 
 
+def host_copy(t):
+    """A CPU copy of a torch tensor on another device (CUDA), made in one
+    device-to-host copy into pinned (page-locked) memory: to("cpu",
+    non_blocking=True) allocates the destination pinned, then the tensor's
+    stream is synchronized before the bytes are read."""
+    host = t.to("cpu", non_blocking=True)
+    if t.device.type == "cuda":
+        _torch().cuda.current_stream(t.device).synchronize()
+    return host
+
+
 def _torch_to_numpy(t, field):
     torch = _torch()
-    if t.device.type != "cpu":
-        raise InvalidArgument(f"{field}: torch tensor on {t.device}; move it to the CPU first")
     t = t.detach()
+    if t.device.type != "cpu":
+        t = host_copy(t)
     if t.dtype == torch.bfloat16:
         raw = t.contiguous().view(torch.int16).numpy()
         return raw, DType.BF16
     if t.is_complex():  # a lazily conjugated view (t.conj()) has no numpy form
         t = t.resolve_conj()
     return t.numpy(), None
+
+
+def torch_device(*xs):
+    """The device of the first torch tensor among xs, or None when none is torch."""
+    for x in xs:
+        if is_torch(x):
+            return x.device
+    return None
+
+
+def to_device(out, device):
+    """out (a torch CPU tensor when device is not None) moved to device."""
+    if device is None or device.type == "cpu" or not is_torch(out):
+        return out
+    return out.to(device)
 
 
 def to_numpy(x, field):
