@@ -39,7 +39,11 @@ struct JobSpec {
   // Non-empty: the job runs on the CPU lane whatever its size, and this says
   // why (the fallback reason when a GPU lane would have taken it).
   std::string cpu_only;
-  int priority = 0;                              // higher first; FIFO within a level
+  int priority = 0;  // higher first
+  // Within a priority level, tenants with queued jobs take turns (JobQueue),
+  // `weight` jobs a turn; FIFO within a tenant.
+  std::string tenant;
+  int weight = 1;
   absl::Time deadline = absl::InfiniteFuture();  // the caller's (gRPC) deadline
 };
 

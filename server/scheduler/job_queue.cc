@@ -2,14 +2,41 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace linalgd {
+
+void JobQueue::Level::Push(QueuedJob item) {
+  const std::string& tenant = item.job->spec().tenant;
+  std::deque<QueuedJob>& jobs = by_tenant[tenant];
+  if (jobs.empty()) turns.push_back(tenant);
+  jobs.push_back(std::move(item));
+}
+
+QueuedJob JobQueue::Level::PopNext() {
+  const std::string tenant = turns.front();
+  std::deque<QueuedJob>& jobs = by_tenant[tenant];
+  QueuedJob item = std::move(jobs.front());
+  jobs.pop_front();
+  ++served;
+  if (jobs.empty()) {
+    by_tenant.erase(tenant);
+    turns.pop_front();
+    served = 0;
+  } else if (served >= std::max(1, item.job->spec().weight)) {  // its turn is over
+    turns.pop_front();
+    turns.push_back(tenant);
+    served = 0;
+  }
+  return item;
+}
 
 std::optional<QueuedJob> JobQueue::Push(QueuedJob item, bool force) {
   absl::MutexLock lock(&mu_);
   if (closed_ || (!force && size_ >= capacity_)) return item;
   flops_ += item.job->spec().flops;
-  levels_[item.job->spec().priority].push_back(std::move(item));
+  levels_[item.job->spec().priority].Push(std::move(item));
   ++size_;
   ++pushes_;
   return std::nullopt;
@@ -27,8 +54,7 @@ std::optional<QueuedJob> JobQueue::Pop() {
       this));
   if (size_ == 0) return std::nullopt;
   auto level = levels_.begin();
-  QueuedJob item = std::move(level->second.front());
-  level->second.pop_front();
+  QueuedJob item = level->second.PopNext();
   if (level->second.empty()) levels_.erase(level);
   Removed(item);
   return item;
@@ -37,17 +63,26 @@ std::optional<QueuedJob> JobQueue::Pop() {
 void JobQueue::TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take, size_t max,
                                std::vector<QueuedJob>& out) {
   for (auto level = levels_.begin(); level != levels_.end() && out.size() < max;) {
-    auto& jobs = level->second;
-    for (auto it = jobs.begin(); it != jobs.end() && out.size() < max;) {
-      if (take(*it)) {
-        out.push_back(std::move(*it));
-        Removed(out.back());
-        it = jobs.erase(it);
-      } else {
-        ++it;
+    Level& l = level->second;
+    const std::vector<std::string> order(l.turns.begin(), l.turns.end());
+    for (const std::string& tenant : order) {
+      std::deque<QueuedJob>& jobs = l.by_tenant[tenant];
+      for (auto it = jobs.begin(); it != jobs.end() && out.size() < max;) {
+        if (take(*it)) {
+          out.push_back(std::move(*it));
+          Removed(out.back());
+          it = jobs.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (jobs.empty()) {
+        if (l.turns.front() == tenant) l.served = 0;
+        l.by_tenant.erase(tenant);
+        l.turns.erase(std::find(l.turns.begin(), l.turns.end(), tenant));
       }
     }
-    level = jobs.empty() ? levels_.erase(level) : std::next(level);
+    level = l.empty() ? levels_.erase(level) : std::next(level);
   }
 }
 

@@ -29,8 +29,10 @@ struct QueuedJob {
   bool validated = false;       // Job::Validate() has passed
 };
 
-// A bounded priority queue of jobs: strict priority levels, FIFO within a
-// level. Thread-safe.
+// A bounded priority queue of jobs: strict priority levels; within a level,
+// the tenants (JobSpec::tenant) with queued jobs take turns, JobSpec::weight
+// jobs a turn (weighted round robin), so one tenant's flood cannot starve
+// another's calls; FIFO within a tenant. Thread-safe.
 class JobQueue {
  public:
   explicit JobQueue(int capacity) : capacity_(capacity) {}
@@ -45,8 +47,8 @@ class JobQueue {
   std::optional<QueuedJob> Pop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes up to `max` queued jobs whose key equals `key` (any priority,
-  // oldest first within a level). When none is queued, waits until one
-  // arrives, `until` passes or the queue closes.
+  // tenants in turn order within a level, oldest first within a tenant). When none is queued, waits
+  // until one arrives, `until` passes or the queue closes.
   std::vector<QueuedJob> TakeMatching(const BatchKey& key, int max, absl::Time until)
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -70,10 +72,21 @@ class JobQueue {
                        std::vector<QueuedJob>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Removed(const QueuedJob& item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // One priority level: each tenant's jobs, and the tenants with jobs in
+  // turn order (front: the one being served, `served` jobs into its turn).
+  struct Level {
+    std::map<std::string, std::deque<QueuedJob>> by_tenant;
+    std::deque<std::string> turns;
+    int served = 0;
+    bool empty() const { return turns.empty(); }
+    void Push(QueuedJob item);
+    QueuedJob PopNext();
+  };
+
   const int capacity_;
   mutable absl::Mutex mu_;
   // Highest priority first.
-  std::map<int, std::deque<QueuedJob>, std::greater<int>> levels_ ABSL_GUARDED_BY(mu_);
+  std::map<int, Level, std::greater<int>> levels_ ABSL_GUARDED_BY(mu_);
   int size_ ABSL_GUARDED_BY(mu_) = 0;
   double flops_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -67,6 +67,8 @@ grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
   }
   JobSpec spec = spec_of(*prepared);
   spec.priority = ClampPriority(request.priority(), mine);
+  spec.tenant = std::string(rpc.tenant());
+  spec.weight = mine.tenant ? static_cast<int>(mine.tenant->quotas.weight) : 1;
   spec.deadline = CallDeadline(context);
   const CallEnv job_env = mine;  // rpc moves into the job
   auto job = std::make_unique<JobT>(spec, std::move(rpc), reactor, job_env, response,

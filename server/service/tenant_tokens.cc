@@ -62,18 +62,22 @@ absl::Status ParseKey(absl::string_view field, Tenant& t) {
       {"max_objects", &t.quotas.max_objects},
       {"max_inflight", &t.quotas.max_inflight},
       {"max_priority", &t.quotas.max_priority},
-      {"max_message_bytes", &t.quotas.max_message_bytes}};
+      {"max_message_bytes", &t.quotas.max_message_bytes},
+      {"weight", &t.quotas.weight}};
   auto it = numbers.find(key);
   if (it == numbers.end() || field.find('=') == absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         Quoted(field),
         " is not key=value with a key of store_bytes, max_objects, max_inflight, max_priority, "
-        "max_message_bytes, admin"));
+        "max_message_bytes, weight, admin"));
   }
   int64_t n = 0;
   if (!absl::SimpleAtoi(value, &n) || n < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(key, "=", Quoted(value), " is not an integer >= 0"));
+  }
+  if (key == "weight" && (n < 1 || n > 1000)) {
+    return absl::InvalidArgumentError(absl::StrCat("weight=", n, " is not in 1..1000"));
   }
   *it->second = n;
   return absl::OkStatus();

@@ -21,6 +21,9 @@ struct TenantQuotas {
   // Request priorities above it are clamped to it (and below -it to -it).
   int64_t max_priority = 10;
   int64_t max_message_bytes = INT64_MAX;  // largest request message
+  // Its share of a device when several tenants have work queued at one
+  // priority: jobs taken in turn, `weight` at a time (1..1000).
+  int64_t weight = 1;
 };
 
 // One line of the tokens file. Immutable once parsed.
@@ -39,7 +42,7 @@ using TenantList = std::vector<std::shared_ptr<const Tenant>>;
 // Parses a tokens file: one tenant per line,
 //   TENANT SHA256_HEX_OF_TOKEN [key=value ...]
 // keys store_bytes, max_objects, max_inflight, max_priority,
-// max_message_bytes (integers >= 0) and admin (true/false); the hash may be
+// max_message_bytes (integers >= 0), weight (1..1000) and admin (true/false); the hash may be
 // "-" (certificate only). '#' starts a comment; blank lines are skipped.
 // INVALID_ARGUMENT naming `source`, the line number and what is wrong (never
 // the hash): too few fields, a bad name or hash (64 hex digits), an unknown

@@ -97,6 +97,8 @@ class TestJob : public Job {
     out_->Add(id_, status, info, std::move(r));
   }
 
+  int id() const { return id_; }
+
  private:
   int id_;
   Outcome* out_;

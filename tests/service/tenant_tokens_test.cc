@@ -51,6 +51,18 @@ TEST(TenantTokensTest, ParsesTenantsQuotasCommentsAndBlankLines) {
   EXPECT_FALSE((*t)[2]->has_token);     // "-": certificate only
 }
 
+TEST(TenantTokensTest, WeightIsOneByDefaultAndBoundedTo1000) {
+  auto t = Parse(absl::StrCat("a ", kAlpha, " weight=4\nb ", kBeta));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)[0]->quotas.weight, 4);
+  EXPECT_EQ((*t)[1]->quotas.weight, 1);
+  EXPECT_THAT(
+      Parse(absl::StrCat("a ", kAlpha, " weight=0")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("weight=0 is not in 1..1000")));
+  EXPECT_THAT(Parse(absl::StrCat("a ", kAlpha, " weight=1001")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1..1000")));
+}
+
 TEST(TenantTokensTest, UppercaseHexIsTheSameHash) {
   std::string upper = kAlpha;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

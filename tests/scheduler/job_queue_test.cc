@@ -1,0 +1,93 @@
+// JobQueue: strict priority levels; within a level, tenants take turns
+// (weighted round robin); FIFO within a tenant.
+#include "server/scheduler/job_queue.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/scheduler/test_jobs.h"
+
+namespace linalgd::testing {
+namespace {
+
+class JobQueueTest : public ::testing::Test {
+ protected:
+  void Push(int id, const std::string& tenant, int weight = 1, int priority = 0,
+            bool batchable = false) {
+    JobSpec spec = Spec(8, priority);
+    spec.tenant = tenant;
+    spec.weight = weight;
+    QueuedJob item;
+    item.job = std::make_shared<TestJob>(id, spec, &out_);
+    if (batchable) item.key = BatchKey{};
+    ASSERT_FALSE(queue_.Push(std::move(item)).has_value());
+  }
+  // The ids of every queued job, in Pop order.
+  std::vector<int> PopAll() {
+    std::vector<int> ids;
+    queue_.Close();
+    while (auto item = queue_.Pop()) ids.push_back(IdOf(*item));
+    return ids;
+  }
+  static int IdOf(const QueuedJob& item) {
+    return static_cast<const TestJob&>(*item.job).id();
+  }
+
+  Outcome out_;
+  JobQueue queue_{100};
+};
+
+TEST_F(JobQueueTest, OneTenantIsFifoWithinAPriorityLevel) {
+  for (int i = 0; i < 5; ++i) Push(i, "a");
+  EXPECT_EQ(PopAll(), (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+TEST_F(JobQueueTest, TenantsTakeTurnsSoAFloodDoesNotStarveAnother) {
+  for (int i = 0; i < 6; ++i) Push(i, "flood");
+  Push(100, "small");  // queued behind six of the flood's
+  Push(101, "small");
+  EXPECT_EQ(PopAll(), (std::vector<int>{0, 100, 1, 101, 2, 3, 4, 5}));
+}
+
+TEST_F(JobQueueTest, WeightIsJobsPerTurn) {
+  for (int i = 0; i < 6; ++i) Push(i, "heavy", /*weight=*/3);
+  for (int i = 100; i < 103; ++i) Push(i, "light");
+  EXPECT_EQ(PopAll(), (std::vector<int>{0, 1, 2, 100, 3, 4, 5, 101, 102}));
+}
+
+TEST_F(JobQueueTest, PriorityLevelsStayStrictAcrossTenants) {
+  Push(0, "a");
+  Push(1, "b");
+  Push(2, "a", 1, /*priority=*/5);
+  Push(3, "b", 1, /*priority=*/5);
+  Push(4, "a", 1, /*priority=*/5);
+  EXPECT_EQ(PopAll(), (std::vector<int>{2, 3, 4, 0, 1}));
+}
+
+TEST_F(JobQueueTest, TakingATenantsJobsOutKeepsTheOthersTurns) {
+  for (int i = 0; i < 3; ++i) Push(i, "a");
+  for (int i = 100; i < 103; ++i) Push(i, "b");
+  for (int i = 200; i < 202; ++i) Push(i, "c");
+  std::vector<QueuedJob> dropped =
+      queue_.TakeIf([](const QueuedJob& q) { return q.job->spec().tenant == "a"; });
+  EXPECT_EQ(dropped.size(), 3u);
+  EXPECT_EQ(queue_.size(), 5);
+  EXPECT_EQ(PopAll(), (std::vector<int>{100, 200, 101, 201, 102}));
+}
+
+TEST_F(JobQueueTest, TakeMatchingTakesFromEveryTenantInTurnOrder) {
+  Push(0, "a", 1, 0, /*batchable=*/true);
+  Push(100, "b", 1, 0, true);
+  Push(1, "a", 1, 0, true);
+  Push(2, "a");  // no batch key: stays
+  std::vector<QueuedJob> taken = queue_.TakeMatching(BatchKey{}, 10, absl::InfinitePast());
+  std::vector<int> ids;
+  for (const QueuedJob& q : taken) ids.push_back(IdOf(q));
+  EXPECT_EQ(ids, (std::vector<int>{0, 1, 100}));  // a's turn first, FIFO within a
+  EXPECT_EQ(PopAll(), (std::vector<int>{2}));
+}
+
+}  // namespace
+}  // namespace linalgd::testing
