@@ -21,11 +21,13 @@ COPY client client
 COPY tools tools
 COPY scripts scripts
 ENV BUILD_DIR=/build LINALGD_WITH_CUDA=ON CUDACXX=/usr/local/cuda/bin/nvcc
+# No .git in the build context: --version reports the commit given here.
+ARG REVISION=unknown
 COPY LICENSE THIRD_PARTY_NOTICES ./
 # The runtime stage installs only the packages whose libraries these two
 # binaries load (scripts/runtime-packages.sh: ldd through dpkg -S, on the
 # same Ubuntu as the runtime image).
-RUN bash scripts/build.sh -DLINALGD_BUILD_TESTS=OFF \
+RUN bash scripts/build.sh -DLINALGD_BUILD_TESTS=OFF -DLINALGD_GIT_COMMIT="${REVISION}" \
     && install -D -m 0755 /build/bin/linalgd /out/usr/local/bin/linalgd \
     && install -D -m 0755 /build/bin/linalgd-cli /out/usr/local/bin/linalgd-cli \
     && install -D -m 0644 -t /out/usr/share/doc/linalgd LICENSE THIRD_PARTY_NOTICES \
