@@ -3,7 +3,9 @@ find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
-find_package(CLI11 CONFIG REQUIRED)
+if(LINALGD_BUILD_SERVER OR LINALGD_BUILD_TOOLS)
+  find_package(CLI11 CONFIG REQUIRED)  # header-only: the flags of every executable
+endif()
 if(LINALGD_BUILD_SERVER)
   find_package(spdlog CONFIG REQUIRED)
   # prometheus-cpp 1.0.1 (MIT): metric families and the /metrics HTTP endpoint.
