@@ -62,9 +62,53 @@ struct Flags {
   std::string store_ttl = "1h";
   std::string max_ttl = "24h";
   std::string stream_idle_timeout = "60s";
+  int64_t tenant_store_bytes = 0;
+  int64_t tenant_max_objects = 0;
+  int64_t tenant_max_priority = -1;
+  int64_t tenant_max_message_bytes = 0;
 };
 
+// The quota flags' 0 (-1 for max_priority): the server-wide value.
+void FinalizeTenantDefaults(Flags& f) {
+  linalgd::TenantQuotas& q = f.options.auth.defaults;
+  if (f.tenant_store_bytes > 0) q.store_bytes = f.tenant_store_bytes;
+  if (f.tenant_max_objects > 0) q.max_objects = f.tenant_max_objects;
+  q.max_priority = f.tenant_max_priority >= 0 ? f.tenant_max_priority : f.options.max_priority;
+  if (f.tenant_max_message_bytes > 0) q.max_message_bytes = f.tenant_max_message_bytes;
+}
+
+// Authentication and the per-tenant quotas' defaults (0: no cap of the
+// tenant's own beyond the server's; the tokens file sets them per tenant).
+void AddTenantFlags(CLI::App& app, Flags& f) {
+  auto& o = f.options;
+  app.add_option("--auth-tokens", o.auth.tokens_file,
+                 "tenants and their token hashes, one per line: TENANT SHA256_HEX [key=value ...]; "
+                 "callers send 'authorization: Bearer TOKEN'; reread when it changes");
+  app.add_flag("--tenant-from-cert", o.auth.tenant_from_cert,
+               "with --tls-client-ca: a caller without a token is the tenant its client "
+               "certificate's CN or SAN names");
+  app.add_option("--tenant-store-bytes", f.tenant_store_bytes,
+                 "default quota store_bytes: a tenant's share of --store-bytes (0: all of it)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tenant-max-objects", f.tenant_max_objects,
+                 "default quota max_objects: stored objects per tenant (0: --store-max-objects)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tenant-max-inflight", o.auth.defaults.max_inflight,
+                 "default quota max_inflight: a tenant's calls in progress at once (0: unlimited)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--tenant-max-priority", f.tenant_max_priority,
+                 "default quota max_priority: a tenant's priorities are clamped to [-this, this] "
+                 "(default: --max-priority)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tenant-max-message-bytes", f.tenant_max_message_bytes,
+                 "default quota max_message_bytes: a tenant's largest request message (0: "
+                 "--max-message-bytes)")
+      ->check(CLI::NonNegativeNumber);
+}
+
 void AddFlags(CLI::App& app, Flags& f) {
+  AddTenantFlags(app, f);
   auto& o = f.options;
   app.add_option("--listen", o.listen, "gRPC listen address host:port (port 0: any)")
       ->capture_default_str();
@@ -277,6 +321,7 @@ bool Finalize(Flags& f, absl::Duration* grace) {
     o.devices.push_back(ordinal);
   }
   o.disable_gpu = o.disable_gpu || EnvIsOne("LINALGD_DISABLE_GPU") || EnvIsOne("NV_MATH_DISABLE");
+  FinalizeTenantDefaults(f);
   absl::Status log = linalgd::SetUpLogging(f.log_level);
   if (!log.ok()) std::cerr << "linalgd: " << log.message() << "\n";
   return log.ok();

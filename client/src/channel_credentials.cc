@@ -5,6 +5,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace linalgd::client::internal {
 namespace {
@@ -21,10 +23,59 @@ absl::StatusOr<std::string> ReadPem(absl::string_view field, const std::string& 
   return text.str();
 }
 
+// Adds the authorization metadata to each call before it is sent.
+class BearerInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerInterceptor(const std::string& value) : value_(value) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", value_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string& value_;  // the factory's, which the channel keeps
+};
+
+class BearerFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerFactory(const std::string& token) : value_(absl::StrCat("Bearer ", token)) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerInterceptor(value_);
+  }
+
+ private:
+  const std::string value_;
+};
+
+absl::Status CheckToken(const std::string& token) {
+  for (char c : token) {
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          "ClientOptions.token: only printable ASCII without spaces may go in a header");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::shared_ptr<grpc::Channel> CreateClientChannel(
+    const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    const grpc::ChannelArguments& args) {
+  if (options.token.empty()) return grpc::CreateCustomChannel(options.target, credentials, args);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<BearerFactory>(options.token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(options.target, credentials, args,
+                                                                 std::move(factories));
+}
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const ClientOptions& options) {
+  if (absl::Status s = CheckToken(options.token); !s.ok()) return s;
   if (options.tls_ca.empty() && options.tls_cert.empty() && options.tls_key.empty()) {
     return grpc::InsecureChannelCredentials();
   }

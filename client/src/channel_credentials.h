@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "linalgd/options.h"
 
 namespace linalgd::client::internal {
@@ -13,8 +15,17 @@ namespace linalgd::client::internal {
 // options.tls_ca, tls_cert, tls_key is set (the files are read here, once),
 // else plaintext. INVALID_ARGUMENT naming the field for an unreadable file
 // or a certificate without its key.
+// options.token is checked here too (printable ASCII, no spaces).
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const ClientOptions& options);
+
+// A channel to options.target with `credentials` and `args`; with
+// options.token, every call on it carries "authorization: Bearer TOKEN" (a
+// client interceptor: gRPC refuses call credentials on plaintext channels,
+// and loopback servers without TLS are allowed).
+std::shared_ptr<grpc::Channel> CreateClientChannel(
+    const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    const grpc::ChannelArguments& args);
 
 }  // namespace linalgd::client::internal
 

@@ -72,7 +72,7 @@ class Client::Impl {
         std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
     args.SetMaxReceiveMessageSize(max_bytes);
     args.SetMaxSendMessageSize(max_bytes);
-    return grpc::CreateCustomChannel(options.target, credentials, args);
+    return client::internal::CreateClientChannel(options, credentials, args);
   }
 
   const ClientOptions options_;

@@ -17,6 +17,10 @@ v1::DType ToProto(DType dtype) {
       return v1::DTYPE_F16;
     case DType::kBF16:
       return v1::DTYPE_BF16;
+    case DType::kC64:
+      return v1::DTYPE_C64;
+    case DType::kC128:
+      return v1::DTYPE_C128;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -31,6 +35,10 @@ absl::StatusOr<DType> FromProto(v1::DType dtype) {
       return DType::kF16;
     case v1::DTYPE_BF16:
       return DType::kBF16;
+    case v1::DTYPE_C64:
+      return DType::kC64;
+    case v1::DTYPE_C128:
+      return DType::kC128;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("response tensor has unknown dtype ", static_cast<int>(dtype)));
@@ -149,6 +157,8 @@ v1::MatmulRequest ToProto(MatmulArgs args) {
   req.set_transpose_b(args.transpose_b);
   if (args.alpha.has_value()) req.set_alpha(*args.alpha);
   if (args.beta.has_value()) req.set_beta(*args.beta);
+  req.set_alpha_imag(args.alpha_imag);
+  req.set_beta_imag(args.beta_imag);
   req.set_epilogue(ToProto(args.epilogue));
   req.set_compute_mode(ToProto(args.compute_mode));
   if (args.output_dtype.has_value()) req.set_output_dtype(ToProto(*args.output_dtype));

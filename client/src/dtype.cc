@@ -12,7 +12,9 @@ namespace {
 static_assert(static_cast<int>(DType::kF32) == static_cast<int>(::linalgd::DType::kF32) &&
               static_cast<int>(DType::kF64) == static_cast<int>(::linalgd::DType::kF64) &&
               static_cast<int>(DType::kF16) == static_cast<int>(::linalgd::DType::kF16) &&
-              static_cast<int>(DType::kBF16) == static_cast<int>(::linalgd::DType::kBF16));
+              static_cast<int>(DType::kBF16) == static_cast<int>(::linalgd::DType::kBF16) &&
+              static_cast<int>(DType::kC64) == static_cast<int>(::linalgd::DType::kC64) &&
+              static_cast<int>(DType::kC128) == static_cast<int>(::linalgd::DType::kC128));
 
 ::linalgd::DType Shared(DType dtype) { return static_cast<::linalgd::DType>(dtype); }
 
@@ -21,6 +23,8 @@ static_assert(static_cast<int>(DType::kF32) == static_cast<int>(::linalgd::DType
 size_t DTypeSize(DType dtype) { return ::linalgd::DTypeSize(Shared(dtype)); }
 
 absl::string_view DTypeName(DType dtype) { return ::linalgd::DTypeName(Shared(dtype)); }
+
+bool IsComplex(DType dtype) { return ::linalgd::IsComplex(Shared(dtype)); }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
   absl::StatusOr<::linalgd::DType> dtype = ::linalgd::ParseDType(name);

@@ -20,7 +20,8 @@ absl::Status Invalid(absl::string_view name, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
 }
 
-// Maps a numpy descr to a dtype; only little-endian floats are accepted.
+// Maps a numpy descr to a dtype; only little-endian floats and complex
+// numbers are accepted.
 absl::StatusOr<DType> DTypeFromDescr(absl::string_view name, absl::string_view descr) {
   absl::string_view code = descr;
   if (!code.empty() && (code[0] == '<' || code[0] == '|' || code[0] == '=')) {
@@ -29,10 +30,12 @@ absl::StatusOr<DType> DTypeFromDescr(absl::string_view name, absl::string_view d
   if (code == "f2") return DType::kF16;
   if (code == "f4") return DType::kF32;
   if (code == "f8") return DType::kF64;
+  if (code == "c8") return DType::kC64;
+  if (code == "c16") return DType::kC128;
   const bool big = !descr.empty() && descr[0] == '>';
   return Invalid(name, absl::StrCat("header field 'descr' is '", descr, "': ",
                                     big ? "big-endian data is not supported" : "unsupported dtype",
-                                    " (expected '<f2', '<f4' or '<f8')"));
+                                    " (expected '<f2', '<f4', '<f8', '<c8' or '<c16')"));
 }
 
 uint32_t ReadLittleEndian(absl::string_view bytes) {
@@ -106,7 +109,7 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
     return absl::InvalidArgumentError(absl::StrCat("unknown .npy format version ", version));
   }
   internal::NpyHeader header;
-  header.descr = absl::StrCat("<f", DTypeSize(tensor.dtype()));
+  header.descr = absl::StrCat(IsComplex(tensor.dtype()) ? "<c" : "<f", DTypeSize(tensor.dtype()));
   header.shape = tensor.shape();
   std::string dict = internal::FormatNpyHeader(header);
   if (version == 0) version = dict.size() + 11 + kAlign > 65535 ? 2 : 1;

@@ -17,8 +17,12 @@ std::string ShapeString(absl::Span<const int64_t> shape) {
 
 template <typename T>
 constexpr DType DTypeOf() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "FromVector takes float or double");
+  if constexpr (std::is_same_v<T, std::complex<float>>) return DType::kC64;
+  if constexpr (std::is_same_v<T, std::complex<double>>) return DType::kC128;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                    std::is_same_v<T, std::complex<float>> ||
+                    std::is_same_v<T, std::complex<double>>,
+                "FromVector takes float, double or their std::complex");
   return std::is_same_v<T, float> ? DType::kF32 : DType::kF64;
 }
 
@@ -73,6 +77,10 @@ template absl::StatusOr<Tensor> Tensor::FromVector<float>(std::vector<int64_t>,
                                                           absl::Span<const float>);
 template absl::StatusOr<Tensor> Tensor::FromVector<double>(std::vector<int64_t>,
                                                            absl::Span<const double>);
+template absl::StatusOr<Tensor> Tensor::FromVector<std::complex<float>>(
+    std::vector<int64_t>, absl::Span<const std::complex<float>>);
+template absl::StatusOr<Tensor> Tensor::FromVector<std::complex<double>>(
+    std::vector<int64_t>, absl::Span<const std::complex<double>>);
 
 int64_t Tensor::num_elements() const {
   return static_cast<int64_t>(bytes_.size() / DTypeSize(dtype_));
@@ -110,9 +118,16 @@ std::vector<T> Tensor::ToVector() const {
         out[i] = static_cast<T>(v);
         break;
       }
-      case DType::kF64: {
+      case DType::kF64:
+      case DType::kC128: {  // the real part comes first
         double v;
-        std::memcpy(&v, p + 8 * i, 8);
+        std::memcpy(&v, p + DTypeSize(dtype_) * i, 8);
+        out[i] = static_cast<T>(v);
+        break;
+      }
+      case DType::kC64: {
+        float v;
+        std::memcpy(&v, p + 8 * i, 4);
         out[i] = static_cast<T>(v);
         break;
       }

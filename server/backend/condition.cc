@@ -13,8 +13,8 @@ namespace {
 constexpr int kMaxEstimatorIterations = 5;
 
 double Eps(DType t) {
-  return t == DType::kF32 ? std::numeric_limits<float>::epsilon()
-                          : std::numeric_limits<double>::epsilon();
+  return RealPart(t) == DType::kF32 ? std::numeric_limits<float>::epsilon()
+                                    : std::numeric_limits<double>::epsilon();
 }
 
 // Where one member's estimate stands.

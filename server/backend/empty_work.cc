@@ -1,5 +1,6 @@
 #include "server/backend/empty_work.h"
 
+#include <complex>
 #include <vector>
 
 #include "server/backend/finite_check.h"
@@ -10,7 +11,8 @@ namespace linalgd {
 namespace {
 
 // d (plan.out_shape, zeros) = epilogue(0 + beta * c + bias), in the compute
-// type T (float, or double for f64) as the backends' own epilogues.
+// type T (float, double for f64, std::complex for c64 and c128) as the
+// backends' own epilogues.
 template <typename T>
 void ApplyToZeros(const MatmulOp& op, const MatmulPlan& plan, T* d) {
   const MatmulEpilogue<T> epilogue(op, plan);
@@ -28,7 +30,11 @@ absl::StatusOr<Tensor> EmptyMatmul(const MatmulOp& op, const MatmulPlan& plan) {
   if (absl::Status s = CheckMatmulInputsFinite(op); !s.ok()) return s;
   if (plan.batch == 0 || plan.m == 0 || plan.n == 0) return Tensor(op.out_dtype, plan.out_shape);
   Tensor out(op.out_dtype, plan.out_shape);
-  if (op.out_dtype == DType::kF64) {  // f64 inputs (PlanMatmul)
+  if (op.out_dtype == DType::kC128) {
+    ApplyToZeros<std::complex<double>>(op, plan, out.mutable_as<std::complex<double>>());
+  } else if (op.out_dtype == DType::kC64) {
+    ApplyToZeros<std::complex<float>>(op, plan, out.mutable_as<std::complex<float>>());
+  } else if (op.out_dtype == DType::kF64) {  // f64 inputs (PlanMatmul)
     ApplyToZeros<double>(op, plan, out.mutable_as<double>());
   } else if (op.out_dtype == DType::kF32) {
     ApplyToZeros<float>(op, plan, out.mutable_as<float>());

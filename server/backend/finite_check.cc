@@ -58,6 +58,14 @@ int64_t FirstNonFiniteIn(const TensorView& t, int64_t begin, int64_t end) {
     case DType::kBF16:
       bad = FirstAllOnes(t.as<uint16_t>() + begin, n, uint16_t{0x7f80});
       break;
+    case DType::kC64:  // (real, imaginary) pairs: element = part / 2
+      bad = FirstNonFinite(t.as<float>() + 2 * begin, 2 * n);
+      if (bad >= 0) bad /= 2;
+      break;
+    case DType::kC128:
+      bad = FirstNonFinite(t.as<double>() + 2 * begin, 2 * n);
+      if (bad >= 0) bad /= 2;
+      break;
   }
   return bad < 0 ? -1 : begin + bad;
 }
@@ -95,8 +103,10 @@ int64_t FirstNonFinite(const TensorView& t) {
 }
 
 absl::Status NonFiniteError(const TensorView& t, absl::string_view field, int64_t index) {
-  const double value =
-      ToDoubleVector(TensorView{t.dtype, {1, 1}, t.data + index * DTypeSize(t.dtype)})[0];
+  // A complex element is read as its two parts; the first non-finite one is named.
+  const std::vector<double> parts = ToDoubleVector(TensorView{
+      RealPart(t.dtype), {1, IsComplex(t.dtype) ? 2 : 1}, t.data + index * DTypeSize(t.dtype)});
+  const double value = std::isfinite(parts[0]) ? parts.back() : parts[0];
   return absl::InvalidArgumentError(absl::StrCat(
       field, ": element ", index, " is ", std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf"),
       "; non-finite inputs are rejected unless allow_non_finite is set"));

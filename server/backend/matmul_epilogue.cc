@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "server/common/element_type.h"
 #include "server/common/half.h"
 
 namespace linalgd {
@@ -12,9 +13,10 @@ namespace {
 // converted copy kept in *store.
 template <typename T>
 const T* ValuesAs(const TensorView& t, std::vector<T>* store) {
-  constexpr DType kNative = std::is_same_v<T, float> ? DType::kF32 : DType::kF64;
-  if (t.dtype == kNative) return t.as<T>();
-  if constexpr (std::is_same_v<T, float>) {
+  if (t.dtype == NativeDType<T>()) return t.as<T>();  // complex: always (PlanMatmul)
+  if constexpr (kIsComplex<T>) {
+    return nullptr;
+  } else if constexpr (std::is_same_v<T, float>) {
     *store = ToFloatVector(t);
   } else {
     *store = ToDoubleVector(t);
@@ -33,7 +35,7 @@ T Gelu(T x) {
 
 template <typename T>
 MatmulEpilogue<T>::MatmulEpilogue(const MatmulOp& op, const MatmulPlan& plan)
-    : m_(plan.m), n_(plan.n), beta_(static_cast<T>(op.beta)) {
+    : m_(plan.m), n_(plan.n), beta_(MakeScalar<T>(op.beta, op.beta_imag)) {
   switch (op.epilogue) {
     case Epilogue::kRelu:
     case Epilogue::kReluBias:
@@ -47,7 +49,7 @@ MatmulEpilogue<T>::MatmulEpilogue(const MatmulOp& op, const MatmulPlan& plan)
       act_ = kNone;
       break;
   }
-  if (op.c && op.beta != 0) {
+  if (op.c && (op.beta != 0 || op.beta_imag != 0)) {
     if (plan.c_full_matrix) {
       c_ = ValuesAs<T>(*op.c, &c_store_);
       c_offsets_ = &plan.c_offsets;
@@ -78,10 +80,12 @@ void MatmulEpilogue<T>::Apply(int64_t i, T* d) const {
       T v = row[j];
       if (c_row) v += beta_ * c_row[j];
       if (bias_) v += bias_per_row_ ? bias_[r] : bias_[j];
-      if (act_ == kRelu) {
-        v = v > 0 ? v : 0;
-      } else if (act_ == kGelu) {
-        v = Gelu(v);
+      if constexpr (!kIsComplex<T>) {  // complex: none (PlanMatmul)
+        if (act_ == kRelu) {
+          v = v > 0 ? v : 0;
+        } else if (act_ == kGelu) {
+          v = Gelu(v);
+        }
       }
       row[j] = v;
     }
@@ -90,6 +94,8 @@ void MatmulEpilogue<T>::Apply(int64_t i, T* d) const {
 
 template class MatmulEpilogue<float>;
 template class MatmulEpilogue<double>;
+template class MatmulEpilogue<std::complex<float>>;
+template class MatmulEpilogue<std::complex<double>>;
 template float Gelu<float>(float);
 template double Gelu<double>(double);
 

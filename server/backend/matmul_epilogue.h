@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_BACKEND_MATMUL_EPILOGUE_H_
 #define LINALGD_SERVER_BACKEND_MATMUL_EPILOGUE_H_
 
+#include <complex>
 #include <cstdint>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace linalgd {
 // The part of a matmul after the product, applied in place to each output
 // matrix d that already holds alpha * op(a) @ op(b):
 //   d = act(d + beta * c + bias)
-// in the compute type T (float, or double for f64). c and bias are read in T
+// in the compute type T (float, or double for f64; std::complex<float> and
+// std::complex<double> for c64 and c128, which take no activation). c and bias are read in T
 // (converted once at construction, expanded with BroadcastTo when c is not a
 // full [M, N] matrix). Thread-safe after construction. REQUIRES: op's views
 // outlive this object; plan is PlanMatmul(op).
@@ -42,6 +44,8 @@ class MatmulEpilogue {
 
 extern template class MatmulEpilogue<float>;
 extern template class MatmulEpilogue<double>;
+extern template class MatmulEpilogue<std::complex<float>>;
+extern template class MatmulEpilogue<std::complex<double>>;
 
 // GELU, tanh approximation (as cuBLASLt): 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
 template <typename T>

@@ -34,6 +34,10 @@ struct MatmulOp {
   bool trans_b = false;
   double alpha = 1.0;
   double beta = 0.0;
+  // Imaginary parts of alpha and beta; nonzero only for complex dtypes
+  // (PlanMatmul refuses them otherwise).
+  double alpha_imag = 0.0;
+  double beta_imag = 0.0;
   Epilogue epilogue = Epilogue::kNone;
   ComputeMode compute = ComputeMode::kDefault;
   DType out_dtype = DType::kF32;

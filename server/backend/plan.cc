@@ -98,11 +98,35 @@ std::vector<int64_t> BatchOffsets(const Shape& batch, const Shape& out_batch, in
   return offsets;
 }
 
+// Complex operands take complex scalars and no activation; real operands
+// take real scalars.
+absl::Status CheckComplexMatmul(const MatmulOp& op) {
+  const DType in = op.a.dtype;
+  if (!IsComplex(in)) {
+    for (const auto& [v, name] :
+         {std::pair{op.alpha_imag, "alpha_imag"}, std::pair{op.beta_imag, "beta_imag"}}) {
+      if (v != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name, ": ", v, " is nonzero, but ", DTypeName(in), " inputs take real scalars only"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const Epilogue e = op.epilogue;
+  if (e != Epilogue::kNone && e != Epilogue::kBias) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epilogue: ", EpilogueName(e), " is not supported for ", DTypeName(in),
+                     " inputs (complex products take the none and bias epilogues)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckMatmulDtypes(const MatmulOp& op) {
   if (op.a.dtype != op.b.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "b.dtype: ", DTypeName(op.b.dtype), " differs from a.dtype ", DTypeName(op.a.dtype)));
   }
+  LINALGD_RETURN_IF_ERROR(CheckComplexMatmul(op));
   const DType in = op.a.dtype, out = op.out_dtype;
   const bool half_in = in == DType::kF16 || in == DType::kBF16;
   if (out != in && !(half_in && out == DType::kF32)) {
@@ -156,9 +180,10 @@ absl::Status PlanBias(const MatmulOp& op, MatmulPlan& plan) {
 
 absl::Status PlanC(const MatmulOp& op, MatmulPlan& plan) {
   if (!op.c) {
-    if (op.beta != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("beta: ", op.beta, " needs c, which is not set"));
+    if (op.beta != 0 || op.beta_imag != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op.beta != 0 ? "beta: " : "beta_imag: ", op.beta != 0 ? op.beta : op.beta_imag,
+          " needs c, which is not set"));
     }
     return absl::OkStatus();
   }
@@ -216,9 +241,9 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limi
 }
 
 absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits) {
-  if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
+  if (!IsSolveDType(op.a.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a.dtype: solve supports f32, f64, c64 and c128, not ", DTypeName(op.a.dtype)));
   }
   if (op.b.dtype != op.a.dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -249,6 +274,10 @@ absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits)
   plan.x_shape.push_back(plan.n);
   plan.x_shape.push_back(plan.k);
   return plan;
+}
+
+bool IsSolveDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF64 || IsComplex(dtype);
 }
 
 double MatmulFlops(const MatmulPlan& plan) {

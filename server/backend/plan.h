@@ -54,6 +54,9 @@ struct SolvePlan {
 
 absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits = {});
 
+// The dtypes dense solves and factorizations take: f32, f64, c64, c128.
+bool IsSolveDType(DType dtype);
+
 // Element flop count of the op (2*M*N*K per batch element for matmul).
 double MatmulFlops(const MatmulPlan& plan);
 

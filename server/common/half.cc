@@ -14,6 +14,10 @@ T ElementAs(const TensorView& t, int64_t i) {
       return static_cast<T>(HalfToFloat(t.as<uint16_t>()[i]));
     case DType::kBF16:
       return static_cast<T>(BFloat16ToFloat(t.as<uint16_t>()[i]));
+    case DType::kC64:  // the real part
+      return static_cast<T>(t.as<float>()[2 * i]);
+    case DType::kC128:
+      return static_cast<T>(t.as<double>()[2 * i]);
   }
   return T{};
 }
@@ -35,6 +39,12 @@ Tensor FromValues(DType dtype, Shape shape, const T* values) {
         break;
       case DType::kBF16:
         out.mutable_as<uint16_t>()[i] = FloatToBFloat16(static_cast<float>(values[i]));
+        break;
+      case DType::kC64:  // real values, zero imaginary parts
+        out.mutable_as<float>()[2 * i] = static_cast<float>(values[i]);
+        break;
+      case DType::kC128:
+        out.mutable_as<double>()[2 * i] = static_cast<double>(values[i]);
         break;
     }
   }

@@ -16,7 +16,8 @@ inline float RoundToHalf(float f) { return HalfToFloat(FloatToHalf(f)); }
 inline float RoundToBFloat16(float f) { return BFloat16ToFloat(FloatToBFloat16(f)); }
 
 // Element-wise conversions of a whole view into a float or double buffer
-// (any dtype), and from float/double into a tensor of any dtype.
+// (any dtype; complex dtypes give their real parts), and from float/double
+// into a tensor of any dtype (complex: zero imaginary parts).
 std::vector<float> ToFloatVector(const TensorView& t);
 std::vector<double> ToDoubleVector(const TensorView& t);
 Tensor FromFloats(DType dtype, Shape shape, const float* values);

@@ -1,13 +1,14 @@
 #include "server/cpu/cpu_factor.h"
 
-#include <lapacke.h>
-
+#include <complex>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/element_type.h"
 #include "server/common/status_macros.h"
+#include "server/cpu/lapack_calls.h"
 #include "server/cpu/lapack_solvers.h"
 
 namespace linalgd {
@@ -26,54 +27,15 @@ class CpuFactor : public Factor {
   const std::vector<lapack_int> ipiv_;  // LU only
 };
 
-// The LAPACKE calls by type.
+constexpr int kCol = LAPACK_COL_MAJOR;
+
+// v conjugated in place (complex T; nothing for a real T).
 template <typename T>
-struct Lapack {
-  static constexpr bool kDouble = std::is_same_v<T, double>;
-  static T Lange(char norm, int n, const T* a) {
-    if constexpr (kDouble)
-      return LAPACKE_dlange(LAPACK_COL_MAJOR, norm, n, n, a, n);
-    else
-      return LAPACKE_slange(LAPACK_COL_MAJOR, norm, n, n, a, n);
+void Conjugate(std::vector<T>& v) {
+  if constexpr (kIsComplex<T>) {
+    for (T& x : v) x = std::conj(x);
   }
-  static lapack_int Getrf(int n, T* a, lapack_int* ipiv) {
-    if constexpr (kDouble)
-      return LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
-    else
-      return LAPACKE_sgetrf(LAPACK_COL_MAJOR, n, n, a, n, ipiv);
-  }
-  static lapack_int Potrf(int n, T* a) {
-    if constexpr (kDouble)
-      return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
-    else
-      return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'L', n, a, n);
-  }
-  static lapack_int Gecon(int n, const T* a, T anorm, T* rcond) {
-    if constexpr (kDouble)
-      return LAPACKE_dgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
-    else
-      return LAPACKE_sgecon(LAPACK_COL_MAJOR, 'I', n, a, n, anorm, rcond);
-  }
-  static lapack_int Pocon(int n, const T* a, T anorm, T* rcond) {
-    if constexpr (kDouble)
-      return LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
-    else
-      return LAPACKE_spocon(LAPACK_COL_MAJOR, 'L', n, a, n, anorm, rcond);
-  }
-  static lapack_int Getrs(int n, int k, const T* a, const lapack_int* ipiv, T* b) {
-    if constexpr (kDouble) {
-      return LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'T', n, k, a, n, ipiv, b, n);
-    } else {
-      return LAPACKE_sgetrs(LAPACK_COL_MAJOR, 'T', n, k, a, n, ipiv, b, n);
-    }
-  }
-  static lapack_int Potrs(int n, int k, const T* a, T* b) {
-    if constexpr (kDouble)
-      return LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
-    else
-      return LAPACKE_spotrs(LAPACK_COL_MAJOR, 'L', n, k, a, n, b, n);
-  }
-};
+}
 
 // What one attempt made: a factor, or why the method does not apply.
 template <typename T>
@@ -87,7 +49,7 @@ FactorInfo InfoFor(SolveMethod method, int n, double rcond, double rcond_factor,
                    int64_t ipiv_count) {
   FactorInfo info;
   info.method = method;
-  info.dtype = std::is_same_v<T, double> ? DType::kF64 : DType::kF32;
+  info.dtype = NativeDType<T>();
   info.n = n;
   info.bytes = static_cast<int64_t>(n) * n * sizeof(T) + ipiv_count * sizeof(lapack_int);
   info.placement = "cpu";
@@ -100,15 +62,15 @@ template <typename T>
 absl::StatusOr<Attempt<T>> TryLu(const T* a, int n, Backend* owner, double rcond_factor) {
   std::vector<T> lu(a, a + static_cast<size_t>(n) * n);  // row-major a = column-major a^T
   std::vector<lapack_int> ipiv(n);
-  const T anorm = Lapack<T>::Lange('I', n, lu.data());  // ||a^T||_inf = ||a||_1
-  const lapack_int info = Lapack<T>::Getrf(n, lu.data(), ipiv.data());
+  const RealOf<T> anorm = lapack::Lange(kCol, 'I', n, lu.data());  // ||a^T||_inf = ||a||_1
+  const lapack_int info = lapack::Getrf(kCol, n, lu.data(), ipiv.data());
   if (info < 0) return absl::InternalError(absl::StrCat("getrf: argument ", -info, " is bad"));
   if (info > 0) {
     return Attempt<T>{nullptr, absl::StrCat("lu: a is singular (U[", info - 1, ",", info - 1,
                                             "] is exactly zero)")};
   }
-  T rcond = 0;
-  if (Lapack<T>::Gecon(n, lu.data(), anorm, &rcond) != 0)
+  RealOf<T> rcond = 0;
+  if (lapack::Gecon(kCol, 'I', n, lu.data(), anorm, &rcond) != 0)
     return absl::InternalError("gecon failed");
   auto factor =
       std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kLu, n, rcond, rcond_factor, n), owner,
@@ -124,16 +86,20 @@ absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner, double
   s.name = "a";
   std::string why;
   if (!IsSymmetric(s, &why)) return Attempt<T>{nullptr, absl::StrCat("cholesky: ", why)};
+  // Read column-major, the buffer is a^T = conj(a) (a Hermitian): the factor
+  // is conj(a)'s, and Solve conjugates b and x around it.
   std::vector<T> l(a, a + static_cast<size_t>(n) * n);
-  const T anorm = Lapack<T>::Lange('1', n, l.data());
-  const lapack_int info = Lapack<T>::Potrf(n, l.data());
+  const RealOf<T> anorm = lapack::Lange(kCol, '1', n, l.data());
+  const lapack_int info = lapack::Potrf(kCol, 'L', n, l.data());
   if (info < 0) return absl::InternalError(absl::StrCat("potrf: argument ", -info, " is bad"));
   if (info > 0) {
     return Attempt<T>{nullptr,
                       absl::StrCat("cholesky: leading minor ", info, " is not positive definite")};
   }
-  T rcond = 0;
-  if (Lapack<T>::Pocon(n, l.data(), anorm, &rcond) != 0) return absl::InternalError("pocon failed");
+  RealOf<T> rcond = 0;
+  if (lapack::Pocon(kCol, 'L', n, l.data(), anorm, &rcond) != 0) {
+    return absl::InternalError("pocon failed");
+  }
   auto factor =
       std::make_shared<CpuFactor<T>>(InfoFor<T>(SolveMethod::kCholesky, n, rcond, rcond_factor, 0),
                                      owner, std::move(l), std::vector<lapack_int>());
@@ -178,10 +144,13 @@ absl::StatusOr<SolveResult> Solve(const CpuFactor<T>& f, const TensorView& b) {
     T* dst = r.x.mutable_as<T>() + e * matrix;
     for (int i = 0; i < n; ++i)  // row-major n x k -> column-major n x k
       for (int j = 0; j < k; ++j) col[j * static_cast<size_t>(n) + i] = src[i * k + j];
-    const lapack_int info = f.info().method == SolveMethod::kLu
-                                ? Lapack<T>::Getrs(n, k, f.lu().data(), f.ipiv().data(), col.data())
-                                : Lapack<T>::Potrs(n, k, f.lu().data(), col.data());
+    const bool lu = f.info().method == SolveMethod::kLu;
+    if (!lu) Conjugate(col);  // conj(a) conj(x) = conj(b)
+    const lapack_int info =
+        lu ? lapack::Getrs(kCol, 'T', n, k, f.lu().data(), f.ipiv().data(), col.data(), n)
+           : lapack::Potrs(kCol, 'L', n, k, f.lu().data(), col.data(), n);
     if (info != 0) return absl::InternalError(absl::StrCat("getrs/potrs: info ", info));
+    if (!lu) Conjugate(col);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < k; ++j) dst[i * k + j] = col[j * static_cast<size_t>(n) + i];
   }
@@ -204,9 +173,13 @@ absl::StatusOr<FactorizeResult> CpuFactorize(const FactorizeOp& op, Backend* own
       return Factorize<double>(op, owner, rcond_factor);
     case DType::kF32:
       return Factorize<float>(op, owner, rcond_factor);
+    case DType::kC128:
+      return Factorize<std::complex<double>>(op, owner, rcond_factor);
+    case DType::kC64:
+      return Factorize<std::complex<float>>(op, owner, rcond_factor);
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32, f64, c64 or c128"));
   }
 }
 
@@ -218,6 +191,10 @@ absl::StatusOr<SolveResult> CpuSolveWithFactor(const Factor& factor, const Tenso
   }
   if (const auto* f = dynamic_cast<const CpuFactor<double>*>(&factor)) return Solve(*f, b);
   if (const auto* f = dynamic_cast<const CpuFactor<float>*>(&factor)) return Solve(*f, b);
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
+  if (const auto* f = dynamic_cast<const CpuFactor<C128>*>(&factor)) return Solve(*f, b);
+  if (const auto* f = dynamic_cast<const CpuFactor<C64>*>(&factor)) return Solve(*f, b);
   return absl::InvalidArgumentError("factor: not a CPU factor");
 }
 

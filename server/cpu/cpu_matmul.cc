@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/backend/finite_check.h"
 #include "server/backend/matmul_epilogue.h"
+#include "server/common/element_type.h"
 #include "server/common/half.h"
 #include "server/cpu/blas_gemm.h"
 
@@ -33,8 +34,8 @@ float RoundForMode(float v, ComputeMode mode) {
 // the default mode (no copy), else a converted copy kept in *store.
 template <typename T>
 const T* PrepareInput(const TensorView& t, ComputeMode mode, std::vector<T>* store) {
-  if constexpr (std::is_same_v<T, double>) {
-    return t.as<double>();  // PlanMatmul allows f64 in the default mode only
+  if constexpr (!std::is_same_v<T, float>) {
+    return t.as<T>();  // PlanMatmul allows f64 and complex in the default mode only
   } else {
     if (t.dtype == DType::kF32 && mode == ComputeMode::kDefault) return t.as<float>();
     *store = ToFloatVector(t);
@@ -64,8 +65,7 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   const T* a = PrepareInput<T>(op.a, op.compute, &a_store);
   const T* b = PrepareInput<T>(op.b, op.compute, &b_store);
   const MatmulEpilogue<T> epilogue(op, plan);
-  constexpr DType kNative = std::is_same_v<T, float> ? DType::kF32 : DType::kF64;
-  const bool native_out = op.out_dtype == kNative;
+  const bool native_out = op.out_dtype == NativeDType<T>();
   Tensor out;
   std::vector<T> acc;  // f16/bf16 outputs: accumulate in T, convert at the end
   if (native_out) {
@@ -76,7 +76,7 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   T* d = native_out ? out.mutable_as<T>() : acc.data();
   const int m = plan.m, n = plan.n, k = plan.k;
   const int lda = op.a.cols(), ldb = op.b.cols();
-  const T alpha = static_cast<T>(op.alpha);
+  const T alpha = MakeScalar<T>(op.alpha, op.alpha_imag);
   std::atomic<bool> stopped{false};
   auto element = [&](int64_t i) {
     if (stopped.load(std::memory_order_relaxed) || op.stop.stop_requested()) {
@@ -105,8 +105,16 @@ absl::StatusOr<Tensor> CpuMatmul(const MatmulOp& op, const MatmulPlan& plan,
                                  const CpuExecution& exec) {
   if (absl::Status s = CheckBlasLimits(op, plan); !s.ok()) return s;
   if (absl::Status s = CheckMatmulInputsFinite(op); !s.ok()) return s;
-  if (op.a.dtype == DType::kF64) return RunMatmul<double>(op, plan, exec);
-  return RunMatmul<float>(op, plan, exec);
+  switch (op.a.dtype) {
+    case DType::kF64:
+      return RunMatmul<double>(op, plan, exec);
+    case DType::kC64:
+      return RunMatmul<std::complex<float>>(op, plan, exec);
+    case DType::kC128:
+      return RunMatmul<std::complex<double>>(op, plan, exec);
+    default:
+      return RunMatmul<float>(op, plan, exec);
+  }
 }
 
 }  // namespace linalgd

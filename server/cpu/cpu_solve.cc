@@ -4,6 +4,7 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/backend/solve_chain.h"
+#include "server/common/element_type.h"
 #include "server/cpu/blas_gemm.h"
 #include "server/cpu/lapack_solvers.h"
 
@@ -124,10 +126,15 @@ ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
   }
 }
 
-// Values as double: the data itself for double, else a copy in *store.
+// The double-precision type residuals of T are computed in: double, or
+// std::complex<double> for complex T.
 template <typename T>
-const double* AsDouble(const T* v, size_t count, std::vector<double>* store) {
-  if constexpr (std::is_same_v<T, double>) {
+using WideOf = std::conditional_t<kIsComplex<T>, std::complex<double>, double>;
+
+// Values as WideOf<T>: the data itself when T is that, else a copy in *store.
+template <typename T>
+const WideOf<T>* AsWide(const T* v, size_t count, std::vector<WideOf<T>>* store) {
+  if constexpr (std::is_same_v<T, WideOf<T>>) {
     return v;
   } else {
     store->assign(v, v + count);
@@ -135,11 +142,11 @@ const double* AsDouble(const T* v, size_t count, std::vector<double>* store) {
   }
 }
 
-double FrobeniusColumns(const double* v, int rows, int ld, int col0, int cols) {
+template <typename W>
+double FrobeniusColumns(const W* v, int rows, int ld, int col0, int cols) {
   double sum = 0;
   for (int r = 0; r < rows; ++r) {
-    for (int c = col0; c < col0 + cols; ++c)
-      sum += v[size_t{1} * r * ld + c] * v[size_t{1} * r * ld + c];
+    for (int c = col0; c < col0 + cols; ++c) sum += std::norm(v[size_t{1} * r * ld + c]);
   }
   return std::sqrt(sum);
 }
@@ -147,12 +154,13 @@ double FrobeniusColumns(const double* v, int rows, int ld, int col0, int cols) {
 // max over the k-column blocks j of s of ||a x_j - b_j|| / (||a|| ||x_j|| + ||b_j||).
 template <typename T>
 double GroupResidual(const DenseSystem<T>& s, const std::vector<T>& x, int k) {
-  std::vector<double> a_store, x_store;
-  const double* a = AsDouble(s.a, size_t{1} * s.m * s.n, &a_store);
-  const double* xd = AsDouble(x.data(), x.size(), &x_store);
-  std::vector<double> b(s.b, s.b + size_t{1} * s.m * s.nrhs);
-  std::vector<double> r = b;
-  Gemm(false, false, s.m, s.nrhs, s.n, 1.0, a, s.n, xd, s.nrhs, -1.0, r.data(), s.nrhs);
+  using W = WideOf<T>;
+  std::vector<W> a_store, x_store;
+  const W* a = AsWide(s.a, size_t{1} * s.m * s.n, &a_store);
+  const W* xd = AsWide(x.data(), x.size(), &x_store);
+  std::vector<W> b(s.b, s.b + size_t{1} * s.m * s.nrhs);
+  std::vector<W> r = b;
+  Gemm(false, false, s.m, s.nrhs, s.n, W{1}, a, s.n, xd, s.nrhs, W{-1}, r.data(), s.nrhs);
   const double a_norm = FrobeniusColumns(a, s.m, s.n, 0, s.n);
   double worst = 0;
   for (int c0 = 0; c0 < s.nrhs; c0 += k) {
@@ -306,6 +314,40 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
   return result;
 }
 
+// t's elements converted to Dst's type (c64 <-> c128), as a tensor of `dtype`.
+template <typename Src, typename Dst>
+Tensor ConvertComplex(const Src* src, DType dtype, const Shape& shape) {
+  Tensor out(dtype, shape);
+  Dst* dst = out.mutable_as<Dst>();
+  for (int64_t i = 0; i < out.num_elements(); ++i) dst[i] = Dst(src[i]);
+  return out;
+}
+
+// numpy.linalg computes every solve in double precision and rounds x to the
+// input's type; c64 solves do the same, so that their answers are numpy's.
+// The singularity threshold stays c64's: rcond_factor * n * eps(f32),
+// written as a c128 factor.
+absl::StatusOr<SolveResult> SolveC64InC128(const SolveOp& op, const SolvePlan& plan,
+                                           const CpuExecution& exec, double rcond_factor) {
+  using C64 = std::complex<float>;
+  using C128 = std::complex<double>;
+  const Tensor a = ConvertComplex<C64, C128>(op.a.as<C64>(), DType::kC128, op.a.shape);
+  const Tensor b = ConvertComplex<C64, C128>(op.b.as<C64>(), DType::kC128, op.b.shape);
+  SolveOp wide;
+  wide.a = a.view();
+  wide.b = b.view();
+  wide.method = op.method;
+  wide.allow_fallback = op.allow_fallback;
+  wide.lstsq_rcond = op.lstsq_rcond;
+  wide.stop = op.stop;
+  const double factor = rcond_factor * static_cast<double>(std::numeric_limits<float>::epsilon()) /
+                        std::numeric_limits<double>::epsilon();
+  absl::StatusOr<SolveResult> r = RunSolve<C128>(wide, plan, exec, factor);
+  if (!r.ok()) return r;
+  r->x = ConvertComplex<C128, C64>(r->x.as<C128>(), DType::kC64, r->x.shape());
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
@@ -314,10 +356,19 @@ absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
     return absl::InvalidArgumentError(absl::StrCat("a.shape: ", ShapeString(op.a.shape),
                                                    " exceeds the CPU LAPACK limit ", INT_MAX));
   }
-  if (op.a.dtype == DType::kF64) return RunSolve<double>(op, plan, exec, rcond_factor);
-  if (op.a.dtype == DType::kF32) return RunSolve<float>(op, plan, exec, rcond_factor);
-  return absl::InvalidArgumentError(
-      absl::StrCat("a.dtype: solve supports f32 and f64, not ", DTypeName(op.a.dtype)));
+  switch (op.a.dtype) {
+    case DType::kF64:
+      return RunSolve<double>(op, plan, exec, rcond_factor);
+    case DType::kF32:
+      return RunSolve<float>(op, plan, exec, rcond_factor);
+    case DType::kC128:
+      return RunSolve<std::complex<double>>(op, plan, exec, rcond_factor);
+    case DType::kC64:
+      return SolveC64InC128(op, plan, exec, rcond_factor);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a.dtype: solve supports f32, f64, c64 and c128, not ", DTypeName(op.a.dtype)));
+  }
 }
 
 }  // namespace linalgd

@@ -1,14 +1,15 @@
 #include "server/cpu/lapack_solvers.h"
 
-#include <lapacke.h>
-
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "server/backend/condition.h"
+#include "server/common/element_type.h"
+#include "server/cpu/lapack_calls.h"
 
 namespace linalgd {
 namespace {
@@ -16,64 +17,28 @@ namespace {
 constexpr int kRow = LAPACK_ROW_MAJOR;
 constexpr int kCol = LAPACK_COL_MAJOR;
 
-// Typed LAPACKE overloads, so that templates call one name.
-lapack_int GetrfColumns(int n, float* a, lapack_int* p) {
-  return LAPACKE_sgetrf(kCol, n, n, a, n, p);
-}
-lapack_int GetrfColumns(int n, double* a, lapack_int* p) {
-  return LAPACKE_dgetrf(kCol, n, n, a, n, p);
-}
-float LangeInf(int n, const float* a) { return LAPACKE_slange(kCol, 'I', n, n, a, n); }
-double LangeInf(int n, const double* a) { return LAPACKE_dlange(kCol, 'I', n, n, a, n); }
-lapack_int GeconInf(int n, const float* lu, float anorm, float* rcond) {
-  return LAPACKE_sgecon(kCol, 'I', n, lu, n, anorm, rcond);
-}
-lapack_int GeconInf(int n, const double* lu, double anorm, double* rcond) {
-  return LAPACKE_dgecon(kCol, 'I', n, lu, n, anorm, rcond);
-}
-// Solves a x = b with the LU of a^T; b column-major n x k.
-lapack_int GetrsColumnsT(int n, int k, const float* lu, const lapack_int* p, float* b) {
-  return LAPACKE_sgetrs(kCol, 'T', n, k, lu, n, p, b, n);
-}
-lapack_int GetrsColumnsT(int n, int k, const double* lu, const lapack_int* p, double* b) {
-  return LAPACKE_dgetrs(kCol, 'T', n, k, lu, n, p, b, n);
-}
-lapack_int Pocon(int n, const float* l, float anorm, float* rcond) {
-  return LAPACKE_spocon(kRow, 'L', n, l, n, anorm, rcond);
-}
-lapack_int Pocon(int n, const double* l, double anorm, double* rcond) {
-  return LAPACKE_dpocon(kRow, 'L', n, l, n, anorm, rcond);
-}
-float Lange1(int n, const float* a) { return LAPACKE_slange(kRow, '1', n, n, a, n); }
-double Lange1(int n, const double* a) { return LAPACKE_dlange(kRow, '1', n, n, a, n); }
-lapack_int Potrf(int n, float* a) { return LAPACKE_spotrf(kRow, 'L', n, a, n); }
-lapack_int Potrf(int n, double* a) { return LAPACKE_dpotrf(kRow, 'L', n, a, n); }
-lapack_int Potrs(int n, int k, const float* l, float* b) {
-  return LAPACKE_spotrs(kRow, 'L', n, k, l, n, b, k);
-}
-lapack_int Potrs(int n, int k, const double* l, double* b) {
-  return LAPACKE_dpotrs(kRow, 'L', n, k, l, n, b, k);
-}
-lapack_int Gels(int m, int n, int k, float* a, float* b) {
-  return LAPACKE_sgels(kRow, 'N', m, n, k, a, n, b, k);
-}
-lapack_int Gels(int m, int n, int k, double* a, double* b) {
-  return LAPACKE_dgels(kRow, 'N', m, n, k, a, n, b, k);
-}
-lapack_int Gelsd(int m, int n, int k, float* a, float* b, float* s, float rcond, lapack_int* rank) {
-  return LAPACKE_sgelsd(kRow, m, n, k, a, n, b, k, s, rcond, rank);
-}
-lapack_int Gelsd(int m, int n, int k, double* a, double* b, double* s, double rcond,
-                 lapack_int* rank) {
-  return LAPACKE_dgelsd(kRow, m, n, k, a, n, b, k, s, rcond, rank);
+// v's complex conjugate; v itself for a real T.
+template <typename T>
+T Conj(T v) {
+  if constexpr (kIsComplex<T>) {
+    return std::conj(v);
+  } else {
+    return v;
+  }
 }
 
+// The machine epsilon of T's real parts.
 template <typename T>
-constexpr T kEps = std::numeric_limits<T>::epsilon();
+constexpr RealOf<T> kEps = std::numeric_limits<RealOf<T>>::epsilon();
 
+// |v|^2 in double.
 template <typename T>
-constexpr DType DTypeOf() {
-  return std::is_same_v<T, double> ? DType::kF64 : DType::kF32;
+double SquaredMagnitude(T v) {
+  if constexpr (kIsComplex<T>) {
+    return std::norm(std::complex<double>(v));
+  } else {
+    return static_cast<double>(v) * v;
+  }
 }
 
 // The status for a negative LAPACKE info from `routine`.
@@ -96,13 +61,14 @@ std::vector<T> CopyB(const DenseSystem<T>& s, int rows) {
 // A failure message for the tiny or zero diagonal of gels' triangular factor.
 template <typename T>
 std::string RankDeficiency(const DenseSystem<T>& s, const std::vector<T>& qr) {
+  using R = RealOf<T>;
   const char* f = s.m >= s.n ? "R" : "L";
   const int p = std::min(s.m, s.n);
-  T largest = 0;
+  R largest = 0;
   for (int i = 0; i < p; ++i) largest = std::max(largest, std::abs(qr[size_t{1} * i * s.n + i]));
-  const T tol = largest * kEps<T> * std::max(s.m, s.n);
+  const R tol = largest * kEps<T> * std::max(s.m, s.n);
   for (int i = 0; i < p; ++i) {
-    const T d = std::abs(qr[size_t{1} * i * s.n + i]);
+    const R d = std::abs(qr[size_t{1} * i * s.n + i]);
     if (d <= tol) {
       return absl::StrCat("qr: |", f, "[", i, ",", i, "]| = ", d, " of ", s.name,
                           " is tiny relative to the largest diagonal ", largest,
@@ -122,7 +88,7 @@ MethodResult<T> Failed(absl::Status status) {
 // Sets r's failure when r->rcond is below s's threshold (or NaN).
 template <typename T>
 bool SingularVerdict(const DenseSystem<T>& s, absl::string_view method, MethodResult<T>* r) {
-  const double threshold = SingularThreshold(s.rcond_factor, s.n, DTypeOf<T>());
+  const double threshold = SingularThreshold(s.rcond_factor, s.n, NativeDType<T>());
   if (r->rcond >= threshold) return false;
   r->failure = NumericallySingularMessage(method, s.name, r->rcond, threshold);
   r->singular = true;
@@ -143,10 +109,7 @@ template <typename T>
 std::vector<double> TailSquares(const std::vector<T>& x, int from, int rows, int nrhs) {
   std::vector<double> out(nrhs, 0.0);
   for (int i = from; i < rows; ++i) {
-    for (int j = 0; j < nrhs; ++j) {
-      const double v = x[size_t{1} * i * nrhs + j];
-      out[j] += v * v;
-    }
+    for (int j = 0; j < nrhs; ++j) out[j] += SquaredMagnitude(x[size_t{1} * i * nrhs + j]);
   }
   return out;
 }
@@ -159,23 +122,24 @@ MethodResult<T> SolveLu(const DenseSystem<T>& s) {
   const int n = s.n;
   std::vector<T> lu(s.a, s.a + static_cast<size_t>(n) * n);  // column-major a^T
   std::vector<lapack_int> pivots(n);
-  const T anorm = LangeInf(n, lu.data());  // ||a^T||_inf = ||a||_1
-  lapack_int info = GetrfColumns(n, lu.data(), pivots.data());
+  const RealOf<T> anorm = lapack::Lange(kCol, 'I', n, lu.data());  // ||a^T||_inf = ||a||_1
+  lapack_int info = lapack::Getrf(kCol, n, lu.data(), pivots.data());
   if (info < 0) return Failed<T>(LapackError("lu: getrf", info));
   if (info > 0) {
     r.failure = absl::StrCat("lu: U[", info - 1, ",", info - 1, "] is exactly zero in ", s.name);
     r.rcond = 0;
     return r;
   }
-  T rcond = 0;
-  info = GeconInf(n, lu.data(), anorm, &rcond);
+  RealOf<T> rcond = 0;
+  info = lapack::Gecon(kCol, 'I', n, lu.data(), anorm, &rcond);
   if (info < 0) return Failed<T>(LapackError("lu: gecon", info));
   r.rcond = rcond;
   if (SingularVerdict(s, "lu", &r)) return r;
   r.x = CopyB(s, n);
   std::vector<T> cols(r.x.size());
   RowsToColumns(r.x.data(), n, s.nrhs, cols.data());
-  info = GetrsColumnsT(n, s.nrhs, lu.data(), pivots.data(), cols.data());
+  // 'T' is the plain transpose for complex T too: the LU is of a^T.
+  info = lapack::Getrs(kCol, 'T', n, s.nrhs, lu.data(), pivots.data(), cols.data(), n);
   if (info < 0) return Failed<T>(LapackError("lu: getrs", info));
   RowsToColumns(cols.data(), s.nrhs, n, r.x.data());
   return r;
@@ -183,20 +147,23 @@ MethodResult<T> SolveLu(const DenseSystem<T>& s) {
 
 template <typename T>
 bool IsSymmetric(const DenseSystem<T>& s, std::string* why) {
+  using R = RealOf<T>;
   const int n = s.n;
-  const T tol = 100 * kEps<T> * Lange1(n, s.a);
-  T worst = 0;
+  const R tol = 100 * kEps<T> * lapack::Lange(kRow, '1', n, s.a);
+  R worst = 0;
   int wi = 0, wj = 0;
   for (int i = 0; i < n; ++i) {
-    for (int j = i + 1; j < n; ++j) {
-      const T d = std::abs(s.a[size_t{1} * i * n + j] - s.a[size_t{1} * j * n + i]);
+    for (int j = kIsComplex<T> ? i : i + 1; j < n; ++j) {  // complex: a real diagonal too
+      const R d = std::abs(s.a[size_t{1} * i * n + j] - Conj(s.a[size_t{1} * j * n + i]));
       if (d > worst) worst = d, wi = i, wj = j;
     }
   }
   if (worst <= tol) return true;
   if (why) {
-    *why = absl::StrCat("cholesky: ", s.name, " is not symmetric (|a[", wi, ",", wj, "] - a[", wj,
-                        ",", wi, "]| = ", worst, " exceeds 100*eps*||a||_1 = ", tol, ")");
+    *why = absl::StrCat("cholesky: ", s.name, " is not ", kIsComplex<T> ? "Hermitian" : "symmetric",
+                        " (|a[", wi, ",", wj, "] - ", kIsComplex<T> ? "conj(" : "", "a[", wj, ",",
+                        wi, "]", kIsComplex<T> ? ")" : "", "| = ", worst,
+                        " exceeds 100*eps*||a||_1 = ", tol, ")");
   }
   return false;
 }
@@ -207,20 +174,20 @@ MethodResult<T> SolveCholesky(const DenseSystem<T>& s) {
   if (!IsSymmetric(s, &r.failure)) return r;
   const int n = s.n;
   std::vector<T> l(s.a, s.a + static_cast<size_t>(n) * n);
-  lapack_int info = Potrf(n, l.data());
+  lapack_int info = lapack::Potrf(kRow, 'L', n, l.data());
   if (info < 0) return Failed<T>(LapackError("cholesky: potrf", info));
   if (info > 0) {
     r.failure =
         absl::StrCat("cholesky: leading minor ", info, " of ", s.name, " is not positive definite");
     return r;
   }
-  T rcond = 0;
-  info = Pocon(n, l.data(), Lange1(n, s.a), &rcond);
+  RealOf<T> rcond = 0;
+  info = lapack::Pocon(kRow, 'L', n, l.data(), lapack::Lange(kRow, '1', n, s.a), &rcond);
   if (info < 0) return Failed<T>(LapackError("cholesky: pocon", info));
   r.rcond = rcond;
   if (SingularVerdict(s, "cholesky", &r)) return r;
   r.x = CopyB(s, n);
-  info = Potrs(n, s.nrhs, l.data(), r.x.data());
+  info = lapack::Potrs(kRow, 'L', n, s.nrhs, l.data(), r.x.data(), s.nrhs);
   if (info < 0) return Failed<T>(LapackError("cholesky: potrs", info));
   return r;
 }
@@ -230,7 +197,7 @@ MethodResult<T> SolveQr(const DenseSystem<T>& s) {
   MethodResult<T> r;
   std::vector<T> qr(s.a, s.a + static_cast<size_t>(s.m) * s.n);
   std::vector<T> x = CopyB(s, std::max(s.m, s.n));
-  const lapack_int info = Gels(s.m, s.n, s.nrhs, qr.data(), x.data());
+  const lapack_int info = lapack::GelsRows(s.m, s.n, s.nrhs, qr.data(), x.data());
   if (info < 0) return Failed<T>(LapackError("qr: gels", info));
   if (info > 0) {
     r.failure = absl::StrCat("qr: ", s.m >= s.n ? "R" : "L", "[", info - 1, ",", info - 1,
@@ -249,10 +216,12 @@ MethodResult<T> SolveLstsq(const DenseSystem<T>& s) {
   MethodResult<T> r;
   std::vector<T> a(s.a, s.a + static_cast<size_t>(s.m) * s.n);
   std::vector<T> x = CopyB(s, std::max(s.m, s.n));
-  std::vector<T> sv(std::min(s.m, s.n));
-  const T rcond = s.lstsq_rcond >= 0 ? static_cast<T>(s.lstsq_rcond) : kEps<T> * std::max(s.m, s.n);
+  using R = RealOf<T>;
+  std::vector<R> sv(std::min(s.m, s.n));
+  const R rcond = s.lstsq_rcond >= 0 ? static_cast<R>(s.lstsq_rcond) : kEps<T> * std::max(s.m, s.n);
   lapack_int rank = 0;
-  const lapack_int info = Gelsd(s.m, s.n, s.nrhs, a.data(), x.data(), sv.data(), rcond, &rank);
+  const lapack_int info =
+      lapack::GelsdRows(s.m, s.n, s.nrhs, a.data(), x.data(), sv.data(), rcond, &rank);
   if (info < 0) return Failed<T>(LapackError("lstsq: gelsd", info));
   if (info > 0) {
     return Failed<T>(
@@ -276,6 +245,8 @@ MethodResult<T> SolveLstsq(const DenseSystem<T>& s) {
   template MethodResult<T> SolveLstsq<T>(const DenseSystem<T>&);
 LINALGD_INSTANTIATE_SOLVERS(float)
 LINALGD_INSTANTIATE_SOLVERS(double)
+LINALGD_INSTANTIATE_SOLVERS(std::complex<float>)
+LINALGD_INSTANTIATE_SOLVERS(std::complex<double>)
 #undef LINALGD_INSTANTIATE_SOLVERS
 
 }  // namespace linalgd

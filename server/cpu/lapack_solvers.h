@@ -10,7 +10,8 @@
 
 namespace linalgd {
 
-// One dense system a x = b of the CPU solve, T float or double: a is m x n,
+// One dense system a x = b of the CPU solve, T float, double or their
+// std::complex: a is m x n,
 // b is m x nrhs, both row-major (lda = n, ldb = nrhs) and read-only; each
 // method below works on copies (LAPACK overwrites its inputs).
 template <typename T>
@@ -54,22 +55,23 @@ struct MethodResult {
 
 // LU with partial pivoting (getrf, getrs) of a^T (the row-major buffer read
 // column-major, as the GPU backend and the cached factors do, so that both
-// name the same pivot). Fails on an exactly zero pivot, named 0-based
-// ("lu: U[4,4] is exactly zero in a"), or when the reciprocal 1-norm
-// condition estimate (gecon) is below the threshold (singular set).
+// name the same pivot; complex T: the plain transpose, never the conjugate).
+// Fails on an exactly zero pivot, named 0-based ("lu: U[4,4] is exactly zero
+// in a"), or when the reciprocal 1-norm condition estimate (gecon) is below
+// the threshold (singular set).
 // REQUIRES: m == n.
 template <typename T>
 MethodResult<T> SolveLu(const DenseSystem<T>& s);
 
-// True when a is symmetric within 100 * eps * ||a||_1; otherwise *why (when
-// not null) names the worst pair. REQUIRES: m == n.
+// True when a is symmetric (complex T: Hermitian, a = conj(a)^T, with a real
+// diagonal) within 100 * eps * ||a||_1; otherwise *why (when not null) names
+// the worst pair. REQUIRES: m == n.
 template <typename T>
 bool IsSymmetric(const DenseSystem<T>& s, std::string* why);
 
-// Cholesky (potrf on the lower triangle, potrs). Fails when a is not
-// symmetric (IsSymmetric), a leading minor is not positive definite, or its
-// pocon estimate is below the threshold (singular set).
-// REQUIRES: m == n.
+// Cholesky (potrf on the lower triangle, potrs; a = L L^H for complex T).
+// Fails when a is not symmetric or Hermitian (IsSymmetric), a leading minor is not positive
+// definite, or its pocon estimate is below the threshold (singular set). REQUIRES: m == n.
 template <typename T>
 MethodResult<T> SolveCholesky(const DenseSystem<T>& s);
 

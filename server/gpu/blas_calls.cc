@@ -20,6 +20,10 @@ cudaDataType_t CudaType(DType t) {
       return CUDA_R_16F;
     case DType::kBF16:
       return CUDA_R_16BF;
+    case DType::kC64:
+      return CUDA_C_32F;
+    case DType::kC128:
+      return CUDA_C_64F;
   }
   return CUDA_R_32F;
 }

@@ -1,7 +1,6 @@
 #include "server/gpu/device_tensor.h"
 
 #include "server/gpu/cuda_check.h"
-#include "server/gpu/device_resident.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/transfer.h"
 
@@ -9,18 +8,18 @@ namespace linalgd::gpu {
 
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(t.num_bytes())));
-  if (const void* r = FindDeviceResident(ctx.mem.device(), t.data, t.num_bytes())) {
+  if (const void* r = ctx.residents.Find(t.data, t.num_bytes())) {
     LINALGD_GPU_CHECK(
         cudaMemcpyAsync(d.data(), r, t.num_bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
     return d;
   }
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, t.data, t.num_bytes(), d.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, t.data, t.num_bytes(), d.data()));
   return d;
 }
 
 absl::StatusOr<DeviceOperand> UploadOperand(GpuContext& ctx, const TensorView& t) {
   DeviceOperand op;
-  op.data = FindDeviceResident(ctx.mem.device(), t.data, t.num_bytes());
+  op.data = ctx.residents.Find(t.data, t.num_bytes());
   if (op.data != nullptr) return op;
   LINALGD_ASSIGN_OR_RETURN(op.owned, Upload(ctx, t));
   op.data = op.owned.data();
@@ -48,13 +47,13 @@ absl::StatusOr<Tensor> Download(GpuContext& ctx, const void* src, DType dtype, S
                                 const ResultDestination& to) {
   const size_t bytes = NumElements(shape) * DTypeSize(dtype);
   if (to.Fits(bytes) && to.Begin()) {
-    const absl::Status s = CopyToHost(ctx.hs, ctx.pinned, src, bytes, to.data());
+    const absl::Status s = CopyToHost(ctx, src, bytes, to.data());
     to.End();
     if (!s.ok()) return s;
     return Tensor::External(dtype, std::move(shape), to.data());
   }
   Tensor out(dtype, std::move(shape));
-  LINALGD_RETURN_IF_ERROR(CopyToHost(ctx.hs, ctx.pinned, src, out.num_bytes(), out.mutable_data()));
+  LINALGD_RETURN_IF_ERROR(CopyToHost(ctx, src, out.num_bytes(), out.mutable_data()));
   return out;
 }
 

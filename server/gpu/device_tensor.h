@@ -13,7 +13,7 @@ namespace linalgd::gpu {
 
 // A copy of `t`'s bytes on the device (staged through pinned memory; one
 // direct copy from page-locked memory; a device-to-device copy when `t` is a
-// stored tensor resident on ctx's device, device_resident.h). The caller may
+// stored tensor resident on ctx's device, ctx.residents). The caller may
 // write to it.
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t);
 

@@ -15,25 +15,30 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt on Hopper
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(int device, int64_t budget_bytes,
-                                                               int handle_sets,
-                                                               PinnedPool* pinned) {
-  LINALGD_GPU_CHECK(cudaSetDevice(device));
+absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(const GpuBackendConfig& config) {
+  if (config.pinned == nullptr || config.transfers == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpu:", config.device, ": GpuBackendConfig needs pinned and transfers"));
+  }
+  LINALGD_GPU_CHECK(cudaSetDevice(config.device));
   // The handle sets' workspaces come out of the budget.
-  const int64_t fixed = static_cast<int64_t>(handle_sets) * kWorkspaceBytes;
+  const int64_t fixed = static_cast<int64_t>(config.handle_sets) * kWorkspaceBytes;
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceMemory> memory,
-                           DeviceMemory::Create(device, budget_bytes - fixed));
+                           DeviceMemory::Create(config.device, config.budget_bytes - fixed));
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<HandlePool> handles,
-                           HandlePool::Create(device, handle_sets, kWorkspaceBytes));
-  return std::unique_ptr<GpuBackend>(
-      new GpuBackend(device, std::move(memory), std::move(handles), pinned));
+                           HandlePool::Create(config.device, config.handle_sets, kWorkspaceBytes));
+  return std::unique_ptr<GpuBackend>(new GpuBackend(config, std::move(memory), std::move(handles)));
 }
 
-GpuBackend::GpuBackend(int device, std::unique_ptr<DeviceMemory> memory,
-                       std::unique_ptr<HandlePool> handles, PinnedPool* pinned)
-    : device_(device),
-      name_(absl::StrCat("gpu:", device)),
-      pinned_(pinned),
+GpuBackend::GpuBackend(const GpuBackendConfig& config, std::unique_ptr<DeviceMemory> memory,
+                       std::unique_ptr<HandlePool> handles)
+    : device_(config.device),
+      name_(absl::StrCat("gpu:", config.device)),
+      pinned_(config.pinned),
+      transfers_(config.transfers),
+      budget_(name_, config.lane_budget_bytes, config.on_budget_change),
+      host_alloc_(config.host_alloc),
+      rcond_factor_(config.singular_rcond_factor),
       memory_(std::move(memory)),
       handles_(std::move(handles)) {}
 
@@ -93,12 +98,21 @@ absl::Status GpuBackend::FinishJob(HandleSet& hs, absl::Status status) {
 
 // Ops with a zero dimension never reach a CUDA library (empty_work.h); the
 // scheduler sends them to the CPU, so these answer only direct callers.
+absl::Status GpuBackend::RefuseComplex(DType dtype, absl::string_view op) const {
+  if (!IsComplex(dtype)) return absl::OkStatus();
+  return absl::UnimplementedError(
+      absl::StrCat(name_, ": ", op, " of ", DTypeName(dtype),
+                   " has no GPU kernel; complex dtypes run on the cpu"));
+}
+
 absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
   return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
 }
 
 absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "solve"));
   if (IsEmptyWork(plan)) return EmptySolve(op, plan);
   return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolve(ctx, op, plan); });
 }

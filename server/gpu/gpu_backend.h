@@ -1,7 +1,7 @@
 #ifndef LINALGD_SERVER_GPU_GPU_BACKEND_H_
 #define LINALGD_SERVER_GPU_GPU_BACKEND_H_
 
-#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,8 +17,30 @@
 #include "server/gpu/handle_pool.h"
 #include "server/gpu/lt_matmul.h"
 #include "server/gpu/pinned_pool.h"
+#include "server/gpu/resident_registry.h"
+#include "server/gpu/transfer_counters.h"
 
 namespace linalgd::gpu {
+
+// What the engine gives each backend, fixed for the backend's life. The
+// pointees are shared with the engine's other backends and outlive this one.
+struct GpuBackendConfig {
+  int device = 0;
+  int64_t budget_bytes = 0;  // device memory for the backend's pool and workspaces
+  int handle_sets = 1;
+  PinnedPool* pinned = nullptr;           // staging blocks; not null
+  TransferCounters* transfers = nullptr;  // counts this backend's copies; not null
+  // The lane's MemoryBudget, owned by the backend: its bytes, and the
+  // observer of its reserved bytes (MemoryBudget's on_change; may be empty).
+  int64_t lane_budget_bytes = 0;
+  std::function<void(int64_t reserved)> on_budget_change;
+  // Page-locked host memory for stacked batches (gpu_batch.cc); empty:
+  // ordinary memory.
+  HostAllocator host_alloc;
+  // --singular-rcond-factor (server/backend/condition.h), passed to every
+  // job's GpuContext.
+  double singular_rcond_factor = 1.0;
+};
 
 // The Backend of one GPU ("gpu:N"). Each call leases a handle set for its
 // whole run (calls beyond the pool size wait for one). A sticky CUDA error
@@ -26,9 +48,7 @@ namespace linalgd::gpu {
 // fenced() / fence_reason() say so. Thread-safe.
 class GpuBackend : public Backend {
  public:
-  // REQUIRES: `pinned` outlives the backend.
-  static absl::StatusOr<std::unique_ptr<GpuBackend>> Create(int device, int64_t budget_bytes,
-                                                            int handle_sets, PinnedPool* pinned);
+  static absl::StatusOr<std::unique_ptr<GpuBackend>> Create(const GpuBackendConfig& config);
   ~GpuBackend() override;
 
   std::string name() const override { return name_; }
@@ -42,7 +62,7 @@ class GpuBackend : public Backend {
   absl::Status SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                           std::vector<SolveResult>* outs) override;
   // Factors kept in device memory (gpu_factor.cc), each holding a reservation
-  // of its bytes on memory_budget() when one is set.
+  // of its bytes on memory_budget().
   absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override;
   absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor, const TensorView& b) override;
 
@@ -53,16 +73,13 @@ class GpuBackend : public Backend {
   HandlePool& handles() { return *handles_; }
   LtAlgoCache& algo_cache() { return cache_; }
   PinnedPool& pinned() { return *pinned_; }
-  // The lane's MemoryBudget, charged by long-lived allocations (factors).
-  // May be null (no budget). REQUIRES: `budget` outlives the backend's factors.
-  void set_memory_budget(MemoryBudget* budget) { budget_.store(budget); }
-  // Page-locked host memory for stacked batches (gpu_batch.cc); empty:
-  // ordinary memory. REQUIRES: set before the backend serves.
-  void set_host_allocator(HostAllocator alloc) { host_alloc_ = std::move(alloc); }
-  MemoryBudget* memory_budget() const { return budget_.load(); }
-  // --singular-rcond-factor (server/backend/condition.h), passed to every
-  // job's GpuContext. REQUIRES: set before the backend serves.
-  void set_singular_rcond_factor(double factor) { rcond_factor_ = factor; }
+  // The lane's MemoryBudget ("gpu:N", GpuBackendConfig::lane_budget_bytes):
+  // the scheduler reserves jobs' bytes on it, long-lived allocations
+  // (factors, resident copies) hold their own reservations. Never null.
+  MemoryBudget* memory_budget() { return &budget_; }
+  // The device copies of stored tensors on this device (device_resident.h).
+  ResidentRegistry& residents() { return residents_; }
+  const TransferCounters& transfers() const { return *transfers_; }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,
   // errors classified (and the device fenced on a sticky one).
@@ -74,8 +91,12 @@ class GpuBackend : public Backend {
   absl::Status InjectStickyErrorForTesting();
 
  private:
-  GpuBackend(int device, std::unique_ptr<DeviceMemory> memory, std::unique_ptr<HandlePool> handles,
-             PinnedPool* pinned);
+  GpuBackend(const GpuBackendConfig& config, std::unique_ptr<DeviceMemory> memory,
+             std::unique_ptr<HandlePool> handles);
+  // UNIMPLEMENTED naming the dtype and `op` for complex dtypes (the
+  // scheduler runs them on the CPU, JobSpec::cpu_only); ok otherwise.
+  absl::Status RefuseComplex(DType dtype, absl::string_view op) const;
+
   // MatmulBatch of page-locked operands, gathered on the device (gpu_batch.cc).
   absl::Status MatmulBatchOnDevice(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                    std::vector<Tensor>* outs);
@@ -86,12 +107,14 @@ class GpuBackend : public Backend {
   const int device_;
   const std::string name_;
   PinnedPool* const pinned_;
+  TransferCounters* const transfers_;
+  MemoryBudget budget_;  // outlives the factors and resident copies
+  const HostAllocator host_alloc_;
+  const double rcond_factor_;
   LtAlgoCache cache_;
+  ResidentRegistry residents_;
   std::unique_ptr<DeviceMemory> memory_;  // destroyed after handles_' streams
   std::unique_ptr<HandlePool> handles_;
-  std::atomic<MemoryBudget*> budget_{nullptr};
-  HostAllocator host_alloc_;
-  double rcond_factor_ = 1.0;
   mutable absl::Mutex mu_;
   std::string fence_reason_ ABSL_GUARDED_BY(mu_);  // empty: healthy
 };
@@ -100,7 +123,7 @@ template <typename T, typename F>
 absl::StatusOr<T> GpuBackend::RunJob(F&& body) {
   LINALGD_RETURN_IF_ERROR(BeginJob());
   HandlePool::Lease lease = handles_->Acquire();
-  GpuContext ctx{*lease, *memory_, *pinned_, cache_, rcond_factor_};
+  GpuContext ctx{*lease, *memory_, *pinned_, cache_, *transfers_, residents_, rcond_factor_};
   absl::StatusOr<T> result = body(ctx);
   if (result.ok()) return result;
   return FinishJob(*lease, result.status());

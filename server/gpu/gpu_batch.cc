@@ -110,7 +110,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
         to[i] = (is_a ? a : b).as<char>() + i * bytes;
         from[i] = (is_a ? ops[i]->a : ops[i]->b).data;
       }
-      LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, bytes, cudaMemcpyHostToDevice));
+      LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx, to, from, bytes, cudaMemcpyHostToDevice));
     }
     DeviceOperand bias;
     if (stacked.bias) {
@@ -124,7 +124,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
       to[i] = results.at(i);
       from[i] = d.as<char>() + i * out_bytes;
     }
-    LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx.hs, to, from, out_bytes, cudaMemcpyDeviceToHost));
+    LINALGD_RETURN_IF_ERROR(CopyManyAsync(ctx, to, from, out_bytes, cudaMemcpyDeviceToHost));
     LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
     if (FoundNonFinite(ctx.hs, stacked)) {
       // Which member, and which element of it, its own rerun says.
@@ -138,6 +138,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
 
 absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                      std::vector<Tensor>* outs) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);  // one by one
   if (CanGatherOnDevice(ops)) return MatmulBatchOnDevice(ops, plan, outs);
   auto stacked = StackMatmuls(ops, host_alloc_);
@@ -150,6 +151,7 @@ absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, cons
 
 absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                                     std::vector<SolveResult>* outs) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "solve"));
   if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);  // one by one
   LINALGD_ASSIGN_OR_RETURN(auto stacked, StackSolves(ops, host_alloc_));
   LINALGD_ASSIGN_OR_RETURN(SolveResult r, Solve(stacked->op, stacked->plan));

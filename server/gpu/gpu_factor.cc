@@ -201,7 +201,7 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
                            ReserveFor(budget, RoundUp256(bytes) + pivot_bytes));
   LINALGD_ASSIGN_OR_RETURN(w.w, ctx.Alloc(bytes));
   LINALGD_ASSIGN_OR_RETURN(w.info, ctx.Alloc(sizeof(int)));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, op.a.data, bytes, w.w.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, op.a.data, bytes, w.w.data()));
   LINALGD_ASSIGN_OR_RETURN(MatrixStats s, Stats(ctx, w.t, w.w.data(), w.n));
   FactorizeResult result;
   if (op.method != SolveMethod::kLu) {
@@ -216,7 +216,7 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
     }
     if (op.method == SolveMethod::kCholesky) result.fallback = failure + "; used lu";
     // potrf overwrote w: a again.
-    LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, op.a.data, bytes, w.w.data()));
+    LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, op.a.data, bytes, w.w.data()));
   }
   LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<const Factor> factor, FactorLu(w, s, owner, r));
   return KeepFactorWithVerdict(std::move(factor), op.allow_fallback, result.fallback);
@@ -270,6 +270,7 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
 }
 
 absl::StatusOr<FactorizeResult> GpuBackend::Factorize(const FactorizeOp& op) {
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "factorize"));
   LINALGD_RETURN_IF_ERROR(CheckFactorizeOp(op));
   MemoryBudget* budget = memory_budget();
   return RunJob<FactorizeResult>(

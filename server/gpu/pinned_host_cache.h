@@ -21,7 +21,8 @@ struct PinnedHostOptions {
 // 1.25x smaller: pinning is slow (milliseconds per 64 MiB, and freeing it
 // synchronizes the device), so a service that moves the same shapes again
 // and again pins each block once. Blocks outlive the allocator safely.
-// Without CUDA, or with max_bytes 0: an empty allocator. Thread-safe.
+// With max_bytes 0: an empty allocator. CUDA builds only (the engine gives
+// it out as GpuEngine::host_allocator()). Thread-safe.
 HostAllocator MakePinnedHostAllocator(const PinnedHostOptions& options);
 
 }  // namespace linalgd

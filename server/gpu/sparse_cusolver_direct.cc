@@ -155,12 +155,11 @@ absl::StatusOr<DeviceMatrix> UploadPermuted(GpuContext& ctx, const Permuted& pa,
   LINALGD_ASSIGN_OR_RETURN(d.off, ctx.Alloc((rows + 1) * sizeof(int32_t)));
   LINALGD_ASSIGN_OR_RETURN(d.idx, ctx.Alloc(std::max<int64_t>(nnz, 1) * sizeof(int32_t)));
   LINALGD_ASSIGN_OR_RETURN(d.vals, ctx.Alloc(std::max<int64_t>(nnz, 1) * DTypeSize(t)));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, pa.offsets.data(),
-                                       (rows + 1) * sizeof(int32_t), d.off.data()));
   LINALGD_RETURN_IF_ERROR(
-      CopyToDevice(ctx.hs, ctx.pinned, pa.indices.data(), nnz * sizeof(int32_t), d.idx.data()));
+      CopyToDevice(ctx, pa.offsets.data(), (rows + 1) * sizeof(int32_t), d.off.data()));
   LINALGD_RETURN_IF_ERROR(
-      CopyToDevice(ctx.hs, ctx.pinned, pa.values.data(), pa.values.size(), d.vals.data()));
+      CopyToDevice(ctx, pa.indices.data(), nnz * sizeof(int32_t), d.idx.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, pa.values.data(), pa.values.size(), d.vals.data()));
   return d;
 }
 
@@ -201,12 +200,12 @@ absl::StatusOr<Tensor> CusolverSparseDirect::Solve(GpuContext& ctx, SparseMethod
   std::vector<char> px(pb.size());
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer db, ctx.Alloc(n * k * es));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dx, ctx.Alloc(n * k * es));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, pb.data(), pb.size(), db.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, pb.data(), pb.size(), db.data()));
   for (int64_t c = 0; c < k; ++c) {
     LINALGD_RETURN_IF_ERROR(SolveColumn(h, method, a, d.vals, d.off, d.idx,
                                         db.as<char>() + c * n * es, dx.as<char>() + c * n * es));
   }
-  LINALGD_RETURN_IF_ERROR(CopyToHost(ctx.hs, ctx.pinned, dx.data(), px.size(), px.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToHost(ctx, dx.data(), px.size(), px.data()));
   return ScatterColumns(px, p, a.dtype, n, k);
 }
 

@@ -37,10 +37,10 @@ absl::Status DeviceCsr::Init(GpuContext& ctx, const CsrView& a) {
   LINALGD_ASSIGN_OR_RETURN(values_, ctx.Alloc(std::max<int64_t>(nnz_, 1) * es));
   LINALGD_ASSIGN_OR_RETURN(placeholder_, ctx.Alloc(n_ * es));
   LINALGD_RETURN_IF_ERROR(
-      CopyToDevice(ctx.hs, ctx.pinned, a.row_offsets, (n_ + 1) * sizeof(int32_t), offsets_.data()));
+      CopyToDevice(ctx, a.row_offsets, (n_ + 1) * sizeof(int32_t), offsets_.data()));
   LINALGD_RETURN_IF_ERROR(
-      CopyToDevice(ctx.hs, ctx.pinned, a.col_indices, nnz_ * sizeof(int32_t), indices_.data()));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned, a.values, nnz_ * es, values_.data()));
+      CopyToDevice(ctx, a.col_indices, nnz_ * sizeof(int32_t), indices_.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, a.values, nnz_ * es, values_.data()));
   const cudaDataType_t t = CudaType(dtype_);
   LINALGD_GPU_CHECK(cusparseCreateCsr(&mat_, n_, n_, nnz_, offsets_.data(), indices_.data(),
                                       values_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,

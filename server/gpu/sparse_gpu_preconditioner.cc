@@ -51,9 +51,8 @@ absl::StatusOr<std::unique_ptr<GpuPreconditioner>> MakeJacobi(GpuContext& ctx, c
   const bool f64 = a.dtype == DType::kF64;
   const size_t bytes = a.rows * DTypeSize(a.dtype);
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(bytes)));
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx.hs, ctx.pinned,
-                                       f64 ? static_cast<const void*>(inv.data()) : inv32.data(),
-                                       bytes, d.data()));
+  LINALGD_RETURN_IF_ERROR(CopyToDevice(
+      ctx, f64 ? static_cast<const void*>(inv.data()) : inv32.data(), bytes, d.data()));
   return std::make_unique<Jacobi>(DeviceVectors(ctx.hs, a.dtype, a.rows), std::move(d));
 }
 

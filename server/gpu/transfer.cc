@@ -48,15 +48,11 @@ bool IsPinnedHost(const void* p, size_t bytes) {
   return IsPinnedByte(c) && IsPinnedByte(c + bytes - 1);
 }
 
-TransferCounters& GlobalTransferCounters() {
-  static TransferCounters* counters = new TransferCounters();
-  return *counters;
-}
-
-absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
-                          void* dst) {
+absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst) {
   if (bytes == 0) return absl::OkStatus();
-  TransferCounters& n = GlobalTransferCounters();
+  HandleSet& hs = ctx.hs;
+  PinnedPool& pinned = ctx.pinned;
+  TransferCounters& n = ctx.transfers;
   n.h2d_copies.fetch_add(1);
   n.h2d_bytes.fetch_add(static_cast<int64_t>(bytes));
   if (bytes >= kDirectCopyBytes && IsPinnedHost(src, bytes)) {
@@ -83,12 +79,13 @@ absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, si
   return absl::OkStatus();
 }
 
-absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
+absl::Status CopyManyAsync(GpuContext& ctx, const std::vector<void*>& dsts,
                            const std::vector<const void*>& srcs, size_t bytes,
                            cudaMemcpyKind kind) {
   const size_t count = dsts.size();
   if (count == 0) return absl::OkStatus();
-  TransferCounters& n = GlobalTransferCounters();
+  HandleSet& hs = ctx.hs;
+  TransferCounters& n = ctx.transfers;
   const bool up = kind == cudaMemcpyHostToDevice;
   (up ? n.h2d_copies : n.d2h_copies).fetch_add(static_cast<int64_t>(count));
   (up ? n.h2d_bytes : n.d2h_bytes).fetch_add(static_cast<int64_t>(count * bytes));
@@ -108,10 +105,11 @@ absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
   return absl::OkStatus();
 }
 
-absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
-                        void* dst) {
+absl::Status CopyToHost(GpuContext& ctx, const void* src, size_t bytes, void* dst) {
   if (bytes == 0) return absl::OkStatus();
-  TransferCounters& n = GlobalTransferCounters();
+  HandleSet& hs = ctx.hs;
+  PinnedPool& pinned = ctx.pinned;
+  TransferCounters& n = ctx.transfers;
   n.d2h_copies.fetch_add(1);
   n.d2h_bytes.fetch_add(static_cast<int64_t>(bytes));
   if (bytes >= kDirectCopyBytes && IsPinnedHost(dst, bytes)) {

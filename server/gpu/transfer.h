@@ -1,54 +1,41 @@
 #ifndef LINALGD_SERVER_GPU_TRANSFER_H_
 #define LINALGD_SERVER_GPU_TRANSFER_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/gpu/handle_pool.h"
-#include "server/gpu/pinned_pool.h"
+#include "server/gpu/gpu_context.h"
 
 namespace linalgd::gpu {
 
-// Host <-> device copies on `hs.stream` through two pinned blocks of `pinned`
-// (double-buffered: the host memcpy of one chunk overlaps the DMA of the
-// other); from pageable memory when no block is free or the copy is small.
-// When the whole host range is page-locked (cudaHostRegister'ed, e.g. a
-// shared-memory region, or cudaHostAlloc'ed) the copy goes straight from/to
-// it with one cudaMemcpyAsync, without staging.
+// Host <-> device copies on `ctx.hs.stream` through two pinned blocks of
+// `ctx.pinned` (double-buffered: the host memcpy of one chunk overlaps the
+// DMA of the other); from pageable memory when no block is free or the copy
+// is small. When the whole host range is page-locked (cudaHostRegister'ed,
+// e.g. a shared-memory region, or cudaHostAlloc'ed) the copy goes
+// straight from/to it with one cudaMemcpyAsync, without staging. Each copy
+// is counted in `ctx.transfers`.
 // Both return once `src` may be reused (CopyToDevice) or `dst` holds the data
 // (CopyToHost). Work queued earlier on the stream stays ordered before.
-absl::Status CopyToDevice(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
-                          void* dst);
-absl::Status CopyToHost(HandleSet& hs, PinnedPool& pinned, const void* src, size_t bytes,
-                        void* dst);
+absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst);
+absl::Status CopyToHost(GpuContext& ctx, const void* src, size_t bytes, void* dst);
 
 // Many cudaMemcpyAsync of `bytes` each (srcs[i] -> dsts[i], all one `kind`)
-// on hs.stream, not waited for (counted as direct copies), submitted as one
+// on ctx.hs.stream, not waited for (counted as direct copies in
+// ctx.transfers), submitted as one
 // cudaMemcpyBatchAsync where the driver takes it, else one by one.
 // REQUIRES: the host ranges are page-locked (IsPinnedHost) and stay valid
 // and unchanged (to the device) or unread (to the host) until the stream
 // has synchronized.
-absl::Status CopyManyAsync(HandleSet& hs, const std::vector<void*>& dsts,
+absl::Status CopyManyAsync(GpuContext& ctx, const std::vector<void*>& dsts,
                            const std::vector<const void*>& srcs, size_t bytes, cudaMemcpyKind kind);
 
 // True when every byte of [p, p + bytes) lies in page-locked host memory
 // known to CUDA (cudaPointerGetAttributes on the first and the last byte;
 // an error from the query means "not pinned" and is cleared).
 bool IsPinnedHost(const void* p, size_t bytes);
-
-// Process-wide counts of host <-> device copies, for tests and metrics.
-struct TransferCounters {
-  std::atomic<int64_t> h2d_copies{0};
-  std::atomic<int64_t> h2d_bytes{0};
-  std::atomic<int64_t> h2d_pinned_direct{0};  // copies that skipped staging
-  std::atomic<int64_t> d2h_copies{0};
-  std::atomic<int64_t> d2h_bytes{0};
-  std::atomic<int64_t> d2h_pinned_direct{0};
-};
-TransferCounters& GlobalTransferCounters();
 
 }  // namespace linalgd::gpu
 

@@ -50,9 +50,9 @@ absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
 absl::Status LinalgdMetrics::RegisterRequestFamilies() {
   prometheus::Registry& r = *registry_;
   LINALGD_RETURN_IF_ERROR(requests_.Register(r, "linalgd_requests_total",
-                                             "RPCs finished, by operation, gRPC status code "
-                                             "and the backend that ran them.",
-                                             {"op", "code", "backend"}));
+                                             "RPCs finished, by operation, gRPC status code, "
+                                             "the backend that ran them and the tenant.",
+                                             {"op", "code", "backend", "tenant"}));
   LINALGD_RETURN_IF_ERROR(request_seconds_.Register(r, "linalgd_request_duration_seconds",
                                                     "RPC time from receipt to finish, in seconds.",
                                                     {"op", "backend"}, LatencyBuckets()));
@@ -116,9 +116,10 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
                                           {"op", "backend"}));
   LINALGD_RETURN_IF_ERROR(bytes_received_.Register(r, "linalgd_received_bytes_total",
                                                    "Tensor payload bytes received from callers.",
-                                                   {"transport"}));
-  LINALGD_RETURN_IF_ERROR(bytes_sent_.Register(
-      r, "linalgd_sent_bytes_total", "Tensor payload bytes sent to callers.", {"transport"}));
+                                                   {"transport", "tenant"}));
+  LINALGD_RETURN_IF_ERROR(bytes_sent_.Register(r, "linalgd_sent_bytes_total",
+                                               "Tensor payload bytes sent to callers.",
+                                               {"transport", "tenant"}));
   LINALGD_RETURN_IF_ERROR(
       store_bytes_.Register(r, "linalgd_resident_store_bytes",
                             "Bytes held by resident tensors and cached factorizations.", {}));
@@ -137,14 +138,16 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
 }
 
 void LinalgdMetrics::RecordRequest(absl::string_view op, absl::string_view code,
-                                   absl::string_view backend, double seconds) {
-  requests_.With({op, code, backend}).Increment();
+                                   absl::string_view backend, double seconds,
+                                   absl::string_view tenant) {
+  requests_.With({op, code, backend, tenant}).Increment();
   request_seconds_.With({op, backend}).Observe(seconds);
 }
 
 void LinalgdMetrics::RecordRequest(absl::string_view op, absl::StatusCode code,
-                                   absl::string_view backend, double seconds) {
-  RecordRequest(op, absl::StatusCodeToString(code), backend, seconds);
+                                   absl::string_view backend, double seconds,
+                                   absl::string_view tenant) {
+  RecordRequest(op, absl::StatusCodeToString(code), backend, seconds, tenant);
 }
 
 void LinalgdMetrics::ObserveQueueWait(absl::string_view backend, double seconds) {
@@ -208,12 +211,14 @@ void LinalgdMetrics::AddFlops(absl::string_view op, absl::string_view backend, d
   flops_.With({op, backend}).Increment(flops);
 }
 
-void LinalgdMetrics::AddBytesReceived(absl::string_view transport, int64_t bytes) {
-  bytes_received_.With({transport}).Increment(static_cast<double>(bytes));
+void LinalgdMetrics::AddBytesReceived(absl::string_view transport, int64_t bytes,
+                                      absl::string_view tenant) {
+  bytes_received_.With({transport, tenant}).Increment(static_cast<double>(bytes));
 }
 
-void LinalgdMetrics::AddBytesSent(absl::string_view transport, int64_t bytes) {
-  bytes_sent_.With({transport}).Increment(static_cast<double>(bytes));
+void LinalgdMetrics::AddBytesSent(absl::string_view transport, int64_t bytes,
+                                  absl::string_view tenant) {
+  bytes_sent_.With({transport, tenant}).Increment(static_cast<double>(bytes));
 }
 
 void LinalgdMetrics::SetResidentStore(int64_t bytes, int64_t objects) {

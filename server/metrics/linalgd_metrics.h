@@ -58,13 +58,14 @@ class LinalgdMetrics {
   // Every linalgd_ family (name, help, type), for FamiliesWithHeaders.
   std::vector<metrics::FamilyHeader> families() const;
 
-  // A finished RPC: linalgd_requests_total{op,code,backend} += 1 and
+  // A finished RPC: linalgd_requests_total{op,code,backend,tenant} += 1 and
   // linalgd_request_duration_seconds{op,backend} observes `seconds`
-  // (receive to finish).
+  // (receive to finish). `tenant`: from the tokens file (bounded), or
+  // "none" for a call refused before it was authenticated.
   void RecordRequest(absl::string_view op, absl::string_view code, absl::string_view backend,
-                     double seconds);
+                     double seconds, absl::string_view tenant = "default");
   void RecordRequest(absl::string_view op, absl::StatusCode code, absl::string_view backend,
-                     double seconds);
+                     double seconds, absl::string_view tenant = "default");
   // Time a job waited in a queue before a worker took it.
   void ObserveQueueWait(absl::string_view backend, double seconds);
   // Time the backend spent on a job (or on the batch that held it).
@@ -92,9 +93,12 @@ class LinalgdMetrics {
   void RecordFallback(absl::string_view op, absl::string_view reason);
   // Floating-point operations a finished job performed (e.g. 2mnk).
   void AddFlops(absl::string_view op, absl::string_view backend, double flops);
-  // Tensor payload bytes received from and sent to callers.
-  void AddBytesReceived(absl::string_view transport, int64_t bytes);
-  void AddBytesSent(absl::string_view transport, int64_t bytes);
+  // Tensor payload bytes received from and sent to callers, by transport
+  // and tenant.
+  void AddBytesReceived(absl::string_view transport, int64_t bytes,
+                        absl::string_view tenant = "default");
+  void AddBytesSent(absl::string_view transport, int64_t bytes,
+                    absl::string_view tenant = "default");
   // Resident tensors and cached factorizations held by the store.
   void SetResidentStore(int64_t bytes, int64_t objects);
   // 1 while gRPC is served in plaintext on an address other hosts can reach.

@@ -10,7 +10,8 @@ namespace {
 auto Tie(const BatchKey& k) {
   return std::tie(k.kind, k.dtype, k.out_dtype, k.a_shape, k.b_shape, k.c_shape, k.bias_shape,
                   k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite, k.alpha, k.beta,
-                  k.epilogue, k.compute, k.method, k.allow_fallback, k.refine, k.lstsq_rcond);
+                  k.alpha_imag, k.beta_imag, k.epilogue, k.compute, k.method, k.allow_fallback,
+                  k.refine, k.lstsq_rcond);
 }
 
 BatchKey MatmulKey(const MatmulOp& op) {
@@ -29,6 +30,8 @@ BatchKey MatmulKey(const MatmulOp& op) {
   k.check_finite = op.check_finite;
   k.alpha = op.alpha;
   k.beta = op.beta;
+  k.alpha_imag = op.alpha_imag;
+  k.beta_imag = op.beta_imag;
   k.epilogue = op.epilogue;
   k.compute = op.compute;
   return k;
@@ -65,8 +68,9 @@ std::optional<BatchKey> BatchKeyOf(const Job& job) {
   k.hash = absl::HashOf(static_cast<int>(k.kind), static_cast<int>(k.dtype),
                         static_cast<int>(k.out_dtype), k.a_shape, k.b_shape, k.c_shape,
                         k.bias_shape, k.has_c, k.has_bias, k.trans_a, k.trans_b, k.check_finite,
-                        k.alpha, k.beta, static_cast<int>(k.epilogue), static_cast<int>(k.compute),
-                        static_cast<int>(k.method), k.allow_fallback, k.refine, k.lstsq_rcond);
+                        k.alpha, k.beta, k.alpha_imag, k.beta_imag, static_cast<int>(k.epilogue),
+                        static_cast<int>(k.compute), static_cast<int>(k.method), k.allow_fallback,
+                        k.refine, k.lstsq_rcond);
   return k;
 }
 

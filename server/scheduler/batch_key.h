@@ -18,7 +18,7 @@ struct BatchKey {
   DType dtype = DType::kF32, out_dtype = DType::kF32;
   Shape a_shape, b_shape, c_shape, bias_shape;  // empty: operand absent
   bool has_c = false, has_bias = false, trans_a = false, trans_b = false, check_finite = false;
-  double alpha = 0, beta = 0;
+  double alpha = 0, beta = 0, alpha_imag = 0, beta_imag = 0;
   Epilogue epilogue = Epilogue::kNone;
   ComputeMode compute = ComputeMode::kDefault;
   SolveMethod method = SolveMethod::kAuto;

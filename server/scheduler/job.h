@@ -24,6 +24,10 @@ struct ExecutionInfo {
 
 enum class OpKind { kMatmul, kSolve };
 
+// JobSpec::cpu_only for an op on `dtype`: empty for real dtypes; for complex
+// ones, that the GPU backend has no complex kernels.
+std::string CpuOnlyReason(DType dtype);
+
 // What the scheduler needs to know to place a job.
 struct JobSpec {
   OpKind kind = OpKind::kMatmul;
@@ -32,6 +36,9 @@ struct JobSpec {
   // Device bytes a GPU run needs at once (operands, outputs, workspace; see
   // job_cost.h), reserved against the device's MemoryBudget before it runs.
   int64_t device_bytes = 0;
+  // Non-empty: the job runs on the CPU lane whatever its size, and this says
+  // why (the fallback reason when a GPU lane would have taken it).
+  std::string cpu_only;
   int priority = 0;                              // higher first; FIFO within a level
   absl::Time deadline = absl::InfiniteFuture();  // the caller's (gRPC) deadline
 };

@@ -120,9 +120,18 @@ absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
                                static_cast<double>(lane.running_flops.load()));
 }
 
+std::string CpuOnlyReason(DType dtype) {
+  if (!IsComplex(dtype)) return "";
+  return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex kernels; ran on cpu");
+}
+
 Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::string* reason) {
   Lane& cpu = *lanes_[0];
   if (lanes_.size() == 1 || spec.largest_dim < options_.cpu_threshold) return cpu;
+  if (!spec.cpu_only.empty()) {
+    *reason = spec.cpu_only;
+    return cpu;
+  }
   Lane* best = nullptr;
   absl::Duration best_wait = absl::InfiniteDuration();
   for (size_t i = 1; i < lanes_.size(); ++i) {

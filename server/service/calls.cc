@@ -136,17 +136,27 @@ JobSpec SpecOf(OpKind kind, const Prepared& p) {
   spec.largest_dim = LargestDim(p);
   spec.flops = Flops(p);
   spec.device_bytes = DeviceBytes(p);
+  spec.cpu_only = CpuOnlyReason(p.op.a.dtype);
   return spec;
 }
 
 }  // namespace
+
+absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes) {
+  if (env.tenant == nullptr || bytes <= env.tenant->quotas.max_message_bytes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("tenant quota max_message_bytes=", env.tenant->quotas.max_message_bytes,
+                   " exceeded (a message of ", bytes, " bytes)"));
+}
 
 grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::MatmulRequest* request,
                                       v1::MatmulResponse* response) {
   return SubmitRpc<MatmulJob>(
       env, "Matmul", context, *request, response,
-      [&] { return PrepareMatmul(*request, env.limits, env.sources); },
+      [&](const CallEnv& e) { return PrepareMatmul(*request, e.limits, e.sources); },
       [](const PreparedMatmul& p) { return SpecOf(OpKind::kMatmul, p); });
 }
 
@@ -155,7 +165,7 @@ grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerCon
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return SubmitRpc<SolveJob>(
       env, "Solve", context, *request, response,
-      [&] { return PrepareSolve(*request, env.limits, env.sources); },
+      [&](const CallEnv& e) { return PrepareSolve(*request, e.limits, e.sources); },
       [](const PreparedSolve& p) { return SpecOf(OpKind::kSolve, p); });
 }
 

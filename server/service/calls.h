@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "linalgd/v1/linalgd.pb.h"
 #include "server/scheduler/scheduler.h"
+#include "server/service/authenticator.h"
 #include "server/service/convert.h"
 #include "server/service/idle_streams.h"
 #include "server/service/inflight_budget.h"
@@ -15,7 +16,8 @@
 
 namespace linalgd {
 
-// What the unary compute handlers share. Not owned.
+// What the handlers share. Not owned. Rpc::env() is this for one call: its
+// tenant set, and sources.owner with it.
 struct CallEnv {
   Scheduler* scheduler = nullptr;
   LinalgdMetrics* metrics = nullptr;  // may be null
@@ -23,10 +25,16 @@ struct CallEnv {
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   TensorSources sources;                // resident tensors and shared memory
   int64_t max_message_bytes = int64_t{1} << 30;
-  int max_priority = 10;                // callers' priorities are clamped to [-this, this]
-  InflightBudget* inflight = nullptr;   // request bytes held by jobs; null: unlimited
-  IdleStreams* idle_streams = nullptr;  // cancels stalled PutTensor/GetTensor; null: none
+  int max_priority = 10;                 // callers' priorities are clamped to [-this, this]
+  InflightBudget* inflight = nullptr;    // request bytes held by jobs; null: unlimited
+  IdleStreams* idle_streams = nullptr;   // cancels stalled PutTensor/GetTensor; null: none
+  Authenticator* auth = nullptr;         // null: every caller is "default", unlimited
+  std::shared_ptr<const Tenant> tenant;  // the caller, after Rpc::Authorize
 };
+
+// The tenant's quota max_message_bytes against a request of `bytes`:
+// RESOURCE_EXHAUSTED naming the quota and the numbers.
+absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes);
 
 // Admits a compute request of `bytes` (its message size) against
 // env.inflight: a token the job keeps until it is destroyed, or
@@ -41,19 +49,23 @@ inline absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& e
 // joins the prepared request's leases.
 template <typename Request, typename PrepareFn>
 auto Admitted(const CallEnv& env, const Request& request, absl::string_view op, PrepareFn prepare)
-    -> decltype(prepare()) {
-  absl::StatusOr<std::shared_ptr<const void>> token =
-      AdmitRequest(env, static_cast<int64_t>(request.ByteSizeLong()), op);
+    -> decltype(prepare(env)) {
+  const int64_t bytes = static_cast<int64_t>(request.ByteSizeLong());
+  if (absl::Status s = CheckMessageQuota(env, bytes); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<const void>> token = AdmitRequest(env, bytes, op);
   if (!token.ok()) return token.status();
-  auto prepared = prepare();
+  auto prepared = prepare(env);
   if (prepared.ok()) prepared->leases.held.push_back(*std::move(token));
   return prepared;
 }
 
-// The caller's `priority` clamped to [-env.max_priority, env.max_priority]:
-// no caller can take a level that starves every other.
+// The caller's `priority` clamped to [-m, m], m the lesser of
+// env.max_priority and the tenant's quota max_priority: no caller can take a
+// level that starves every other.
 inline int ClampPriority(int64_t requested, const CallEnv& env) {
-  return static_cast<int>(std::clamp<int64_t>(requested, -env.max_priority, env.max_priority));
+  int64_t m = env.max_priority;
+  if (env.tenant != nullptr) m = std::min(m, env.tenant->quotas.max_priority);
+  return static_cast<int>(std::clamp<int64_t>(requested, -m, m));
 }
 
 // Validate the request, enqueue a job and return at once (the worker that

@@ -27,9 +27,15 @@ absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
       return DType::kF16;
     case v1::DTYPE_BF16:
       return DType::kBF16;
+    case v1::DTYPE_C64:
+      return DType::kC64;
+    case v1::DTYPE_C128:
+      return DType::kC128;
     case v1::DTYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16 or DTYPE_BF16)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field,
+                       ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16, "
+                       "DTYPE_C64 or DTYPE_C128)"));
     default:
       return absl::InvalidArgumentError(absl::StrCat(field, ": unknown dtype value ", value));
   }
@@ -45,6 +51,10 @@ v1::DType DTypeToProto(DType dtype) {
       return v1::DTYPE_F16;
     case DType::kBF16:
       return v1::DTYPE_BF16;
+    case DType::kC64:
+      return v1::DTYPE_C64;
+    case DType::kC128:
+      return v1::DTYPE_C128;
   }
   return v1::DTYPE_UNSPECIFIED;
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/backend/condition.h"
 #include "server/backend/finite_check.h"
+#include "server/backend/plan.h"
 #include "server/common/status_macros.h"
 #include "server/service/rpc_job.h"
 #include "server/service/store_calls.h"
@@ -37,9 +38,9 @@ absl::StatusOr<PreparedFactorize> PrepareFactorize(const v1::FactorizeRequest& r
         "a.shape: [0, 0]; a factorization needs n >= 1 (Solve answers an empty system "
         "without one)");
   }
-  if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a.dtype: ", DTypeName(a.dtype), "; factorizations take f32 or f64"));
+  if (!IsSolveDType(a.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("a.dtype: ", DTypeName(a.dtype),
+                                                   "; factorizations take f32, f64, c64 or c128"));
   }
   LINALGD_ASSIGN_OR_RETURN(p.op.method, SolveMethodFromProto(r.method()));
   if (p.op.method == SolveMethod::kQr || p.op.method == SolveMethod::kLstsq) {
@@ -68,7 +69,8 @@ class FactorizeJob : public RpcJob {
   // Stores the factor (counted against --store-bytes) and describes it.
   absl::Status Deliver(ExecutionInfo& info) override {
     const FactorInfo& f = result_.factor->info();
-    LINALGD_ASSIGN_OR_RETURN(StoreReservation r, env_.sources.store->Reserve(f.bytes));
+    LINALGD_ASSIGN_OR_RETURN(StoreReservation r,
+                             env_.sources.store->Reserve(f.bytes, env_.sources.owner));
     LINALGD_ASSIGN_OR_RETURN(std::string id,
                              env_.sources.store->PutFactor(result_.factor, p_.ttl, std::move(r)));
     response_->set_factor_id(id);
@@ -109,7 +111,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
   }
   if (!r.has_b()) return absl::InvalidArgumentError("b: required");
   PreparedFactorSolve p;
-  auto factor = env.sources.store->GetFactor(r.factor_id());
+  auto factor = env.sources.store->GetFactor(r.factor_id(), env.sources.owner.tenant);
   if (!factor.ok()) {
     return absl::Status(factor.status().code(),
                         absl::StrCat("factor_id: ", factor.status().message()));
@@ -181,11 +183,12 @@ class FactorSolveJob : public RpcJob {
   SolveResult result_;
 };
 
-JobSpec SolveSpec(int64_t largest_dim, double flops) {
+JobSpec SolveSpec(int64_t largest_dim, double flops, DType dtype) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
   spec.largest_dim = largest_dim;
   spec.flops = flops;
+  spec.cpu_only = CpuOnlyReason(dtype);
   return spec;
 }
 
@@ -198,10 +201,10 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
   // one); a retryable GPU failure reruns on the CPU.
   return SubmitRpc<FactorizeJob>(
       env, "Factorize", context, *request, response,
-      [&] { return PrepareFactorize(*request, env); },
+      [&](const CallEnv& e) { return PrepareFactorize(*request, e); },
       [](const PreparedFactorize& p) {
         const int64_t n = p.op.a.rows();
-        return SolveSpec(n, 2.0 / 3.0 * n * n * n);
+        return SolveSpec(n, 2.0 / 3.0 * n * n * n, p.op.a.dtype);
       });
 }
 
@@ -210,11 +213,12 @@ grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackSer
                                            v1::SolveResponse* response) {
   // A CPU factor goes to the CPU lane; any other to a GPU lane.
   return SubmitRpc<FactorSolveJob>(
-      env, "Solve", context, *request, response, [&] { return PrepareFactorSolve(*request, env); },
+      env, "Solve", context, *request, response,
+      [&](const CallEnv& e) { return PrepareFactorSolve(*request, e); },
       [](const PreparedFactorSolve& p) {
         const FactorInfo& f = p.factor->info();
         const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
-        return SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n));
+        return SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n), f.dtype);
       });
 }
 

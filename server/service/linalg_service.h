@@ -71,9 +71,9 @@ class LinalgService final : public v1::Linalg::CallbackService {
     return linalgd::DeleteTensor(env_, context, request);
   }
   grpc::ServerUnaryReactor* ListTensors(grpc::CallbackServerContext* context,
-                                        const v1::ListTensorsRequest*,
+                                        const v1::ListTensorsRequest* request,
                                         v1::ListTensorsResponse* response) override {
-    return linalgd::ListTensors(env_, context, response);
+    return linalgd::ListTensors(env_, context, request, response);
   }
   grpc::ServerUnaryReactor* Factorize(grpc::CallbackServerContext* context,
                                       const v1::FactorizeRequest* request,

@@ -21,6 +21,10 @@ absl::Status ReadMatmulScalars(const v1::MatmulRequest& r, MatmulOp& op) {
   op.beta = r.has_beta() ? r.beta() : (r.has_c() ? 1.0 : 0.0);
   LINALGD_RETURN_IF_ERROR(CheckScalar(op.alpha, "alpha"));
   LINALGD_RETURN_IF_ERROR(CheckScalar(op.beta, "beta"));
+  op.alpha_imag = r.alpha_imag();
+  op.beta_imag = r.beta_imag();
+  LINALGD_RETURN_IF_ERROR(CheckScalar(op.alpha_imag, "alpha_imag"));
+  LINALGD_RETURN_IF_ERROR(CheckScalar(op.beta_imag, "beta_imag"));
   op.trans_a = r.transpose_a();
   op.trans_b = r.transpose_b();
   LINALGD_ASSIGN_OR_RETURN(op.epilogue, EpilogueFromProto(r.epilogue()));

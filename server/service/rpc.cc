@@ -1,11 +1,59 @@
 #include "server/service/rpc.h"
 
+#include <vector>
+
 #include "server/service/status_map.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
+namespace {
 
-absl::Status Rpc::Authorize() const { return absl::OkStatus(); }
+// What the client certificate that TLS verified names: its subject CN and
+// SANs; empty without one.
+std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& context) {
+  std::vector<std::string> names;
+  std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return names;
+  for (const char* property : {GRPC_X509_CN_PROPERTY_NAME, GRPC_X509_SAN_PROPERTY_NAME}) {
+    for (const grpc::string_ref& v : auth->FindPropertyValues(property)) {
+      names.emplace_back(v.data(), v.size());
+    }
+  }
+  return names;
+}
+
+// The first "authorization" metadata value; empty when there is none.
+absl::string_view Authorization(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return {};
+  return absl::string_view(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+absl::Status Rpc::Authorize() {
+  if (env_.auth == nullptr || context_ == nullptr) {
+    static const auto* const kOpen = new std::shared_ptr<const Tenant>(std::make_shared<Tenant>(
+        Tenant{std::string(kDefaultTenant), {}, false, false, TenantQuotas{}}));
+    env_.tenant = *kOpen;
+  } else {
+    absl::StatusOr<Caller> caller =
+        env_.auth->Admit(Authorization(*context_), CertificateNames(*context_));
+    if (!caller.ok()) return caller.status();
+    env_.tenant = std::move(caller->tenant);
+    inflight_ = std::move(caller->inflight);
+  }
+  StoreOwner& owner = env_.sources.owner;
+  owner.tenant = env_.tenant->name;
+  owner.max_bytes = env_.tenant->quotas.store_bytes;
+  owner.max_objects = env_.tenant->quotas.max_objects;
+  return absl::OkStatus();
+}
+
+absl::string_view Rpc::tenant() const {
+  return env_.tenant == nullptr ? absl::string_view(kNoBackendLabel) : env_.tenant->name;
+}
 
 void Rpc::NoteReceived(int64_t grpc_bytes, int64_t shm_bytes) {
   received_grpc_ += grpc_bytes;
@@ -16,19 +64,21 @@ grpc::Status Rpc::End(const absl::Status& status, absl::string_view backend,
                       absl::FunctionRef<std::string()> detail) {
   if (backend.empty()) backend = kNoBackendLabel;
   const absl::Duration took = absl::Now() - received_;
-  if (metrics_ != nullptr) {
-    metrics_->RecordRequest(op_, status.code(), backend, absl::ToDoubleSeconds(took));
-    if (received_grpc_ > 0) metrics_->AddBytesReceived(kTransportGrpc, received_grpc_);
-    if (received_shm_ > 0) metrics_->AddBytesReceived(kTransportShm, received_shm_);
-    if (status.ok() && sent_ > 0) metrics_->AddBytesSent(kTransportGrpc, sent_);
-    if (status.ok() && flops_ > 0) metrics_->AddFlops(op_, backend, flops_);
+  const absl::string_view who = tenant();
+  if (LinalgdMetrics* m = env_.metrics; m != nullptr) {
+    m->RecordRequest(op_, status.code(), backend, absl::ToDoubleSeconds(took), who);
+    if (received_grpc_ > 0) m->AddBytesReceived(kTransportGrpc, received_grpc_, who);
+    if (received_shm_ > 0) m->AddBytesReceived(kTransportShm, received_shm_, who);
+    if (status.ok() && sent_ > 0) m->AddBytesSent(kTransportGrpc, sent_, who);
+    if (status.ok() && flops_ > 0) m->AddFlops(op_, backend, flops_);
   }
   if (spdlog::should_log(spdlog::level::debug)) {
     const std::string d = detail();
-    spdlog::debug("{}{}{} -> {} on {} in {} us", std::string(op_), d.empty() ? "" : " ", d,
-                  status.ok() ? "OK" : status.ToString(), std::string(backend),
+    spdlog::debug("{}{}{} tenant {} -> {} on {} in {} us", std::string(op_), d.empty() ? "" : " ",
+                  d, std::string(who), status.ok() ? "OK" : status.ToString(), std::string(backend),
                   absl::ToInt64Microseconds(took));
   }
+  inflight_.reset();
   return ToGrpcStatus(status, context_);
 }
 

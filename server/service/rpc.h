@@ -27,14 +27,20 @@ class Rpc {
   // `op` is the RPC's name ("Matmul", "PutTensor", ...) and must outlive
   // this (a literal).
   Rpc(const CallEnv& env, absl::string_view op, grpc::CallbackServerContext* context)
-      : metrics_(env.metrics), op_(op), context_(context) {}
+      : env_(env), op_(op), context_(context) {}
 
   absl::string_view op() const { return op_; }
   grpc::CallbackServerContext* context() const { return context_; }
 
-  // Whether the caller may make this call. Every RPC calls it first; per-
-  // caller checks (credentials, tenants) belong here. OK today.
-  absl::Status Authorize() const;
+  // Whether the caller may make this call; every RPC calls it first. Finds
+  // the tenant (env.auth: the bearer token of the "authorization" metadata,
+  // or the client certificate) and takes one of its calls in flight until
+  // End: UNAUTHENTICATED, or RESOURCE_EXHAUSTED naming quota max_inflight.
+  // After OK, env() is the call's: its tenant, and the store scoped to it.
+  absl::Status Authorize();
+  const CallEnv& env() const { return env_; }
+  // The tenant's name; "none" before Authorize succeeded.
+  absl::string_view tenant() const;
 
   // Payload bytes received over gRPC and through shared memory, counted at
   // End whatever the status.
@@ -43,8 +49,9 @@ class Rpc {
   void NoteSent(int64_t bytes) { sent_ += bytes; }
   void NoteFlops(double flops) { flops_ += flops; }
 
-  // Records the call (metrics as above; `backend` empty: "none") and logs
-  // "<op> <detail> -> <status> on <backend> in <us> us" at debug level
+  // Records the call (metrics as above, with the tenant; `backend` empty:
+  // "none"), gives the tenant's call in flight back and logs
+  // "<op> <detail> tenant <tenant> -> <status> on <backend> in <us> us" at debug level
   // (`detail` is only called when that level is on). The returned status
   // carries `status` (retry-after as trailing metadata: ToGrpcStatus).
   grpc::Status End(
@@ -52,7 +59,8 @@ class Rpc {
       absl::FunctionRef<std::string()> detail = [] { return std::string(); });
 
  private:
-  LinalgdMetrics* metrics_;  // null: metrics off
+  CallEnv env_;
+  std::shared_ptr<const void> inflight_;  // the tenant's call in flight
   absl::string_view op_;
   grpc::CallbackServerContext* context_;
   absl::Time received_ = absl::Now();
@@ -70,7 +78,7 @@ template <typename HandleFn>
 grpc::ServerUnaryReactor* HandleUnary(const CallEnv& env, absl::string_view op,
                                       grpc::CallbackServerContext* context, HandleFn handle) {
   Rpc rpc(env, op, context);
-  absl::Status status = rpc.Authorize();
+  absl::Status status = rpc.Authorize();  // then rpc.env(): the caller's
   if (status.ok()) status = handle(rpc);
   auto* reactor = context->DefaultReactor();
   reactor->Finish(rpc.End(status));

@@ -45,7 +45,8 @@ class RpcJob : public Job {
 };
 
 // The queued path of a unary RPC: Authorize, admit the request's bytes
-// (AdmitRequest), `prepare()` (StatusOr<Prepared>: validation); a failure
+// (AdmitRequest), `prepare(env)` (StatusOr<Prepared>: validation, with the
+// caller's env: its tenant's store); a failure
 // ends the RPC at once on backend "none". Otherwise JobT(spec, rpc, reactor,
 // env, response, prepared) goes to the scheduler with the JobSpec that
 // `spec_of(prepared)` gives (kind, routing, cost), the caller's priority
@@ -57,17 +58,19 @@ grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
   Rpc rpc(env, op, context);
   auto* reactor = new CallReactor();
   absl::Status allowed = rpc.Authorize();
-  decltype(prepare()) prepared =
-      allowed.ok() ? Admitted(env, request, op, prepare) : decltype(prepare())(allowed);
+  const CallEnv& mine = rpc.env();  // the caller's tenant
+  decltype(prepare(mine)) prepared =
+      allowed.ok() ? Admitted(mine, request, op, prepare) : decltype(prepare(mine))(allowed);
   if (!prepared.ok()) {
     reactor->Finish(rpc.End(prepared.status()));
     return reactor;
   }
   JobSpec spec = spec_of(*prepared);
-  spec.priority = ClampPriority(request.priority(), env);
+  spec.priority = ClampPriority(request.priority(), mine);
   spec.deadline = CallDeadline(context);
-  auto job =
-      std::make_unique<JobT>(spec, std::move(rpc), reactor, env, response, std::move(*prepared));
+  const CallEnv job_env = mine;  // rpc moves into the job
+  auto job = std::make_unique<JobT>(spec, std::move(rpc), reactor, job_env, response,
+                                    std::move(*prepared));
   reactor->set_cancel_token(job->cancel_token());
   env.scheduler->Submit(std::move(job));
   return reactor;

@@ -15,9 +15,6 @@
 #include "server/common/status_macros.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
-#include "server/gpu/host_pinning.h"
-#include "server/gpu/lane_budget.h"
-#include "server/gpu/resident_copy.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/metrics/metrics_endpoint.h"
 #include "server/scheduler/scheduler.h"
@@ -62,13 +59,15 @@ void FillDevice(const DeviceInfo& d, v1::Device* out) {
 
 class ServerImpl : public Server {
  public:
-  explicit ServerImpl(const ServerOptions& options) : options_(options) {}
+  ServerImpl(const ServerOptions& options, GpuEngineStarter start_gpu)
+      : options_(options), start_gpu_(std::move(start_gpu)) {}
   ~ServerImpl() override { Shutdown(absl::Seconds(5)); }
 
   absl::Status Init();
   // The backends the scheduler uses: the engines, wrapped by fault rules.
   absl::StatusOr<std::vector<Backend*>> ScheduledBackends();
-  // The GPU lanes: each backend with a memory budget created here.
+  // The GPU lanes: each of `gpus` (the engine's backends, in its lanes'
+  // order, maybe wrapped by fault rules) with its lane's memory budget.
   std::vector<GpuLane> GpuLanes(const std::vector<Backend*>& gpus);
   int port() const override { return port_; }
   int metrics_port() const override { return exposer_ ? exposer_->port() : 0; }
@@ -82,10 +81,13 @@ class ServerImpl : public Server {
   // and its Unix socket.
   absl::Status InitStore(TensorSources& sources);
   absl::Status StartMetrics();
+  // The authenticator of --auth-tokens (every caller "default" without).
+  absl::Status InitAuth();
   // Publishes device health and budgets every second until shutdown.
   void MonitorDevices();
 
   const ServerOptions options_;
+  const GpuEngineStarter start_gpu_;
   // Shared with the endpoint, which keeps it alive while serving.
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<LinalgdMetrics> metrics_;
@@ -93,14 +95,14 @@ class ServerImpl : public Server {
   std::thread monitor_;
   absl::Notification stop_monitor_;
   std::unique_ptr<Backend> cpu_;
+  // Its lanes' memory budgets (--gpu-memory-fraction of each device's total
+  // memory) are charged for every device allocation (memory_budget.h).
   std::unique_ptr<GpuEngine> gpu_;
   std::vector<std::unique_ptr<Backend>> faulty_;  // test-only wrappers
-  // One per GPU lane: --gpu-memory-fraction of the device's total memory.
-  // Every device allocation is to be charged to it (memory_budget.h).
-  std::vector<std::unique_ptr<MemoryBudget>> budgets_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<InflightBudget> inflight_;
   std::unique_ptr<IdleStreams> idle_streams_;
+  std::unique_ptr<Authenticator> auth_;
   // Declared after the backends: GPU factors must go before their devices.
   std::unique_ptr<ResidentStore> store_;
   std::unique_ptr<ShmRegistry> shm_;
@@ -126,7 +128,11 @@ absl::Status ServerImpl::Init() {
   gpu_options.handles_per_device = options_.handles_per_device;
   gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
   gpu_options.singular_rcond_factor = options_.singular_rcond_factor;
-  gpu_ = StartGpuEngine(gpu_options);
+  LinalgdMetrics* metrics_ptr = metrics_.get();
+  gpu_options.on_budget_change = [metrics_ptr](const std::string& device, int64_t reserved) {
+    metrics_ptr->SetDeviceMemoryReserved(device, reserved);
+  };
+  gpu_ = start_gpu_(gpu_options);
   if (gpu_->backends().empty()) {
     spdlog::info("no GPU in service ({}): serving from the CPU", gpu_->status());
   }
@@ -156,6 +162,8 @@ absl::Status ServerImpl::Init() {
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
   env.idle_streams = idle_streams_.get();
   LINALGD_RETURN_IF_ERROR(InitStore(env.sources));
+  LINALGD_RETURN_IF_ERROR(InitAuth());
+  env.auth = auth_.get();
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());
@@ -167,21 +175,42 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
   so.max_objects = options_.store_max_objects;
-  so.device_copy = MakeResidentCopier(gpu_->backends());  // placement gpu:N
-  so.host_alloc = gpu_->host_allocator();                 // page-locked with a GPU in service
+  GpuEngine* gpu = gpu_.get();
+  so.device_copy = [gpu](absl::string_view placement, const Tensor& t) {  // placement gpu:N
+    return gpu->MakeResidentCopy(placement, t);
+  };
+  so.host_alloc = gpu_->host_allocator();  // page-locked with a GPU in service
   store_ = std::make_unique<ResidentStore>(so);
   LinalgdMetrics* metrics = metrics_.get();
   store_->SetObserver(
       [metrics](int64_t bytes, int64_t objects) { metrics->SetResidentStore(bytes, objects); });
   sources.store = store_.get();
   if (!options_.allow_shm) return absl::OkStatus();
-  shm_ = std::make_unique<ShmRegistry>(gpu_->backends().empty() ? HostPinner() : PinHostMemory,
-                                       options_.shm_limits);
+  HostPinner pinner;  // none without a GPU in service
+  if (!gpu_->backends().empty()) {
+    pinner = [gpu](void* data, size_t bytes) { return gpu->PinHostMemory(data, bytes); };
+  }
+  shm_ = std::make_unique<ShmRegistry>(std::move(pinner), options_.shm_limits);
   LINALGD_ASSIGN_OR_RETURN(
       shm_listener_,
       ShmListener::Start({options_.shm_socket, options_.shm_max_connections}, shm_.get()));
   sources.shm = shm_.get();
   spdlog::info("shared memory enabled (--allow-shm): memfds through {}", shm_listener_->path());
+  return absl::OkStatus();
+}
+
+absl::Status ServerImpl::InitAuth() {
+  if (options_.auth.tenant_from_cert && options_.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tenant-from-cert: needs --tls-client-ca (client certificates name the tenants)");
+  }
+  LINALGD_ASSIGN_OR_RETURN(auth_, Authenticator::Create(options_.auth));
+  if (!auth_->has_tokens_file()) return absl::OkStatus();
+  spdlog::info("--auth-tokens {}: {} tenants", options_.auth.tokens_file,
+               auth_->TenantNames().size());
+  if (!options_.tls.enabled() && !IsLoopbackAddress(options_.listen)) {
+    spdlog::warn("--auth-tokens without TLS: bearer tokens cross the network in plaintext");
+  }
   return absl::OkStatus();
 }
 
@@ -237,22 +266,10 @@ absl::StatusOr<std::vector<Backend*>> ServerImpl::ScheduledBackends() {
 }
 
 std::vector<GpuLane> ServerImpl::GpuLanes(const std::vector<Backend*>& gpus) {
+  const std::vector<GpuEngineLane> engine_lanes = gpu_->lanes();
   std::vector<GpuLane> lanes;
-  const std::vector<DeviceInfo> devices = gpu_->Devices();
-  for (Backend* b : gpus) {
-    const std::string name = b->name();
-    auto d = std::find_if(devices.begin(), devices.end(),
-                          [&](const DeviceInfo& i) { return GpuLabel(i.index) == name; });
-    const int64_t total = d == devices.end() ? 0 : d->total_memory_bytes;
-    LinalgdMetrics* metrics = metrics_.get();
-    budgets_.push_back(std::make_unique<MemoryBudget>(
-        name, static_cast<int64_t>(options_.gpu_memory_fraction * total),
-        [metrics, name](int64_t reserved) { metrics->SetDeviceMemoryReserved(name, reserved); }));
-    lanes.push_back(GpuLane{b, budgets_.back().get()});
-    // The unwrapped backend (b may be a fault wrapper) charges its factors here.
-    for (Backend* raw : gpu_->backends()) {
-      if (raw->name() == name) AttachLaneBudget(raw, budgets_.back().get());
-    }
+  for (size_t i = 0; i < gpus.size() && i < engine_lanes.size(); ++i) {
+    lanes.push_back(GpuLane{gpus[i], engine_lanes[i].budget});
   }
   return lanes;
 }
@@ -345,8 +362,9 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
-  auto server = std::make_unique<ServerImpl>(options);
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                      GpuEngineStarter start_gpu) {
+  auto server = std::make_unique<ServerImpl>(options, std::move(start_gpu));
   absl::Status status = server->Init();
   if (!status.ok()) return status;
   return std::unique_ptr<Server>(std::move(server));

@@ -1,16 +1,22 @@
 #ifndef LINALGD_SERVER_SERVICE_SERVER_H_
 #define LINALGD_SERVER_SERVICE_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/gpu/gpu_engine.h"
+#include "server/service/authenticator.h"
 #include "server/service/listen_security.h"
 #include "server/store/shm_registry.h"
 
 namespace linalgd {
+
+// Makes the server's GPU engine (StartGpuEngine, server/gpu/gpu_engine.h).
+using GpuEngineStarter = std::function<std::unique_ptr<GpuEngine>(const GpuOptions& options)>;
 
 // Everything the server needs, filled from flags by main.cc (defaults are
 // DESIGN.md section 6).
@@ -19,6 +25,9 @@ struct ServerOptions {
   TlsServerOptions tls;     // off: plaintext, allowed off loopback only with `insecure`
   bool insecure = false;    // serve plaintext on a non-loopback address (warned, metric)
   bool reflection = false;  // gRPC server reflection
+  // Tenants: --auth-tokens, --tenant-from-cert and the quota defaults
+  // (--tenant-*). No tokens file: every caller is the tenant "default".
+  AuthOptions auth;
   std::string metrics_listen = "127.0.0.1:9464";  // empty: no metrics endpoint
   std::string metrics_basic_auth_file;            // "user:password" file: /metrics needs basic auth
   int64_t max_message_bytes = int64_t{1} << 30;
@@ -92,7 +101,10 @@ class Server {
  public:
   virtual ~Server() = default;
 
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  // `start_gpu` makes the GPU engine from options the server derives from
+  // `options` (tests pass one that keeps a pointer to the engine).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       GpuEngineStarter start_gpu = StartGpuEngine);
 
   // The bound gRPC port (useful with port 0).
   virtual int port() const = 0;

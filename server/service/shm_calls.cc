@@ -32,9 +32,10 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
 grpc::ServerUnaryReactor* UnregisterSharedMemory(const CallEnv& env,
                                                  grpc::CallbackServerContext* context,
                                                  const v1::UnregisterSharedMemoryRequest* request) {
-  return HandleUnary(env, "UnregisterSharedMemory", context, [&](Rpc&) -> absl::Status {
+  return HandleUnary(env, "UnregisterSharedMemory", context, [&](Rpc& rpc) -> absl::Status {
     LINALGD_RETURN_IF_ERROR(NeedShm(env));
-    return env.sources.shm->Unregister(request->name(), request->secret());
+    return env.sources.shm->Unregister(request->name(), request->secret(),
+                                       rpc.env().sources.owner.tenant);
   });
 }
 

@@ -80,7 +80,7 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackSer
                                            v1::SparseSolveResponse* response) {
   return SubmitRpc<SparseSolveJob>(
       env, "SparseSolve", context, *request, response,
-      [&] { return PrepareSparseSolve(*request, env.limits, env.sources); }, SpecOf);
+      [&](const CallEnv& e) { return PrepareSparseSolve(*request, e.limits, e.sources); }, SpecOf);
 }
 
 }  // namespace linalgd

@@ -25,8 +25,11 @@ absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr&
   }
   LINALGD_ASSIGN_OR_RETURN(raw.dtype, DTypeFromProto(m.dtype(), "a.dtype"));
   if (raw.dtype != DType::kF32 && raw.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype),
+        IsComplex(raw.dtype) ? " (complex sparse solves are not implemented; Solve takes the "
+                               "dense matrix)"
+                             : ""));
   }
   if (m.rows() < 0 || m.cols() < 0 || m.rows() >= (int64_t{1} << 31)) {
     return absl::InvalidArgumentError(

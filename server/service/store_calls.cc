@@ -39,7 +39,8 @@ absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTenso
 
 absl::Status DescribeStored(const CallEnv& env, Rpc& rpc, const std::string& id,
                             v1::PutTensorResponse* response) {
-  LINALGD_ASSIGN_OR_RETURN(TensorLease lease, env.sources.store->GetTensor(id));
+  LINALGD_ASSIGN_OR_RETURN(TensorLease lease,
+                           env.sources.store->GetTensor(id, env.sources.owner.tenant));
   rpc.NoteReceived(lease.meta.bytes);
   MetaToProto(lease.meta, response->mutable_tensor());
   response->mutable_tensor()->set_in_use(false);
@@ -64,12 +65,14 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
       Finish(rpc_.End(allowed));
       return;
     }
+    env_ = rpc_.env();  // the caller's tenant
     StartRead(&message_);
   }
 
   void OnReadDone(bool ok) override {
     idle_.Touch();
-    absl::Status s = !ok ? Complete() : (header_seen_ ? OnChunk() : OnHeader());
+    absl::Status s = !ok ? Complete() : CheckMessageQuota(env_, MessageBytes());
+    if (ok && s.ok()) s = header_seen_ ? OnChunk() : OnHeader();
     if (!ok || !s.ok()) {
       part_.reset();  // a failed part's range is free before the caller hears of it
       Finish(rpc_.End(s));
@@ -83,8 +86,9 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   absl::Status OnHeader();
   absl::Status OnChunk();
   absl::Status Complete();
+  int64_t MessageBytes() const { return static_cast<int64_t>(message_.ByteSizeLong()); }
 
-  const CallEnv env_;
+  CallEnv env_;
   Rpc rpc_;
   v1::PutTensorResponse* const response_;
   IdleWatch idle_;
@@ -115,7 +119,7 @@ absl::Status PutTensorReactor::OnHeader() {
   }
   LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
-  LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_));
+  LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_, env_.sources.owner));
   return absl::OkStatus();  // the buffer comes with the first chunk
 }
 
@@ -175,6 +179,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
                    const v1::GetTensorRequest* request)
       : env_(env), rpc_(env, "GetTensor", context), idle_(env.idle_streams, context) {
     absl::Status s = rpc_.Authorize();
+    env_ = rpc_.env();  // the caller's tenant
     if (s.ok()) s = Start(*request);
     if (!s.ok()) {
       Finish(rpc_.End(s));
@@ -205,7 +210,8 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
       return absl::InvalidArgumentError(
           absl::StrCat("chunk_bytes: ", request.chunk_bytes(), " must be >= 0"));
     }
-    LINALGD_ASSIGN_OR_RETURN(lease_, env_.sources.store->GetTensor(request.id()));
+    LINALGD_ASSIGN_OR_RETURN(
+        lease_, env_.sources.store->GetTensor(request.id(), env_.sources.owner.tenant));
     LINALGD_RETURN_IF_ERROR(SetRange(request.offset(), request.length()));
     chunk_ = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
     chunk_ = std::max<int64_t>(1, std::min(chunk_, env_.max_message_bytes - kMessageOverhead));
@@ -238,7 +244,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
     StartWrite(&message_);
   }
 
-  const CallEnv env_;
+  CallEnv env_;
   Rpc rpc_;
   IdleWatch idle_;
   TensorLease lease_;
@@ -277,27 +283,43 @@ grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
 
 grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::DeleteTensorRequest* request) {
-  return HandleUnary(env, "DeleteTensor", context, [&](Rpc&) {
+  return HandleUnary(env, "DeleteTensor", context, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
-    return env.sources.store->Delete(request->id(), ResidentKind::kTensor);
+    return env.sources.store->Delete(request->id(), ResidentKind::kTensor,
+                                     rpc.env().sources.owner.tenant);
   });
 }
 
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request) {
-  return HandleUnary(env, "ReleaseFactor", context, [&](Rpc&) {
+  return HandleUnary(env, "ReleaseFactor", context, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
-    return env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor);
+    return env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor,
+                                     rpc.env().sources.owner.tenant);
   });
 }
 
 grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      const v1::ListTensorsRequest* request,
                                       v1::ListTensorsResponse* response) {
-  return HandleUnary(env, "ListTensors", context, [&](Rpc&) {
+  return HandleUnary(env, "ListTensors", context, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
-    for (const ResidentMeta& m : env.sources.store->List()) MetaToProto(m, response->add_tensors());
-    response->set_used_bytes(env.sources.store->used_bytes());
-    response->set_capacity_bytes(env.sources.store->capacity_bytes());
+    const Tenant& tenant = *rpc.env().tenant;
+    if (request->all_tenants() && !tenant.admin) {
+      return absl::PermissionDeniedError(
+          "all_tenants: only a tenant with admin=true in the tokens file may list every "
+          "tenant's objects");
+    }
+    ResidentStore& store = *env.sources.store;
+    for (const ResidentMeta& m : store.List(tenant.name, request->all_tenants())) {
+      MetaToProto(m, response->add_tensors());
+      if (request->all_tenants()) response->mutable_tensors()->rbegin()->set_tenant(m.owner);
+    }
+    // The whole store for an admin's listing of all; else the caller's share.
+    const bool all = request->all_tenants();
+    response->set_used_bytes(all ? store.used_bytes() : store.owner_used_bytes(tenant.name));
+    response->set_capacity_bytes(all ? store.capacity_bytes()
+                                     : std::min(store.capacity_bytes(), tenant.quotas.store_bytes));
     return absl::OkStatus();
   });
 }

@@ -30,7 +30,10 @@ grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
 
 grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::DeleteTensorRequest* request);
+// The caller's objects; with all_tenants (admin tenants only: else
+// PERMISSION_DENIED) every tenant's, each naming its tenant.
 grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
+                                      const v1::ListTensorsRequest* request,
                                       v1::ListTensorsResponse* response);
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request);

@@ -19,7 +19,8 @@ absl::StatusOr<TensorView> ResolveResident(const v1::Tensor& t, absl::string_vie
   if (sources.store == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".resident_id: no tensor store"));
   }
-  absl::StatusOr<TensorLease> lease = sources.store->GetTensor(t.resident_id());
+  absl::StatusOr<TensorLease> lease =
+      sources.store->GetTensor(t.resident_id(), sources.owner.tenant);
   if (!lease.ok()) {
     return absl::Status(lease.status().code(),
                         absl::StrCat(field, ".resident_id: ", lease.status().message()));
@@ -62,9 +63,9 @@ absl::StatusOr<TensorView> ResolveShm(const v1::Tensor& t, absl::string_view fie
                      view.num_elements(), " elements of ", DTypeName(view.dtype), ")"));
   }
   LINALGD_ASSIGN_OR_RETURN(
-      ShmRange range,
-      sources.shm->Resolve(t.shm().region(), t.shm().secret(), t.shm().offset(), expected,
-                           static_cast<int64_t>(DTypeSize(view.dtype)), field));
+      ShmRange range, sources.shm->Resolve(t.shm().region(), t.shm().secret(), t.shm().offset(),
+                                           expected, static_cast<int64_t>(DTypeSize(view.dtype)),
+                                           field, sources.owner.tenant));
   view.data = range.data;
   leases.shm_bytes += expected;
   leases.held.push_back(std::move(range.keep));
@@ -104,8 +105,8 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has
         "out_shm: shared memory is disabled (start linalgd with --allow-shm)");
   }
   LINALGD_ASSIGN_OR_RETURN(
-      ShmRange range,
-      sources.shm->Resolve(shm.region(), shm.secret(), shm.offset(), shm.bytes(), 1, "out"));
+      ShmRange range, sources.shm->Resolve(shm.region(), shm.secret(), shm.offset(), shm.bytes(), 1,
+                                           "out", sources.owner.tenant));
   spec.shm = std::move(range);
   spec.shm_region = shm.region();
   spec.shm_offset = shm.offset();
@@ -158,7 +159,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
     return absl::OkStatus();
   }
   result = AdoptIfAt(std::move(result), spec.kept_memory);  // when written there
-  LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes));
+  LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes, sources.owner));
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
   LINALGD_ASSIGN_OR_RETURN(
       std::string id, sources.store->PutTensor(std::move(result), "", crc, spec.ttl, std::move(r)));

@@ -20,11 +20,13 @@
 
 namespace linalgd {
 
-// Where tensors other than inline bytes come from. Not owned; null members:
-// that source is refused (shm is null unless --allow-shm).
+// Where tensors other than inline bytes come from, for one tenant. Not
+// owned; null members: that source is refused (shm is null unless
+// --allow-shm). Every id is looked up, and every object stored, as `owner`'s.
 struct TensorSources {
   ResidentStore* store = nullptr;
   ShmRegistry* shm = nullptr;
+  StoreOwner owner;  // the calling tenant (Rpc::Authorize)
 };
 
 // What an op's views point into besides its request message: leases on

@@ -31,7 +31,7 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
   spec.ttl = absl::Seconds(header.ttl_seconds());
   if (env.idle_streams) spec.idle_timeout = env.idle_streams->limit();
   LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
-                           env.sources.store->StartUpload(std::move(spec)));
+                           env.sources.store->StartUpload(std::move(spec), env.sources.owner));
   response->set_upload_id(session->id());
   response->set_expires_in_seconds(absl::ToDoubleSeconds(session->spec().ttl));
   return absl::OkStatus();
@@ -40,7 +40,8 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
 absl::Status DoFinishUpload(const CallEnv& env, Rpc& rpc, absl::string_view upload_id,
                             v1::PutTensorResponse* response) {
   LINALGD_RETURN_IF_ERROR(NeedStore(env));
-  LINALGD_ASSIGN_OR_RETURN(std::string id, env.sources.store->FinishUpload(upload_id));
+  LINALGD_ASSIGN_OR_RETURN(std::string id,
+                           env.sources.store->FinishUpload(upload_id, env.sources.owner.tenant));
   return DescribeStored(env, rpc, id, response);
 }
 
@@ -49,23 +50,24 @@ absl::Status DoFinishUpload(const CallEnv& env, Rpc& rpc, absl::string_view uplo
 grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::StartUploadRequest* request,
                                       v1::StartUploadResponse* response) {
-  return HandleUnary(env, "StartUpload", context,
-                     [&](Rpc&) { return DoStartUpload(env, request->header(), response); });
+  return HandleUnary(env, "StartUpload", context, [&](Rpc& rpc) {
+    return DoStartUpload(rpc.env(), request->header(), response);
+  });
 }
 
 grpc::ServerUnaryReactor* FinishUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::FinishUploadRequest* request,
                                        v1::PutTensorResponse* response) {
   return HandleUnary(env, "FinishUpload", context, [&](Rpc& rpc) {
-    return DoFinishUpload(env, rpc, request->upload_id(), response);
+    return DoFinishUpload(rpc.env(), rpc, request->upload_id(), response);
   });
 }
 
 grpc::ServerUnaryReactor* AbortUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::AbortUploadRequest* request) {
-  return HandleUnary(env, "AbortUpload", context, [&](Rpc&) {
+  return HandleUnary(env, "AbortUpload", context, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
-    return env.sources.store->uploads().Abort(request->upload_id());
+    return env.sources.store->uploads().Abort(request->upload_id(), rpc.env().sources.owner.tenant);
   });
 }
 
@@ -77,8 +79,9 @@ absl::StatusOr<std::unique_ptr<UploadPartWriter>> UploadPartWriter::Open(
         "PutTensor: header.crc32 (CRC-32) is not supported for a part of a multi-part upload; "
         "send header.crc32c (CRC32C) of the part");
   }
-  LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
-                           env.sources.store->uploads().Find(header.upload_id()));
+  LINALGD_ASSIGN_OR_RETURN(
+      std::shared_ptr<UploadSession> session,
+      env.sources.store->uploads().Find(header.upload_id(), env.sources.owner.tenant));
   LINALGD_ASSIGN_OR_RETURN(char* dest, session->Claim(header.offset(), header.total_bytes()));
   return std::unique_ptr<UploadPartWriter>(new UploadPartWriter(
       std::move(session), header.offset(), header.total_bytes(), header.crc32c(), dest));

@@ -49,47 +49,67 @@ void ResidentStore::Notify() {
   if (observer_) observer_(stored_bytes_, static_cast<int64_t>(index_.size()));
 }
 
-absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes) {
+absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const StoreOwner& owner) {
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
   uploads_.DropExpired();         // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
   absl::MutexLock lock(&mu_);
   DropExpired(options_.now(), dropped);
   const int64_t charge = bytes + options_.object_overhead_bytes;
-  if (!MakeRoom(charge, dropped)) {
-    int64_t leased = 0;
-    for (const auto& [id, e] : index_) {
-      if (e.use_count() > 1) leased += e->meta.bytes;
-    }
-    const int64_t used = used_->load();
-    if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
-                       options_.max_objects, ", and every one is in use"));
-    }
-    const int64_t overhead = options_.object_overhead_bytes;
-    const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
-        options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
-        " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
-        " reserved by uploads and results in progress)"));
-  }
+  OwnerUsage& usage = owners_[owner.tenant];
+  if (!MakeRoom(charge, owner, usage, dropped)) return NoRoom(bytes, owner, usage);
   used_->fetch_add(charge);
-  return StoreReservation(used_, charge);
+  usage.bytes->fetch_add(charge);
+  return StoreReservation(used_, usage.bytes, owner.tenant, charge);
 }
 
-bool ResidentStore::MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) {
-  if (bytes > options_.capacity_bytes) return false;
+absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
+                                   const OwnerUsage& usage) {
+  const int64_t overhead = options_.object_overhead_bytes;
+  if (usage.objects >= owner.max_objects) {
+    return absl::ResourceExhaustedError(absl::StrCat("tenant quota max_objects=", owner.max_objects,
+                                                     " reached (", usage.objects,
+                                                     " objects stored, every one in use)"));
+  }
+  if (usage.bytes->load() + bytes + overhead > owner.max_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("tenant quota store_bytes=", owner.max_bytes, ": ", bytes, " bytes (+",
+                     overhead, " per object) do not fit (", usage.bytes->load(),
+                     " bytes used by this tenant's objects in use and uploads in progress)"));
+  }
+  int64_t leased = 0;
+  for (const auto& [id, e] : index_) {
+    if (e.use_count() > 1) leased += e->meta.bytes;
+  }
+  const int64_t used = used_->load();
+  if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
+                     options_.max_objects, ", and every one of this tenant's is in use"));
+  }
+  const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
+      options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
+      " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
+      " reserved by uploads and results in progress; only this tenant's objects are evicted "
+      "for it)"));
+}
+
+bool ResidentStore::MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,
+                             std::vector<EntryPtr>& dropped) {
+  if (bytes > options_.capacity_bytes || bytes > owner.max_bytes) return false;
   auto full = [&] {
     return used_->load() + bytes > options_.capacity_bytes ||
-           static_cast<int64_t>(index_.size()) >= options_.max_objects;
+           static_cast<int64_t>(index_.size()) >= options_.max_objects ||
+           usage.bytes->load() + bytes > owner.max_bytes || usage.objects >= owner.max_objects;
   };
   auto it = lru_.begin();
   while (full() && it != lru_.end()) {
     const std::string id = *it++;
     auto found = index_.find(id);
-    if (found->second.use_count() > 1) continue;  // leased: pinned
+    if (found->second.use_count() > 1) continue;              // leased: pinned
+    if (found->second->meta.owner != owner.tenant) continue;  // another tenant's
     Remove(id, "evicted (least recently used, beyond --store-bytes)", dropped);
   }
   return !full();
@@ -119,6 +139,7 @@ void ResidentStore::Remove(const std::string& id, absl::string_view why,
   lru_.erase(e->lru_pos);
   by_expiry_.erase({e->expires(), id});
   stored_bytes_ -= e->meta.bytes;
+  owners_[e->meta.owner].objects -= 1;
   // Unleased: its bytes are free now (the memory goes when `dropped` does).
   // Leased: they stay counted until the last lease ends.
   if (e.use_count() == 1) e->reservation.Release();
@@ -126,7 +147,7 @@ void ResidentStore::Remove(const std::string& id, absl::string_view why,
     gone_.erase(gone_order_.front());
     gone_order_.pop_front();
   }
-  gone_[id] = absl::StrCat(ResidentKindName(e->meta.kind), " ", id, " was ", why);
+  gone_[id] = {e->meta.owner, absl::StrCat(ResidentKindName(e->meta.kind), " ", id, " was ", why)};
   gone_order_.push_back(id);
   dropped.push_back(std::move(e));
   Notify();
@@ -134,6 +155,7 @@ void ResidentStore::Remove(const std::string& id, absl::string_view why,
 
 absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration ttl) {
   entry->meta.ttl = ttl > absl::ZeroDuration() ? ttl : options_.default_ttl;
+  entry->meta.owner = entry->reservation.owner();
   absl::StatusOr<std::string> id = NewResidentId();
   if (!id.ok()) return id.status();
   absl::MutexLock lock(&mu_);
@@ -146,6 +168,7 @@ absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration
   entry->lru_pos = lru_.insert(lru_.end(), *id);
   by_expiry_.emplace(entry->expires(), *id);
   stored_bytes_ += entry->meta.bytes;
+  owners_[entry->meta.owner].objects += 1;
   index_.emplace(*id, std::move(entry));
   Notify();
   return *id;
@@ -184,34 +207,41 @@ absl::StatusOr<std::string> ResidentStore::PutFactor(std::shared_ptr<const Facto
   return Insert(std::move(e), ttl);
 }
 
-absl::StatusOr<std::shared_ptr<UploadSession>> ResidentStore::StartUpload(UploadSpec spec) {
+absl::StatusOr<std::shared_ptr<UploadSession>> ResidentStore::StartUpload(UploadSpec spec,
+                                                                          const StoreOwner& owner) {
   if (spec.ttl <= absl::ZeroDuration()) spec.ttl = options_.default_ttl;
+  spec.owner = owner.tenant;
   const int64_t bytes = NumElements(spec.shape) * static_cast<int64_t>(DTypeSize(spec.dtype));
-  absl::StatusOr<StoreReservation> reservation = Reserve(bytes);
+  absl::StatusOr<StoreReservation> reservation = Reserve(bytes, owner);
   if (!reservation.ok()) return reservation.status();
   return uploads_.Start(std::move(spec), *std::move(reservation));
 }
 
-absl::StatusOr<std::string> ResidentStore::FinishUpload(absl::string_view upload_id) {
-  absl::StatusOr<UploadSession::Finished> done = uploads_.Finish(upload_id);
+absl::StatusOr<std::string> ResidentStore::FinishUpload(absl::string_view upload_id,
+                                                        absl::string_view owner) {
+  absl::StatusOr<UploadSession::Finished> done = uploads_.Finish(upload_id, owner);
   if (!done.ok()) return done.status();
   return PutTensor(std::move(done->tensor), std::move(done->spec.placement), done->crc32c,
                    done->spec.ttl, std::move(done->reservation));
 }
 
-absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view id) {
+absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view id,
+                                                              absl::string_view owner) {
   const std::string key(id);
   auto it = index_.find(key);
+  if (it != index_.end() && it->second->meta.owner != owner) it = index_.end();
   const absl::Time now = options_.now();
   if (it != index_.end() && it->second->expires() <= now) {
     std::vector<EntryPtr> dropped;  // leased or not, its id is gone; see DropExpired
     Remove(key, absl::StrCat("expired (TTL ", absl::FormatDuration(it->second->meta.ttl), ")"),
            dropped);
-    return absl::NotFoundError(gone_[key]);
+    return absl::NotFoundError(gone_[key].second);
   }
   if (it == index_.end()) {
     auto gone = gone_.find(key);
-    if (gone != gone_.end()) return absl::NotFoundError(gone->second);
+    if (gone != gone_.end() && gone->second.first == owner) {
+      return absl::NotFoundError(gone->second.second);
+    }
     if (!IsResidentId(id)) {
       return absl::NotFoundError(absl::StrCat("resident id ", Quoted(id),
                                               " is not 32 hex digits (an id from PutTensor, "
@@ -224,9 +254,10 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
   return e;
 }
 
-absl::StatusOr<TensorLease> ResidentStore::GetTensor(absl::string_view id) {
+absl::StatusOr<TensorLease> ResidentStore::GetTensor(absl::string_view id,
+                                                     absl::string_view owner) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<EntryPtr> e = Lookup(id);
+  absl::StatusOr<EntryPtr> e = Lookup(id, owner);
   if (!e.ok()) return e.status();
   if ((*e)->meta.kind != ResidentKind::kTensor) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -238,9 +269,10 @@ absl::StatusOr<TensorLease> ResidentStore::GetTensor(absl::string_view id) {
   return lease;
 }
 
-absl::StatusOr<std::shared_ptr<const Factor>> ResidentStore::GetFactor(absl::string_view id) {
+absl::StatusOr<std::shared_ptr<const Factor>> ResidentStore::GetFactor(absl::string_view id,
+                                                                       absl::string_view owner) {
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<EntryPtr> e = Lookup(id);
+  absl::StatusOr<EntryPtr> e = Lookup(id, owner);
   if (!e.ok()) return e.status();
   if ((*e)->meta.kind != ResidentKind::kFactor) {
     return absl::InvalidArgumentError(
@@ -249,10 +281,11 @@ absl::StatusOr<std::shared_ptr<const Factor>> ResidentStore::GetFactor(absl::str
   return std::shared_ptr<const Factor>(*e, (*e)->factor.get());
 }
 
-absl::Status ResidentStore::Delete(absl::string_view id, ResidentKind kind) {
+absl::Status ResidentStore::Delete(absl::string_view id, ResidentKind kind,
+                                   absl::string_view owner) {
   std::vector<EntryPtr> dropped;
   absl::MutexLock lock(&mu_);
-  absl::StatusOr<EntryPtr> e = Lookup(id);
+  absl::StatusOr<EntryPtr> e = Lookup(id, owner);
   if (!e.ok()) return e.status();
   if ((*e)->meta.kind != kind) {
     return absl::InvalidArgumentError(absl::StrCat("resident id ", id, " names a ",
@@ -271,7 +304,13 @@ ResidentMeta ResidentStore::MetaOf(const Entry& e, bool in_use) const {
   return m;
 }
 
-std::vector<ResidentMeta> ResidentStore::List() {
+int64_t ResidentStore::owner_used_bytes(absl::string_view owner) {
+  absl::MutexLock lock(&mu_);
+  auto it = owners_.find(owner);
+  return it == owners_.end() ? 0 : it->second.bytes->load();
+}
+
+std::vector<ResidentMeta> ResidentStore::List(absl::string_view owner, bool all) {
   std::vector<EntryPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpired(options_.now(), dropped);
@@ -279,6 +318,7 @@ std::vector<ResidentMeta> ResidentStore::List() {
   out.reserve(index_.size());
   for (const std::string& id : lru_) {
     const EntryPtr& e = index_.at(id);
+    if (!all && e->meta.owner != owner) continue;
     out.push_back(MetaOf(*e, e.use_count() > 1));
   }
   return out;

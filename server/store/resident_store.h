@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <list>
 #include <memory>
 #include <set>
@@ -41,7 +42,7 @@ struct StoreOptions {
   // lock, with the stored host tensor (its bytes stay put and unchanged for
   // the entry's life); the handle it returns (the device copy) is owned by
   // the entry and destroyed before the host bytes. Null result or no hook:
-  // the tensor stays host-only. Server: MakeResidentCopier (server/gpu).
+  // the tensor stays host-only. Server: GpuEngine::MakeResidentCopy (server/gpu).
   std::function<std::shared_ptr<const void>(absl::string_view placement, const Tensor& tensor)>
       device_copy;
   // Gives the buffers of multi-part uploads and of kept results (page-locked
@@ -50,12 +51,27 @@ struct StoreOptions {
   HostAllocator host_alloc;
 };
 
+// The tenant of every call when authentication is off.
+inline constexpr absl::string_view kDefaultTenant = "default";
+
+// Whom a store call is made for: every object, upload and reservation
+// belongs to one tenant, and another tenant's ids are NOT_FOUND to it, with
+// the text of an unknown id. `max_bytes` and `max_objects` are its share of
+// the store (its quotas store_bytes and max_objects): eviction to admit its
+// reservation only takes its own objects.
+struct StoreOwner {
+  std::string tenant = std::string(kDefaultTenant);
+  int64_t max_bytes = std::numeric_limits<int64_t>::max();
+  int64_t max_objects = std::numeric_limits<int64_t>::max();
+};
+
 enum class ResidentKind { kTensor, kFactor };
 absl::string_view ResidentKindName(ResidentKind kind);  // "tensor", "factor"
 
 // What ListTensors reports about one resident object.
 struct ResidentMeta {
   std::string id;
+  std::string owner;  // the tenant that stored it
   ResidentKind kind = ResidentKind::kTensor;
   DType dtype = DType::kF32;
   Shape shape;
@@ -91,11 +107,15 @@ class ResidentStore {
 
   // Counts `bytes` (plus the per-object overhead: a reservation is for one
   // object) against the capacity, evicting as above to make room.
-  // RESOURCE_EXHAUSTED naming --store-bytes and the numbers when it cannot.
-  absl::StatusOr<StoreReservation> Reserve(int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // RESOURCE_EXHAUSTED naming --store-bytes and the numbers when it cannot,
+  // or naming the tenant quota (store_bytes, max_objects) that `owner` would
+  // pass; only `owner`'s objects are evicted for it.
+  absl::StatusOr<StoreReservation> Reserve(int64_t bytes, const StoreOwner& owner = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Stores and returns the new id. `ttl` zero: the default. REQUIRES:
-  // `reservation` covers the object's bytes.
+  // Stores and returns the new id; the object belongs to the reservation's
+  // owner. `ttl` zero: the default. REQUIRES: `reservation` covers the
+  // object's bytes.
   absl::StatusOr<std::string> PutTensor(Tensor tensor, std::string placement, uint32_t crc32c,
                                         absl::Duration ttl, StoreReservation reservation)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -103,26 +123,39 @@ class ResidentStore {
                                         StoreReservation reservation) ABSL_LOCKS_EXCLUDED(mu_);
 
   // NOT_FOUND for an unknown, expired, evicted or deleted id (saying which
-  // when it is recent); INVALID_ARGUMENT when the id names the other kind.
-  absl::StatusOr<TensorLease> GetTensor(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::shared_ptr<const Factor>> GetFactor(absl::string_view id)
+  // when it is recent) and for another tenant's id (as an unknown one);
+  // INVALID_ARGUMENT when the id names the other kind.
+  absl::StatusOr<TensorLease> GetTensor(absl::string_view id,
+                                        absl::string_view owner = kDefaultTenant)
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status Delete(absl::string_view id, ResidentKind kind) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<const Factor>> GetFactor(absl::string_view id,
+                                                          absl::string_view owner = kDefaultTenant)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Delete(absl::string_view id, ResidentKind kind,
+                      absl::string_view owner = kDefaultTenant) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Multi-part uploads (upload_session.h): the tensor's bytes are reserved
   // (RESOURCE_EXHAUSTED as Reserve); spec.ttl zero: the default. Uploads in
   // progress are not listed and their ids are not resident ids.
-  absl::StatusOr<std::shared_ptr<UploadSession>> StartUpload(UploadSpec spec)
+  // The upload belongs to `owner` (its spec.owner).
+  absl::StatusOr<std::shared_ptr<UploadSession>> StartUpload(UploadSpec spec,
+                                                             const StoreOwner& owner = {})
       ABSL_LOCKS_EXCLUDED(mu_);
   // UploadTable::Finish, then stores the tensor as PutTensor (placement,
   // TTL, device copy) and returns its id.
-  absl::StatusOr<std::string> FinishUpload(absl::string_view upload_id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> FinishUpload(absl::string_view upload_id,
+                                           absl::string_view owner = kDefaultTenant)
+      ABSL_LOCKS_EXCLUDED(mu_);
   UploadTable& uploads() { return uploads_; }
   // StoreOptions::host_alloc (for results the service keeps).
   const HostAllocator& host_allocator() const { return options_.host_alloc; }
 
-  // Every live object, least recently used first (expired ones are dropped).
-  std::vector<ResidentMeta> List() ABSL_LOCKS_EXCLUDED(mu_);
+  // Every live object of `owner` (of every tenant when `all`), least
+  // recently used first (expired ones are dropped).
+  std::vector<ResidentMeta> List(absl::string_view owner = kDefaultTenant, bool all = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes reserved for `owner` (as used_bytes).
+  int64_t owner_used_bytes(absl::string_view owner) ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t capacity_bytes() const { return options_.capacity_bytes; }
   // Bytes reserved: stored objects, uploads in progress, objects deleted but
@@ -140,8 +173,17 @@ class ResidentStore {
   using EntryPtr = std::shared_ptr<Entry>;
 
   absl::StatusOr<std::string> Insert(EntryPtr entry, absl::Duration ttl) ABSL_LOCKS_EXCLUDED(mu_);
-  // The live entry for `id`, refreshed; NOT_FOUND as GetTensor.
-  absl::StatusOr<EntryPtr> Lookup(absl::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Bytes and objects of one tenant; never erased (tenants are few).
+  struct OwnerUsage {
+    std::shared_ptr<std::atomic<int64_t>> bytes = std::make_shared<std::atomic<int64_t>>(0);
+    int64_t objects = 0;
+  };
+  // The live entry for `id` of `owner`, refreshed; NOT_FOUND as GetTensor.
+  absl::StatusOr<EntryPtr> Lookup(absl::string_view id, absl::string_view owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESOURCE_EXHAUSTED for a reservation of `bytes` that MakeRoom could not fit.
+  absl::Status NoRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `id` from the index; the entry moves to `dropped` (destroyed by
   // the caller outside the lock).
   void Remove(const std::string& id, absl::string_view why, std::vector<EntryPtr>& dropped)
@@ -150,8 +192,10 @@ class ResidentStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `e` used at `now`: its LRU position and expiry key move.
   void Touch(Entry& e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Evicts unleased LRU entries until `bytes` more fit; false if they cannot.
-  bool MakeRoom(int64_t bytes, std::vector<EntryPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts unleased LRU entries of `owner` until `bytes` more fit in the
+  // store and in the owner's share; false if they cannot.
+  bool MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,
+                std::vector<EntryPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ResidentMeta MetaOf(const Entry& e, bool in_use) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -161,8 +205,9 @@ class ResidentStore {
   absl::flat_hash_map<std::string, EntryPtr> index_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // front: least recently used
   int64_t stored_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Recently removed ids and why ("deleted", "expired", "evicted"), bounded.
-  absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, OwnerUsage> owners_ ABSL_GUARDED_BY(mu_);
+  // Recently removed ids: (owner, why: "deleted", "expired", "evicted"), bounded.
+  absl::flat_hash_map<std::string, std::pair<std::string, std::string>> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
   std::function<void(int64_t, int64_t)> observer_ ABSL_GUARDED_BY(mu_);
   // (expiry time, id) of every stored object, earliest first.

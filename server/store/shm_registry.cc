@@ -188,16 +188,20 @@ std::shared_ptr<ShmRegistry::Region> ShmRegistry::Erase(
   return region;
 }
 
-const ShmRegistry::Entry* ShmRegistry::Find(absl::string_view id, absl::string_view secret) const {
+const ShmRegistry::Entry* ShmRegistry::Claim(absl::string_view id, absl::string_view secret,
+                                             absl::string_view owner) {
   auto it = regions_.find(id);
   if (it == regions_.end() || !SameSecret(it->second.secret, secret)) return nullptr;
-  return &it->second;
+  Entry& entry = it->second;
+  if (entry.owner.empty()) entry.owner = std::string(owner);
+  return entry.owner == owner ? &entry : nullptr;
 }
 
-absl::Status ShmRegistry::Unregister(absl::string_view id, absl::string_view secret) {
+absl::Status ShmRegistry::Unregister(absl::string_view id, absl::string_view secret,
+                                     absl::string_view owner) {
   std::shared_ptr<Region> region;  // unmapped here, outside the lock, if unused
   absl::MutexLock lock(&mu_);
-  if (Find(id, secret) == nullptr) return NotRegistered("name: ", id);
+  if (Claim(id, secret, owner) == nullptr) return NotRegistered("name: ", id);
   region = Erase(regions_.find(id));
   return absl::OkStatus();
 }
@@ -220,11 +224,11 @@ int ShmRegistry::regions() const {
 
 absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view id, absl::string_view secret,
                                               int64_t offset, int64_t bytes, int64_t align,
-                                              absl::string_view field) {
+                                              absl::string_view field, absl::string_view owner) {
   std::shared_ptr<Region> region;
   {
     absl::MutexLock lock(&mu_);
-    const Entry* entry = Find(id, secret);
+    const Entry* entry = Claim(id, secret, owner);
     if (entry == nullptr) return NotRegistered(absl::StrCat(field, ".shm.region: "), id);
     region = entry->region;
   }

@@ -73,16 +73,21 @@ class ShmRegistry {
   // INVALID_ARGUMENT for an fd that is not a sealed memfd, ALREADY_EXISTS for
   // memory already registered, RESOURCE_EXHAUSTED past a cap.
   absl::StatusOr<ShmGrant> Register(int fd, const ShmPeer& peer) ABSL_LOCKS_EXCLUDED(mu_);
-  // NOT_FOUND for an unknown id or a wrong secret (the two are not told apart).
-  absl::Status Unregister(absl::string_view id, absl::string_view secret) ABSL_LOCKS_EXCLUDED(mu_);
+  // NOT_FOUND for an unknown id, a wrong secret or another tenant's region
+  // (none told apart). A region belongs to the tenant (`owner`) of the first
+  // gRPC call that names it with its secret (the Unix socket that registers
+  // it carries no credentials); later calls of other tenants do not see it.
+  absl::Status Unregister(absl::string_view id, absl::string_view secret,
+                          absl::string_view owner = "default") ABSL_LOCKS_EXCLUDED(mu_);
   // Unregisters every region of `connection` (it closed); returns how many.
   int ReleaseConnection(uint64_t connection) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The range [offset, offset + bytes) of region `id`, checked to stay inside
-  // it and aligned to `align` bytes. `field` names it in errors.
+  // it and aligned to `align` bytes, for tenant `owner` (as Unregister).
+  // `field` names it in errors.
   absl::StatusOr<ShmRange> Resolve(absl::string_view id, absl::string_view secret, int64_t offset,
-                                   int64_t bytes, int64_t align, absl::string_view field)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                   int64_t bytes, int64_t align, absl::string_view field,
+                                   absl::string_view owner = "default") ABSL_LOCKS_EXCLUDED(mu_);
 
   int regions() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -92,6 +97,7 @@ class ShmRegistry {
     std::shared_ptr<Region> region;
     std::string secret;
     ShmPeer peer;
+    std::string owner;  // empty until a gRPC call names it
   };
   struct Usage {
     int regions = 0;
@@ -110,8 +116,9 @@ class ShmRegistry {
   // Removes `it`; the region is handed back to be destroyed outside the lock.
   std::shared_ptr<Region> Erase(absl::flat_hash_map<std::string, Entry>::iterator it)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The entry of `id` when `secret` is its secret; else null.
-  const Entry* Find(absl::string_view id, absl::string_view secret) const
+  // The entry of `id` when `secret` is its secret and it is `owner`'s or
+  // nobody's yet (it becomes `owner`'s); else null.
+  const Entry* Claim(absl::string_view id, absl::string_view secret, absl::string_view owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HostPinner pinner_;

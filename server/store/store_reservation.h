@@ -4,11 +4,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace linalgd {
 
-// Bytes counted against a store's capacity until destroyed (or handed to
-// the store with the object they are for). Move-only; may outlive the store.
+// Bytes counted against a store's capacity, and against its owner's (the
+// tenant that reserved them), until destroyed (or handed to the store with
+// the object they are for). Move-only; may outlive the store.
 class StoreReservation {
  public:
   StoreReservation() = default;
@@ -16,13 +19,22 @@ class StoreReservation {
   StoreReservation& operator=(StoreReservation&& other) noexcept;
   ~StoreReservation() { Release(); }
   int64_t bytes() const { return bytes_; }
+  // The tenant the bytes are charged to; the object stored with them is its.
+  const std::string& owner() const { return owner_; }
 
  private:
   friend class ResidentStore;
-  StoreReservation(std::shared_ptr<std::atomic<int64_t>> used, int64_t bytes)
-      : used_(std::move(used)), bytes_(bytes) {}
+  StoreReservation(std::shared_ptr<std::atomic<int64_t>> used,
+                   std::shared_ptr<std::atomic<int64_t>> owner_used, std::string owner,
+                   int64_t bytes)
+      : used_(std::move(used)),
+        owner_used_(std::move(owner_used)),
+        owner_(std::move(owner)),
+        bytes_(bytes) {}
   void Release();
   std::shared_ptr<std::atomic<int64_t>> used_;
+  std::shared_ptr<std::atomic<int64_t>> owner_used_;  // may be null
+  std::string owner_;
   int64_t bytes_ = 0;
 };
 

@@ -26,6 +26,7 @@ struct UploadSpec {
   // The upload expires sooner when no part is written for this long
   // (--stream-idle-timeout): an abandoned upload gives its space back.
   absl::Duration idle_timeout = absl::InfiniteDuration();
+  std::string owner = std::string("default");  // the tenant that started it
 };
 
 // One tensor being uploaded in parts (StartUpload, PutTensor parts,

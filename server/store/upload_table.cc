@@ -29,27 +29,32 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spe
   return session;
 }
 
-absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_view id) {
+absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_view id,
+                                                                absl::string_view owner) {
   auto it = sessions_.find(id);
-  if (it != sessions_.end()) return it->second;
+  if (it != sessions_.end() && it->second->spec().owner == owner) return it->second;
   auto gone = gone_.find(id);
-  if (gone != gone_.end()) return absl::NotFoundError(gone->second);
+  if (gone != gone_.end() && gone->second.first == owner) {
+    return absl::NotFoundError(gone->second.second);
+  }
   return absl::NotFoundError(
       absl::StrCat("upload id ", Quoted(id), " is unknown (ids come from StartUpload)"));
 }
 
-absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_view id) {
+absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_view id,
+                                                                 absl::string_view owner) {
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  return FindLocked(id);
+  return FindLocked(id, owner);
 }
 
-absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id) {
+absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id,
+                                                            absl::string_view owner) {
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  absl::StatusOr<SessionPtr> session = FindLocked(id);
+  absl::StatusOr<SessionPtr> session = FindLocked(id, owner);
   if (!session.ok()) return session.status();
   absl::StatusOr<UploadSession::Finished> finished = (*session)->Finish();
   if (finished.ok()) {
@@ -60,11 +65,11 @@ absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id
   return finished;
 }
 
-absl::Status UploadTable::Abort(absl::string_view id) {
+absl::Status UploadTable::Abort(absl::string_view id, absl::string_view owner) {
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  absl::StatusOr<SessionPtr> session = FindLocked(id);
+  absl::StatusOr<SessionPtr> session = FindLocked(id, owner);
   if (!session.ok()) return session.status();
   Remove(*session, "aborted", dropped);
   return absl::OkStatus();
@@ -105,7 +110,7 @@ void UploadTable::Remove(const SessionPtr& session, absl::string_view why,
     gone_.erase(gone_order_.front());
     gone_order_.pop_front();
   }
-  gone_[id] = absl::StrCat("upload ", id, " was ", why);
+  gone_[id] = {session->spec().owner, absl::StrCat("upload ", id, " was ", why)};
   gone_order_.push_back(id);
   dropped.push_back(session);
   sessions_.erase(id);

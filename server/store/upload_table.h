@@ -5,6 +5,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -34,14 +36,19 @@ class UploadTable {
   absl::StatusOr<std::shared_ptr<UploadSession>> Start(UploadSpec spec,
                                                        StoreReservation reservation)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // The live upload `id`; NOT_FOUND naming why not.
-  absl::StatusOr<std::shared_ptr<UploadSession>> Find(absl::string_view id)
+  // The live upload `id` of tenant `owner` (spec.owner); NOT_FOUND naming
+  // why not, and for another tenant's upload as for an unknown id.
+  absl::StatusOr<std::shared_ptr<UploadSession>> Find(absl::string_view id,
+                                                      absl::string_view owner = "default")
       ABSL_LOCKS_EXCLUDED(mu_);
   // UploadSession::Finish; the id is gone afterwards unless the parts do not
   // cover the tensor yet (FAILED_PRECONDITION).
-  absl::StatusOr<UploadSession::Finished> Finish(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<UploadSession::Finished> Finish(absl::string_view id,
+                                                 absl::string_view owner = "default")
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the upload; a part still being written fails at its end.
-  absl::Status Abort(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Abort(absl::string_view id, absl::string_view owner = "default")
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Drops the expired uploads (also done by every call above).
   void DropExpired() ABSL_LOCKS_EXCLUDED(mu_);
   int64_t size() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -50,7 +57,8 @@ class UploadTable {
   using SessionPtr = std::shared_ptr<UploadSession>;
   // Moves expired sessions to `dropped` (destroyed outside the lock).
   void DropExpiredLocked(std::vector<SessionPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<SessionPtr> FindLocked(absl::string_view id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<SessionPtr> FindLocked(absl::string_view id, absl::string_view owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the session, forgets its id and remembers why.
   void Remove(const SessionPtr& session, absl::string_view why, std::vector<SessionPtr>& dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -59,7 +67,8 @@ class UploadTable {
   const HostAllocator alloc_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, SessionPtr> sessions_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::string> gone_ ABSL_GUARDED_BY(mu_);  // id -> why
+  // id -> (owner, why)
+  absl::flat_hash_map<std::string, std::pair<std::string, std::string>> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -146,7 +146,7 @@ TEST(PlanSolveTest, Errors) {
   EXPECT_THAT(SolveError(op), HasSubstr("b.shape: [3, 2] needs 4 rows to match a.shape [4, 4], "
                                         "has 3"));
   op = SolveOp{View({4, 4}, DType::kF16), View({4, 2}, DType::kF16)};
-  EXPECT_THAT(SolveError(op), HasSubstr("a.dtype: solve supports f32 and f64, not f16"));
+  EXPECT_THAT(SolveError(op), HasSubstr("a.dtype: solve supports f32, f64, c64 and c128, not f16"));
   op = SolveOp{View({4, 4}), View({4, 2}, DType::kF64)};
   EXPECT_THAT(SolveError(op), HasSubstr("b.dtype: f64 differs from a.dtype f32"));
   op = SolveOp{View({2, 4, 4}), View({3, 4, 2})};

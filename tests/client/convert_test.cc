@@ -19,7 +19,7 @@ TEST(ConvertTest, TensorRoundTrip) {
 }
 
 TEST(ConvertTest, EveryDTypeMaps) {
-  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kC64, DType::kC128}) {
     EXPECT_EQ(*FromProto(ToProto(d)), d);
   }
   EXPECT_FALSE(FromProto(v1::DTYPE_UNSPECIFIED).ok());
@@ -46,6 +46,8 @@ TEST(ConvertTest, MatmulArgsSetEveryField) {
   args.transpose_b = true;
   args.alpha = 2;
   args.beta = 0.5;
+  args.alpha_imag = -1;
+  args.beta_imag = 0.25;
   args.epilogue = Epilogue::kGeluBias;
   args.compute_mode = ComputeMode::kFast16BF;
   args.output_dtype = DType::kF16;
@@ -62,6 +64,8 @@ TEST(ConvertTest, MatmulArgsSetEveryField) {
   EXPECT_EQ(req.alpha(), 2);
   ASSERT_TRUE(req.has_beta());
   EXPECT_EQ(req.beta(), 0.5);
+  EXPECT_EQ(req.alpha_imag(), -1);
+  EXPECT_EQ(req.beta_imag(), 0.25);
   EXPECT_EQ(req.epilogue(), v1::EPILOGUE_GELU_BIAS);
   EXPECT_EQ(req.compute_mode(), v1::COMPUTE_MODE_FAST_16BF);
   EXPECT_EQ(req.output_dtype(), v1::DTYPE_F16);

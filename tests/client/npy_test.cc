@@ -1,5 +1,6 @@
 #include "linalgd/npy.h"
 
+#include <complex>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -61,10 +62,14 @@ TEST(NpyTest, EncodeMatchesNumpyByteForByte) {
 TEST(NpyTest, RoundTripsEveryDTypeAndVersion) {
   std::string half_bytes(12, '\0');
   for (int i = 0; i < 6; ++i) half_bytes[2 * i + 1] = static_cast<char>(0x3c + i);
-  const Tensor tensors[] = {*Tensor::FromVector<float>({2, 3}, {1, -2, 3.5f, 4, 5, 6}),
-                            *Tensor::FromVector<double>({3, 1, 2}, {1, 2, 3, 4, 5, 1e-300}),
-                            *Tensor::FromBytes(DType::kF16, {6}, half_bytes),
-                            *Tensor::Zeros(DType::kF32, {}), *Tensor::Zeros(DType::kF64, {0, 4})};
+  const Tensor tensors[] = {
+      *Tensor::FromVector<float>({2, 3}, {1, -2, 3.5f, 4, 5, 6}),
+      *Tensor::FromVector<double>({3, 1, 2}, {1, 2, 3, 4, 5, 1e-300}),
+      *Tensor::FromBytes(DType::kF16, {6}, half_bytes),
+      *Tensor::Zeros(DType::kF32, {}),
+      *Tensor::Zeros(DType::kF64, {0, 4}),
+      *Tensor::FromVector<std::complex<float>>({2}, {{1, -2}, {0.5f, 3}}),
+      *Tensor::FromVector<std::complex<double>>({1, 2}, {{1, 2}, {-3, 1e-300}})};
   for (const Tensor& t : tensors) {
     for (int version : {0, 1, 2, 3}) {
       absl::StatusOr<std::string> bytes = EncodeNpy(t, version);
@@ -127,8 +132,23 @@ TEST(NpyTest, RejectsFortranOrder) {
       {"fortran_order", "True"});
 }
 
+TEST(NpyTest, ComplexDescrsAreNumpysComplexTypes) {
+  const Tensor c64 = *Tensor::FromVector<std::complex<float>>({1, 2}, {{1, 2}, {3, 4}});
+  EXPECT_THAT(*EncodeNpy(c64), HasSubstr("'descr': '<c8'"));
+  const Tensor c128 = *Tensor::FromVector<std::complex<double>>({1}, {{1, 2}});
+  EXPECT_THAT(*EncodeNpy(c128), HasSubstr("'descr': '<c16'"));
+  absl::StatusOr<Tensor> t = DecodeNpy(
+      MakeNpy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", F32Bytes({1, 2, 3, 4})),
+      "z.npy");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kC64);
+  ASSERT_EQ(t->as<std::complex<float>>().size(), 2u);
+  EXPECT_EQ(t->as<std::complex<float>>()[1], std::complex<float>(3, 4));
+  EXPECT_EQ(t->ToVector<double>(), std::vector<double>({1, 3}));  // the real parts
+}
+
 TEST(NpyTest, RejectsOtherDTypes) {
-  for (absl::string_view descr : {">f4", "<i4", "<c8", "|u1", "<V2", "<f16"}) {
+  for (absl::string_view descr : {">f4", "<i4", ">c8", "|u1", "<V2", "<f16", "<c32"}) {
     ExpectRejected(
         MakeNpy(absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (1,), }"),
                 std::string(4, '\0')),

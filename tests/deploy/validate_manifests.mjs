@@ -78,6 +78,11 @@ function checkDeployment(dep, variant) {
   }
   check("plaintext off loopback is explicit (--insecure or --tls-cert)",
         c.args.includes("--insecure") || !!flag(c.args, "tls-cert"));
+  const tokens = flag(c.args, "auth-tokens");
+  const mount = (c.volumeMounts ?? []).find((m) => tokens?.startsWith(`${m.mountPath}/`));
+  const volume = pod.volumes?.find((v) => v.name === mount?.name);
+  check("--auth-tokens reads a file of a mounted Secret (a directory: updates reach it)",
+        !!volume?.secret?.secretName && !mount.subPath);
   check("--max-connection-age set", seconds(flag(c.args, "max-connection-age")) > 0);
   const grace = seconds(flag(c.args, "shutdown-grace"));
   const preStop = Number(c.lifecycle?.preStop?.exec?.command?.at(-1));
@@ -119,6 +124,16 @@ function checkSamePodShm(pod, c) {
         clients.every((x) => x.securityContext?.runAsUser === undefined));
 }
 
+// Ingress to the linalgd pods: gRPC from labelled clients, metrics from Prometheus.
+function checkNetworkPolicy(objects) {
+  const np = objects.find((o) => o.kind === "NetworkPolicy");
+  check("a NetworkPolicy selects the linalgd pods",
+        np?.spec.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "linalgd");
+  const ports = (np?.spec.ingress ?? []).flatMap((r) => (r.ports ?? []).map((p) => p.port));
+  check("the NetworkPolicy admits only 50051 and 9464",
+        ports.length === 2 && ports.includes(50051) && ports.includes(9464));
+}
+
 function checkObjects(objects, variant) {
   const of = (kind) => objects.filter((o) => o.kind === kind);
   const deps = of("Deployment");
@@ -137,6 +152,7 @@ function checkObjects(objects, variant) {
     checkOperatorObjects(objects, services, deps);
   }
   check("a PodDisruptionBudget", of("PodDisruptionBudget").length === 1);
+  checkNetworkPolicy(objects);
   check("every object in one namespace", new Set(objects.map((o) => o.metadata.namespace)).size === 1);
 }
 

@@ -81,7 +81,7 @@ TEST(GpuBatchTest, PageLockedOperandsGoStraightToTheDeviceAndResultsToTheirDesti
   PinnedGroup g(rng, /*with_destination=*/4);
   ASSERT_NE(g.block, nullptr);
   const MatmulPlan plan = PlanMatmul(g.ops[0]).value();
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t h2d = n.h2d_pinned_direct.load(), d2h = n.d2h_pinned_direct.load();
   std::vector<Tensor> outs;
   ASSERT_TRUE(gpu.MatmulBatch(g.ptrs, plan, &outs).ok());

@@ -33,7 +33,19 @@ using Mat = std::vector<double>;
 
 class GpuFactorTest : public ::testing::Test {
  protected:
-  gpu::GpuBackend& gpu() { return *gpu_test::FirstGpu(); }
+  gpu::GpuBackend& gpu() { return own_ ? *own_ : *gpu_test::FirstGpu(); }
+
+  // Makes gpu() a backend of device 0 whose lane budget has `budget_bytes`.
+  void UseBackendWithBudget(int64_t budget_bytes) {
+    gpu::GpuBackendConfig config;
+    config.budget_bytes = int64_t{1} << 30;
+    config.pinned = &pinned_;
+    config.transfers = &transfers_;
+    config.lane_budget_bytes = budget_bytes;
+    absl::StatusOr<std::unique_ptr<gpu::GpuBackend>> b = gpu::GpuBackend::Create(config);
+    ASSERT_TRUE(b.ok()) << b.status();
+    own_ = *std::move(b);
+  }
 
   absl::StatusOr<FactorizeResult> Factorize(DType dt, const Mat& a, int n, SolveMethod method,
                                             bool fallback = true) {
@@ -67,6 +79,9 @@ class GpuFactorTest : public ::testing::Test {
 
   std::mt19937 rng_{23};
   Tensor a_, b_;
+  gpu::PinnedPool pinned_{8 << 20, 4};
+  gpu::TransferCounters transfers_;
+  std::unique_ptr<gpu::GpuBackend> own_;  // UseBackendWithBudget's
 };
 
 TEST_F(GpuFactorTest, ReuseWithManyRightHandSidesMatchesFreshSolves) {
@@ -223,8 +238,8 @@ TEST_F(GpuFactorTest, RejectsMismatchedRightHandSides) {
 TEST_F(GpuFactorTest, ReleasedFactorFreesDeviceMemoryAndBudget) {
   LINALGD_REQUIRE_GPU();
   const int n = 256;
-  MemoryBudget budget(gpu().name(), int64_t{1} << 30);
-  gpu().set_memory_budget(&budget);
+  ASSERT_NO_FATAL_FAILURE(UseBackendWithBudget(int64_t{1} << 30));
+  MemoryBudget& budget = *gpu().memory_budget();
   const int64_t before = gpu().memory().in_use_bytes();
   {
     absl::StatusOr<FactorizeResult> f =
@@ -243,18 +258,16 @@ TEST_F(GpuFactorTest, ReleasedFactorFreesDeviceMemoryAndBudget) {
   }
   EXPECT_EQ(gpu().memory().in_use_bytes(), before);
   EXPECT_EQ(budget.reserved(), 0);
-  gpu().set_memory_budget(nullptr);
 }
 
 TEST_F(GpuFactorTest, FactorThatDoesNotFitTheBudgetIsResourceExhausted) {
   LINALGD_REQUIRE_GPU();
   const int n = 128;
-  MemoryBudget budget(gpu().name(), 1024);
-  gpu().set_memory_budget(&budget);
+  ASSERT_NO_FATAL_FAILURE(UseBackendWithBudget(1024));
+  MemoryBudget& budget = *gpu().memory_budget();
   const int64_t before = gpu().memory().in_use_bytes();
   absl::StatusOr<FactorizeResult> f =
       Factorize(DType::kF64, WellConditioned(n, rng_), n, SolveMethod::kLu);
-  gpu().set_memory_budget(nullptr);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted) << f.status();
   EXPECT_EQ(gpu().memory().in_use_bytes(), before);

@@ -14,9 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
 #include "server/gpu/device_resident.h"
-#include "server/gpu/host_pinning.h"
 #include "server/gpu/pinned_host_cache.h"
-#include "server/gpu/resident_copy.h"
 #include "server/gpu/transfer.h"
 #include "server/store/resident_store.h"
 #include "tests/cpu/test_reference.h"
@@ -66,7 +64,8 @@ TEST(GpuTransferTest, RegisteredHostMemoryCopiesDirectlyAndMatchesPageable) {
   ASSERT_NE(region.data, nullptr);
   std::memcpy(region.data, a.as<char>(), a.num_bytes());
   std::memcpy(region.data + a.num_bytes(), b.as<char>(), b.num_bytes());
-  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  absl::StatusOr<std::shared_ptr<void>> pin =
+      gpu_test::Engine().PinHostMemory(region.data, region.bytes);
   ASSERT_TRUE(pin.ok()) << pin.status();
   EXPECT_TRUE(gpu::IsPinnedHost(region.data, region.bytes));
   EXPECT_FALSE(gpu::IsPinnedHost(a.as<char>(), a.num_bytes()));
@@ -75,7 +74,7 @@ TEST(GpuTransferTest, RegisteredHostMemoryCopiesDirectlyAndMatchesPageable) {
   TensorView pa = a.view(), pb = b.view();
   pa.data = region.data;
   pb.data = region.data + a.num_bytes();
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t direct_before = n.h2d_pinned_direct.load();
   const Tensor got = MatmulOn(g, pa, pb);
   EXPECT_GE(n.h2d_pinned_direct.load() - direct_before, 2);
@@ -91,18 +90,18 @@ TEST(GpuTransferTest, CopyToHostIntoRegisteredMemoryIsDirect) {
   const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
   Mapping region(a.num_bytes());
   ASSERT_NE(region.data, nullptr);
-  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  absl::StatusOr<std::shared_ptr<void>> pin =
+      gpu_test::Engine().PinHostMemory(region.data, region.bytes);
   ASSERT_TRUE(pin.ok()) << pin.status();
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t direct_before = n.d2h_pinned_direct.load();
-  absl::Status s = g.RunJob<bool>([&](gpu::GpuContext& ctx) -> absl::StatusOr<bool> {
-                      LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(a.num_bytes()));
-                      LINALGD_RETURN_IF_ERROR(gpu::CopyToDevice(ctx.hs, ctx.pinned, a.as<char>(),
-                                                                a.num_bytes(), d.data()));
-                      LINALGD_RETURN_IF_ERROR(gpu::CopyToHost(ctx.hs, ctx.pinned, d.data(),
-                                                              a.num_bytes(), region.data));
-                      return true;
-                    }).status();
+  absl::Status s =
+      g.RunJob<bool>([&](gpu::GpuContext& ctx) -> absl::StatusOr<bool> {
+         LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer d, ctx.Alloc(a.num_bytes()));
+         LINALGD_RETURN_IF_ERROR(gpu::CopyToDevice(ctx, a.as<char>(), a.num_bytes(), d.data()));
+         LINALGD_RETURN_IF_ERROR(gpu::CopyToHost(ctx, d.data(), a.num_bytes(), region.data));
+         return true;
+       }).status();
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(n.d2h_pinned_direct.load() - direct_before, 1);
   EXPECT_EQ(std::memcmp(region.data, a.as<char>(), a.num_bytes()), 0);
@@ -118,7 +117,8 @@ TEST(GpuTransferTest, ResultsGoStraightIntoTheirPageLockedDestination) {
   const Tensor ref = MatmulOn(g, a.view(), b.view());
   Mapping region(ref.num_bytes());
   ASSERT_NE(region.data, nullptr);
-  absl::StatusOr<std::shared_ptr<void>> pin = PinHostMemory(region.data, region.bytes);
+  absl::StatusOr<std::shared_ptr<void>> pin =
+      gpu_test::Engine().PinHostMemory(region.data, region.bytes);
   ASSERT_TRUE(pin.ok()) << pin.status();
   MatmulOp op;
   op.a = a.view();
@@ -126,7 +126,7 @@ TEST(GpuTransferTest, ResultsGoStraightIntoTheirPageLockedDestination) {
   op.out_dtype = DType::kF32;
   op.result_to = ResultDestination(region.data, region.bytes);
   const MatmulPlan plan = PlanMatmul(op).value();
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t direct_before = n.d2h_pinned_direct.load();
   absl::StatusOr<Tensor> got = g.Matmul(op, plan);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -201,7 +201,7 @@ TEST(PinnedHostCacheTest, KeptResultsAndUploadsOfAGpuServerAreInPageLockedMemory
   op.b = b.view();
   op.out_dtype = DType::kF32;
   op.result_to = ResultDestination(out.get(), ref.num_bytes());
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t d2h = n.d2h_pinned_direct.load(), h2d = n.h2d_pinned_direct.load();
   absl::StatusOr<Tensor> got = g.Matmul(op, PlanMatmul(op).value());
   ASSERT_TRUE(got.ok()) << got.status();
@@ -218,10 +218,13 @@ TEST(PinnedHostCacheTest, KeptResultsAndUploadsOfAGpuServerAreInPageLockedMemory
   EXPECT_LE(RelError(Values(again), Values(ref)), 1e-6);
 }
 
-// A store whose gpu:N tensors get device copies, as the server wires it.
-std::unique_ptr<ResidentStore> GpuStore(gpu::GpuBackend& g) {
+// A store whose gpu:N tensors get device copies from `engine`, as the
+// server wires it.
+std::unique_ptr<ResidentStore> GpuStore(GpuEngine& engine) {
   StoreOptions so;
-  so.device_copy = MakeResidentCopier({&g});
+  so.device_copy = [&engine](absl::string_view placement, const Tensor& t) {
+    return engine.MakeResidentCopy(placement, t);
+  };
   return std::make_unique<ResidentStore>(so);
 }
 
@@ -241,14 +244,14 @@ TEST(GpuResidentTest, MatmulOnResidentTensorSkipsItsUpload) {
   const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
   const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
   const Tensor ref = MatmulOn(g, a.view(), b.view());
-  auto store = GpuStore(g);
-  const int64_t count_before = gpu::DeviceResidentCountForTesting();
+  auto store = GpuStore(gpu_test::Engine());
+  const int64_t count_before = g.residents().size();
   const std::string id = Put(*store, a, absl::StrCat("gpu:", g.device()));
-  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before + 1);
+  EXPECT_EQ(g.residents().size(), count_before + 1);
   {
     absl::StatusOr<TensorLease> lease = store->GetTensor(id);
     ASSERT_TRUE(lease.ok()) << lease.status();
-    gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+    const gpu::TransferCounters& n = gpu_test::Engine().transfers();
     const int64_t h2d_before = n.h2d_bytes.load();
     const Tensor got = MatmulOn(g, lease->tensor->view(), b.view());
     // Only b crossed from the host.
@@ -256,7 +259,7 @@ TEST(GpuResidentTest, MatmulOnResidentTensorSkipsItsUpload) {
     EXPECT_LE(RelError(Values(got), Values(ref)), 1e-6);
   }
   ASSERT_TRUE(store->Delete(id, ResidentKind::kTensor).ok());
-  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before);
+  EXPECT_EQ(g.residents().size(), count_before);
 }
 
 TEST(GpuResidentTest, SolveOnResidentMatrixSkipsItsUploadAndKeepsIt) {
@@ -266,7 +269,7 @@ TEST(GpuResidentTest, SolveOnResidentMatrixSkipsItsUploadAndKeepsIt) {
   Tensor a = RandomTensor(DType::kF64, {kN, kN}, rng);
   for (int64_t i = 0; i < kN; ++i) a.mutable_as<double>()[i * kN + i] += kN;  // well conditioned
   const Tensor b = RandomTensor(DType::kF64, {kN, 4}, rng);
-  auto store = GpuStore(g);
+  auto store = GpuStore(gpu_test::Engine());
   const std::string id = Put(*store, a, absl::StrCat("gpu:", g.device()));
   absl::StatusOr<TensorLease> lease = store->GetTensor(id);
   ASSERT_TRUE(lease.ok()) << lease.status();
@@ -281,7 +284,7 @@ TEST(GpuResidentTest, SolveOnResidentMatrixSkipsItsUploadAndKeepsIt) {
     return r.ok() ? std::move(r->x) : Tensor();
   };
   const Tensor ref = solve(a.view());
-  gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+  const gpu::TransferCounters& n = gpu_test::Engine().transfers();
   const int64_t h2d_before = n.h2d_bytes.load();
   // Twice: the factorization works on a copy, the resident a stays intact.
   const Tensor x1 = solve(lease->tensor->view());
@@ -296,12 +299,50 @@ TEST(GpuResidentTest, UnknownDeviceStaysHostOnlyAndPutSucceeds) {
   LINALGD_REQUIRE_GPU();
   gpu::GpuBackend& g = *gpu_test::FirstGpu();
   std::mt19937 rng(11);
-  auto store = GpuStore(g);
-  const int64_t count_before = gpu::DeviceResidentCountForTesting();
+  auto store = GpuStore(gpu_test::Engine());
+  const int64_t count_before = g.residents().size();
   const std::string id = Put(*store, RandomTensor(DType::kF32, {64, 64}, rng), "gpu:999");
   EXPECT_FALSE(id.empty());
-  EXPECT_EQ(gpu::DeviceResidentCountForTesting(), count_before);
+  EXPECT_EQ(g.residents().size(), count_before);
   EXPECT_TRUE(store->GetTensor(id).ok());
+}
+
+// Two engines in one process share nothing: a tensor resident through one is
+// not resident for the other (whose backend uploads it), and each engine
+// counts only its own copies.
+TEST(GpuResidentTest, ResidentCopiesAndTransferCountsArePerEngine) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& g = *gpu_test::FirstGpu();
+  GpuOptions options;
+  options.devices = {g.device()};
+  options.handles_per_device = 1;
+  std::unique_ptr<GpuEngine> other = StartGpuEngine(options);
+  ASSERT_EQ(other->backends().size(), 1u) << other->status();
+  gpu::GpuBackend& h = *dynamic_cast<gpu::GpuBackend*>(other->backends()[0]);
+  ASSERT_EQ(h.device(), g.device());
+  std::mt19937 rng(13);
+  const Tensor a = RandomTensor(DType::kF32, {kN, kN}, rng);
+  const Tensor b = RandomTensor(DType::kF32, {kN, kN}, rng);
+  auto store = GpuStore(gpu_test::Engine());
+  const int64_t ours_before = g.residents().size();
+  const std::string id = Put(*store, a, absl::StrCat("gpu:", g.device()));
+  EXPECT_EQ(g.residents().size(), ours_before + 1);
+  EXPECT_EQ(h.residents().size(), 0);
+  {
+    absl::StatusOr<TensorLease> lease = store->GetTensor(id);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    const gpu::TransferCounters& ours = gpu_test::Engine().transfers();
+    const gpu::TransferCounters& theirs = other->transfers();
+    const int64_t ours_h2d = ours.h2d_bytes.load(), theirs_h2d = theirs.h2d_bytes.load();
+    const Tensor got = MatmulOn(h, lease->tensor->view(), b.view());
+    // Both operands crossed from the host, counted by the other engine only.
+    EXPECT_GE(theirs.h2d_bytes.load() - theirs_h2d,
+              static_cast<int64_t>(a.num_bytes() + b.num_bytes()));
+    EXPECT_EQ(ours.h2d_bytes.load(), ours_h2d);
+    EXPECT_LE(RelError(Values(got), Values(MatmulOn(g, a.view(), b.view()))), 1e-6);
+  }
+  ASSERT_TRUE(store->Delete(id, ResidentKind::kTensor).ok());
+  EXPECT_EQ(g.residents().size(), ours_before);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "linalgd/client.h"
-#include "server/gpu/transfer.h"
+#include "server/gpu/gpu_engine.h"
 #include "server/service/server.h"
 
 namespace linalgd {
@@ -61,7 +61,11 @@ class GpuServerTest : public ::testing::Test {
   void Start(ServerOptions options) {
     options.listen = "127.0.0.1:0";
     options.metrics_listen = "";
-    auto server = Server::Start(options);
+    auto server = Server::Start(options, [this](const GpuOptions& gpu_options) {
+      std::unique_ptr<GpuEngine> engine = StartGpuEngine(gpu_options);
+      engine_ = engine.get();
+      return engine;
+    });
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
     client::ClientOptions co;
@@ -75,6 +79,7 @@ class GpuServerTest : public ::testing::Test {
     if (server_) server_->Shutdown(absl::Seconds(10));
   }
   std::unique_ptr<Server> server_;
+  GpuEngine* engine_ = nullptr;  // the server's
   std::unique_ptr<Client> client_;
 };
 
@@ -106,7 +111,7 @@ TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhe
     co.transfer_part_min_bytes = 1 << 20;
     co.transfer_connections = connections;
     std::unique_ptr<Client> streaming = Client::Create(co).value();
-    gpu::TransferCounters& n = gpu::GlobalTransferCounters();
+    const gpu::TransferCounters& n = engine_->transfers();
     for (unsigned round = 0; round < 3; ++round) {  // later rounds reuse the pinned blocks
       client::MatmulArgs args;
       args.a = Random({1024, 600}, 10 + round);

@@ -303,3 +303,44 @@ def test_tls_flags_against_mutual_tls(tmp_path):
             assert r.returncode != 0 and "UNAVAILABLE" in r.stderr, r.stderr
     finally:
         stop_linalgd(proc)
+
+
+# --- complex64 / complex128 .npy files ---
+
+def crandn(rng, *shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.complex128, 1e-12), (np.complex64, 1e-5)])
+def test_complex_matmul_and_solve_files(server, dtype, tol):
+    rng = np.random.default_rng(8)
+    a = crandn(rng, 2, 20, 15).astype(dtype)
+    b = crandn(rng, 15, 10).astype(dtype)
+    s = (crandn(rng, 20, 20) + 20 * np.eye(20)).astype(dtype)
+    rhs = crandn(rng, 20, 3).astype(dtype)
+    with tempfile.TemporaryDirectory() as d:
+        for name, arr in (("a", a), ("b", b), ("s", s), ("rhs", rhs)):
+            np.save(f"{d}/{name}.npy", arr)
+        r = cli(server, "matmul", f"{d}/a.npy", f"{d}/b.npy", "-o", f"{d}/c.npy", "--alpha", "0.5",
+                "--alpha-imag", "2")
+        assert r.returncode == 0, r.stderr + r.stdout
+        c = np.load(f"{d}/c.npy")
+        r = cli(server, "solve", f"{d}/s.npy", f"{d}/rhs.npy", "-o", f"{d}/x.npy")
+        assert r.returncode == 0, r.stderr + r.stdout
+        x = np.load(f"{d}/x.npy")
+    ref = (0.5 + 2j) * (a.astype(np.complex128) @ b.astype(np.complex128))
+    assert c.dtype == dtype and c.shape == (2, 20, 10)
+    assert rel(c, ref) < tol
+    assert x.dtype == dtype
+    assert rel(x, np.linalg.solve(s.astype(np.complex128), rhs.astype(np.complex128))) < 100 * tol
+
+
+def test_complex_put_get_round_trip(server):
+    x = crandn(np.random.default_rng(9), 7, 5).astype(np.complex64)
+    with tempfile.TemporaryDirectory() as d:
+        np.save(f"{d}/x.npy", x)
+        tensor_id = put(server, f"{d}/x.npy")
+        r = cli(server, "get", tensor_id, "-o", f"{d}/y.npy")
+        assert r.returncode == 0, r.stderr
+        y = np.load(f"{d}/y.npy")
+    assert y.dtype == np.complex64 and np.array_equal(x, y)

@@ -37,19 +37,21 @@ TEST_F(MetricsTest, RequestsAreCountedByOpCodeAndBackend) {
   // prometheus-cpp writes labels in name order.
   const std::string text = Scrape(server_->metrics_port());
   EXPECT_THAT(text, HasSubstr("200 OK"));
-  EXPECT_THAT(text,
-              HasSubstr("linalgd_requests_total{backend=\"cpu\",code=\"OK\",op=\"Matmul\"} 3"));
+  EXPECT_THAT(text, HasSubstr("linalgd_requests_total{backend=\"cpu\",code=\"OK\",op=\"Matmul\","
+                              "tenant=\"default\"} 3"));
+  EXPECT_THAT(text, HasSubstr("linalgd_requests_total{backend=\"none\",code=\"INVALID_ARGUMENT\","
+                              "op=\"Matmul\",tenant=\"default\"} 1"));
   EXPECT_THAT(
       text,
       HasSubstr(
-          "linalgd_requests_total{backend=\"none\",code=\"INVALID_ARGUMENT\",op=\"Matmul\"} 1"));
-  EXPECT_THAT(text,
-              HasSubstr("linalgd_requests_total{backend=\"cpu\",code=\"OK\",op=\"Solve\"} 1"));
+          "linalgd_requests_total{backend=\"cpu\",code=\"OK\",op=\"Solve\",tenant=\"default\"} 1"));
   // 3 matmuls of 2*4*3*2 flops.
   EXPECT_THAT(text, HasSubstr("linalgd_flops_total{backend=\"cpu\",op=\"Matmul\"} 144"));
   // 3 x (48 + 24) bytes in, 3 x 32 out, plus the solve's 96 in and 24 out.
-  EXPECT_THAT(text, HasSubstr("linalgd_received_bytes_total{transport=\"grpc\"} 312"));
-  EXPECT_THAT(text, HasSubstr("linalgd_sent_bytes_total{transport=\"grpc\"} 120"));
+  EXPECT_THAT(text,
+              HasSubstr("linalgd_received_bytes_total{tenant=\"default\",transport=\"grpc\"} 312"));
+  EXPECT_THAT(text,
+              HasSubstr("linalgd_sent_bytes_total{tenant=\"default\",transport=\"grpc\"} 120"));
   EXPECT_THAT(text, HasSubstr("linalgd_queue_wait_seconds_count{backend=\"cpu\"} 4"));
 }
 

@@ -87,7 +87,7 @@ TEST_F(LinalgdMetricsTest, HelpAndTypeLines) {
   RecordOneOfEach();
   EXPECT_TRUE(
       Has("# HELP linalgd_requests_total RPCs finished, by operation, "
-          "gRPC status code and the backend that ran them."));
+          "gRPC status code, the backend that ran them and the tenant."));
   EXPECT_TRUE(Has("# TYPE linalgd_requests_total counter"));
   EXPECT_TRUE(
       Has("# HELP linalgd_batch_size Jobs per backend call (1: not "
@@ -132,10 +132,11 @@ TEST_F(LinalgdMetricsTest, RecordRequest) {
   metrics_->RecordRequest("Matmul", "OK", "gpu:0", 0.002);
   metrics_->RecordRequest("Matmul", absl::StatusCode::kInvalidArgument, kNoBackendLabel, 0.0001);
   metrics_->RecordRequest("Matmul", absl::StatusCode::kOk, GpuLabel(0), 0.5);
-  EXPECT_TRUE(Has("linalgd_requests_total{backend=\"gpu:0\",code=\"OK\",op=\"Matmul\"} 2"));
+  EXPECT_TRUE(Has(
+      "linalgd_requests_total{backend=\"gpu:0\",code=\"OK\",op=\"Matmul\",tenant=\"default\"} 2"));
   EXPECT_TRUE(
       Has("linalgd_requests_total{backend=\"none\",code="
-          "\"INVALID_ARGUMENT\",op=\"Matmul\"} 1"));
+          "\"INVALID_ARGUMENT\",op=\"Matmul\",tenant=\"default\"} 1"));
   EXPECT_TRUE(
       Has("linalgd_request_duration_seconds_count{backend=\"gpu:0\","
           "op=\"Matmul\"} 2"));
@@ -189,8 +190,8 @@ TEST_F(LinalgdMetricsTest, DataSeries) {
   metrics_->AddBytesSent(kTransportShm, 1 << 20);
   metrics_->SetResidentStore(4096, 2);
   EXPECT_TRUE(Has("linalgd_flops_total{backend=\"cpu\",op=\"Matmul\"} 268435456"));
-  EXPECT_TRUE(Has("linalgd_received_bytes_total{transport=\"grpc\"} 3145728"));
-  EXPECT_TRUE(Has("linalgd_sent_bytes_total{transport=\"shm\"} 1048576"));
+  EXPECT_TRUE(Has("linalgd_received_bytes_total{tenant=\"default\",transport=\"grpc\"} 3145728"));
+  EXPECT_TRUE(Has("linalgd_sent_bytes_total{tenant=\"default\",transport=\"shm\"} 1048576"));
   EXPECT_TRUE(Has("linalgd_resident_store_bytes 4096"));
   EXPECT_TRUE(Has("linalgd_resident_store_objects 2"));
 }

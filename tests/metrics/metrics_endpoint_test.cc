@@ -69,7 +69,7 @@ TEST_F(MetricsEndpointTest, ServesRegistryAndProcessGaugesOnAChosenPort) {
   EXPECT_THAT(response, HasSubstr("200 OK"));
   EXPECT_THAT(response, HasSubstr("linalgd_build_info{version=\"9.9.9\"} 1\n"));
   EXPECT_THAT(response, HasSubstr("linalgd_requests_total{backend=\"cpu\","
-                                  "code=\"OK\",op=\"Matmul\"} 1\n"));
+                                  "code=\"OK\",op=\"Matmul\",tenant=\"default\"} 1\n"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_start_time_seconds gauge"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_resident_memory_bytes gauge"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_open_fds gauge"));

@@ -41,8 +41,10 @@ def free_port():
 class Server:
     """One linalgd process on 127.0.0.1:<free port>, SERVING when start() returns."""
 
-    def __init__(self, *extra_flags, listen_host="127.0.0.1", metrics=False, **client_kwargs):
+    def __init__(self, *extra_flags, listen_host="127.0.0.1", metrics=False, log_level="warn",
+                 **client_kwargs):
         self.extra_flags = list(extra_flags)
+        self.log_level = log_level
         self.listen_host = listen_host  # the target stays 127.0.0.1
         self.metrics_port = free_port() if metrics else None
         self.client_kwargs = client_kwargs  # how the readiness check connects (TLS)
@@ -63,7 +65,7 @@ class Server:
             self.port = port or free_port()
             metrics = f"127.0.0.1:{self.metrics_port}" if self.metrics_port else ""
             cmd = [binary, "--listen", f"{self.listen_host}:{self.port}", "--metrics-listen", metrics,
-                   "--log-level", "warn", "--shutdown-grace", "1s", "--cpu-workers", "2",
+                   "--log-level", self.log_level, "--shutdown-grace", "1s", "--cpu-workers", "2",
                    "--blas-threads", "1", *self.extra_flags]
             self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
             if self._wait_serving(timeout):

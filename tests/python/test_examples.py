@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import importlib.util
+
 import pytest
 
 from conftest import CLIENT_DIR, EXAMPLES_DIR
@@ -12,6 +14,9 @@ from conftest import CLIENT_DIR, EXAMPLES_DIR
     ("ridge_regression.py", "ok: ridge weights match numpy"),
     ("second_order_step.py", "ok: 8 steps, 10 right-hand sides each"),
     ("linear_layer.py", "ok: linear layer matches numpy"),
+    pytest.param("torch_autograd_linear.py", "ok: autograd linear layer matches torch",
+                 marks=pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                          reason="torch is not installed")),
 ])
 def test_example(server, name, expect):
     env = dict(os.environ, PYTHONPATH=CLIENT_DIR)

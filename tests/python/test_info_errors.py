@@ -50,7 +50,7 @@ def test_bad_requests_are_invalid_argument(client, call, field):
 
 @pytest.mark.parametrize("call,match", [
     (lambda c: c.matmul(np.ones((2, 2), np.int32), np.ones((2, 2))), "a: dtype int32"),
-    (lambda c: c.matmul(np.ones((2, 2), np.complex64), np.ones((2, 2))), "complex64"),
+    (lambda c: c.matmul(np.ones((2, 2), np.clongdouble), np.ones((2, 2))), "complex256"),
     (lambda c: c.matmul(np.float64(1.0), np.ones((2, 2))), "scalar"),
     (lambda c: c.matmul(np.ones((2, 2)), np.ones((2, 2)), epilogue="swish"), "epilogue"),
     (lambda c: c.matmul(np.ones((2, 2)), np.ones((2, 2)), compute_mode="fp8"), "compute_mode"),

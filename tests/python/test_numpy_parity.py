@@ -12,8 +12,8 @@ the real server. The adapters below change the calling convention only:
 - matmul -> Client.matmul: a 0-d result becomes a numpy scalar, as ufuncs
   return.
 
-A case whose dtype the server does not serve (complex, integer, bool, long
-double, object) is counted apart, not failed: a solve case stands in numpy's
+A case whose dtype the server does not serve (integer, bool, long double, long
+complex, object) is counted apart, not failed: a solve case stands in numpy's
 case list as a counter (numpy's tag filter still picks the cases of each
 test), a matmul of such a dtype is computed by numpy itself so that the test
 goes on. Each test reports its counts as a warning (shown in pytest's warnings
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 # The dtypes linalgd serves that numpy's cases use (bfloat16 is served too; numpy has none).
-SERVED_DTYPES = [np.float16, np.float32, np.float64]
+SERVED_DTYPES = [np.float16, np.float32, np.float64, np.complex64, np.complex128]
 
 NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 LINALG_TESTS = "numpy.linalg.tests.test_linalg"
@@ -51,7 +51,7 @@ def _kind(dtype):
     """The counter of a dtype: served as itself, or a group left to numpy."""
     if any(dtype == np.dtype(d) for d in SERVED_DTYPES):
         return f"served {dtype.name}"
-    groups = {"c": "complex", "i": "integer", "u": "integer", "b": "bool"}
+    groups = {"i": "integer", "u": "integer", "b": "bool"}  # clongdouble: its own name
     return f"not served: {groups.get(dtype.kind, dtype.name)}"
 
 
@@ -136,6 +136,11 @@ if linalg_tests is not None:
                 for c in linalg_tests.CASES]
             yield
             counts.report(f"{LINALG_TESTS}.SolveCases.{request.node.name}", record_property)
+
+    def test_complex_solve_cases_are_served():
+        """numpy's complex64 and complex128 solve cases go to the server, not to the counter."""
+        kinds = collections.Counter(_kind(solve_dtype(c.a, c.b)) for c in linalg_tests.CASES)
+        assert kinds["served complex64"] > 0 and kinds["served complex128"] > 0, kinds
 else:
     def test_numpy_solve_cases():
         pytest.skip(linalg_missing)

@@ -68,6 +68,32 @@ TEST(SchedulerTest, EmptyWorkRunsOnCpuWhateverItsSize) {
   EXPECT_EQ(gpu.calls(), 1);
 }
 
+// A complex job (JobSpec::cpu_only) goes to the CPU lane even when large,
+// and says why; a small one stays on the CPU without a reason.
+TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  Outcome out;
+  {
+    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
+    JobSpec large = Spec(4096), small = Spec(64);
+    large.cpu_only = small.cpu_only = CpuOnlyReason(DType::kC128);
+    s.Submit(std::make_unique<TestJob>(1, large, &out));
+    s.Submit(std::make_unique<TestJob>(2, small, &out));
+    ASSERT_TRUE(out.WaitFor(2));
+  }
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].backend, "cpu");
+    EXPECT_EQ(out.infos[i].fallback_reason,
+              out.finished[i].first == 1
+                  ? "c128: the GPU backend has no complex kernels; ran on cpu"
+                  : "");
+  }
+  EXPECT_EQ(gpu.calls(), 0);
+  EXPECT_EQ(CpuOnlyReason(DType::kF64), "");
+}
+
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
   FakeBackend cpu("cpu");
   Outcome out;

@@ -16,5 +16,19 @@ TEST(ClampPriorityTest, PrioritiesStayInTheConfiguredRange) {
   EXPECT_EQ(ClampPriority(5, env), 0);
 }
 
+// A tenant's quota max_priority clamps further (never widens the server's).
+TEST(ClampPriorityTest, TheTenantsQuotaClampsToo) {
+  CallEnv env;
+  env.max_priority = 10;
+  auto tenant = std::make_shared<Tenant>();
+  tenant->quotas.max_priority = 2;
+  env.tenant = tenant;
+  EXPECT_EQ(ClampPriority(9, env), 2);
+  EXPECT_EQ(ClampPriority(-9, env), -2);
+  EXPECT_EQ(ClampPriority(1, env), 1);
+  tenant->quotas.max_priority = 50;
+  EXPECT_EQ(ClampPriority(40, env), 10);
+}
+
 }  // namespace
 }  // namespace linalgd

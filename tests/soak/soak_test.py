@@ -412,7 +412,7 @@ class Caller:
         shape = self.py.choice([(self.dim(1, 300),), (self.dim(), self.dim()),
                                 (2, self.dim(1, 64), self.dim(1, 64))])
         x = self.randn(shape, dtype)
-        tid = self.c.put(x, ttl=TTL, timeout=CALL_TIMEOUT)
+        tid = self.c.put(x, ttl=TTL, timeout=CALL_TIMEOUT).id
         try:
             got = self.c.get(tid, timeout=CALL_TIMEOUT)
             if got.dtype != x.dtype or got.shape != x.shape or not np.array_equal(got, x):

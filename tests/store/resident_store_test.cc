@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/store/resident_id.h"
@@ -33,8 +34,9 @@ class ResidentStoreTest : public ::testing::Test {
     store_ = std::make_unique<ResidentStore>(o);
     return *store_;
   }
-  std::string Put(ResidentStore& s, Tensor t, absl::Duration ttl = absl::ZeroDuration()) {
-    auto r = s.Reserve(static_cast<int64_t>(t.num_bytes()));
+  std::string Put(ResidentStore& s, Tensor t, absl::Duration ttl = absl::ZeroDuration(),
+                  const StoreOwner& owner = {}) {
+    auto r = s.Reserve(static_cast<int64_t>(t.num_bytes()), owner);
     EXPECT_THAT(r, IsOk());
     auto id = s.PutTensor(std::move(t), "", 0, ttl, std::move(*r));
     EXPECT_THAT(id, IsOk());
@@ -101,6 +103,66 @@ TEST_F(ResidentStoreTest, EvictsLeastRecentlyUsed) {
   EXPECT_THAT(s.GetTensor(c), IsOk());
   EXPECT_THAT(s.GetTensor(d), IsOk());
   EXPECT_EQ(s.used_bytes(), 3 * 64);
+}
+
+StoreOwner Tenant(const std::string& name, int64_t max_bytes = INT64_MAX,
+                  int64_t max_objects = INT64_MAX) {
+  return StoreOwner{name, max_bytes, max_objects};
+}
+
+TEST_F(ResidentStoreTest, AnotherTenantsIdIsNotFoundAsAnUnknownOne) {
+  ResidentStore& s = MakeStore(1 << 20);
+  const std::string a = Put(s, Filled(2, 2, 1), absl::ZeroDuration(), Tenant("alpha"));
+  EXPECT_THAT(s.GetTensor(a, "alpha"), IsOk());
+  const std::string unknown = "0123456789abcdef0123456789abcdef";
+  const std::string theirs(s.GetTensor(a, "beta").status().message());
+  const std::string none(s.GetTensor(unknown, "beta").status().message());
+  EXPECT_EQ(absl::StrReplaceAll(theirs, {{a, unknown}}), none);
+  EXPECT_THAT(s.Delete(a, ResidentKind::kTensor, "beta"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("unknown")));
+  EXPECT_THAT(s.List("beta"), ::testing::IsEmpty());
+  EXPECT_EQ(s.List("alpha").size(), 1u);
+  EXPECT_EQ(s.List("beta", /*all=*/true).at(0).owner, "alpha");
+  ASSERT_THAT(s.Delete(a, ResidentKind::kTensor, "alpha"), IsOk());
+  // Why it is gone is the owner's to hear.
+  EXPECT_THAT(s.GetTensor(a, "alpha").status().message(), HasSubstr("deleted"));
+  EXPECT_EQ(std::string(s.GetTensor(a, "beta").status().message()), theirs);
+}
+
+TEST_F(ResidentStoreTest, EvictionTakesOnlyTheReservingTenantsObjects) {
+  ResidentStore& s = MakeStore(3 * 64);
+  const std::string a1 = Put(s, Filled(4, 4, 1), absl::ZeroDuration(), Tenant("alpha"));
+  const std::string b1 = Put(s, Filled(4, 4, 2), absl::ZeroDuration(), Tenant("beta"));
+  const std::string a2 = Put(s, Filled(4, 4, 3), absl::ZeroDuration(), Tenant("alpha"));
+  // Full: beta's reservation may only evict beta's own b1, not alpha's older a1.
+  const std::string b2 = Put(s, Filled(4, 4, 4), absl::ZeroDuration(), Tenant("beta"));
+  EXPECT_THAT(s.GetTensor(a1, "alpha"), IsOk());
+  EXPECT_THAT(s.GetTensor(a2, "alpha"), IsOk());
+  EXPECT_THAT(s.GetTensor(b1, "beta").status().message(), HasSubstr("evicted"));
+  // Beta's one object is leased: nothing of its own to evict, so refused.
+  ASSERT_THAT(s.GetTensor(b2, "beta"), IsOk());
+  auto lease = s.GetTensor(b2, "beta");  // leased: pinned
+  EXPECT_THAT(s.Reserve(64, Tenant("beta")),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("only this tenant's objects are evicted")));
+  EXPECT_EQ(s.List("alpha").size(), 2u);
+}
+
+TEST_F(ResidentStoreTest, TenantQuotasStoreBytesAndMaxObjects) {
+  ResidentStore& s = MakeStore(1 << 20);
+  EXPECT_THAT(
+      s.Reserve(200, Tenant("alpha", 128)),
+      StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("tenant quota store_bytes=128")));
+  const StoreOwner two = Tenant("alpha", INT64_MAX, 2);
+  const std::string x = Put(s, Filled(2, 2, 1), absl::ZeroDuration(), two);
+  const std::string y = Put(s, Filled(2, 2, 2), absl::ZeroDuration(), two);
+  const std::string z = Put(s, Filled(2, 2, 3), absl::ZeroDuration(), two);  // evicts x, its own
+  EXPECT_THAT(s.GetTensor(x, "alpha").status().message(), HasSubstr("evicted"));
+  auto ly = s.GetTensor(y, "alpha");
+  auto lz = s.GetTensor(z, "alpha");
+  EXPECT_THAT(s.Reserve(8, two), StatusIs(absl::StatusCode::kResourceExhausted,
+                                          HasSubstr("tenant quota max_objects=2 reached")));
+  EXPECT_THAT(s.Reserve(8, Tenant("beta")), IsOk());  // another tenant's share
 }
 
 TEST_F(ResidentStoreTest, NeverEvictsALeasedTensor) {

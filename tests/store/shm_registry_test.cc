@@ -65,6 +65,21 @@ TEST(ShmRegistryTest, AnIdWithoutItsSecretIsNotFound) {
   EXPECT_TRUE(reg.Unregister(grant->id, grant->secret).ok());
 }
 
+// A region is the tenant's that names it first; to another it reads as a
+// wrong secret.
+TEST(ShmRegistryTest, TheFirstTenantToNameARegionOwnsIt) {
+  Memfd mem(4096);
+  ShmRegistry reg(nullptr, ShmLimits{});
+  auto grant = reg.Register(mem.fd(), kPeer);
+  ASSERT_TRUE(grant.ok()) << grant.status();
+  ASSERT_TRUE(reg.Resolve(grant->id, grant->secret, 0, 8, 1, "a", "alpha").ok());
+  auto theirs = reg.Resolve(grant->id, grant->secret, 0, 8, 1, "a", "beta");
+  auto wrong = reg.Resolve(grant->id, "x", 0, 8, 1, "a", "alpha");
+  EXPECT_EQ(theirs.status(), wrong.status());
+  EXPECT_EQ(reg.Unregister(grant->id, grant->secret, "beta").code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(reg.Unregister(grant->id, grant->secret, "alpha").ok());
+}
+
 TEST(ShmRegistryTest, OnlySealedMemfdsAreTaken) {
   ShmRegistry reg(nullptr, ShmLimits{});
   Memfd unsealed(4096, 0);

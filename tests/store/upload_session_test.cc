@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "absl/strings/str_replace.h"
 #include "common/crc32c.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,6 +170,23 @@ TEST_F(UploadTest, UnknownFinishedAndAbortedIdsAreNotFound) {
   EXPECT_THAT(t->Commit(0, 0).message(), HasSubstr("aborted"));  // the part in flight fails
   EXPECT_THAT(store_->FinishUpload(t->id()).status().message(), HasSubstr("aborted"));
   EXPECT_THAT(store_->GetTensor(t->id()), Not(IsOk()));  // never an operand
+}
+
+TEST_F(UploadTest, AnotherTenantsUploadIsUnknownToIt) {
+  const std::string data(24, 'x');
+  UploadSpec spec;
+  spec.shape = {2, 3};
+  auto session = store_->StartUpload(spec, StoreOwner{"alpha"});
+  ASSERT_THAT(session, IsOk());
+  const std::string id = (*session)->id();
+  const std::string unknown = "0123456789abcdef0123456789abcdef";
+  const std::string theirs(store_->uploads().Find(id, "beta").status().message());
+  const std::string none(store_->uploads().Find(unknown, "beta").status().message());
+  EXPECT_EQ(absl::StrReplaceAll(theirs, {{id, unknown}}), none);
+  EXPECT_EQ(store_->uploads().Abort(id, "beta").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->FinishUpload(id, "beta").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(store_->uploads().Find(id, "alpha"), IsOk());
+  EXPECT_THAT(store_->uploads().Abort(id, "alpha"), IsOk());
 }
 
 TEST_F(UploadTest, AnAbandonedUploadExpiresAndReleasesItsReservation) {

@@ -26,6 +26,7 @@ struct GlobalFlags {
   std::string timeout = "30s";
   int64_t max_message_bytes = int64_t{1} << 30;
   std::string tls_ca, tls_cert, tls_key;  // PEM file paths; any set: TLS
+  std::string token;                      // bearer token (--token or LINALGD_TOKEN)
 };
 
 // The flags of every subcommand, filled on parse.
@@ -77,6 +78,7 @@ int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   options.tls_ca = global.tls_ca;
   options.tls_cert = global.tls_cert;
   options.tls_key = global.tls_key;
+  options.token = global.token;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok()) return ReportLocalError(client.status(), kExitUsage);
   const client::CallOptions call;  // the default timeout applies
@@ -108,6 +110,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", global.tls_ca, "TLS: CA certificate (PEM) that signed the server's");
   app.add_option("--tls-cert", global.tls_cert, "mTLS: this client's certificate (PEM)");
   app.add_option("--tls-key", global.tls_key, "mTLS: this client's private key (PEM)");
+  app.add_option("--token", global.token,
+                 "the tenant's bearer token (prefer the LINALGD_TOKEN environment variable: a "
+                 "command line is visible to other users)")
+      ->envname("LINALGD_TOKEN");
   app.add_subcommand("info", "print version, backends, devices and limits");
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
   AddMatmulCommand(app, flags.matmul);

@@ -47,6 +47,8 @@ absl::Status ApplyFlags(const MatmulFlags& flags, const CLI::App& command,
   args.transpose_b = flags.transpose_b;
   if (command.count("--alpha") > 0) args.alpha = flags.alpha;
   if (command.count("--beta") > 0) args.beta = flags.beta;
+  args.alpha_imag = flags.alpha_imag;
+  args.beta_imag = flags.beta_imag;
   absl::StatusOr<client::Epilogue> epilogue = client::ParseEpilogue(flags.epilogue);
   if (!epilogue.ok()) return epilogue.status();
   args.epilogue = *epilogue;
@@ -82,11 +84,13 @@ CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& f) {
   cmd->add_flag("--trans-b", f.transpose_b, "use B with its last two dims swapped");
   cmd->add_option("--alpha", f.alpha, "scale of op(A) op(B) (server default 1)");
   cmd->add_option("--beta", f.beta, "scale of C (server default 1 with --c)");
+  cmd->add_option("--alpha-imag", f.alpha_imag, "imaginary part of alpha (complex A, B)");
+  cmd->add_option("--beta-imag", f.beta_imag, "imaginary part of beta (complex A, B)");
   cmd->add_option("--c", f.c, "C.npy or @ID, broadcast to the output shape");
   cmd->add_option("--epilogue", f.epilogue, "none|relu|gelu|bias|relu_bias|gelu_bias");
   cmd->add_option("--bias", f.bias, "bias.npy or @ID: [N] or [M,1], for the *bias epilogues");
   cmd->add_option("--compute", f.compute, "default|tf32|fast_16f|fast_16bf");
-  cmd->add_option("--out-dtype", f.out_dtype, "f32|f64|f16|bf16 (default: A's dtype)");
+  cmd->add_option("--out-dtype", f.out_dtype, "f32|f64|f16|bf16|c64|c128 (default: A's dtype)");
   cmd->add_flag("--allow-non-finite", f.allow_non_finite, "accept NaN/Inf inputs");
   return cmd;
 }

@@ -13,6 +13,7 @@ struct MatmulFlags {
   std::string a, b, out;
   bool transpose_a = false, transpose_b = false;
   double alpha = 1, beta = 0;
+  double alpha_imag = 0, beta_imag = 0;
   std::string c, bias;
   std::string epilogue = "none";
   std::string compute = "default";

@@ -32,6 +32,9 @@ struct MatmulArgs {
   bool transpose_b = false;
   absl::optional<double> alpha;  // server default 1
   absl::optional<double> beta;   // server default 1 with c, else 0
+  // Imaginary parts of alpha and beta, for c64 and c128 operands (0: real).
+  double alpha_imag = 0;
+  double beta_imag = 0;
   Epilogue epilogue = Epilogue::kNone;
   ComputeMode compute_mode = ComputeMode::kDefault;
   absl::optional<DType> output_dtype;  // default: a's dtype

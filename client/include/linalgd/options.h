@@ -22,6 +22,10 @@ struct ClientOptions {
   std::string tls_ca;
   std::string tls_cert;
   std::string tls_key;
+  // The tenant's bearer token, sent as "authorization: Bearer TOKEN" on every
+  // call of every connection (a server with --auth-tokens requires one).
+  // Empty: none. Send it over TLS: in plaintext anyone on the path reads it.
+  std::string token;
   // Largest message sent or received; the server's default is 1 GiB too.
   int64_t max_message_bytes = int64_t{1} << 30;
   // Deadline of a call that sets none; absl::InfiniteDuration(): no deadline.

@@ -1,6 +1,7 @@
 #ifndef LINALGD_CLIENT_TENSOR_H_
 #define LINALGD_CLIENT_TENSOR_H_
 
+#include <complex>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -32,8 +33,9 @@ class Tensor {
   // Zero-filled tensor. INVALID_ARGUMENT as FromBytes for a bad shape.
   static absl::StatusOr<Tensor> Zeros(DType dtype, std::vector<int64_t> shape);
 
-  // An f32 (T = float) or f64 (T = double) tensor of `shape` holding `values`
-  // in row-major order. INVALID_ARGUMENT when the counts differ.
+  // An f32 (T = float), f64 (double), c64 (std::complex<float>) or c128
+  // (std::complex<double>) tensor of `shape` holding `values` in row-major
+  // order. INVALID_ARGUMENT when the counts differ.
   template <typename T>
   static absl::StatusOr<Tensor> FromVector(std::vector<int64_t> shape, absl::Span<const T> values);
   template <typename T>
@@ -54,14 +56,16 @@ class Tensor {
   absl::Status Reshape(std::vector<int64_t> shape);
 
   // The elements, viewed without conversion. T must match dtype(): float for
-  // kF32, double for kF64, uint16_t (raw bits) for kF16 and kBF16; on a
+  // kF32, double for kF64, uint16_t (raw bits) for kF16 and kBF16,
+  // std::complex<float> for kC64, std::complex<double> for kC128; on a
   // mismatch the span is empty. Valid until the tensor is mutated or dies.
   template <typename T>
   absl::Span<const T> as() const;
   template <typename T>
   absl::Span<T> mutable_as();
 
-  // The elements converted to float or double, whatever the dtype.
+  // The elements converted to float or double, whatever the dtype (complex
+  // dtypes: the real parts, as numpy's astype(float) keeps them).
   template <typename T>
   std::vector<T> ToVector() const;
 
@@ -98,6 +102,8 @@ bool Tensor::Holds() const {
   if constexpr (std::is_same_v<T, uint16_t>) {
     return dtype_ == DType::kF16 || dtype_ == DType::kBF16;
   }
+  if constexpr (std::is_same_v<T, std::complex<float>>) return dtype_ == DType::kC64;
+  if constexpr (std::is_same_v<T, std::complex<double>>) return dtype_ == DType::kC128;
   return false;
 }
 

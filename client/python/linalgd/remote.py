@@ -84,11 +84,7 @@ def _release_quietly(client_ref, factor_id):
     if client is None or client._closed:
         return
     try:
-        future = client._stub.ReleaseFactor.future(pb.ReleaseFactorRequest(factor_id=factor_id),
-                                                   timeout=10.0, metadata=client._metadata or None)
-        # A grpc future cancels its call when collected: hold it until it is done.
-        client._background.add(future)
-        future.add_done_callback(client._background.discard)
+        client._release_in_background(factor_id)
     except Exception:  # noqa: BLE001  a finalizer must not raise; the TTL covers it
         _log.debug("releasing factor %s on collection failed", factor_id, exc_info=True)
 

@@ -22,15 +22,19 @@ except ImportError:  # pragma: no cover - depends on the environment
     BFLOAT16 = None
 
 _NUMPY_TO_DTYPE = {np.dtype(np.float32): DType.F32, np.dtype(np.float64): DType.F64,
-                   np.dtype(np.float16): DType.F16}
+                   np.dtype(np.float16): DType.F16, np.dtype(np.complex64): DType.C64,
+                   np.dtype(np.complex128): DType.C128}
 if BFLOAT16 is not None:
     _NUMPY_TO_DTYPE[BFLOAT16] = DType.BF16
 _DTYPE_TO_NUMPY = {v: k for k, v in _NUMPY_TO_DTYPE.items()}
-_ITEMSIZE = {DType.F32: 4, DType.F64: 8, DType.F16: 2, DType.BF16: 2}
+_ITEMSIZE = {DType.F32: 4, DType.F64: 8, DType.F16: 2, DType.BF16: 2, DType.C64: 8,
+             DType.C128: 16}
 _DTYPE_NAMES = {"float32": DType.F32, "f32": DType.F32, "float": DType.F32,
                 "float64": DType.F64, "f64": DType.F64, "double": DType.F64,
                 "float16": DType.F16, "f16": DType.F16, "half": DType.F16,
-                "bfloat16": DType.BF16, "bf16": DType.BF16}
+                "bfloat16": DType.BF16, "bf16": DType.BF16,
+                "complex64": DType.C64, "c64": DType.C64, "cfloat": DType.C64,
+                "complex128": DType.C128, "c128": DType.C128, "cdouble": DType.C128}
 
 
 def _torch():
@@ -67,19 +71,47 @@ def parse_dtype(value, field):
 
 
 def _supported():
-    return "float16, float32, float64" + (", bfloat16" if BFLOAT16 is not None else
-                                          " (bfloat16 needs ml_dtypes)")
+    return "float16, float32, float64, complex64, complex128" + (
+        ", bfloat16" if BFLOAT16 is not None else " (bfloat16 needs ml_dtypes)")
+
+
+def host_copy(t):
+    """A CPU copy of a torch tensor on another device (CUDA), made in one
+    device-to-host copy into pinned (page-locked) memory: to("cpu",
+    non_blocking=True) allocates the destination pinned, then the tensor's
+    stream is synchronized before the bytes are read."""
+    host = t.to("cpu", non_blocking=True)
+    if t.device.type == "cuda":
+        _torch().cuda.current_stream(t.device).synchronize()
+    return host
 
 
 def _torch_to_numpy(t, field):
     torch = _torch()
-    if t.device.type != "cpu":
-        raise InvalidArgument(f"{field}: torch tensor on {t.device}; move it to the CPU first")
     t = t.detach()
+    if t.device.type != "cpu":
+        t = host_copy(t)
     if t.dtype == torch.bfloat16:
         raw = t.contiguous().view(torch.int16).numpy()
         return raw, DType.BF16
+    if t.is_complex():  # a lazily conjugated view (t.conj()) has no numpy form
+        t = t.resolve_conj()
     return t.numpy(), None
+
+
+def torch_device(*xs):
+    """The device of the first torch tensor among xs, or None when none is torch."""
+    for x in xs:
+        if is_torch(x):
+            return x.device
+    return None
+
+
+def to_device(out, device):
+    """out (a torch CPU tensor when device is not None) moved to device."""
+    if device is None or device.type == "cpu" or not is_torch(out):
+        return out
+    return out.to(device)
 
 
 def to_numpy(x, field):

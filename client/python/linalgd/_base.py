@@ -1,0 +1,179 @@
+"""ClientBase: the options and helpers linalgd.Client and linalgd.aio.Client
+share, and the two ways of turning an operation of _ops.py into a method.
+
+A client class gets its methods from `@with_operations(sync_method)` (or
+async_method) and implements _perform(effect) for each effect of _ops.py;
+the retry decision (_retry_delay) is shared too, so the sync and the asyncio
+client differ only in blocking versus awaiting.
+"""
+import functools
+import inspect
+import time
+from typing import Any, Callable, List, Optional, Tuple, TypeVar
+
+from . import _ops, tensors
+from .errors import InvalidArgument, LinalgdError, ResourceExhausted
+from .remote import Factor, RemoteTensor
+from .retry import RetryPolicy
+from .store import DEFAULT_CHUNK_BYTES
+
+# protobuf's hard limit is 2 GiB - 1; keep headroom for the non-data fields.
+PROTOBUF_LIMIT = 2**31 - 1
+DEFAULT_MAX_MESSAGE_BYTES = PROTOBUF_LIMIT - (1 << 20)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def channel_options(policy: RetryPolicy, max_message_bytes: int,
+                    extra: Any = ()) -> List[Tuple[str, Any]]:
+    """gRPC channel options of a client's own channels.
+
+    gRPC's own reconnect backoff (1 s, growing to 120 s) and its re-resolution
+    delay (the resolver waits seconds after a failed connect, even for an IP
+    literal) would make every retry of a restarting server fail fast; pace
+    them like the retry policy.
+    """
+    pace_ms = max(10, int(policy.initial_backoff * 1000))
+    return [("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.initial_reconnect_backoff_ms", pace_ms),
+            ("grpc.dns_min_time_between_resolutions_ms", pace_ms),
+            ("grpc.max_reconnect_backoff_ms", max(10, int(policy.max_backoff * 1000))),
+            *extra]
+
+
+def advance(op: _ops.Op, result: Any, error: Optional[BaseException]) -> Tuple[bool, Any]:
+    """Resumes op with an effect's result (or throws its error in):
+    (True, op's return value) when op is done, else (False, its next effect)."""
+    try:
+        return False, (op.throw(error) if error is not None else op.send(result))
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _like(method: Any, op: Any) -> Any:
+    """method with op's name, docstring and signature, less the generator return type."""
+    functools.update_wrapper(method, op)
+    sig = inspect.signature(op)
+    method.__signature__ = sig.replace(return_annotation=inspect.Signature.empty)
+    return method
+
+
+def sync_method(op: F) -> F:
+    """A blocking client method running op (signature and docstring are op's)."""
+    def method(self, *args, **kwargs):
+        return self._run(op(self, *args, **kwargs))
+    return _like(method, op)
+
+
+def async_method(op: F) -> F:
+    """A coroutine client method running op (signature and docstring are op's)."""
+    async def method(self, *args, **kwargs):
+        return await self._run(op(self, *args, **kwargs))
+    return _like(method, op)
+
+
+def with_operations(wrap: Callable[[Any], Any]) -> Callable[[type], type]:
+    """Class decorator: every operation of _ops.METHODS as a method made by wrap
+    (sync_method or async_method)."""
+    def decorate(cls: type) -> type:
+        for name in _ops.METHODS:
+            setattr(cls, name, wrap(getattr(_ops, name)))
+        return cls
+    return decorate
+
+
+def _bearer(token: Optional[str]) -> tuple:
+    """The authorization metadata of `token` (none for None)."""
+    if token is None:
+        return ()
+    if not token or any(c <= " " or c > "~" for c in token):
+        raise ValueError("token: printable ASCII without spaces, not empty")
+    return (("authorization", "Bearer " + token),)
+
+
+class ClientBase:
+    """Options and request-side helpers of both clients (see Client's docstring)."""
+
+    chunk_bytes = DEFAULT_CHUNK_BYTES
+    _shm = None
+    _remote_tensor_class = RemoteTensor
+    _factor_class = Factor
+
+    def _init_options(self, target: str, timeout: Optional[float], retries: int,
+                      retry_policy: Optional[RetryPolicy], metadata: Any,
+                      max_message_bytes: int, wait_for_ready: bool,
+                      token: Optional[str] = None) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be positive or None")
+        self.target = target
+        self.timeout = timeout
+        self.retry_policy = retry_policy or RetryPolicy(retries=retries)
+        self.max_message_bytes = int(max_message_bytes)
+        # Operands and results of at least this many bytes are streamed
+        # (PutTensor / keep_result + GetTensor) instead of travelling inline.
+        self.stream_threshold = 64 << 20
+        # Such a tensor moves in up to transfer_connections parts of at least
+        # transfer_part_min_bytes, part i over TCP connection i (transfer.py).
+        self.transfer_connections = 8
+        self.transfer_part_min_bytes = 8 << 20
+        self._closed = False
+        self._metadata = tuple(metadata) + _bearer(token)
+        self._wait_for_ready = wait_for_ready
+
+    def _large(self, nbytes: int) -> bool:
+        return bool(self.stream_threshold) and nbytes >= self.stream_threshold
+
+    def _deadline(self, timeout: Any) -> Optional[float]:
+        """The absolute time.monotonic() deadline of a call of timeout seconds, or None."""
+        timeout = self.timeout if timeout is _ops.DEFAULT else timeout
+        return None if timeout is None else time.monotonic() + timeout
+
+    def _call_kwargs(self, deadline: Optional[float]) -> dict:
+        """Keyword arguments of one gRPC call that ends by deadline."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return {"timeout": remaining, "metadata": self._metadata or None,
+                "wait_for_ready": self._wait_for_ready or None}
+
+    def _retry_delay(self, error: LinalgdError, attempt: int,
+                     deadline: Optional[float]) -> float:
+        """Seconds to wait before retrying the failed attempt; raises error when
+        the policy says no or the wait would pass the deadline."""
+        if not self.retry_policy.should_retry(error, attempt):
+            raise error
+        delay = self.retry_policy.delay(attempt, error.retry_after)
+        if deadline is not None and time.monotonic() + delay >= deadline:
+            raise error
+        return delay
+
+    def _arg(self, x: Any, field: str, min_ndim: int = 1) -> Tuple[Any, Any]:
+        """(array or RemoteTensor, DType) of an operand."""
+        if isinstance(x, RemoteTensor):
+            if x.ndim < min_ndim:
+                raise InvalidArgument(f"{field}: the remote tensor {x.id} has shape {x.shape}; "
+                                      f"a remote {field} needs at least {min_ndim} dimensions")
+            return x, x.wire
+        return tensors.to_numpy(x, field)
+
+    def _shm_usable(self, operands: dict, keep: bool) -> bool:
+        return (self._shm is not None and not keep and
+                not any(isinstance(arr, RemoteTensor) for arr, _ in operands.values()))
+
+    def _check_size(self, operands: dict) -> None:
+        sizes = {name: arr.nbytes for name, (arr, _) in operands.items()
+                 if not isinstance(arr, RemoteTensor) and not self._large(arr.nbytes)}
+        total = sum(sizes.values())
+        limit = min(self.max_message_bytes, PROTOBUF_LIMIT)
+        if total > limit:
+            parts = ", ".join(f"{k} {v} B" for k, v in sizes.items())
+            raise ResourceExhausted(
+                f"request operands total {total} bytes ({parts}), over the {limit}-byte "
+                f"message limit; operands of stream_threshold ({self.stream_threshold}) bytes "
+                "or more are streamed (PutTensor): lower it to stream these")
+
+    def _remote_tensor(self, tensor_id: str, wire: int, shape: Any,
+                       info: Any = None) -> RemoteTensor:
+        return self._remote_tensor_class(self, tensor_id, wire, shape, info)
+
+    def _factor(self, resp: Any, info: Any) -> Factor:
+        return self._factor_class(self, resp, info)

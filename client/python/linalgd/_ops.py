@@ -1,0 +1,483 @@
+"""What linalgd.Client and linalgd.aio.Client share: every method's request
+building and response decoding, written once as a generator.
+
+An operation is a generator that yields effects (the I/O it needs) and receives
+their results; its return value is the method's. The sync client performs each
+effect by blocking (driver.run_sync), the asyncio client by awaiting; the two
+differ in nothing else. Effects:
+
+    Invoke(method, request, timeout)  one RPC with retries -> its response
+    PutMany(items, deadline)          uploads (transfer.py) -> [TensorInfo]
+    Get(tensor_id, deadline)          a resident tensor's (TensorInfo, raw bytes)
+    Drop(ids)                         best-effort deletes; never raises
+    Shm(args)                         the shared-memory path (sync client only)
+                                      -> (response, array) or None
+    Probe(service, timeout)           one health check that waits for the channel
+                                      to connect, no retries -> the status name
+    Sleep(seconds)                    time.sleep or asyncio.sleep
+
+`client` is a ClientBase (its options, _arg, _large, _check_size); an
+exception raised while performing an effect is thrown into the generator at
+the yield, so try/finally in an operation works as in straight-line code.
+"""
+import math
+import time
+from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from . import _health, shm, tensors
+from ._stubs import pb
+from .enums import ComputeMode, Epilogue, SolveMethod, parse
+from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError
+from .remote import Factor, RemoteTensor
+from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
+from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, encode_csr,
+                     is_scipy_sparse, to_scipy_like)
+from .store import TEMPORARY_TTL, TensorInfo, id_of, put_item
+
+class _Default:
+    def __repr__(self):
+        return "<the client's timeout>"
+
+
+DEFAULT = _Default()  # timeout=DEFAULT: the client's timeout
+_WITH_BIAS = {Epilogue.NONE: Epilogue.BIAS, Epilogue.RELU: Epilogue.RELU_BIAS,
+              Epilogue.GELU: Epilogue.GELU_BIAS}
+
+
+class Invoke(NamedTuple):
+    method: str  # a Linalg method name, or "Health"
+    request: Any
+    timeout: Any  # seconds, None or DEFAULT
+
+
+class PutMany(NamedTuple):
+    items: List[Tuple[Any, memoryview]]  # (PutTensorHeader, raw) from store.put_item
+    deadline: Optional[float]  # time.monotonic() seconds
+
+
+class Get(NamedTuple):
+    tensor_id: str
+    deadline: Optional[float]
+
+
+class Drop(NamedTuple):
+    ids: Sequence[str]
+
+
+class Shm(NamedTuple):
+    args: tuple  # shm.SharedMemoryPath.call's arguments
+
+
+class Probe(NamedTuple):
+    service: str
+    timeout: float
+
+
+class Sleep(NamedTuple):
+    seconds: float
+
+
+# The operations both clients offer as methods.
+METHODS = ("matmul", "solve", "lstsq", "server_info", "health", "sparse_solve", "put",
+           "put_info", "get", "delete", "list_tensors", "factorize", "release_factor",
+           "wait_for_server")
+
+
+Op = Generator[Any, Any, Any]
+
+
+def _scalar_parts(value, field):
+    """(real, imaginary) of a real or complex scalar (numpy and torch scalars too)."""
+    try:
+        z = complex(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{field}: {value!r} is not a number") from None
+    return z.real, z.imag
+
+
+def _timeout(client, timeout):
+    return client.timeout if timeout is DEFAULT else timeout
+
+
+def _deadline(client, timeout):
+    timeout = _timeout(client, timeout)
+    return None if timeout is None else time.monotonic() + timeout
+
+
+# -- shared steps ---------------------------------------------------------
+
+
+def encode_operands(client, req, operands, timeout) -> Op:
+    """Fills req's operand fields: a RemoteTensor by id, an array at or above
+    stream_threshold uploaded (all of them at once, in parallel parts) and
+    named by id, the rest inline. Returns the ids of the uploads, for Drop."""
+    large = []
+    for name, (arr, wire) in operands.items():
+        field = getattr(req, name)
+        if isinstance(arr, RemoteTensor):
+            field.CopyFrom(arr.to_proto())
+        elif client._large(arr.nbytes):
+            large.append((name, put_item(arr, wire, ttl=TEMPORARY_TTL)))
+        else:
+            field.CopyFrom(tensors.encode_array(arr, wire, name))
+    if not large:
+        return []
+    infos = yield PutMany([item for _, item in large], _deadline(client, timeout))
+    for (name, _), info in zip(large, infos):
+        getattr(req, name).resident_id = info.id
+    return [info.id for info in infos]
+
+
+def call_with_operands(client, method, req, operands, timeout) -> Op:
+    temps = []
+    try:
+        temps = yield from encode_operands(client, req, operands, timeout)
+        return (yield Invoke(method, req, timeout))
+    finally:
+        if temps:
+            yield Drop(temps)
+
+
+def fetch_kept(client, t, field, as_torch) -> Op:
+    """Decodes t, streaming it back (and deleting it) when it was kept."""
+    if t.WhichOneof("source") != "resident_id":
+        return tensors.decode(t, field, as_torch=as_torch)
+    try:
+        return (yield from get(client, t.resident_id, as_torch=as_torch))
+    finally:
+        yield Drop([t.resident_id])
+
+
+def remote_result(client, t, field) -> RemoteTensor:
+    """The RemoteTensor of a result kept with keep=True."""
+    if t.WhichOneof("source") != "resident_id":
+        raise DataLoss(f"{field}: keep=True, but the server sent the bytes")
+    return client._remote_tensor(t.resident_id, t.dtype, t.shape)
+
+
+# -- matmul, solve ---------------------------------------------------------
+
+
+def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
+           transpose_a: bool = False, transpose_b: bool = False,
+           alpha: Optional[complex] = None, beta: Optional[complex] = None,
+           epilogue: Any = None, compute_mode: Any = None, output_dtype: Any = None,
+           allow_non_finite: bool = False, priority: int = 0, timeout: Any = DEFAULT,
+           return_info: bool = False, keep: bool = False) -> Op:
+    """epilogue(alpha * op(a) @ op(b) + beta * c + bias), numpy.matmul shapes.
+
+    a: [..., M, K] ([..., K, M] with transpose_a); b: [..., K, N] ([..., N, K]
+    with transpose_b); batch dims broadcast. A 1-D a or b is promoted and
+    the added dim removed from the result, as numpy.matmul does.
+    c: broadcasts to the output; beta defaults to 1 with c, else 0.
+    alpha, beta: real, or complex for complex64/complex128 operands.
+    bias: [N] / [1, N] per output column or [M, 1] per row; given a bias,
+        epilogue none/relu/gelu becomes bias/relu_bias/gelu_bias.
+    epilogue, compute_mode: enum member, int or name ("relu_bias", "tf32").
+    output_dtype: default a's dtype; numpy/torch dtype or "float32" etc.
+    a, b, c, bias: arrays, torch tensors (CPU or CUDA) or RemoteTensors.
+    keep: leave the output on the server and return its RemoteTensor.
+    Returns the output array (torch on a's or b's device if either is torch),
+    or a MatmulResult (out, info) with return_info=True.
+    """
+    ep = parse(Epilogue, epilogue, "epilogue")
+    if bias is not None:
+        ep = _WITH_BIAS.get(ep, ep)
+    a_arr, a_wire = client._arg(a, "a", min_ndim=2)
+    b_arr, b_wire = client._arg(b, "b", min_ndim=2)
+    squeeze = []
+    if a_arr.ndim == 1:
+        a_arr = a_arr.reshape((-1, 1) if transpose_a else (1, -1))
+        squeeze.append(-2)
+    if b_arr.ndim == 1:
+        b_arr = b_arr.reshape((1, -1) if transpose_b else (-1, 1))
+        squeeze.append(-1)
+    if keep and squeeze:
+        raise InvalidArgument("matmul: keep=True needs a and b of at least 2 dimensions")
+    req = pb.MatmulRequest(
+        transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), epilogue=int(ep),
+        compute_mode=int(parse(ComputeMode, compute_mode, "compute_mode")),
+        output_dtype=int(tensors.parse_dtype(output_dtype, "output_dtype")),
+        allow_non_finite=bool(allow_non_finite), priority=int(priority))
+    operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
+    if c is not None:
+        c_arr, c_wire = client._arg(c, "c")
+        operands["c"] = (c_arr.reshape(1, -1) if c_arr.ndim == 1 else c_arr, c_wire)
+    if bias is not None:
+        operands["bias"] = client._arg(bias, "bias")
+    if alpha is not None:
+        req.alpha, req.alpha_imag = _scalar_parts(alpha, "alpha")
+    if beta is not None:
+        req.beta, req.beta_imag = _scalar_parts(beta, "beta")
+    device = tensors.torch_device(a, b)
+    as_torch = device is not None
+    done = None
+    if client._shm_usable(operands, keep) and a_arr.ndim >= 2 and b_arr.ndim >= 2:
+        out_dtype = req.output_dtype or a_wire
+        done = yield Shm(("Matmul", req, operands, out_dtype,
+                          shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b),
+                          "out", timeout, as_torch))
+    if done is not None:
+        resp, out = done
+    else:
+        resp, out = yield from _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a,
+                                              transpose_b, timeout, as_torch, keep)
+    for axis in squeeze:
+        out = out.squeeze(axis)
+    if not keep:
+        out = tensors.to_device(out, device)
+    if return_info:
+        return MatmulResult(out, ExecutionInfo.from_proto(resp.info))
+    return out
+
+
+def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b, timeout,
+                   as_torch, keep) -> Op:
+    client._check_size(operands)
+    out_bytes = 0  # an estimate (broadcasting aside); scalars are refused below
+    if a_arr.ndim >= 2 and b_arr.ndim >= 2:
+        out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
+                     a_arr.shape[-1 if transpose_a else -2] *
+                     b_arr.shape[-2 if transpose_b else -1] * a_arr.itemsize)
+    req.keep_result = bool(keep) or client._large(out_bytes)
+    resp = yield from call_with_operands(client, "Matmul", req, operands, timeout)
+    if keep:
+        return resp, remote_result(client, resp.out, "out")
+    return resp, (yield from fetch_kept(client, resp.out, "out", as_torch))
+
+
+def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = False,
+          allow_non_finite: bool = False, priority: int = 0, timeout: Any = DEFAULT,
+          return_info: bool = False, factor: Union[None, str, Factor] = None,
+          rcond: Optional[float] = None, keep: bool = False) -> Op:
+    """x with a @ x = b. a: [..., M, N]; b: [..., M, K] or [M]; batch dims broadcast.
+
+    method: auto (default), lu, cholesky, qr, lstsq. A singular, numerically
+    singular (rcond below the server's threshold) or non-SPD a falls back
+    (cholesky -> lu -> lstsq) unless no_fallback, which raises
+    FailedPrecondition instead. Returns x (torch on a's or b's device if either
+    is torch), or a SolveResult (x, method_used, fallback, residual, info,
+    rcond and, for lstsq, residuals, rank, singular_values) with return_info.
+    a, b: arrays, torch tensors (CPU or CUDA) or RemoteTensors.
+    factor: a Factor from factorize(), or its id; a must then be None.
+    rcond: numpy.linalg.lstsq's cutoff for the SVD (default eps * max(M, N)).
+    keep: leave x on the server and return its RemoteTensor.
+    """
+    if factor is not None and a is not None:
+        raise InvalidArgument("solve: give a or factor, not both")
+    b_arr, b_wire = client._arg(b, "b")
+    vector = b_arr.ndim == 1
+    if vector:
+        b_arr, b_wire = client._arg(b, "b", min_ndim=2)  # refuses a 1-D RemoteTensor
+        b_arr = b_arr.reshape(-1, 1)
+    req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
+                          no_fallback=bool(no_fallback),
+                          allow_non_finite=bool(allow_non_finite), priority=int(priority))
+    if rcond is not None:
+        req.rcond = float(rcond)
+    operands = {"b": (b_arr, b_wire)}
+    a_arr = None
+    if factor is not None:
+        req.factor_id = factor.id if isinstance(factor, Factor) else factor
+    else:
+        a_arr, a_wire = client._arg(a, "a", min_ndim=2)
+        operands = {"a": (a_arr, a_wire), **operands}
+    device = tensors.torch_device(a, b)
+    as_torch = device is not None
+    done = None
+    if client._shm_usable(operands, keep):
+        out_dtype = max((w for _, w in operands.values()), key=tensors.itemsize)
+        done = yield Shm(("Solve", req, operands, out_dtype, shm.solve_out_shape(a_arr, b_arr),
+                          "x", timeout, as_torch))
+    if done is not None:
+        resp, x = done
+    else:
+        client._check_size(operands)
+        req.keep_result = bool(keep) or client._large(b_arr.nbytes)
+        resp = yield from call_with_operands(client, "Solve", req, operands, timeout)
+        if keep:
+            x = remote_result(client, resp.x, "x")
+        else:
+            x = yield from fetch_kept(client, resp.x, "x", as_torch)
+    batch_shape = tuple(x.shape[:-2])
+    if vector and not keep:
+        x = x.squeeze(-1)
+    if not keep:
+        x = tensors.to_device(x, device)
+    if not return_info:
+        return x
+    return SolveResult.from_proto(x, resp, batch_shape)
+
+
+def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None, **kwargs) -> Op:
+    """numpy.linalg.lstsq through the server's SVD: (x, residuals, rank, s).
+
+    Batched a and b ([..., M, N], [..., M, K]) give batched outputs.
+    Other keyword arguments go to solve().
+    """
+    r = yield from solve(client, a, b, method="lstsq", rcond=rcond, return_info=True, **kwargs)
+    return r.x, r.residuals, r.rank, r.singular_values
+
+
+def server_info(client, *, timeout: Any = DEFAULT) -> Op:
+    """Version, backends, devices and limits of the server (a ServerInfo)."""
+    return ServerInfo.from_proto((yield Invoke("GetServerInfo", pb.GetServerInfoRequest(),
+                                               timeout)))
+
+
+def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Op:
+    """grpc.health.v1 status: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN".
+
+    service: "" for the whole server, or e.g. "linalgd.v1.Linalg".
+    """
+    resp = yield Invoke("Health", _health.HealthCheckRequest(service=service), timeout)
+    return _health.status_name(resp.status)
+
+
+def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Op:
+    """Returns once health is SERVING; raises DeadlineExceeded after timeout s."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DeadlineExceeded(f"{client.target} not SERVING after {timeout} s ({last})",
+                                   method="Health")
+        try:
+            last = yield Probe(service, min(remaining, 1.0))
+            if last == "SERVING":
+                return
+        except LinalgdError as e:
+            last = f"{e.code.name if e.code else 'ERROR'}: {e.message}"
+        yield Sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+# -- resident tensors and factors -------------------------------------------
+
+
+def put(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
+        timeout: Optional[float] = None) -> Op:
+    """Uploads x (numpy/torch/array-like) and returns its RemoteTensor.
+
+    placement: "host" (default) or "gpu:N"; ttl: seconds from the last use
+    (default the server's --store-ttl). Pass the RemoteTensor (or its
+    .id to get/delete) instead of an array; see linalgd.remote.
+    """
+    arr, wire = tensors.to_numpy(x, "tensor")
+    info = yield from put_info(client, arr, placement=placement, ttl=ttl, timeout=timeout,
+                               _wire=wire)
+    return client._remote_tensor(info.id, info.dtype, info.shape, info)
+
+
+def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
+             timeout: Optional[float] = None, _wire: Any = None) -> Op:
+    """As put(), returning the server's TensorInfo."""
+    arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
+    [info] = yield PutMany([put_item(arr, wire, placement, ttl)],
+                           _deadline(client, timeout or client.timeout))
+    return TensorInfo.from_proto(info)
+
+
+def get(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None,
+        as_torch: bool = False) -> Op:
+    """The resident tensor (a RemoteTensor or its id) as a fresh numpy array."""
+    info, raw = yield Get(id_of(tensor), _deadline(client, timeout or client.timeout))
+    return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
+
+
+def delete(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None) -> Op:
+    """Deletes a resident tensor (a RemoteTensor or its id)."""
+    yield Invoke("DeleteTensor", pb.DeleteTensorRequest(id=id_of(tensor)),
+                 timeout or client.timeout)
+
+
+def list_tensors(client, *, all_tenants: bool = False, timeout: Optional[float] = None) -> Op:
+    """The caller's tensors and factors (TensorInfos); all_tenants: every
+    tenant's (an admin tenant only, else PERMISSION_DENIED), each naming its tenant."""
+    resp = yield Invoke("ListTensors", pb.ListTensorsRequest(all_tenants=bool(all_tenants)),
+                        timeout or client.timeout)
+    return [TensorInfo.from_proto(t) for t in resp.tensors]
+
+
+def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
+              ttl: Optional[float] = None, allow_non_finite: bool = False,
+              timeout: Optional[float] = None) -> Op:
+    """Factorizes square a (LU or Cholesky; an array or RemoteTensor) on the
+    server; returns a Factor: f.solve(b), f.rcond, f.method, f.release(),
+    `with`, released when collected. solve(None, b, factor=f or id) works too.
+    """
+    req = pb.FactorizeRequest(method=int(parse(SolveMethod, method, "method")),
+                              no_fallback=bool(no_fallback), ttl_seconds=float(ttl or 0),
+                              allow_non_finite=bool(allow_non_finite))
+    timeout = timeout or client.timeout
+    resp = yield from call_with_operands(client, "Factorize", req, {"a": client._arg(a, "a")},
+                                         timeout)
+    return client._factor(resp, ExecutionInfo.from_proto(resp.info))
+
+
+def release_factor(client, factor: Union[str, Factor], *,
+                   timeout: Optional[float] = None) -> Op:
+    """Frees a factor (a Factor or its id) on the server."""
+    yield Invoke("ReleaseFactor", pb.ReleaseFactorRequest(factor_id=id_of(factor)),
+                 timeout or client.timeout)
+
+
+# -- sparse ---------------------------------------------------------------
+
+
+def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: Any = None,
+                 tol: float = 0.0, max_iter: int = 0, x0: Any = None, no_fallback: bool = False,
+                 allow_non_finite: bool = False, priority: int = 0, timeout: Any = DEFAULT,
+                 return_info: bool = False) -> Op:
+    """x with a @ x = b for a sparse square a (n x n) and b [n] or [n, k].
+
+    a: scipy.sparse (any format) or (indptr, indices, data, shape) in CSR.
+    b: dense, or scipy.sparse (then x is a sparse CSR, as spsolve returns).
+
+    method: auto (default; cholesky for a symmetric a with a positive
+    diagonal, else lu), cholesky, lu, qr, cg, bicgstab, gmres.
+    preconditioner (iterative methods): none, jacobi, ilu0, ic0.
+    tol, max_iter: iterative stopping rule (0: the server's defaults).
+    x0: the iterative methods' starting point, shaped like b (default zeros).
+    A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
+    unless no_fallback, which raises FailedPrecondition instead.
+    a's values are sent in b's dtype. Returns x, or a SparseSolveResult
+    with return_info. b and x0 may be RemoteTensors (put()), named by id;
+    a b or x0 of stream_threshold bytes or more is uploaded in parts first.
+    """
+    sparse_b = b if is_scipy_sparse(b) else None
+    if sparse_b is not None:
+        b = sparse_b.toarray()
+    b_arr, b_wire = client._arg(b, "b")
+    vector = b_arr.ndim == 1
+    if vector:
+        b_arr, b_wire = client._arg(b, "b", min_ndim=2)  # refuses a 1-D RemoteTensor
+        b_arr = b_arr.reshape(-1, 1)
+    req = pb.SparseSolveRequest(
+        a=encode_csr(a, dtype=b_arr.dtype),
+        method=int(parse(SparseMethod, method, "method")),
+        preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
+        tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
+        allow_non_finite=bool(allow_non_finite), priority=int(priority))
+    operands = {"b": (b_arr, b_wire)}
+    if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
+        x0_arr, x0_wire = client._arg(x0, "x0")
+        if isinstance(x0_arr, RemoteTensor):  # named by id, as it is
+            operands["x0"] = (x0_arr, x0_wire)
+        else:
+            if vector:
+                x0_arr = x0_arr.reshape(-1, 1)
+            operands["x0"] = (x0_arr.astype(b_arr.dtype, copy=False), b_wire)
+    resp = yield from call_with_operands(client, "SparseSolve", req, operands,
+                                         _timeout(client, timeout))
+    x = tensors.decode(resp.x, "x")
+    if vector:
+        x = x.squeeze(-1)
+    if sparse_b is not None:
+        x = to_scipy_like(x, sparse_b)
+    if not return_info:
+        return x
+    return SparseSolveResult(x, SparseMethod(resp.method_used),
+                             Preconditioner(resp.preconditioner_used), resp.iterations,
+                             resp.residual, resp.fallback, resp.dense_path,
+                             ExecutionInfo.from_proto(resp.info))
