@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh -DLINALGD_FAULT_INJECTION=OFF
 # Debian's OpenBLAS 0.3.21 does not recognise recent AVX-512 CPUs and falls
 # back to slow kernels: pick SkylakeX when the CPU has AVX-512 and nobody chose.
 if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -q avx512f /proc/cpuinfo; then

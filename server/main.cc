@@ -276,9 +276,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "shared-memory bytes mapped at most for one caller uid")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 50))
       ->capture_default_str();
+#ifdef LINALGD_FAULT_INJECTION  // cmake -DLINALGD_FAULT_INJECTION=ON (scripts/test.sh)
   app.add_option(
       "--inject-faults", o.inject_faults,
       "FOR TESTING: make backends fail or stall, e.g. gpu:matmul:fail=internal,cpu:all:stall=1s");
+#endif
   app.add_option("--log-level", f.log_level,
                  "trace, debug (one line per request), info, warn, error")
       ->capture_default_str();

@@ -127,7 +127,7 @@ def test_factorize_then_solve_with_the_factor(client, dtype, hermitian):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_put_get_roundtrip_and_resident_operand(client, dtype):
     x = crand(3, 4, dtype=dtype)
-    tid = client.put(x)
+    tid = client.put(x).id
     try:
         back = client.get(tid)
         assert back.dtype == dtype and np.array_equal(back, x)

@@ -254,7 +254,7 @@ def test_another_tenants_id_reads_as_an_unknown_id(stub, shm_socket):
 def test_list_tensors_is_own_only_and_admin_lists_all(tenant_server):
     with linalgd.Client(tenant_server.target, token=ALPHA) as alpha, \
             linalgd.Client(tenant_server.target, token=BETA) as beta:
-        mine = alpha.put(A)
+        mine = alpha.put(A).id
         assert mine in [t.id for t in alpha.list_tensors()]
         assert mine not in [t.id for t in beta.list_tensors()]
         with pytest.raises(linalgd.LinalgdError) as e:
@@ -274,7 +274,7 @@ def test_quotas_are_resource_exhausted_naming_the_quota(tenant_server):
             small.put(np.ones((200, 200)))
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "tenant quota store_bytes=100000" in str(e.value)
-        ids = [small.put(np.full((2, 2), float(i))) for i in range(3)]
+        ids = [small.put(np.full((2, 2), float(i))).id for i in range(3)]
         listed = [t.id for t in small.list_tensors()]
         assert listed == ids[1:]  # max_objects=2: its own oldest went
 
@@ -311,13 +311,13 @@ def test_eviction_never_takes_another_tenants_objects(start_server, tmp_path):
     big = np.ones((250, 250))  # 500000 bytes
     with linalgd.Client(s.target, token=ALPHA, retries=0) as alpha, \
             linalgd.Client(s.target, token=BETA, retries=0) as beta:
-        first = alpha.put(big)
+        first = alpha.put(big).id
         beta.put(np.ones((2, 2)))
         with pytest.raises(linalgd.LinalgdError) as e:
             beta.put(big)  # fits only by evicting alpha's tensor: refused
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "only this tenant's objects are evicted" in str(e.value)
-        second = alpha.put(big)  # alpha's own oldest makes room
+        second = alpha.put(big).id  # alpha's own oldest makes room
         assert [t.id for t in alpha.list_tensors()] == [second]
         assert first != second
 
@@ -345,7 +345,7 @@ def test_tls_and_token_with_both_clients_and_the_cli(start_server, tmp_path):
                      "--tenant-from-cert", **client_tls(certs))
     with linalgd.Client(s.target, token=ALPHA, **client_tls(certs)) as alpha:
         np.testing.assert_allclose(alpha.matmul(A, A), A @ A)
-        mine = alpha.put(A)
+        mine = alpha.put(A).id
     # No token: the certificate (CN linalgd-test-client) names the tenant.
     with linalgd.Client(s.target, **client_tls(certs)) as by_cert:
         assert mine not in [t.id for t in by_cert.list_tensors()]

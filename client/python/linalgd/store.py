@@ -34,11 +34,12 @@ class TensorInfo:
     expires_in_seconds: float
     kind: str
     in_use: bool
+    tenant: str = ""  # the owner (ListTensors with all_tenants)
 
     @classmethod
     def from_proto(cls, t):
         return cls(t.id, t.dtype, tuple(t.shape), t.bytes, t.placement, t.ttl_seconds,
-                   t.expires_in_seconds, t.kind, t.in_use)
+                   t.expires_in_seconds, t.kind, t.in_use, t.tenant)
 
 
 def id_of(x) -> str:
