@@ -21,13 +21,33 @@ COPY client client
 COPY tools tools
 COPY scripts scripts
 ENV BUILD_DIR=/build LINALGD_WITH_CUDA=ON CUDACXX=/usr/local/cuda/bin/nvcc
-RUN bash scripts/build.sh -DLINALGD_BUILD_TESTS=OFF \
+# No .git in the build context: --version reports the commit given here.
+ARG REVISION=unknown
+COPY LICENSE THIRD_PARTY_NOTICES ./
+# The runtime stage installs only the packages whose libraries these two
+# binaries load (scripts/runtime-packages.sh: ldd through dpkg -S, on the
+# same Ubuntu as the runtime image).
+RUN bash scripts/build.sh -DLINALGD_BUILD_TESTS=OFF -DLINALGD_GIT_COMMIT="${REVISION}" \
     && install -D -m 0755 /build/bin/linalgd /out/usr/local/bin/linalgd \
-    && install -D -m 0755 /build/bin/linalgd-cli /out/usr/local/bin/linalgd-cli
+    && install -D -m 0755 /build/bin/linalgd-cli /out/usr/local/bin/linalgd-cli \
+    && install -D -m 0644 -t /out/usr/share/doc/linalgd LICENSE THIRD_PARTY_NOTICES \
+    && bash scripts/runtime-packages.sh /build/bin/linalgd > /tmp/server-packages.txt \
+    && bash scripts/runtime-packages.sh /build/bin/linalgd-cli > /tmp/cli-packages.txt \
+    && sort -u /tmp/server-packages.txt /tmp/cli-packages.txt > /runtime-packages.txt
 
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu24.04 AS runtime
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="linalgd" \
+      org.opencontainers.image.description="gRPC linear-algebra service on CUDA GPUs and the CPU" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0 AND GPL-2.0-or-later" \
+      org.opencontainers.image.base.name="nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu24.04"
 COPY scripts/install-deps.sh /tmp/install-deps.sh
-RUN bash /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+COPY --from=build /runtime-packages.txt /tmp/runtime-packages.txt
+RUN bash /tmp/install-deps.sh --runtime /tmp/runtime-packages.txt \
+    && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh /tmp/runtime-packages.txt \
     && groupadd --system --gid 10001 linalgd \
     && useradd --system --uid 10001 --gid 10001 --no-create-home \
        --shell /usr/sbin/nologin linalgd

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/version.h"
 #include "server/common/logging.h"
 #include "server/service/server.h"
 #include "spdlog/spdlog.h"
@@ -339,6 +340,7 @@ int main(int argc, char** argv) {
   CLI::App app{"linalgd: GPU linear algebra over gRPC"};
   Flags flags;
   AddFlags(app, flags);
+  app.set_version_flag("--version", "linalgd " + linalgd::LinalgdVersionString());
   CLI11_PARSE(app, argc, argv);
   absl::Duration grace;
   if (!Finalize(flags, &grace)) return 2;

@@ -95,14 +95,6 @@ absl::Status UmfpackError(int status, absl::string_view call) {
 
 }  // namespace
 
-DoubleCsr::DoubleCsr(const CsrView& a) : view(a) {
-  view.dtype = DType::kF64;
-  if (a.dtype == DType::kF64) return;
-  const float* v = a.as<float>();
-  widened.assign(v, v + a.nnz());
-  view.values = widened.data();
-}
-
 absl::StatusOr<std::vector<double>> CholmodSolve(const CsrView& a, const std::vector<double>& b,
                                                  int64_t k) {
   CholmodCommon common(false);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/version.h"
 #include "server/backend/fault_injection.h"
 #include "server/backend/memory_budget.h"
 #include "server/common/status_macros.h"
@@ -27,7 +28,6 @@
 namespace linalgd {
 namespace {
 
-constexpr char kVersion[] = "0.1.0";
 constexpr char kServiceName[] = "linalgd.v1.Linalg";
 
 int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -116,7 +116,7 @@ class ServerImpl : public Server {
 
 absl::Status ServerImpl::Init() {
   LINALGD_RETURN_IF_ERROR(CheckListenSecurity(options_.listen, options_.tls, options_.insecure));
-  auto metrics = LinalgdMetrics::Create(registry_.get(), kVersion);
+  auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion());
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
   cpu_ = CreateCpuBackend(
@@ -304,8 +304,8 @@ absl::Status ServerImpl::StartGrpc() {
   auto* health = grpc_->GetHealthCheckService();
   health->SetServingStatus("", true);
   health->SetServingStatus(kServiceName, true);
-  spdlog::info("linalgd {} listening on port {} ({}; backends: cpu{})", kVersion, port_,
-               options_.tls.enabled() ? "TLS" : "plaintext",
+  spdlog::info("linalgd {} listening on port {} ({}; backends: cpu{})", LinalgdVersionString(),
+               port_, options_.tls.enabled() ? "TLS" : "plaintext",
                gpu_->backends().empty() ? "" : absl::StrCat(", ", gpu_->backends().size(), " gpu"));
   const bool insecure = !options_.tls.enabled() && !IsLoopbackAddress(options_.listen);
   metrics_->SetInsecureListen(insecure);
@@ -336,7 +336,7 @@ void ServerImpl::Shutdown(absl::Duration grace) {
 }
 
 void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
-  out->set_version(kVersion);
+  out->set_version(LinalgdVersionString());
   out->add_backends("cpu");
   for (Backend* b : gpu_->backends()) out->add_backends(b->name());
   const auto fenced = scheduler_->FencedLanes();

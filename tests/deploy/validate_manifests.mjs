@@ -2,7 +2,7 @@
 // JSON schema (kubernetes-models, with the prometheus-operator and KEDA
 // models), then linalgd's own deployment rules. Prints one PASS/FAIL line per
 // check; exits 1 if any failed.
-//   node validate_manifests.mjs --variant gpu|cpu|gpu-shm rendered.yaml
+//   node validate_manifests.mjs --variant gpu|cpu|gpu-shm|gpu-autoscaled rendered.yaml
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 
@@ -143,6 +143,25 @@ function checkObjects(objects, variant) {
   check("a headless Service", services.some((s) => s.spec.clusterIP === "None"));
   check("a ClusterIP Service", services.some((s) => (s.spec.type ?? "ClusterIP") === "ClusterIP" &&
         s.spec.clusterIP !== "None"));
+  // Plain overlays apply on a plain cluster (built-in kinds only); the
+  // -autoscaled ones add the ServiceMonitor and KEDA components.
+  if (!variant.endsWith("-autoscaled")) {
+    const custom = objects.filter((o) => !BUILT_IN_KINDS.has(o.kind)).map((o) => o.kind);
+    check(`only built-in kinds (found ${custom.join(", ") || "none other"})`, custom.length === 0);
+  } else {
+    checkOperatorObjects(objects, services, deps);
+  }
+  check("a PodDisruptionBudget", of("PodDisruptionBudget").length === 1);
+  checkNetworkPolicy(objects);
+  check("every object in one namespace", new Set(objects.map((o) => o.metadata.namespace)).size === 1);
+}
+
+const BUILT_IN_KINDS = new Set(["Deployment", "Service", "PodDisruptionBudget", "ConfigMap",
+  "Secret", "NetworkPolicy", "ServiceAccount", "HorizontalPodAutoscaler"]);
+
+// The ServiceMonitor (prometheus-operator) and the KEDA ScaledObject.
+function checkOperatorObjects(objects, services, deps) {
+  const of = (kind) => objects.filter((o) => o.kind === kind);
   const sm = of("ServiceMonitor")[0];
   const scraped = services.filter((s) => Object.entries(sm?.spec.selector.matchLabels ?? {})
     .every(([k, v]) => s.metadata.labels?.[k] === v));
@@ -154,9 +173,6 @@ function checkObjects(objects, variant) {
   check("autoscaling on queue depth", (so?.spec.triggers ?? []).some((t) =>
         t.type === "prometheus" && /linalgd_queue_depth/.test(t.metadata.query)) || !!hpa);
   check("ScaledObject targets the Deployment", so?.spec.scaleTargetRef.name === deps[0]?.metadata.name);
-  check("a PodDisruptionBudget", of("PodDisruptionBudget").length === 1);
-  checkNetworkPolicy(objects);
-  check("every object in one namespace", new Set(objects.map((o) => o.metadata.namespace)).size === 1);
 }
 
 const args = process.argv.slice(2);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/version.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
 
@@ -290,7 +291,7 @@ TEST_F(IntegrationTest, DeadlineExceeded) {
 TEST_F(IntegrationTest, ServerInfoAndHealth) {
   auto info = client_->ServerInfo();
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(info->version, "0.1.0");
+  EXPECT_EQ(info->version, LinalgdVersionString());
   EXPECT_EQ(info->backends.at(0), "cpu");
   EXPECT_EQ(info->limits.cpu_threshold, 512);
   auto health = client_->Health();

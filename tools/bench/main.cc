@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/version.h"
 #include "linalgd/client.h"
 #include "server/service/server.h"
 #include "tools/bench/bench_options.h"
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
   linalgd::bench::BenchOptions options;
   CLI::App app("linalgd-bench: linalgd against a raw gRPC echo and in-process OpenBLAS");
   linalgd::bench::AddFlags(app, options);
+  app.set_version_flag("--version", "linalgd-bench " + linalgd::LinalgdVersionString());
   CLI11_PARSE(app, argc, argv);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {

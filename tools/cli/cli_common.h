@@ -21,6 +21,12 @@ enum ExitCode : int {
   kExitUnreachable = 5,  // UNAVAILABLE or DEADLINE_EXCEEDED
 };
 
+// The exit codes as --help lists them (and the README).
+inline constexpr char kExitCodesHelp[] =
+    "Exit codes: 0 success; 1 the server answered with an error status; 2 bad flags or "
+    "arguments; 3 a .npy file could not be read or written; 4 health: the server is up but not "
+    "SERVING; 5 the server is unreachable (UNAVAILABLE or DEADLINE_EXCEEDED).";
+
 // Parses a --timeout value: plain seconds ("30", "0.5") or an absl duration
 // ("30s", "500ms", "2m", "inf"). INVALID_ARGUMENT when not positive.
 absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "CLI/CLI.hpp"
+#include "common/version.h"
 #include "linalgd/client.h"
 #include "tools/cli/cli_common.h"
 #include "tools/cli/factorize_command.h"
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
   CLI::App app("linalgd-cli: call a linalgd server with .npy files");
   GlobalFlags global;
   CommandFlags flags;
+  app.set_version_flag("--version", "linalgd-cli " + linalgd::LinalgdVersionString());
+  app.footer(kExitCodesHelp);
   app.add_option("--target", global.target, "server address host:port")->capture_default_str();
   app.add_option("--timeout", global.timeout, "per-call deadline: seconds or 30s, 500ms, 2m")
       ->capture_default_str();

@@ -3,16 +3,18 @@
 // cuSOLVER calls in the same process, plus whole Backend calls with host
 // operands. CUDA events, median of --reps after 3 warm-up runs.
 //
-//   linalgd-gpu-bench [--json FILE] [--reps N] [--commit SHA] [--quick]
+//   linalgd-gpu-bench [--json FILE] [--reps N] [--commit SHA] [--quick] [--version]
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/version.h"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "tools/gpu_bench/bench_cases.h"
@@ -24,6 +26,7 @@ struct Flags {
   std::string json, commit;
   int reps = 10;
   bool quick = false;
+  bool version = false;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -38,6 +41,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.commit = argv[++i];
     else if (a == "--quick")
       f.quick = true;
+    else if (a == "--version")
+      f.version = true;
   }
   return f;
 }
@@ -80,6 +85,10 @@ void PrintTable(const std::vector<Row>& rows) {
 
 int Main(int argc, char** argv) {
   const Flags flags = ParseFlags(argc, argv);
+  if (flags.version) {
+    std::cout << "linalgd-gpu-bench " << LinalgdVersionString() << "\n";
+    return 0;
+  }
   auto engine = StartGpuEngine(GpuOptions{});
   if (engine->backends().empty()) {
     std::fprintf(stderr, "no GPU: %s\n", engine->status().c_str());
