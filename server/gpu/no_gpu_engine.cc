@@ -20,7 +20,7 @@ class NoGpuEngine : public GpuEngine {
   const gpu::TransferCounters& transfers() const override { return transfers_; }
 
  private:
-  const gpu::TransferCounters transfers_;  // always zero
+  const gpu::TransferCounters transfers_{};  // always zero
 };
 
 }  // namespace

@@ -31,9 +31,7 @@ class JobQueueTest : public ::testing::Test {
     while (auto item = queue_.Pop()) ids.push_back(IdOf(*item));
     return ids;
   }
-  static int IdOf(const QueuedJob& item) {
-    return static_cast<const TestJob&>(*item.job).id();
-  }
+  static int IdOf(const QueuedJob& item) { return static_cast<const TestJob&>(*item.job).id(); }
 
   Outcome out_;
   JobQueue queue_{100};
