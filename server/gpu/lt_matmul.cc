@@ -1,7 +1,11 @@
 #include "server/gpu/lt_matmul.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
+#include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/half.h"
 #include "server/gpu/blas_calls.h"
@@ -129,9 +133,11 @@ LtAlgoCache::Key MakeKey(const LtMatmulArgs& x, int64_t alignment) {
           0};
 }
 
-// The best algorithm for `descs`, or false when cuBLASLt has none.
-absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alignment,
-                               cublasLtMatmulAlgo_t* algo) {
+// Up to kCandidates algorithms for `descs`, cuBLASLt's heuristic order (best
+// first); empty when cuBLASLt has none.
+constexpr int kCandidates = 8;
+absl::StatusOr<std::vector<cublasLtMatmulAlgo_t>> Heuristic(HandleSet& hs, const LtDescs& descs,
+                                                            int64_t alignment, int want) {
   cublasLtMatmulPreference_t pref = nullptr;
   LINALGD_GPU_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = hs.workspace_bytes;
@@ -145,57 +151,23 @@ absl::StatusOr<bool> Heuristic(HandleSet& hs, const LtDescs& descs, int64_t alig
       st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
     }
   }
-  cublasLtMatmulHeuristicResult_t result = {};
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS) {
     st = cublasLtMatmulAlgoGetHeuristic(hs.lt, descs.op, descs.a, descs.b, descs.c, descs.d, pref,
-                                        1, &result, &found);
+                                        std::min(want, kCandidates), results, &found);
   }
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
-    *algo = result.algo;
-    return true;
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  if (st == CUBLAS_STATUS_SUCCESS) {
+    for (int i = 0; i < found; ++i) {
+      if (results[i].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[i].algo);
+    }
+    return algos;
   }
   // Unsupported combinations come back as NOT_SUPPORTED or INVALID_VALUE.
-  if (st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED ||
-      st == CUBLAS_STATUS_INVALID_VALUE) {
-    return false;
-  }
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) return algos;
   return CheckCuda(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-}
-
-// Plans `x` (fused epilogue first, then the plain product), through the cache.
-absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x,
-                                        int64_t alignment) {
-  const LtAlgoCache::Key key = MakeKey(x, alignment);
-  LtAlgoCache::Entry entry;
-  if (cache.Lookup(key, &entry)) return entry;
-  // cuBLASLt fuses a per-column bias only; its fp64 GELU is not accurate to
-  // fp64 (~3e-11 relative), so fp64 GELU runs in our kernel.
-  const bool can_fuse = !(x.bias != nullptr && x.bias_per_row) &&
-                        !(x.out_dtype == DType::kF64 && x.act == Activation::kGelu);
-  if (can_fuse) {
-    LtDescs fused;
-    LINALGD_RETURN_IF_ERROR(BuildDescs(x, FusedEpilogue(x), fused));
-    absl::StatusOr<bool> ok = Heuristic(hs, fused, alignment, &entry.algo);
-    entry.fused = ok.ok() && *ok;
-  } else {
-    entry.fused = false;
-  }
-  const bool plain_needed = !entry.fused;
-  if (plain_needed) {
-    LtDescs plain;
-    LINALGD_RETURN_IF_ERROR(BuildDescs(x, CUBLASLT_EPILOGUE_DEFAULT, plain));
-    LINALGD_ASSIGN_OR_RETURN(bool ok, Heuristic(hs, plain, alignment, &entry.algo));
-    if (!ok) {
-      return absl::InternalError(absl::StrCat("cuBLASLt has no algorithm for ",
-                                              DTypeName(x.in_dtype), " -> ", DTypeName(x.out_dtype),
-                                              " compute ", ComputeModeName(x.compute), ", m=", x.m,
-                                              " n=", x.n, " k=", x.k, " batch=", x.batch));
-    }
-  }
-  cache.Insert(key, entry);
-  return entry;
 }
 
 union Scalar {
@@ -215,6 +187,104 @@ Scalar MakeScalar(cudaDataType_t type, double v) {
     s.f = static_cast<float>(v);
   }
   return s;
+}
+
+// The product alone (no unfused epilogue) with `algo`, on hs.stream.
+absl::Status RunProduct(HandleSet& hs, const LtMatmulArgs& x, const LtDescs& descs,
+                        const cublasLtMatmulAlgo_t& algo) {
+  const cudaDataType_t scale = ComputeFor(x).scale;
+  const Scalar alpha = MakeScalar(scale, x.alpha);
+  const Scalar beta = MakeScalar(scale, x.c != nullptr ? x.beta : 0.0);
+  const void* c = x.c != nullptr ? x.c : x.d;
+  LINALGD_GPU_CHECK(cublasLtMatmul(hs.lt, descs.op, &alpha, x.b, descs.a, x.a, descs.b, &beta, c,
+                                   descs.c, x.d, descs.d, &algo, hs.workspace, hs.workspace_bytes,
+                                   hs.stream));
+  return absl::OkStatus();
+}
+
+// Products of at least this many flops try the heuristic's top candidates
+// once per shape (the first call of a shape pays a few extra products).
+constexpr double kTuneMinFlops = 1e9;
+
+bool WorthTuning(const LtMatmulArgs& x) {
+  const double flops = 2.0 * static_cast<double>(x.m) * x.n * x.k * x.batch;
+  // d == c: each trial would accumulate into the caller's c.
+  return flops >= kTuneMinFlops && x.c != x.d;
+}
+
+// The fastest of `algos` for x: each runs twice, the second timed by events
+// on hs.stream (d is overwritten; the caller's real run follows).
+absl::StatusOr<cublasLtMatmulAlgo_t> Fastest(HandleSet& hs, const LtMatmulArgs& x,
+                                             const LtDescs& descs,
+                                             const std::vector<cublasLtMatmulAlgo_t>& algos) {
+  if (algos.size() == 1) return algos[0];
+  cudaEvent_t start = nullptr, stop = nullptr;
+  LINALGD_GPU_CHECK(cudaEventCreate(&start));
+  absl::Cleanup free_start = [start] { cudaEventDestroy(start); };
+  LINALGD_GPU_CHECK(cudaEventCreate(&stop));
+  absl::Cleanup free_stop = [stop] { cudaEventDestroy(stop); };
+  size_t best = 0;
+  float best_ms = std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < algos.size(); ++i) {
+    if (!RunProduct(hs, x, descs, algos[i]).ok()) continue;  // a candidate may refuse
+    LINALGD_GPU_CHECK(cudaEventRecord(start, hs.stream));
+    if (!RunProduct(hs, x, descs, algos[i]).ok()) continue;
+    LINALGD_GPU_CHECK(cudaEventRecord(stop, hs.stream));
+    LINALGD_GPU_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    LINALGD_GPU_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ms < best_ms) best_ms = ms, best = i;
+  }
+  return algos[best];
+}
+
+// The algorithm for descs: the heuristic's first, or the fastest of its top
+// candidates when x is worth tuning. False: cuBLASLt has none.
+absl::StatusOr<bool> Choose(HandleSet& hs, const LtMatmulArgs& x, const LtDescs& descs,
+                            int64_t alignment, cublasLtMatmulAlgo_t* algo) {
+  const bool tune = WorthTuning(x);
+  LINALGD_ASSIGN_OR_RETURN(std::vector<cublasLtMatmulAlgo_t> algos,
+                           Heuristic(hs, descs, alignment, tune ? kCandidates : 1));
+  if (algos.empty()) return false;
+  if (!tune) {
+    *algo = algos[0];
+    return true;
+  }
+  LINALGD_ASSIGN_OR_RETURN(*algo, Fastest(hs, x, descs, algos));
+  return true;
+}
+
+// Plans `x` (fused epilogue first, then the plain product), through the cache.
+absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x,
+                                        int64_t alignment) {
+  const LtAlgoCache::Key key = MakeKey(x, alignment);
+  LtAlgoCache::Entry entry;
+  if (cache.Lookup(key, &entry)) return entry;
+  // cuBLASLt fuses a per-column bias only; its fp64 GELU is not accurate to
+  // fp64 (~3e-11 relative), so fp64 GELU runs in our kernel.
+  const bool can_fuse = !(x.bias != nullptr && x.bias_per_row) &&
+                        !(x.out_dtype == DType::kF64 && x.act == Activation::kGelu);
+  if (can_fuse) {
+    LtDescs fused;
+    LINALGD_RETURN_IF_ERROR(BuildDescs(x, FusedEpilogue(x), fused));
+    absl::StatusOr<bool> ok = Choose(hs, x, fused, alignment, &entry.algo);
+    entry.fused = ok.ok() && *ok;
+  } else {
+    entry.fused = false;
+  }
+  if (!entry.fused) {
+    LtDescs plain;
+    LINALGD_RETURN_IF_ERROR(BuildDescs(x, CUBLASLT_EPILOGUE_DEFAULT, plain));
+    LINALGD_ASSIGN_OR_RETURN(bool ok, Choose(hs, x, plain, alignment, &entry.algo));
+    if (!ok) {
+      return absl::InternalError(absl::StrCat("cuBLASLt has no algorithm for ",
+                                              DTypeName(x.in_dtype), " -> ", DTypeName(x.out_dtype),
+                                              " compute ", ComputeModeName(x.compute), ", m=", x.m,
+                                              " n=", x.n, " k=", x.k, " batch=", x.batch));
+    }
+  }
+  cache.Insert(key, entry);
+  return entry;
 }
 
 }  // namespace
@@ -250,13 +320,7 @@ absl::Status LtMatmul(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x) 
   LtDescs descs;
   LINALGD_RETURN_IF_ERROR(
       BuildDescs(x, entry.fused ? FusedEpilogue(x) : CUBLASLT_EPILOGUE_DEFAULT, descs));
-  const cudaDataType_t scale = ComputeFor(x).scale;
-  const Scalar alpha = MakeScalar(scale, x.alpha);
-  const Scalar beta = MakeScalar(scale, x.c != nullptr ? x.beta : 0.0);
-  const void* c = x.c != nullptr ? x.c : x.d;
-  LINALGD_GPU_CHECK(cublasLtMatmul(hs.lt, descs.op, &alpha, x.b, descs.a, x.a, descs.b, &beta, c,
-                                   descs.c, x.d, descs.d, &entry.algo, hs.workspace,
-                                   hs.workspace_bytes, hs.stream));
+  LINALGD_RETURN_IF_ERROR(RunProduct(hs, x, descs, entry.algo));
   if (!entry.fused && (x.bias != nullptr || x.act != Activation::kNone)) {
     return ApplyEpilogue(x.out_dtype, x.d, x.batch, x.m, x.n, x.bias, x.bias_per_row, x.act,
                          hs.stream);
