@@ -85,7 +85,7 @@ absl::StatusOr<Attempt<T>> TryCholesky(const T* a, int n, Backend* owner, double
   s.a = a;
   s.name = "a";
   std::string why;
-  if (!IsSymmetric(s, &why)) return Attempt<T>{nullptr, absl::StrCat("cholesky: ", why)};
+  if (!IsSymmetric(s, &why)) return Attempt<T>{nullptr, why};
   // Read column-major, the buffer is a^T = conj(a) (a Hermitian): the factor
   // is conj(a)'s, and Solve conjugates b and x around it.
   std::vector<T> l(a, a + static_cast<size_t>(n) * n);

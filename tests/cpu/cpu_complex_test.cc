@@ -18,6 +18,7 @@ namespace {
 
 using C = std::complex<double>;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A c64 or c128 tensor holding `values`.
 Tensor ComplexTensor(DType dtype, Shape shape, const std::vector<C>& values) {
@@ -271,6 +272,19 @@ TEST_P(CpuComplexTest, LstsqOfATallSystemSatisfiesTheNormalEquations) {
   }
   ASSERT_EQ(r->lstsq->residuals.size(), 1u);
   EXPECT_NEAR(r->lstsq->residuals[0], squared, 1000 * Tolerance(dtype()));
+}
+
+TEST_P(CpuComplexTest, CholeskyFactorOfANonHermitianMatrixSaysWhyOnce) {
+  const int n = 4;
+  const Tensor a = ComplexTensor(dtype(), {n, n}, RandomValues(rng_, n * n));
+  FactorizeOp op;
+  op.a = a.view();
+  op.method = SolveMethod::kCholesky;
+  absl::StatusOr<FactorizeResult> f = backend_->Factorize(op);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->factor->info().method, SolveMethod::kLu);
+  EXPECT_THAT(f->fallback, HasSubstr("cholesky: a is not Hermitian"));
+  EXPECT_THAT(f->fallback, Not(HasSubstr("cholesky: cholesky:")));
 }
 
 TEST_P(CpuComplexTest, CachedFactorsSolveLikeTheMatrix) {
