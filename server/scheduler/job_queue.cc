@@ -121,6 +121,18 @@ int JobQueue::size() const {
   return size_;
 }
 
+bool JobQueue::MayOvertake(const std::string& tenant, int priority) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [level, jobs] : levels_) {
+    if (jobs.empty()) continue;
+    if (level > priority) return false;
+    if (level < priority) break;  // lower levels follow anyway
+    auto it = jobs.by_tenant.find(tenant);
+    if (it != jobs.by_tenant.end() && !it->second.empty()) return false;
+  }
+  return true;
+}
+
 double JobQueue::queued_flops() const {
   absl::MutexLock lock(&mu_);
   return flops_;

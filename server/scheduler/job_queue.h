@@ -62,6 +62,11 @@ class JobQueue {
 
   int size() const ABSL_LOCKS_EXCLUDED(mu_);
   int capacity() const { return capacity_; }
+  // True when a job of `tenant` at `priority` may run before every queued
+  // job without breaking the queue's order: nothing of a higher priority is
+  // queued and `tenant` has nothing queued at `priority` (its next turn would
+  // come first anyway; with other tenants it would come after one turn each).
+  bool MayOvertake(const std::string& tenant, int priority) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sum of the queued jobs' JobSpec::flops.
   double queued_flops() const ABSL_LOCKS_EXCLUDED(mu_);
 

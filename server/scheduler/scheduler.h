@@ -47,11 +47,13 @@ struct SchedulerOptions {
   int max_abandoned_per_device = 4;
   double gpu_flops_per_second = 2e13;
   // A CPU job predicted (by the CPU lane's measured speed) to run in at most
-  // this long runs on the thread that submits it when the CPU lane is idle
-  // (nothing queued or running; fewer than cpu_workers inline at once):
-  // microseconds of BLAS are not worth a hand-off to a worker and back. On a
-  // busy lane jobs queue, keep their priority order and form batches. Zero:
-  // every job queues.
+  // this long runs on the thread that submits it, when that overtakes no job
+  // it should follow (JobQueue::MayOvertake: nothing of a higher priority
+  // queued, nothing of its own tenant queued) and fewer than cpu_workers run
+  // inline at once: microseconds of BLAS are not worth a hand-off to a worker
+  // and back, and a small tenant's tiny call does not wait behind another
+  // tenant's flood. Jobs that queue keep their priority order and form
+  // batches. Zero: every job queues.
   absl::Duration inline_max_run = absl::ZeroDuration();
 };
 

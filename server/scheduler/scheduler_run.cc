@@ -106,8 +106,8 @@ absl::Duration Scheduler::TimeoutFor(const Lane& lane) const {
 bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
   if (options_.inline_max_run <= absl::ZeroDuration() ||
       lane.estimate.Predict(item.job->spec().flops) > options_.inline_max_run ||
-      lane.queue->size() > 0 || lane.running.load() > 0) {
-    return false;  // a busy lane: queued jobs form batches and keep their order
+      !lane.queue->MayOvertake(item.job->spec().tenant, item.job->spec().priority)) {
+    return false;  // queued jobs that must go first, or this tenant's own turn
   }
   {
     absl::MutexLock lock(&inline_mu_);

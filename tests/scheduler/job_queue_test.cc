@@ -64,6 +64,21 @@ TEST_F(JobQueueTest, PriorityLevelsStayStrictAcrossTenants) {
   EXPECT_EQ(PopAll(), (std::vector<int>{2, 3, 4, 0, 1}));
 }
 
+TEST_F(JobQueueTest, OnlyATenantWithNothingQueuedAtOrAboveItsPriorityMayOvertake) {
+  EXPECT_TRUE(queue_.MayOvertake("a", 0));  // empty
+  Push(0, "flood");
+  Push(1, "flood");
+  EXPECT_TRUE(queue_.MayOvertake("small", 0));
+  EXPECT_FALSE(queue_.MayOvertake("flood", 0));  // its own queued jobs go first
+  EXPECT_TRUE(queue_.MayOvertake("flood", 3));   // flood's queued jobs are below
+  Push(2, "flood", 1, /*priority=*/2);
+  EXPECT_FALSE(queue_.MayOvertake("small", 0));  // a higher priority is queued
+  EXPECT_FALSE(queue_.MayOvertake("small", 1));
+  EXPECT_TRUE(queue_.MayOvertake("small", 2));
+  EXPECT_EQ(PopAll(), (std::vector<int>{2, 0, 1}));  // MayOvertake changes nothing
+  EXPECT_TRUE(queue_.MayOvertake("flood", 0));
+}
+
 TEST_F(JobQueueTest, TakingATenantsJobsOutKeepsTheOthersTurns) {
   for (int i = 0; i < 3; ++i) Push(i, "a");
   for (int i = 100; i < 103; ++i) Push(i, "b");

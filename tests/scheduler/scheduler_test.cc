@@ -554,19 +554,78 @@ TEST(SchedulerTest, CostlyOrQueuedBehindJobsDoNotRunInline) {
   EXPECT_LT(out.IndexOf(2), out.IndexOf(3));
 }
 
-TEST(SchedulerTest, NothingRunsInlineWhileTheCpuLaneIsBusy) {
+TEST(SchedulerTest, AtMostCpuWorkersJobsRunInlineAtOnce) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());  // "tiny" by its spec only
   Outcome out;
-  Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+  Scheduler s(Inline(), &cpu, std::vector<Backend*>{});  // one CPU worker
   std::thread first([&] { s.Submit(std::make_unique<TestJob>(1, Spec(8), &out)); });
-  WaitForCalls(cpu, 1);  // runs inline on `first`: the lane is busy
+  WaitForCalls(cpu, 1);  // runs inline on `first`
   std::thread::id finisher;
   s.Submit(std::make_unique<ThreadNotingJob>(2, Spec(8), &out, &finisher));
   EXPECT_LE(out.finish_calls.load(), 1);  // did not run here: went to the worker
   first.join();
   ASSERT_TRUE(out.WaitFor(2));
   EXPECT_NE(finisher, std::this_thread::get_id());
+}
+
+// A busy lane: tenant "flood" has a job running on the worker and more
+// queued. Another tenant's tiny job overtakes them all (it would be served
+// at the next turn anyway); the flood's own tiny job keeps its place.
+TEST(SchedulerTest, AnotherTenantsTinyJobOvertakesAFlood) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());
+  Outcome out;
+  std::thread::id small_finisher, flood_finisher;
+  {
+    Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+    JobSpec costly = Spec(400);
+    costly.flops = 2.0 * 400 * 400 * 400;
+    costly.tenant = "flood";
+    s.Submit(std::make_unique<TestJob>(1, costly, &out));
+    WaitForCalls(cpu, 1);  // the worker runs it
+    s.Submit(std::make_unique<TestJob>(2, costly, &out));
+    s.Submit(std::make_unique<TestJob>(3, costly, &out));
+    JobSpec tiny = Spec(8);
+    tiny.tenant = "flood";
+    s.Submit(std::make_unique<ThreadNotingJob>(4, tiny, &out, &flood_finisher));
+    EXPECT_EQ(out.finish_calls.load(), 0);  // queued behind its own tenant's jobs
+    tiny.tenant = "small";
+    s.Submit(std::make_unique<ThreadNotingJob>(5, tiny, &out, &small_finisher));
+    // Ran before Submit returned (the fake backend takes 200 ms for it too,
+    // so job 1 may have ended meanwhile).
+    EXPECT_GE(out.IndexOf(5), 0);
+    EXPECT_EQ(small_finisher, std::this_thread::get_id());
+    ASSERT_TRUE(out.WaitFor(5));
+  }
+  EXPECT_NE(flood_finisher, std::this_thread::get_id());
+  EXPECT_LT(out.IndexOf(5), out.IndexOf(2));
+  EXPECT_LT(out.IndexOf(3), out.IndexOf(4));
+}
+
+// Overtaking never breaks priority: a queued higher-priority job goes first.
+TEST(SchedulerTest, ATinyJobDoesNotOvertakeAHigherPriority) {
+  FakeBackend cpu("cpu");
+  cpu.SetBehaviour(absl::Milliseconds(200), absl::OkStatus());
+  Outcome out;
+  std::thread::id finisher;
+  {
+    Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+    JobSpec costly = Spec(400);
+    costly.flops = 2.0 * 400 * 400 * 400;
+    costly.tenant = "a";
+    s.Submit(std::make_unique<TestJob>(1, costly, &out));
+    WaitForCalls(cpu, 1);
+    costly.priority = 5;
+    s.Submit(std::make_unique<TestJob>(2, costly, &out));
+    JobSpec tiny = Spec(8);
+    tiny.tenant = "b";
+    s.Submit(std::make_unique<ThreadNotingJob>(3, tiny, &out, &finisher));
+    EXPECT_EQ(out.finish_calls.load(), 0);
+    ASSERT_TRUE(out.WaitFor(3));
+  }
+  EXPECT_NE(finisher, std::this_thread::get_id());
+  EXPECT_LT(out.IndexOf(2), out.IndexOf(3));
 }
 
 }  // namespace
