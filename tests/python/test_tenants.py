@@ -379,3 +379,27 @@ def test_a_malformed_tokens_file_refuses_to_start(tmp_path):
 def test_token_argument_is_checked():
     with pytest.raises(ValueError, match="token"):
         linalgd.Client("localhost:1", token="has space")
+
+
+def test_token_from_the_environment_for_both_clients(tenant_server, monkeypatch):
+    import asyncio
+    from linalgd import aio
+
+    monkeypatch.setenv("LINALGD_TOKEN", ALPHA)
+    with linalgd.Client(tenant_server.target) as alpha:
+        mine = alpha.put(A).id
+    monkeypatch.setenv("LINALGD_TOKEN", BETA)
+
+    async def listed():
+        async with aio.Client(tenant_server.target) as beta:
+            return {t.id: t.tenant for t in await beta.list_tensors(all_tenants=True)}
+
+    assert asyncio.run(listed())[mine] == "alpha"  # beta (admin) saw alpha's tensor
+    # An explicit token wins over the environment; an empty variable is unset.
+    with linalgd.Client(tenant_server.target, token=ALPHA) as alpha:
+        assert mine in [t.id for t in alpha.list_tensors()]
+    monkeypatch.setenv("LINALGD_TOKEN", "")
+    with linalgd.Client(tenant_server.target, retries=0) as anonymous:
+        with pytest.raises(linalgd.LinalgdError) as e:
+            anonymous.list_tensors()
+        assert e.value.code == grpc.StatusCode.UNAUTHENTICATED

@@ -8,6 +8,7 @@ client differ only in blocking versus awaiting.
 """
 import functools
 import inspect
+import os
 import time
 from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
@@ -84,7 +85,11 @@ def with_operations(wrap: Callable[[Any], Any]) -> Callable[[type], type]:
 
 
 def _bearer(token: Optional[str]) -> tuple:
-    """The authorization metadata of `token` (none for None)."""
+    """The authorization metadata of `token` (none for None). None falls back
+    to the LINALGD_TOKEN environment variable, as the CLI does (the environment
+    keeps a token off the process list); an empty variable counts as unset."""
+    if token is None:
+        token = os.environ.get("LINALGD_TOKEN") or None
     if token is None:
         return ()
     if not token or any(c <= " " or c > "~" for c in token):

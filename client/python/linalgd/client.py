@@ -67,7 +67,8 @@ class Client(ClientBase):
     metadata: (key, value) pairs sent with every call.
     token: the tenant's bearer token for a server with --auth-tokens, sent as
         "authorization: Bearer TOKEN" with every call (use TLS: in plaintext
-        anyone on the path reads it).
+        anyone on the path reads it). None: the LINALGD_TOKEN environment
+        variable when set, as the CLI does.
     max_message_bytes: largest request or response; default just under 2 GiB.
     wait_for_ready: wait (until the deadline) for a connecting channel instead
         of failing fast with UNAVAILABLE.
