@@ -105,7 +105,7 @@ class LinalgService final : public v1::Linalg::CallbackService {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
                                           v1::GetServerInfoResponse* response) override {
-    return HandleUnary(env_, "GetServerInfo", context, [&](Rpc&) {
+    return HandleUnary(env_, "GetServerInfo", context, *request, [&](Rpc&) {
       server_info_(response);
       return absl::OkStatus();
     });

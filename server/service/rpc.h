@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
 #include "server/service/calls.h"
 
 namespace linalgd {
@@ -71,14 +72,20 @@ class Rpc {
 };
 
 // The direct path of a unary RPC that is answered on the gRPC thread (store
-// index updates, shared-memory registration, server info): Authorize, then
-// `handle(rpc)` (returns the call's status; may note bytes on `rpc`), then
-// End and finish through the default reactor.
+// index updates, shared-memory registration, server info): Authorize, the
+// tenant's max_message_bytes against `request`, then `handle(rpc)` (returns
+// the call's status; may note bytes on `rpc`), then End and finish through
+// the default reactor.
 template <typename HandleFn>
 grpc::ServerUnaryReactor* HandleUnary(const CallEnv& env, absl::string_view op,
-                                      grpc::CallbackServerContext* context, HandleFn handle) {
+                                      grpc::CallbackServerContext* context,
+                                      const google::protobuf::MessageLite& request,
+                                      HandleFn handle) {
   Rpc rpc(env, op, context);
   absl::Status status = rpc.Authorize();  // then rpc.env(): the caller's
+  if (status.ok()) {
+    status = CheckMessageQuota(rpc.env(), static_cast<int64_t>(request.ByteSizeLong()));
+  }
   if (status.ok()) status = handle(rpc);
   auto* reactor = context->DefaultReactor();
   reactor->Finish(rpc.End(status));

@@ -17,9 +17,9 @@ absl::Status NeedShm(const CallEnv& env) {
 
 grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
                                                grpc::CallbackServerContext* context,
-                                               const v1::RegisterSharedMemoryRequest*,
+                                               const v1::RegisterSharedMemoryRequest* request,
                                                v1::RegisterSharedMemoryResponse*) {
-  return HandleUnary(env, "RegisterSharedMemory", context, [&](Rpc&) -> absl::Status {
+  return HandleUnary(env, "RegisterSharedMemory", context, *request, [&](Rpc&) -> absl::Status {
     LINALGD_RETURN_IF_ERROR(NeedShm(env));
     return absl::UnimplementedError(
         "RegisterSharedMemory by name was withdrawn: a caller could map memory it did not "
@@ -32,11 +32,12 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
 grpc::ServerUnaryReactor* UnregisterSharedMemory(const CallEnv& env,
                                                  grpc::CallbackServerContext* context,
                                                  const v1::UnregisterSharedMemoryRequest* request) {
-  return HandleUnary(env, "UnregisterSharedMemory", context, [&](Rpc& rpc) -> absl::Status {
-    LINALGD_RETURN_IF_ERROR(NeedShm(env));
-    return env.sources.shm->Unregister(request->name(), request->secret(),
-                                       rpc.env().sources.owner.tenant);
-  });
+  return HandleUnary(env, "UnregisterSharedMemory", context, *request,
+                     [&](Rpc& rpc) -> absl::Status {
+                       LINALGD_RETURN_IF_ERROR(NeedShm(env));
+                       return env.sources.shm->Unregister(request->name(), request->secret(),
+                                                          rpc.env().sources.owner.tenant);
+                     });
 }
 
 }  // namespace linalgd

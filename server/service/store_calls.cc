@@ -180,6 +180,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
       : env_(env), rpc_(env, "GetTensor", context), idle_(env.idle_streams, context) {
     absl::Status s = rpc_.Authorize();
     env_ = rpc_.env();  // the caller's tenant
+    if (s.ok()) s = CheckMessageQuota(env_, static_cast<int64_t>(request->ByteSizeLong()));
     if (s.ok()) s = Start(*request);
     if (!s.ok()) {
       Finish(rpc_.End(s));
@@ -283,7 +284,7 @@ grpc::ServerWriteReactor<v1::GetTensorResponse>* StartGetTensor(
 
 grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::DeleteTensorRequest* request) {
-  return HandleUnary(env, "DeleteTensor", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "DeleteTensor", context, *request, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
     return env.sources.store->Delete(request->id(), ResidentKind::kTensor,
                                      rpc.env().sources.owner.tenant);
@@ -292,7 +293,7 @@ grpc::ServerUnaryReactor* DeleteTensor(const CallEnv& env, grpc::CallbackServerC
 
 grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServerContext* context,
                                         const v1::ReleaseFactorRequest* request) {
-  return HandleUnary(env, "ReleaseFactor", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "ReleaseFactor", context, *request, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
     return env.sources.store->Delete(request->factor_id(), ResidentKind::kFactor,
                                      rpc.env().sources.owner.tenant);
@@ -302,7 +303,7 @@ grpc::ServerUnaryReactor* ReleaseFactor(const CallEnv& env, grpc::CallbackServer
 grpc::ServerUnaryReactor* ListTensors(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::ListTensorsRequest* request,
                                       v1::ListTensorsResponse* response) {
-  return HandleUnary(env, "ListTensors", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "ListTensors", context, *request, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
     const Tenant& tenant = *rpc.env().tenant;
     if (request->all_tenants() && !tenant.admin) {

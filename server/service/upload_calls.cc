@@ -50,7 +50,7 @@ absl::Status DoFinishUpload(const CallEnv& env, Rpc& rpc, absl::string_view uplo
 grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::StartUploadRequest* request,
                                       v1::StartUploadResponse* response) {
-  return HandleUnary(env, "StartUpload", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "StartUpload", context, *request, [&](Rpc& rpc) {
     return DoStartUpload(rpc.env(), request->header(), response);
   });
 }
@@ -58,14 +58,14 @@ grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerCo
 grpc::ServerUnaryReactor* FinishUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::FinishUploadRequest* request,
                                        v1::PutTensorResponse* response) {
-  return HandleUnary(env, "FinishUpload", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "FinishUpload", context, *request, [&](Rpc& rpc) {
     return DoFinishUpload(rpc.env(), rpc, request->upload_id(), response);
   });
 }
 
 grpc::ServerUnaryReactor* AbortUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                       const v1::AbortUploadRequest* request) {
-  return HandleUnary(env, "AbortUpload", context, [&](Rpc& rpc) {
+  return HandleUnary(env, "AbortUpload", context, *request, [&](Rpc& rpc) {
     LINALGD_RETURN_IF_ERROR(NeedStore(env));
     return env.sources.store->uploads().Abort(request->upload_id(), rpc.env().sources.owner.tenant);
   });

@@ -403,3 +403,34 @@ def test_token_from_the_environment_for_both_clients(tenant_server, monkeypatch)
         with pytest.raises(linalgd.LinalgdError) as e:
             anonymous.list_tensors()
         assert e.value.code == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_max_message_bytes_covers_every_small_rpc(stub):
+    """Tenant small has max_message_bytes=4096: an oversized request of any RPC,
+    even one answered on the gRPC thread, is RESOURCE_EXHAUSTED naming the quota
+    (not NOT_FOUND or INVALID_ARGUMENT from looking at its content)."""
+    big = "x" * 5000
+    calls = {
+        "DeleteTensor": lambda: stub.DeleteTensor(pb.DeleteTensorRequest(id=big), metadata=md(SMALL)),
+        "ReleaseFactor": lambda: stub.ReleaseFactor(pb.ReleaseFactorRequest(factor_id=big),
+                                                    metadata=md(SMALL)),
+        "GetTensor": lambda: list(stub.GetTensor(pb.GetTensorRequest(id=big), metadata=md(SMALL))),
+        "StartUpload": lambda: stub.StartUpload(
+            pb.StartUploadRequest(header=pb.PutTensorHeader(shape=[1] * 5000)), metadata=md(SMALL)),
+        "FinishUpload": lambda: stub.FinishUpload(pb.FinishUploadRequest(upload_id=big),
+                                                  metadata=md(SMALL)),
+        "AbortUpload": lambda: stub.AbortUpload(pb.AbortUploadRequest(upload_id=big),
+                                                metadata=md(SMALL)),
+        "UnregisterSharedMemory": lambda: stub.UnregisterSharedMemory(
+            pb.UnregisterSharedMemoryRequest(name=big), metadata=md(SMALL)),
+    }
+    for name, call in calls.items():
+        with pytest.raises(grpc.RpcError) as e:
+            call()
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, name
+        assert "tenant quota max_message_bytes=4096" in e.value.details(), name
+    # The same request from a tenant without the quota is judged on its content.
+    assert code_of(lambda: stub.DeleteTensor(pb.DeleteTensorRequest(id=big),
+                                             metadata=md(ALPHA))) == "NOT_FOUND"
+    # Small requests still pass.
+    assert code_of(lambda: stub.ListTensors(pb.ListTensorsRequest(), metadata=md(SMALL))) == "OK"
