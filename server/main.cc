@@ -66,6 +66,7 @@ struct Flags {
   int64_t tenant_max_objects = 0;
   int64_t tenant_max_priority = -1;
   int64_t tenant_max_message_bytes = 0;
+  int64_t tenant_max_queued_bytes = 0;
 };
 
 // The quota flags' 0 (-1 for max_priority): the server-wide value.
@@ -75,6 +76,7 @@ void FinalizeTenantDefaults(Flags& f) {
   if (f.tenant_max_objects > 0) q.max_objects = f.tenant_max_objects;
   q.max_priority = f.tenant_max_priority >= 0 ? f.tenant_max_priority : f.options.max_priority;
   if (f.tenant_max_message_bytes > 0) q.max_message_bytes = f.tenant_max_message_bytes;
+  if (f.tenant_max_queued_bytes > 0) q.max_queued_bytes = f.tenant_max_queued_bytes;
 }
 
 // Authentication and the per-tenant quotas' defaults (0: no cap of the
@@ -104,6 +106,10 @@ void AddTenantFlags(CLI::App& app, Flags& f) {
   app.add_option("--tenant-max-message-bytes", f.tenant_max_message_bytes,
                  "default quota max_message_bytes: a tenant's largest request message (0: "
                  "--max-message-bytes)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tenant-max-queued-bytes", f.tenant_max_queued_bytes,
+                 "default quota max_queued_bytes: request bytes of a tenant's compute calls queued "
+                 "or running at once (0: only --max-inflight-bytes)")
       ->check(CLI::NonNegativeNumber);
 }
 

@@ -140,6 +140,9 @@ absl::StatusOr<Caller> Authenticator::Admit(absl::string_view authorization,
   }
   caller.inflight =
       std::shared_ptr<const void>(nullptr, [count](const void*) { count->fetch_sub(1); });
+  auto& queued = queued_bytes_[caller.tenant->name];
+  if (queued == nullptr) queued = std::make_shared<std::atomic<int64_t>>(0);
+  caller.queued_bytes = queued;
   return caller;
 }
 

@@ -40,6 +40,8 @@ struct AuthOptions {
 struct Caller {
   std::shared_ptr<const Tenant> tenant;
   std::shared_ptr<const void> inflight;
+  // The tenant's request bytes queued or running (quota max_queued_bytes).
+  std::shared_ptr<std::atomic<int64_t>> queued_bytes;
 };
 
 // Who is calling: checks every RPC's credentials against the tenants of the
@@ -92,6 +94,9 @@ class Authenticator {
   absl::Time checked_ ABSL_GUARDED_BY(mu_);
   // Calls in flight per tenant name; kept across reloads.
   absl::flat_hash_map<std::string, std::shared_ptr<std::atomic<int64_t>>> inflight_
+      ABSL_GUARDED_BY(mu_);
+  // Request bytes queued or running per tenant name; kept across reloads.
+  absl::flat_hash_map<std::string, std::shared_ptr<std::atomic<int64_t>>> queued_bytes_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "server/service/factor_calls.h"
 #include "server/service/pinned_messages.h"
@@ -141,6 +142,29 @@ JobSpec SpecOf(OpKind kind, const Prepared& p) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int64_t bytes,
+                                                         absl::string_view op) {
+  std::shared_ptr<const void> mine;  // the tenant's queued bytes
+  const int64_t limit = env.tenant ? env.tenant->quotas.max_queued_bytes : INT64_MAX;
+  if (limit != INT64_MAX && env.tenant_queued_bytes != nullptr) {
+    int64_t used = 0;
+    mine = TryHoldBytes(env.tenant_queued_bytes, limit, bytes, &used);
+    if (mine == nullptr) {
+      absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+          op, ": tenant quota max_queued_bytes=", limit, " exceeded: the request's ", bytes,
+          " bytes and ", used, " bytes of this tenant's requests queued or running",
+          bytes > limit ? "; send the tensors with PutTensor and pass their ids"
+                        : "; retry when some have finished"));
+      if (bytes <= limit) status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
+      return status;
+    }
+  }
+  if (env.inflight == nullptr) return mine;
+  absl::StatusOr<std::shared_ptr<const void>> all = env.inflight->Acquire(bytes, op);
+  if (!all.ok() || mine == nullptr) return all;
+  return std::shared_ptr<const void>(nullptr, [both = std::make_pair(*all, mine)](const void*) {});
+}
 
 absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes) {
   if (env.tenant == nullptr || bytes <= env.tenant->quotas.max_message_bytes) {

@@ -30,20 +30,20 @@ struct CallEnv {
   IdleStreams* idle_streams = nullptr;   // cancels stalled PutTensor/GetTensor; null: none
   Authenticator* auth = nullptr;         // null: every caller is "default", unlimited
   std::shared_ptr<const Tenant> tenant;  // the caller, after Rpc::Authorize
+  // The tenant's request bytes queued or running (null: not counted).
+  std::shared_ptr<std::atomic<int64_t>> tenant_queued_bytes;
 };
 
 // The tenant's quota max_message_bytes against a request of `bytes`:
 // RESOURCE_EXHAUSTED naming the quota and the numbers.
 absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes);
 
-// Admits a compute request of `bytes` (its message size) against
-// env.inflight: a token the job keeps until it is destroyed, or
-// RESOURCE_EXHAUSTED with retry-after.
-inline absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int64_t bytes,
-                                                                absl::string_view op) {
-  if (env.inflight == nullptr) return std::shared_ptr<const void>();
-  return env.inflight->Acquire(bytes, op);
-}
+// Admits a compute request of `bytes` (its message size) against the
+// tenant's quota max_queued_bytes and env.inflight: a token the job keeps
+// until it is destroyed, or RESOURCE_EXHAUSTED naming the limit, with
+// retry-after.
+absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int64_t bytes,
+                                                         absl::string_view op);
 
 // Admits `request` (AdmitRequest), then prepares it; the admission token
 // joins the prepared request's leases.

@@ -6,22 +6,30 @@
 
 namespace linalgd {
 
-absl::StatusOr<std::shared_ptr<const void>> InflightBudget::Acquire(int64_t bytes,
-                                                                    absl::string_view what) {
-  int64_t used = used_->load();
+std::shared_ptr<const void> TryHoldBytes(const std::shared_ptr<std::atomic<int64_t>>& counter,
+                                         int64_t limit, int64_t bytes, int64_t* seen) {
+  int64_t used = counter->load();
   do {
-    if (bytes > limit_ - used) {
-      absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-          what, ": the request's ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_,
-          " (", used, " bytes held by requests in progress); retry later",
-          bytes > limit_ ? ", or send the tensors with PutTensor and pass their ids" : ""));
-      status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
-      return status;
+    if (bytes > limit - used) {
+      *seen = used;
+      return nullptr;
     }
-  } while (!used_->compare_exchange_weak(used, used + bytes));
-  std::shared_ptr<std::atomic<int64_t>> counter = used_;
+  } while (!counter->compare_exchange_weak(used, used + bytes));
   return std::shared_ptr<const void>(counter.get(),
                                      [counter, bytes](const void*) { counter->fetch_sub(bytes); });
+}
+
+absl::StatusOr<std::shared_ptr<const void>> InflightBudget::Acquire(int64_t bytes,
+                                                                    absl::string_view what) {
+  int64_t used = 0;
+  std::shared_ptr<const void> token = TryHoldBytes(used_, limit_, bytes, &used);
+  if (token != nullptr) return token;
+  absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+      what, ": the request's ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_, " (",
+      used, " bytes held by requests in progress); retry later",
+      bytes > limit_ ? ", or send the tensors with PutTensor and pass their ids" : ""));
+  status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
+  return status;
 }
 
 }  // namespace linalgd

@@ -10,6 +10,12 @@
 
 namespace linalgd {
 
+// Adds `bytes` to *counter unless that takes it past `limit`: a token that
+// takes them off again when destroyed (it may outlive everything else), or
+// null with *seen the total that did not leave room.
+std::shared_ptr<const void> TryHoldBytes(const std::shared_ptr<std::atomic<int64_t>>& counter,
+                                         int64_t limit, int64_t bytes, int64_t* seen);
+
 // Bytes of requests admitted and not yet released (held by queued or running
 // jobs): a call whose request would take the total past the limit is refused
 // when it arrives, before any work, so no mix of callers can make the server

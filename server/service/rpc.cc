@@ -43,6 +43,7 @@ absl::Status Rpc::Authorize() {
     if (!caller.ok()) return caller.status();
     env_.tenant = std::move(caller->tenant);
     inflight_ = std::move(caller->inflight);
+    env_.tenant_queued_bytes = std::move(caller->queued_bytes);
   }
   StoreOwner& owner = env_.sources.owner;
   owner.tenant = env_.tenant->name;

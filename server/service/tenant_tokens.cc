@@ -63,13 +63,14 @@ absl::Status ParseKey(absl::string_view field, Tenant& t) {
       {"max_inflight", &t.quotas.max_inflight},
       {"max_priority", &t.quotas.max_priority},
       {"max_message_bytes", &t.quotas.max_message_bytes},
+      {"max_queued_bytes", &t.quotas.max_queued_bytes},
       {"weight", &t.quotas.weight}};
   auto it = numbers.find(key);
   if (it == numbers.end() || field.find('=') == absl::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         Quoted(field),
         " is not key=value with a key of store_bytes, max_objects, max_inflight, max_priority, "
-        "max_message_bytes, weight, admin"));
+        "max_message_bytes, max_queued_bytes, weight, admin"));
   }
   int64_t n = 0;
   if (!absl::SimpleAtoi(value, &n) || n < 0) {

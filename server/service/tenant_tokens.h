@@ -21,6 +21,9 @@ struct TenantQuotas {
   // Request priorities above it are clamped to it (and below -it to -it).
   int64_t max_priority = 10;
   int64_t max_message_bytes = INT64_MAX;  // largest request message
+  // Request bytes of its compute calls admitted and not yet finished (queued
+  // or running): a flood is refused at the door instead of filling memory.
+  int64_t max_queued_bytes = INT64_MAX;
   // Its share of a device when several tenants have work queued at one
   // priority: jobs taken in turn, `weight` at a time (1..1000).
   int64_t weight = 1;
@@ -42,7 +45,8 @@ using TenantList = std::vector<std::shared_ptr<const Tenant>>;
 // Parses a tokens file: one tenant per line,
 //   TENANT SHA256_HEX_OF_TOKEN [key=value ...]
 // keys store_bytes, max_objects, max_inflight, max_priority,
-// max_message_bytes (integers >= 0), weight (1..1000) and admin (true/false); the hash may be
+// max_message_bytes, max_queued_bytes (integers >= 0), weight (1..1000) and admin (true/false); the
+// hash may be
 // "-" (certificate only). '#' starts a comment; blank lines are skipped.
 // INVALID_ARGUMENT naming `source`, the line number and what is wrong (never
 // the hash): too few fields, a bad name or hash (64 hex digits), an unknown

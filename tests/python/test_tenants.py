@@ -40,7 +40,7 @@ def tokens_file(tmp_path, text=None):
         f"alpha {sha(ALPHA)}\n"
         f"beta  {sha(BETA)} admin=true\n"
         f"small {sha(SMALL)} store_bytes=100000 max_objects=2 max_inflight=1 "
-        "max_message_bytes=4096\n"
+        "max_message_bytes=4096 max_queued_bytes=3000\n"
         "linalgd-test-client -\n"))
     return str(path)
 
@@ -270,6 +270,12 @@ def test_quotas_are_resource_exhausted_naming_the_quota(tenant_server):
             small.matmul(np.ones((40, 40)), np.ones((40, 40)))
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "tenant quota max_message_bytes=4096" in str(e.value)
+        # ~3.7 kB: within max_message_bytes, past max_queued_bytes on its own.
+        with pytest.raises(linalgd.LinalgdError) as e:
+            small.matmul(np.ones((15, 15)), np.ones((15, 15)))
+        assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "tenant quota max_queued_bytes=3000 exceeded" in str(e.value)
+        np.testing.assert_allclose(small.matmul(np.ones((4, 4)), np.ones((4, 4))), 4 * np.ones((4, 4)))
         with pytest.raises(linalgd.LinalgdError) as e:
             small.put(np.ones((200, 200)))
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED

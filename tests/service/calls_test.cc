@@ -1,5 +1,6 @@
 #include "server/service/calls.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace linalgd {
@@ -28,6 +29,49 @@ TEST(ClampPriorityTest, TheTenantsQuotaClampsToo) {
   EXPECT_EQ(ClampPriority(1, env), 1);
   tenant->quotas.max_priority = 50;
   EXPECT_EQ(ClampPriority(40, env), 10);
+}
+
+}  // namespace
+}  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+// A tenant's quota max_queued_bytes: its compute requests' bytes queued or
+// running, held by the admission tokens, across calls.
+TEST(AdmitRequestTest, TheTenantsQueuedBytesAreBounded) {
+  auto tenant = std::make_shared<Tenant>();
+  tenant->name = "small";
+  tenant->quotas.max_queued_bytes = 1000;
+  InflightBudget all(1 << 20);
+  CallEnv env;
+  env.tenant = tenant;
+  env.inflight = &all;
+  env.tenant_queued_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  auto first = AdmitRequest(env, 600, "Matmul");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(env.tenant_queued_bytes->load(), 600);
+  EXPECT_EQ(all.used(), 600);
+  auto second = AdmitRequest(env, 600, "Solve");
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(second.status().message(),
+              ::testing::AllOf(::testing::HasSubstr("Solve: tenant quota max_queued_bytes=1000"),
+                               ::testing::HasSubstr("600 bytes and 600 bytes")));
+  EXPECT_TRUE(second.status().GetPayload(kRetryAfterPayload).has_value());
+  EXPECT_EQ(all.used(), 600);  // the refused call holds nothing
+  first->reset();
+  EXPECT_EQ(env.tenant_queued_bytes->load(), 0);
+  EXPECT_EQ(all.used(), 0);
+  EXPECT_TRUE(AdmitRequest(env, 1000, "Matmul").ok());
+  auto too_big = AdmitRequest(env, 1001, "Matmul");
+  EXPECT_THAT(too_big.status().message(), ::testing::HasSubstr("PutTensor"));
+  EXPECT_FALSE(too_big.status().GetPayload(kRetryAfterPayload).has_value());  // waiting won't help
+  // Another tenant's counter is its own; no quota: not counted.
+  env.tenant_queued_bytes = std::make_shared<std::atomic<int64_t>>(0);
+  tenant->quotas.max_queued_bytes = INT64_MAX;
+  auto unlimited = AdmitRequest(env, 5000, "Matmul");
+  ASSERT_TRUE(unlimited.ok());
+  EXPECT_EQ(env.tenant_queued_bytes->load(), 0);
 }
 
 }  // namespace

@@ -26,10 +26,11 @@ absl::StatusOr<TenantList> Parse(const std::string& text) {
 TEST(TenantTokensTest, ParsesTenantsQuotasCommentsAndBlankLines) {
   TenantQuotas defaults;
   defaults.max_inflight = 8;
-  const std::string text = absl::StrCat("# tenants\n\n", "alpha ", kAlpha,
-                                        " store_bytes=1048576 max_objects=3 max_inflight=2 "
-                                        "max_priority=1 max_message_bytes=4096  # a comment\n",
-                                        "  beta\t", kBeta, " admin=true\n", "certonly - \n");
+  const std::string text =
+      absl::StrCat("# tenants\n\n", "alpha ", kAlpha,
+                   " store_bytes=1048576 max_objects=3 max_inflight=2 "
+                   "max_priority=1 max_message_bytes=4096 max_queued_bytes=65536  # a comment\n",
+                   "  beta\t", kBeta, " admin=true\n", "certonly - \n");
   absl::StatusOr<TenantList> t = ParseTenantTokens(text, "tokens.txt", defaults);
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->size(), 3u);
@@ -43,6 +44,7 @@ TEST(TenantTokensTest, ParsesTenantsQuotasCommentsAndBlankLines) {
   EXPECT_EQ(a.quotas.max_inflight, 2);
   EXPECT_EQ(a.quotas.max_priority, 1);
   EXPECT_EQ(a.quotas.max_message_bytes, 4096);
+  EXPECT_EQ(a.quotas.max_queued_bytes, 65536);
   EXPECT_FALSE(a.admin);
   const Tenant& b = *(*t)[1];
   EXPECT_EQ(b.name, "beta");
