@@ -104,37 +104,14 @@ absl::StatusOr<std::string> FactorConditionVerdict(const FactorInfo& info, bool 
                  "the factor)");
 }
 
-EstimatorStart EstimatorStartVectors(int64_t n) {
-  EstimatorStart s;
-  s.first.assign(n, n > 0 ? 1.0 / static_cast<double>(n) : 0.0);
-  s.safeguard.resize(n);
-  for (int64_t j = 0; j < n; ++j) {
-    const double mag = 1.0 + (n > 1 ? static_cast<double>(j) / (n - 1) : 0.0);
-    s.safeguard[j] = j % 2 == 0 ? mag : -mag;
-  }
-  return s;
-}
-
-namespace {
-
-// The safeguard's 2 ||a^-1 x||_1 / (3 n) against the iteration's estimate.
-double WithSafeguard(const double* solved, int64_t n, double estimate) {
-  double alt = 0;
-  for (int64_t j = 0; j < n; ++j) alt += std::fabs(solved[j]);
-  alt = 2 * alt / (3.0 * static_cast<double>(n));
-  return std::isnan(alt) ? std::numeric_limits<double>::infinity() : std::max(estimate, alt);
-}
-
-// Hager's iteration for every member; `presolved` (one member): v already
-// holds a^-1 x for the first x, so the first solve is skipped.
-absl::Status Iterate(int64_t batch, int64_t n, const BatchVectorSolve& solve, bool presolved,
-                     std::vector<double>& v, std::vector<MemberState>& state) {
+absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
+                                                         const BatchVectorSolve& solve) {
+  std::vector<MemberState> state(batch);
   std::vector<double> x(batch * n, n > 0 ? 1.0 / static_cast<double>(n) : 0.0);
+  std::vector<double> v(batch * n);
   for (int iter = 0; iter < kMaxEstimatorIterations; ++iter) {
-    if (iter > 0 || !presolved) {
-      v = x;
-      LINALGD_RETURN_IF_ERROR(solve(v, false));
-    }
+    v = x;
+    LINALGD_RETURN_IF_ERROR(solve(v, false));
     bool any = false;
     for (int64_t i = 0; i < batch; ++i) {
       if (state[i].done) continue;
@@ -147,31 +124,24 @@ absl::Status Iterate(int64_t batch, int64_t n, const BatchVectorSolve& solve, bo
       if (!state[i].done) NextX(v.data() + i * n, n, state[i], x.data() + i * n);
     }
   }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
-                                                         const BatchVectorSolve& solve) {
-  std::vector<MemberState> state(batch);
-  std::vector<double> v(batch * n);
-  LINALGD_RETURN_IF_ERROR(Iterate(batch, n, solve, false, v, state));
-  // LAPACK's lacn2 safeguard catches matrices that fool the iteration.
-  const std::vector<double> safeguard = EstimatorStartVectors(n).safeguard;
-  for (int64_t i = 0; i < batch; ++i) std::copy(safeguard.begin(), safeguard.end(), &v[i * n]);
+  // LAPACK's lacn2 safeguard: x_j = (-1)^j (1 + j / (n - 1)), whose
+  // 2 ||a^-1 x||_1 / (3 n) catches matrices that fool the iteration.
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const double mag = 1.0 + (n > 1 ? static_cast<double>(j) / (n - 1) : 0.0);
+      v[i * n + j] = j % 2 == 0 ? mag : -mag;
+    }
+  }
   LINALGD_RETURN_IF_ERROR(solve(v, false));
   std::vector<double> out(batch);
-  for (int64_t i = 0; i < batch; ++i) out[i] = WithSafeguard(&v[i * n], n, state[i].estimate);
+  for (int64_t i = 0; i < batch; ++i) {
+    double alt = 0;
+    for (int64_t j = 0; j < n; ++j) alt += std::fabs(v[i * n + j]);
+    alt = 2 * alt / (3.0 * static_cast<double>(n));
+    out[i] = std::isnan(alt) ? std::numeric_limits<double>::infinity()
+                             : std::max(state[i].estimate, alt);
+  }
   return out;
-}
-
-absl::StatusOr<double> EstimateInverseNorm1Presolved(int64_t n, std::vector<double> first_solved,
-                                                     const std::vector<double>& safeguard_solved,
-                                                     const BatchVectorSolve& solve) {
-  std::vector<MemberState> state(1);
-  LINALGD_RETURN_IF_ERROR(Iterate(1, n, solve, true, first_solved, state));
-  return WithSafeguard(safeguard_solved.data(), n, state[0].estimate);
 }
 
 double RcondFromNorms(double anorm, double inv_norm) {

@@ -62,23 +62,6 @@ using BatchVectorSolve = std::function<absl::Status(std::vector<double>& v, bool
 absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
                                                          const BatchVectorSolve& solve);
 
-// The estimator's two right-hand sides that do not depend on earlier solves,
-// n values each: its first x (1/n everywhere) and LAPACK lacn2's safeguard
-// vector x_j = (-1)^j (1 + j / (n - 1)).
-struct EstimatorStart {
-  std::vector<double> first;
-  std::vector<double> safeguard;
-};
-EstimatorStart EstimatorStartVectors(int64_t n);
-
-// EstimateInverseNorm1 for one matrix whose a^-1 first and a^-1 safeguard
-// (EstimatorStartVectors) the caller has already solved, e.g. as extra
-// columns of the solve with b: `solve` is then called for the remaining
-// iterations only (usually one transposed solve).
-absl::StatusOr<double> EstimateInverseNorm1Presolved(int64_t n, std::vector<double> first_solved,
-                                                     const std::vector<double>& safeguard_solved,
-                                                     const BatchVectorSolve& solve);
-
 // 1 / (anorm * inv_norm), or 0 when either is zero, NaN or infinite.
 double RcondFromNorms(double anorm, double inv_norm);
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <limits>
 #include <vector>
 
@@ -165,19 +164,14 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXpotrf"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotPositiveDefinite, failed);
-  // b and the condition estimator's two start vectors in one solve
-  // (latency-bound: k + 2 columns cost about what k do).
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * (k + 2) * es));
-  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  std::byte* start = static_cast<std::byte*>(xc.data()) + n * k * es;
-  LINALGD_RETURN_IF_ERROR(UploadEstimatorStart(ctx, t, n, start));
-  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k + 2,
-                                     ct, w.data(), n, ct, xc.data(), n, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(
-      cond->rcond, FactorRcondPresolved(ctx, t, SolveMethod::kCholesky, n, w.data(), nullptr,
-                                        cond->anorm, start));
+      cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(), nullptr, cond->anorm));
   const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
   if (!conditioned.ok()) return conditioned;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
+  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
+  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
+                                     w.data(), n, ct, xc.data(), n, info.as<int>()));
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   return SolveFailure();
 }
@@ -207,21 +201,14 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
     cond->rcond = 0;
     return InfoFailure(SolveFailure::Kind::kZeroPivot, failed - 1);
   }
-  // b and the condition estimator's two start vectors in one solve
-  // (latency-bound: k + 2 columns cost about what k do). getrs with
-  // CUBLAS_OP_T solves a x = v, the estimator's untransposed solve.
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * (k + 2) * es));
-  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  std::byte* start = static_cast<std::byte*>(xc.data()) + n * k * es;
-  LINALGD_RETURN_IF_ERROR(UploadEstimatorStart(ctx, t, n, start));
-  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k + 2, ct,
-                                     w.data(), n, ipiv.as<int64_t>(), ct, xc.data(), n,
-                                     info.as<int>()));
-  LINALGD_ASSIGN_OR_RETURN(
-      cond->rcond, FactorRcondPresolved(ctx, t, SolveMethod::kLu, n, w.data(), ipiv.as<int64_t>(),
-                                        cond->anorm, start));
+  LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kLu, n, w.data(),
+                                                    ipiv.as<int64_t>(), cond->anorm));
   const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
   if (!conditioned.ok()) return conditioned;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
+  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
+  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct, w.data(),
+                                     n, ipiv.as<int64_t>(), ct, xc.data(), n, info.as<int>()));
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   return SolveFailure();
 }

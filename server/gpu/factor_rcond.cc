@@ -1,8 +1,6 @@
 #include "server/gpu/factor_rcond.h"
 
 #include <algorithm>
-#include <functional>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "server/backend/condition.h"
@@ -81,104 +79,47 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
   return rcond;
 }
 
-namespace {
-
-// One solve with a (or a^T) on a host vector, through the device: triangular
-// solves with the factors of FactorRcond (cublas trsv, bandwidth-bound).
-class FactorVectorSolver {
- public:
-  static absl::StatusOr<FactorVectorSolver> Create(GpuContext& ctx, DType t, SolveMethod method,
-                                                   int64_t n, const void* factors,
-                                                   const int64_t* pivots) {
-    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * DTypeSize(t)));
-    FactorVectorSolver s(ctx, t, method, n, factors, std::move(scratch));
-    if (method == SolveMethod::kLu) {
-      s.ipiv_.resize(n);
-      LINALGD_GPU_CHECK(cudaMemcpyAsync(s.ipiv_.data(), pivots, n * sizeof(int64_t),
-                                        cudaMemcpyDeviceToHost, ctx.hs.stream));
-      LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
-    }
-    return s;
+absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                                   const void* factors, const int64_t* pivots, double anorm) {
+  HandleSet& hs = ctx.hs;
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * DTypeSize(t)));
+  std::vector<int64_t> ipiv(method == SolveMethod::kLu ? n : 0);
+  if (!ipiv.empty()) {
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
+                                      cudaMemcpyDeviceToHost, hs.stream));
+    LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   }
-
-  absl::Status operator()(std::vector<double>& v, bool transposed) {
-    const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
-    const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T;
-    if (method_ == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
-      LINALGD_RETURN_IF_ERROR(ToDevice(ctx_->hs, t_, v, scratch_.data()));
-      LINALGD_RETURN_IF_ERROR(Tri(kLower, kN, CUBLAS_DIAG_NON_UNIT));
-      LINALGD_RETURN_IF_ERROR(Tri(kLower, kT, CUBLAS_DIAG_NON_UNIT));
-      return ToHost(ctx_->hs, t_, scratch_.data(), v);
+  const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
+  const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T;
+  auto tri = [&](cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag) {
+    return Trsv(hs, t, fill, op, diag, n, factors, scratch.data());
+  };
+  // One solve with a (or a^T) on the host vector v, through the device.
+  auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
+    if (method == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
+      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_NON_UNIT));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_NON_UNIT));
+      return ToHost(hs, t, scratch.data(), v);
     }
     // The factors are those of A = a^T (P A = L U, unit L below, U above).
     if (transposed) {  // a^T x = v: A x = v, x = U^-1 L^-1 P v
-      Interchange(ipiv_, false, v);
-      LINALGD_RETURN_IF_ERROR(ToDevice(ctx_->hs, t_, v, scratch_.data()));
-      LINALGD_RETURN_IF_ERROR(Tri(kLower, kN, CUBLAS_DIAG_UNIT));
-      LINALGD_RETURN_IF_ERROR(Tri(kUpper, kN, CUBLAS_DIAG_NON_UNIT));
-      return ToHost(ctx_->hs, t_, scratch_.data(), v);
+      Interchange(ipiv, false, v);
+      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_UNIT));
+      LINALGD_RETURN_IF_ERROR(tri(kUpper, kN, CUBLAS_DIAG_NON_UNIT));
+      return ToHost(hs, t, scratch.data(), v);
     }
     // a x = v: A^T x = v, x = P^T L^-T U^-T v
-    LINALGD_RETURN_IF_ERROR(ToDevice(ctx_->hs, t_, v, scratch_.data()));
-    LINALGD_RETURN_IF_ERROR(Tri(kUpper, kT, CUBLAS_DIAG_NON_UNIT));
-    LINALGD_RETURN_IF_ERROR(Tri(kLower, kT, CUBLAS_DIAG_UNIT));
-    LINALGD_RETURN_IF_ERROR(ToHost(ctx_->hs, t_, scratch_.data(), v));
-    Interchange(ipiv_, true, v);
+    LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
+    LINALGD_RETURN_IF_ERROR(tri(kUpper, kT, CUBLAS_DIAG_NON_UNIT));
+    LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_UNIT));
+    LINALGD_RETURN_IF_ERROR(ToHost(hs, t, scratch.data(), v));
+    Interchange(ipiv, true, v);
     return absl::OkStatus();
-  }
-
- private:
-  FactorVectorSolver(GpuContext& ctx, DType t, SolveMethod method, int64_t n, const void* factors,
-                     DeviceBuffer scratch)
-      : ctx_(&ctx),
-        t_(t),
-        method_(method),
-        n_(n),
-        factors_(factors),
-        scratch_(std::move(scratch)) {}
-
-  absl::Status Tri(cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag) {
-    return Trsv(ctx_->hs, t_, fill, op, diag, n_, factors_, scratch_.data());
-  }
-
-  GpuContext* ctx_;
-  DType t_;
-  SolveMethod method_;
-  int64_t n_;
-  const void* factors_;
-  DeviceBuffer scratch_;
-  std::vector<int64_t> ipiv_;
-};
-
-}  // namespace
-
-absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
-                                   const void* factors, const int64_t* pivots, double anorm) {
-  LINALGD_ASSIGN_OR_RETURN(FactorVectorSolver solver,
-                           FactorVectorSolver::Create(ctx, t, method, n, factors, pivots));
-  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, std::ref(solver)));
+  };
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, host_solve));
   return RcondFromNorms(anorm, inv[0]);
-}
-
-absl::Status UploadEstimatorStart(GpuContext& ctx, DType t, int64_t n, void* dst) {
-  const EstimatorStart start = EstimatorStartVectors(n);
-  std::vector<double> both = start.first;
-  both.insert(both.end(), start.safeguard.begin(), start.safeguard.end());
-  return ToDevice(ctx.hs, t, both, dst);
-}
-
-absl::StatusOr<double> FactorRcondPresolved(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
-                                            const void* factors, const int64_t* pivots,
-                                            double anorm, const void* presolved) {
-  std::vector<double> both(2 * n);
-  LINALGD_RETURN_IF_ERROR(ToHost(ctx.hs, t, presolved, both));
-  std::vector<double> first(both.begin(), both.begin() + n);
-  const std::vector<double> safeguard(both.begin() + n, both.end());
-  LINALGD_ASSIGN_OR_RETURN(FactorVectorSolver solver,
-                           FactorVectorSolver::Create(ctx, t, method, n, factors, pivots));
-  LINALGD_ASSIGN_OR_RETURN(
-      double inv, EstimateInverseNorm1Presolved(n, std::move(first), safeguard, std::ref(solver)));
-  return RcondFromNorms(anorm, inv);
 }
 
 absl::StatusOr<MatrixNorms> SymmetryAndNorms(GpuContext& ctx, DType t, const void* a, int64_t n,

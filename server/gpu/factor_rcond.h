@@ -36,18 +36,6 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm);
 
-// The estimator's first vector and safeguard (EstimatorStartVectors), n
-// elements of t each, written to dst (2n elements): a solve may take them as
-// extra right-hand-side columns beside b. Synchronizes.
-absl::Status UploadEstimatorStart(GpuContext& ctx, DType t, int64_t n, void* dst);
-
-// FactorRcond when the caller has solved a x = v for both start vectors:
-// `presolved` holds the 2n solutions (first, then safeguard) on the device.
-// Saves two of the estimator's solves (usually one transposed solve is left).
-absl::StatusOr<double> FactorRcondPresolved(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
-                                            const void* factors, const int64_t* pivots,
-                                            double anorm, const void* presolved);
-
 // Per matrix of `batch` row-major n x n matrices (contiguous on the device).
 struct MatrixNorms {
   std::vector<double> asym;   // max |a[i,j] - a[j,i]|

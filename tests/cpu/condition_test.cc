@@ -70,34 +70,6 @@ TEST(ConditionEstimatorTest, MatchesTheExactInverseNormWithinAFactorOfThree) {
   }
 }
 
-// The GPU solves the estimator's first vector and its safeguard as extra
-// columns of the solve with b: the estimate must be the same, with the two
-// solves saved.
-TEST(ConditionEstimatorTest, PresolvedStartGivesTheSameEstimateWithTwoSolvesLess) {
-  std::mt19937 rng(5);
-  for (int n : {1, 3, 17, 64}) {
-    SCOPED_TRACE(testing::Message() << "n " << n);
-    const Mat a = test_ref::RandomMatrix(n, n, rng), at = test_ref::Transpose(a, n, n);
-    int calls = 0;
-    auto solve = [&](std::vector<double>& v, bool transposed) {
-      ++calls;
-      v = test_ref::GaussSolve(transposed ? at : a, v, n, 1);
-      return absl::OkStatus();
-    };
-    auto plain = EstimateInverseNorm1(1, n, solve);
-    ASSERT_TRUE(plain.ok()) << plain.status();
-    const int plain_calls = calls;
-    const EstimatorStart start = EstimatorStartVectors(n);
-    const Mat first = test_ref::GaussSolve(a, start.first, n, 1);
-    const Mat safeguard = test_ref::GaussSolve(a, start.safeguard, n, 1);
-    calls = 0;
-    auto presolved = EstimateInverseNorm1Presolved(n, first, safeguard, solve);
-    ASSERT_TRUE(presolved.ok()) << presolved.status();
-    EXPECT_DOUBLE_EQ(*presolved, (*plain)[0]);
-    EXPECT_EQ(calls, plain_calls - 2);
-  }
-}
-
 TEST(ConditionEstimatorTest, ThresholdAndVerdicts) {
   EXPECT_DOUBLE_EQ(SingularThreshold(1.0, 100, DType::kF64), 100 * Eps(DType::kF64));
   EXPECT_DOUBLE_EQ(SingularThreshold(4.0, 10, DType::kF32), 40 * Eps(DType::kF32));
