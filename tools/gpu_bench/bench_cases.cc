@@ -9,6 +9,7 @@
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
+#include "server/gpu/factor_rcond.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
 #include "server/gpu/pinned_host_cache.h"
@@ -144,6 +145,55 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
   return absl::OkStatus();
 }
 
+// Where the solves' condition estimate spends its time, on factors made by
+// the direct calls: the whole estimate (FactorRcond, every solve it makes)
+// against one solve with the factors, and a solve with 3 right-hand sides
+// (b and the estimator's two start vectors) against one with b alone.
+absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
+                                               int reps, gpu::DeviceBuffer& a,
+                                               gpu::DeviceBuffer& w, gpu::DeviceBuffer& ipiv,
+                                               gpu::DeviceBuffer& x, gpu::DeviceBuffer& b,
+                                               gpu::DeviceBuffer& work, size_t lu_host,
+                                               size_t ch_host, gpu::DeviceBuffer& info) {
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x3, ctx.Alloc(3 * n * 8));
+  auto getrs = [&](int64_t k, void* rhs) -> absl::Status {
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(rhs, b.data(), n * 8, cudaMemcpyDeviceToDevice, st));
+    LINALGD_GPU_CHECK(cusolverDnXgetrs(s.h, s.p, CUBLAS_OP_N, n, k, CUDA_R_64F, w.data(), n,
+                                       ipiv.as<int64_t>(), CUDA_R_64F, rhs, n, info.as<int>()));
+    return absl::OkStatus();
+  };
+  LINALGD_RETURN_IF_ERROR(DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(), x.data(),
+                                   b.data(), work, lu_host, info.as<int>()));
+  Row lu{"lu_rcond_estimate", "f64", n, 0, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0)
+                                 .status();
+                           }));
+  LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] { return getrs(1, x.data()); }));
+  Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
+  k3.direct_ms = lu.direct_ms;
+  LINALGD_RETURN_IF_ERROR(DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(), b.data(), work,
+                                         ch_host, info.as<int>()));
+  Row ch{"cholesky_rcond_estimate", "f64", n, 0, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0)
+                                 .status();
+                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), n * 8,
+                                                               cudaMemcpyDeviceToDevice, st));
+                             LINALGD_GPU_CHECK(cusolverDnXpotrs(
+                                 s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, 1, CUDA_R_64F, w.data(), n,
+                                 CUDA_R_64F, x.data(), n, info.as<int>()));
+                             return absl::OkStatus();
+                           }));
+  return std::vector<Row>{lu, k3, ch};
+}
+
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
   const cudaStream_t st = ctx.hs.stream;
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * 8));
@@ -197,7 +247,11 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
         return gpu::IrsSolve(ctx, n, 1, a.data(), b.data(), x.data(), &iters).status();
       }));
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
-  return std::vector<Row>{lu, ch, irs};
+  LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x,
+                                                                 b, work, lu_host, ch_host, info));
+  std::vector<Row> rows{lu, ch, irs};
+  rows.insert(rows.end(), parts.begin(), parts.end());
+  return rows;
 }
 
 template <typename F>
