@@ -60,6 +60,10 @@ bool IsSolveDType(DType dtype);
 // Element flop count of the op (2*M*N*K per batch element for matmul).
 double MatmulFlops(const MatmulPlan& plan);
 
+// Real flops per flop of the real formulas: 4 for complex dtypes (a complex
+// multiply-add is 4 real multiplies and 4 adds), else 1.
+inline double FlopScale(DType dtype) { return IsComplex(dtype) ? 4.0 : 1.0; }
+
 // Expands `t` to `shape` by numpy broadcasting. REQUIRES: broadcastable.
 Tensor BroadcastTo(const TensorView& t, const Shape& shape);
 

@@ -106,7 +106,8 @@ absl::Status GpuBackend::RefuseComplex(DType dtype, absl::string_view op) const 
 }
 
 absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul"));
+  if (op.bias && plan.bias_per_row)
+    LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul with a per-row bias"));
   if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
   return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
 }

@@ -187,7 +187,7 @@ JobSpec SolveSpec(int64_t largest_dim, double flops, DType dtype) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
   spec.largest_dim = largest_dim;
-  spec.flops = flops;
+  spec.flops = FlopScale(dtype) * flops;
   spec.cpu_only = CpuOnlyReason(dtype);
   return spec;
 }

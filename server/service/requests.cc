@@ -110,12 +110,12 @@ int64_t PayloadBytes(const PreparedMatmul& p) {
 
 int64_t PayloadBytes(const PreparedSolve& p) { return p.op.a.num_bytes() + p.op.b.num_bytes(); }
 
-double Flops(const PreparedMatmul& p) { return MatmulFlops(p.plan); }
+double Flops(const PreparedMatmul& p) { return FlopScale(p.op.a.dtype) * MatmulFlops(p.plan); }
 
 double Flops(const PreparedSolve& p) {
   const double n = static_cast<double>(p.plan.n), m = static_cast<double>(p.plan.m);
   const double factor = m == n ? 2.0 / 3.0 * n * n * n : 2.0 * m * n * n;
-  return p.plan.batch * (factor + 2.0 * m * n * p.plan.k);
+  return FlopScale(p.op.a.dtype) * p.plan.batch * (factor + 2.0 * m * n * p.plan.k);
 }
 
 int64_t LargestDim(const PreparedMatmul& p) { return std::max({p.plan.m, p.plan.n, p.plan.k}); }

@@ -12,62 +12,14 @@
 #include "server/backend/finite_check.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
+#include "tests/testing/complex_values.h"
 
 namespace linalgd {
 namespace {
 
-using C = std::complex<double>;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// A c64 or c128 tensor holding `values`.
-Tensor ComplexTensor(DType dtype, Shape shape, const std::vector<C>& values) {
-  Tensor t(dtype, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::kC128) {
-      t.mutable_as<C>()[i] = values[i];
-    } else {
-      t.mutable_as<std::complex<float>>()[i] = std::complex<float>(values[i]);
-    }
-  }
-  return t;
-}
-
-std::vector<C> ValuesOf(const Tensor& t) {
-  std::vector<C> out(t.num_elements());
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = t.dtype() == DType::kC128 ? t.as<C>()[i] : C(t.as<std::complex<float>>()[i]);
-  }
-  return out;
-}
-
-std::vector<C> RandomValues(std::mt19937& rng, int64_t n) {
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<C> v(n);
-  for (C& x : v) x = C(u(rng), u(rng));
-  return v;
-}
-
-// max |got - want| / max |want|.
-double RelError(const std::vector<C>& got, const std::vector<C>& want) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::abs(got[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale > 0 ? err / scale : err;
-}
-
-// The n x k product of row-major a (n x m) and x (m x k).
-std::vector<C> Product(const std::vector<C>& a, const std::vector<C>& x, int n, int m, int k) {
-  std::vector<C> out(size_t{1} * n * k);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < k; ++j)
-      for (int l = 0; l < m; ++l) out[i * k + j] += a[i * m + l] * x[l * k + j];
-  return out;
-}
-
-double Tolerance(DType dtype) { return dtype == DType::kC128 ? 1e-12 : 1e-5; }
+using namespace test_complex;  // NOLINT: the complex test vocabulary
 
 class CpuComplexTest : public ::testing::TestWithParam<DType> {
  protected:

@@ -87,11 +87,15 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
     EXPECT_EQ(out.infos[i].backend, "cpu");
     EXPECT_EQ(out.infos[i].fallback_reason,
               out.finished[i].first == 1
-                  ? "c128: the GPU backend has no complex kernels; ran on cpu"
+                  ? "c128: the GPU backend has no complex solvers; ran on cpu"
                   : "");
   }
   EXPECT_EQ(gpu.calls(), 0);
   EXPECT_EQ(CpuOnlyReason(DType::kF64), "");
+  EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, false), "");  // cuBLASLt multiplies complex
+  EXPECT_EQ(MatmulCpuOnlyReason(DType::kF32, true), "");
+  EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, true),
+            "c64: the GPU backend has no complex per-row bias ([m, 1]); ran on cpu");
 }
 
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/service/requests.h"
 
 namespace linalgd {
 namespace {
@@ -72,6 +73,31 @@ TEST(AdmitRequestTest, TheTenantsQueuedBytesAreBounded) {
   auto unlimited = AdmitRequest(env, 5000, "Matmul");
   ASSERT_TRUE(unlimited.ok());
   EXPECT_EQ(env.tenant_queued_bytes->load(), 0);
+}
+
+}  // namespace
+}  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+// A complex multiply-add is 4 real multiplies and 4 adds: complex ops count
+// 4x the real formula's flops (routing estimates, the flops metric).
+TEST(FlopsTest, ComplexCountsFourTimesTheRealFormula) {
+  Tensor real(DType::kF32, {2, 2}), complex(DType::kC64, {2, 2});
+  PreparedMatmul mm;
+  mm.plan.batch = 1, mm.plan.m = 2, mm.plan.n = 3, mm.plan.k = 4;
+  mm.op.a = real.view();
+  EXPECT_DOUBLE_EQ(Flops(mm), 2.0 * 2 * 3 * 4);
+  mm.op.a = complex.view();
+  EXPECT_DOUBLE_EQ(Flops(mm), 4 * 2.0 * 2 * 3 * 4);
+  PreparedSolve s;
+  s.plan.batch = 1, s.plan.m = s.plan.n = 3, s.plan.k = 1;
+  s.op.a = real.view();
+  const double real_flops = Flops(s);
+  EXPECT_DOUBLE_EQ(real_flops, 2.0 / 3.0 * 27 + 2.0 * 9);
+  s.op.a = complex.view();
+  EXPECT_DOUBLE_EQ(Flops(s), 4 * real_flops);
 }
 
 }  // namespace
