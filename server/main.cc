@@ -18,6 +18,7 @@
 #include "common/version.h"
 #include "server/common/logging.h"
 #include "server/service/server.h"
+#include "server/store/resident_id.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -41,6 +42,14 @@ bool ParseSeconds(const std::string& text, absl::Duration* out) {
     return seconds >= 0;
   }
   return absl::ParseDuration(text, out) && *out >= absl::ZeroDuration();
+}
+
+// $POD_NAME (Kubernetes' downward API), else the host name.
+std::string HostName() {
+  if (const char* pod = std::getenv("POD_NAME"); pod != nullptr && *pod != 0) return pod;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
 }
 
 bool EnvIsOne(const char* name) {
@@ -67,6 +76,7 @@ struct Flags {
   int64_t tenant_max_priority = -1;
   int64_t tenant_max_message_bytes = 0;
   int64_t tenant_max_queued_bytes = 0;
+  std::string replica_id;
 };
 
 // The quota flags' 0 (-1 for max_priority): the server-wide value.
@@ -242,6 +252,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "batched operands (cached by size); 0: none")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
       ->capture_default_str();
+  app.add_option("--replica-id", f.replica_id,
+                 "this server among replicas behind one name: 1-16 of [a-z0-9], or 'auto' (a "
+                 "hash of $POD_NAME or the host name); every id it mints starts with it, and an "
+                 "id of another replica is FAILED_PRECONDITION naming its owner (default: none)");
   app.add_option("--store-max-objects", o.store_max_objects,
                  "resident tensors and factors at most (LRU eviction beyond)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
@@ -330,6 +344,15 @@ bool Finalize(Flags& f, absl::Duration* grace) {
   }
   o.disable_gpu = o.disable_gpu || EnvIsOne("LINALGD_DISABLE_GPU") || EnvIsOne("NV_MATH_DISABLE");
   FinalizeTenantDefaults(f);
+  if (f.replica_id == "auto") {
+    o.replica_id = linalgd::ReplicaIdOfHost(HostName());
+  } else if (!f.replica_id.empty() && !linalgd::IsReplicaId(f.replica_id)) {
+    std::cerr << "linalgd: --replica-id: '" << f.replica_id
+              << "' is not 1-16 of [a-z0-9] or 'auto'\n";
+    return false;
+  } else {
+    o.replica_id = f.replica_id;
+  }
   absl::Status log = linalgd::SetUpLogging(f.log_level);
   if (!log.ok()) std::cerr << "linalgd: " << log.message() << "\n";
   return log.ok();

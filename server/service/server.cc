@@ -175,6 +175,7 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
   so.capacity_bytes = options_.store_bytes;
   so.default_ttl = options_.store_ttl;
   so.max_objects = options_.store_max_objects;
+  so.replica_id = options_.replica_id;
   GpuEngine* gpu = gpu_.get();
   so.device_copy = [gpu](absl::string_view placement, const Tensor& t) {  // placement gpu:N
     return gpu->MakeResidentCopy(placement, t);
@@ -190,7 +191,7 @@ absl::Status ServerImpl::InitStore(TensorSources& sources) {
   if (!gpu_->backends().empty()) {
     pinner = [gpu](void* data, size_t bytes) { return gpu->PinHostMemory(data, bytes); };
   }
-  shm_ = std::make_unique<ShmRegistry>(std::move(pinner), options_.shm_limits);
+  shm_ = std::make_unique<ShmRegistry>(std::move(pinner), options_.shm_limits, options_.replica_id);
   LINALGD_ASSIGN_OR_RETURN(
       shm_listener_,
       ShmListener::Start({options_.shm_socket, options_.shm_max_connections}, shm_.get()));
@@ -351,6 +352,7 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
   }
   out->set_gpu_status(gpu_->status());
   if (shm_listener_) out->set_shm_socket(shm_listener_->path());
+  out->set_replica_id(options_.replica_id);
   auto* limits = out->mutable_limits();
   limits->set_max_message_bytes(options_.max_message_bytes);
   limits->set_cpu_threshold(options_.cpu_threshold);

@@ -81,6 +81,10 @@ struct ServerOptions {
   int64_t store_bytes = int64_t{8} << 30;
   absl::Duration store_ttl = absl::Hours(1);
   int64_t store_max_objects = 65536;  // resident tensors and factors at most
+  // Which of several servers behind one name this is: every id it mints
+  // starts with it, and ids of other replicas are FAILED_PRECONDITION naming
+  // their owner (server/store/resident_id.h). Empty: plain 32-hex ids.
+  std::string replica_id;
   // With a GPU in service: uploaded tensors and kept results of 1 MiB or more
   // live in page-locked host memory (cached, reused by size) up to this many
   // bytes, so they reach the device at DMA speed; 0: ordinary memory.

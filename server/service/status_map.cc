@@ -3,6 +3,7 @@
 #include <string>
 
 #include "server/scheduler/scheduler.h"
+#include "server/store/resident_id.h"
 
 namespace linalgd {
 
@@ -11,6 +12,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::CallbackServerContex
   if (context != nullptr) {
     if (auto retry = status.GetPayload(kRetryAfterPayload)) {
       context->AddTrailingMetadata("retry-after-ms", std::string(*retry));
+    }
+    if (auto owner = status.GetPayload(kOwnerReplicaPayload)) {
+      context->AddTrailingMetadata("linalgd-owner-replica", std::string(*owner));
     }
   }
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/caller_string.h"
+#include "server/common/status_macros.h"
 #include "server/store/resident_id.h"
 
 namespace linalgd {
@@ -35,7 +36,7 @@ struct ResidentStore::Entry {
 ResidentStore::ResidentStore(StoreOptions options)
     : options_(std::move(options)),
       used_(std::make_shared<std::atomic<int64_t>>(0)),
-      uploads_(options_.now, options_.host_alloc) {}
+      uploads_(options_.now, options_.host_alloc, options_.replica_id) {}
 
 ResidentStore::~ResidentStore() = default;
 
@@ -156,11 +157,11 @@ void ResidentStore::Remove(const std::string& id, absl::string_view why,
 absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration ttl) {
   entry->meta.ttl = ttl > absl::ZeroDuration() ? ttl : options_.default_ttl;
   entry->meta.owner = entry->reservation.owner();
-  absl::StatusOr<std::string> id = NewResidentId();
+  absl::StatusOr<std::string> id = NewResidentId(options_.replica_id);
   if (!id.ok()) return id.status();
   absl::MutexLock lock(&mu_);
   while (index_.contains(*id)) {  // p = 2^-128 per id: never, but cheap to rule out
-    id = NewResidentId();
+    id = NewResidentId(options_.replica_id);
     if (!id.ok()) return id.status();
   }
   entry->meta.id = *id;
@@ -247,6 +248,7 @@ absl::StatusOr<ResidentStore::EntryPtr> ResidentStore::Lookup(absl::string_view 
                                               " is not 32 hex digits (an id from PutTensor, "
                                               "Factorize or keep_result)"));
     }
+    LINALGD_RETURN_IF_ERROR(CheckReplica("resident id", id, options_.replica_id));
     return absl::NotFoundError(absl::StrCat("resident id ", id, " is unknown"));
   }
   EntryPtr e = it->second;

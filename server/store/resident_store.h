@@ -49,6 +49,9 @@ struct StoreOptions {
   // when a GPU serves: MakePinnedHostAllocator in server/gpu); empty:
   // ordinary memory.
   HostAllocator host_alloc;
+  // --replica-id: minted ids (objects and uploads) start with it, and an id
+  // of another replica is FAILED_PRECONDITION naming its owner (resident_id.h).
+  std::string replica_id;
 };
 
 // The tenant of every call when authentication is off.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/caller_string.h"
+#include "server/common/status_macros.h"
 #include "server/store/resident_id.h"
 
 namespace linalgd {
@@ -162,7 +163,7 @@ absl::StatusOr<ShmGrant> ShmRegistry::Register(int fd, const ShmPeer& peer) {
 
 absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inode& inode,
                                                 const ShmPeer& peer) {
-  absl::StatusOr<std::string> id = NewResidentId();
+  absl::StatusOr<std::string> id = NewResidentId(replica_);
   absl::StatusOr<std::string> secret = NewResidentId();
   if (!id.ok()) return id.status();
   if (!secret.ok()) return secret.status();
@@ -201,7 +202,10 @@ absl::Status ShmRegistry::Unregister(absl::string_view id, absl::string_view sec
                                      absl::string_view owner) {
   std::shared_ptr<Region> region;  // unmapped here, outside the lock, if unused
   absl::MutexLock lock(&mu_);
-  if (Claim(id, secret, owner) == nullptr) return NotRegistered("name: ", id);
+  if (Claim(id, secret, owner) == nullptr) {
+    LINALGD_RETURN_IF_ERROR(CheckReplica("shared-memory region", id, replica_));
+    return NotRegistered("name: ", id);
+  }
   region = Erase(regions_.find(id));
   return absl::OkStatus();
 }
@@ -229,7 +233,10 @@ absl::StatusOr<ShmRange> ShmRegistry::Resolve(absl::string_view id, absl::string
   {
     absl::MutexLock lock(&mu_);
     const Entry* entry = Claim(id, secret, owner);
-    if (entry == nullptr) return NotRegistered(absl::StrCat(field, ".shm.region: "), id);
+    if (entry == nullptr) {
+      LINALGD_RETURN_IF_ERROR(CheckReplica("shared-memory region", id, replica_));
+      return NotRegistered(absl::StrCat(field, ".shm.region: "), id);
+    }
     region = entry->region;
   }
   if (offset < 0 || bytes < 0 || offset > region->size() || bytes > region->size() - offset) {

@@ -66,7 +66,9 @@ struct ShmGrant {
 // Thread-safe.
 class ShmRegistry {
  public:
-  ShmRegistry(HostPinner pinner, ShmLimits limits) : pinner_(std::move(pinner)), limits_(limits) {}
+  // `replica`: --replica-id (resident_id.h), prefix of the region ids.
+  ShmRegistry(HostPinner pinner, ShmLimits limits, std::string replica = "")
+      : pinner_(std::move(pinner)), limits_(limits), replica_(std::move(replica)) {}
   ~ShmRegistry();
 
   // Maps the memfd `fd` (not taken; the caller closes it) for `peer`.
@@ -123,6 +125,7 @@ class ShmRegistry {
 
   const HostPinner pinner_;
   const ShmLimits limits_;
+  const std::string replica_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> regions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<Inode> inodes_ ABSL_GUARDED_BY(mu_);

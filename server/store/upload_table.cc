@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/common/caller_string.h"
+#include "server/common/status_macros.h"
 #include "server/store/resident_id.h"
 
 namespace linalgd {
@@ -18,7 +19,7 @@ constexpr size_t kGoneMemory = 1024;  // gone upload ids remembered for messages
 absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spec,
                                                                   StoreReservation reservation) {
   DropExpired();
-  absl::StatusOr<std::string> id = NewResidentId();
+  absl::StatusOr<std::string> id = NewResidentId(replica_);
   if (!id.ok()) return id.status();
   auto session =
       std::make_shared<UploadSession>(*id, std::move(spec), std::move(reservation), now_, alloc_);
@@ -37,6 +38,7 @@ absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_vie
   if (gone != gone_.end() && gone->second.first == owner) {
     return absl::NotFoundError(gone->second.second);
   }
+  LINALGD_RETURN_IF_ERROR(CheckReplica("upload id", id, replica_));
   return absl::NotFoundError(
       absl::StrCat("upload id ", Quoted(id), " is unknown (ids come from StartUpload)"));
 }

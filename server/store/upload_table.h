@@ -27,8 +27,10 @@ namespace linalgd {
 class UploadTable {
  public:
   // `alloc` (may be empty) gives the uploads' buffers.
-  explicit UploadTable(std::function<absl::Time()> now, HostAllocator alloc = {})
-      : now_(std::move(now)), alloc_(std::move(alloc)) {}
+  // `replica`: --replica-id (resident_id.h), prefix of the upload ids.
+  explicit UploadTable(std::function<absl::Time()> now, HostAllocator alloc = {},
+                       std::string replica = "")
+      : now_(std::move(now)), alloc_(std::move(alloc)), replica_(std::move(replica)) {}
   UploadTable(const UploadTable&) = delete;
   UploadTable& operator=(const UploadTable&) = delete;
 
@@ -65,6 +67,7 @@ class UploadTable {
 
   const std::function<absl::Time()> now_;
   const HostAllocator alloc_;
+  const std::string replica_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, SessionPtr> sessions_ ABSL_GUARDED_BY(mu_);
   // id -> (owner, why)

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,8 +26,9 @@ class ResidentStoreTest : public ::testing::Test {
  protected:
   // Objects cost their bytes only unless `overhead` says otherwise, so the
   // figures below are the tensors' own.
-  ResidentStore& MakeStore(int64_t capacity, int64_t overhead = 0) {
+  ResidentStore& MakeStore(int64_t capacity, int64_t overhead = 0, std::string replica = "") {
     StoreOptions o;
+    o.replica_id = std::move(replica);
     o.capacity_bytes = capacity;
     o.object_overhead_bytes = overhead;
     o.default_ttl = absl::Seconds(60);
@@ -54,6 +56,47 @@ TEST(ResidentIdTest, RandomHex128) {
   EXPECT_NE(*a, *b);
   EXPECT_FALSE(IsResidentId("xyz"));
   EXPECT_FALSE(IsResidentId(std::string(32, 'G')));
+}
+
+TEST(ResidentIdTest, ReplicaIdsPrefixTheIdAndNameTheOwner) {
+  auto a = NewResidentId("r7");
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ(a->size(), 35u);
+  EXPECT_EQ(a->substr(0, 3), "r7-");
+  EXPECT_TRUE(IsResidentId(*a));
+  EXPECT_EQ(ReplicaOf(*a), "r7");
+  EXPECT_EQ(ReplicaOf(std::string(32, 'a')), "");
+  EXPECT_EQ(ReplicaOf("R7-" + std::string(32, 'a')), "");  // upper case: not a replica id
+  EXPECT_FALSE(IsResidentId("r7-" + std::string(31, 'a')));
+  EXPECT_FALSE(IsReplicaId(""));
+  EXPECT_FALSE(IsReplicaId(std::string(17, 'a')));
+  EXPECT_FALSE(IsReplicaId("a-b"));
+  EXPECT_TRUE(IsReplicaId("pod0"));
+  EXPECT_EQ(ReplicaIdOfHost("linalgd-0").size(), 8u);
+  EXPECT_NE(ReplicaIdOfHost("linalgd-0"), ReplicaIdOfHost("linalgd-1"));
+  EXPECT_TRUE(IsReplicaId(ReplicaIdOfHost("linalgd-0")));
+  EXPECT_THAT(CheckReplica("resident id", *a, "r7"), IsOk());
+  EXPECT_THAT(CheckReplica("resident id", std::string(32, 'a'), "r7"), IsOk());
+  absl::Status foreign = CheckReplica("resident id", *a, "r8");
+  EXPECT_THAT(foreign, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(foreign.message(), HasSubstr("belongs to replica r7, not to this one (r8)"));
+  EXPECT_EQ(foreign.GetPayload(kOwnerReplicaPayload), absl::Cord("r7"));
+}
+
+TEST_F(ResidentStoreTest, AnotherReplicasIdIsFailedPreconditionNamingItsOwner) {
+  ResidentStore& s = MakeStore(1 << 20, 0, "ra");
+  const std::string id = Put(s, Filled(2, 2, 1.0f));
+  EXPECT_EQ(ReplicaOf(id), "ra");
+  EXPECT_THAT(s.GetTensor(id), IsOk());
+  const std::string theirs = "rb-" + id.substr(3);
+  EXPECT_THAT(s.GetTensor(theirs), StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(s.Delete(theirs, ResidentKind::kTensor),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Its own unknown ids, and plain ones, stay NOT_FOUND.
+  EXPECT_THAT(s.GetTensor("ra-" + std::string(32, 'f')), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(s.GetTensor(std::string(32, 'f')), StatusIs(absl::StatusCode::kNotFound));
+  auto upload = s.uploads().Find("rb-" + std::string(32, 'f'), "");
+  EXPECT_THAT(upload, StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST_F(ResidentStoreTest, PutGetDeleteAndUnknownIds) {

@@ -108,6 +108,7 @@ class ServerInfo:
     limits: Limits
     gpu_status: str
     shm_socket: str = ""  # the shared-memory Unix socket (--allow-shm), else ""
+    replica_id: str = ""  # --replica-id: the prefix of the ids this server mints, else ""
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)  # the proto
 
     @classmethod
@@ -118,4 +119,4 @@ class ServerInfo:
         limits = Limits(lim.max_message_bytes, lim.cpu_threshold, lim.op_timeout_seconds,
                         lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements)
         return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status,
-                   shm_socket=m.shm_socket, raw=m)
+                   shm_socket=m.shm_socket, replica_id=m.replica_id, raw=m)
