@@ -55,9 +55,19 @@ COPY --from=build /out/ /
 USER 10001:10001
 # 50051: gRPC (Linalg, grpc.health.v1; reflection with --reflection); 9464: Prometheus /metrics.
 EXPOSE 50051 9464
+# The health check is linalgd-cli health (grpc.health.v1, which needs no
+# token). The CLI takes its address and TLS files from the environment, so
+# the same check follows the server's flags: LINALGD_TARGET when the server
+# listens elsewhere; with --tls-cert, LINALGD_TLS_CA=the CA file (mounted;
+# the server's certificate must name 127.0.0.1, or set LINALGD_TARGET to a
+# host name it names that resolves to this container); with
+# --tls-client-ca, LINALGD_TLS_CERT and LINALGD_TLS_KEY too. The line is run
+# as written against plaintext, TLS and mTLS servers by
+# tests/python/test_tls.py.
 # (No --start-period: dockerfilelint 1.8 mis-parses it; 5 retries cover start-up.)
+ENV LINALGD_TARGET=127.0.0.1:50051
 HEALTHCHECK --interval=15s --timeout=5s --retries=5 \
-    CMD ["/usr/local/bin/linalgd-cli", "--target", "127.0.0.1:50051", "--timeout", "3s", "health"]
+    CMD ["/usr/local/bin/linalgd-cli", "--timeout", "3s", "health"]
 ENTRYPOINT ["/usr/local/bin/linalgd"]
 # Plaintext on the container's address needs --insecure. For TLS, mount the
 # files and give --tls-cert/--tls-key (README, "TLS") instead of --insecure.

@@ -59,6 +59,34 @@ function flag(args, name) {
   return hit?.slice(name.length + 3);
 }
 
+// Plaintext: kubelet's gRPC probes on 50051 (readiness on the Linalg
+// service). TLS (--tls-cert): kubelet's gRPC probes cannot speak it, so exec
+// probes run linalgd-cli health with LINALGD_TLS_CA, a file of a mounted
+// Secret, and no plaintext --insecure beside it.
+function checkProbes(pod, c) {
+  const probes = ["readinessProbe", "livenessProbe", "startupProbe"];
+  if (!flag(c.args, "tls-cert")) {
+    for (const p of probes) {
+      check(`${p} is a gRPC health probe on 50051`, c[p]?.grpc?.port === 50051);
+    }
+    check("readiness probes the Linalg service",
+          c.readinessProbe?.grpc?.service === "linalgd.v1.Linalg");
+    return;
+  }
+  check("TLS: no --insecure beside --tls-cert", !c.args.includes("--insecure"));
+  check("TLS: --tls-key set", !!flag(c.args, "tls-key"));
+  for (const p of probes) {
+    const command = c[p]?.exec?.command ?? [];
+    check(`TLS: ${p} runs linalgd-cli health (kubelet's gRPC probes are plaintext only)`,
+          !c[p]?.grpc && command[0] === "/usr/local/bin/linalgd-cli" && command.at(-1) === "health");
+  }
+  const ca = (c.env ?? []).find((e) => e.name === "LINALGD_TLS_CA")?.value;
+  const mount = (c.volumeMounts ?? []).find((m) => ca?.startsWith(`${m.mountPath}/`));
+  const volume = pod.volumes?.find((v) => v.name === mount?.name);
+  check("TLS: the probes' LINALGD_TLS_CA is a file of a mounted Secret",
+        !!volume?.secret?.secretName && !mount.subPath);
+}
+
 function checkDeployment(dep, variant) {
   const pod = dep.spec.template.spec;
   const c = pod.containers.find((x) => x.name === "linalgd");
@@ -68,10 +96,7 @@ function checkDeployment(dep, variant) {
         pod.securityContext?.runAsUser > 0);
   check("container drops privileges", c.securityContext?.allowPrivilegeEscalation === false &&
         c.securityContext?.capabilities?.drop?.includes("ALL"));
-  for (const p of ["readinessProbe", "livenessProbe", "startupProbe"]) {
-    check(`${p} is a gRPC health probe on 50051`, c[p]?.grpc?.port === 50051);
-  }
-  check("readiness probes the Linalg service", c.readinessProbe.grpc.service === "linalgd.v1.Linalg");
+  checkProbes(pod, c);
   for (const [f, want] of [["listen", "0.0.0.0:50051"], ["metrics-listen", "0.0.0.0:9464"],
                            ["log-level", "info"]]) {
     check(`--${f}=${want}`, flag(c.args, f) === want);

@@ -4,6 +4,8 @@ through linalgd.Client(tls_ca=, tls_cert=, tls_key=); plaintext refused off
 loopback unless --insecure (and then a metric says so); reflection only with
 --reflection; /metrics behind basic auth."""
 import base64
+import hashlib
+import json
 import os
 import subprocess
 import urllib.error
@@ -148,3 +150,64 @@ def test_metrics_basic_auth_file_is_checked(tmp_path):
     assert out.returncode != 0
     assert "user:password" in out.stdout + out.stderr
 
+
+
+DOCKERFILE = os.path.join(REPO, "Dockerfile")
+
+
+def dockerfile_healthcheck():
+    """The runtime image's HEALTHCHECK command (exec form) and its ENV settings, as written."""
+    lines = open(DOCKERFILE).read().replace("\\\n", " ").splitlines()
+    runtime = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")):]
+    env = {}
+    for line in runtime:
+        if line.startswith("ENV "):
+            env.update(item.split("=", 1) for item in line.split()[1:])
+    command = [line for line in runtime if line.startswith("HEALTHCHECK ")]
+    assert len(command) == 1, command
+    return json.loads(command[0].split(" CMD ", 1)[1]), env
+
+
+def run_healthcheck(server, **tls_env):
+    """Runs the image's health check line against server: the image's linalgd-cli path becomes
+    this build's, the image's LINALGD_TARGET keeps its host with the test server's port, and
+    tls_env (LINALGD_TLS_CA=..., as a deployment would set) is added."""
+    command, image_env = dockerfile_healthcheck()
+    assert command[0] == "/usr/local/bin/linalgd-cli"
+    command[0] = os.path.join(os.path.dirname(server_binary()), "linalgd-cli")
+    host = image_env["LINALGD_TARGET"].rsplit(":", 1)[0]
+    assert host == "127.0.0.1", image_env
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **image_env, **tls_env,
+           "LINALGD_TARGET": f"{host}:{server.port}"}
+    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
+    return out.returncode, out.stdout + out.stderr
+
+
+def write_tokens(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice " + hashlib.sha256(b"alice-token").hexdigest() + "\n")
+    return str(tokens)
+
+
+def test_image_healthcheck_plaintext(start_server):
+    rc, out = run_healthcheck(start_server())
+    assert rc == 0 and "SERVING" in out, out
+
+
+def test_image_healthcheck_follows_tls_through_the_environment(start_server, certs, tmp_path):
+    s = start_server(*tls_flags(certs), "--auth-tokens", write_tokens(tmp_path),
+                     tls_ca=certs["ca.pem"], token="alice-token")
+    rc, out = run_healthcheck(s)  # plaintext against a TLS server: unreachable
+    assert rc == 5, out
+    rc, out = run_healthcheck(s, LINALGD_TLS_CA=certs["ca.pem"])  # health needs no token
+    assert rc == 0 and "SERVING" in out, out
+
+
+def test_image_healthcheck_with_mtls(start_server, certs):
+    s = start_server(*tls_flags(certs, client_ca=True), **client_tls(certs))
+    rc, out = run_healthcheck(s, LINALGD_TLS_CA=certs["ca.pem"])
+    assert rc == 5, out
+    rc, out = run_healthcheck(s, LINALGD_TLS_CA=certs["ca.pem"],
+                              LINALGD_TLS_CERT=certs["client.pem"],
+                              LINALGD_TLS_KEY=certs["client.key"])
+    assert rc == 0 and "SERVING" in out, out

@@ -102,14 +102,21 @@ int main(int argc, char** argv) {
   CommandFlags flags;
   app.set_version_flag("--version", "linalgd-cli " + linalgd::LinalgdVersionString());
   app.footer(kExitCodesHelp);
-  app.add_option("--target", global.target, "server address host:port")->capture_default_str();
+  app.add_option("--target", global.target, "server address host:port")
+      ->capture_default_str()
+      ->envname("LINALGD_TARGET");
   app.add_option("--timeout", global.timeout, "per-call deadline: seconds or 30s, 500ms, 2m")
       ->capture_default_str();
   app.add_option("--max-message-bytes", global.max_message_bytes, "largest message")
       ->capture_default_str();
-  app.add_option("--tls-ca", global.tls_ca, "TLS: CA certificate (PEM) that signed the server's");
-  app.add_option("--tls-cert", global.tls_cert, "mTLS: this client's certificate (PEM)");
-  app.add_option("--tls-key", global.tls_key, "mTLS: this client's private key (PEM)");
+  // The TLS flags read the environment too, so one command line (the image's
+  // HEALTHCHECK) works against a plaintext or a TLS server.
+  app.add_option("--tls-ca", global.tls_ca, "TLS: CA certificate (PEM) that signed the server's")
+      ->envname("LINALGD_TLS_CA");
+  app.add_option("--tls-cert", global.tls_cert, "mTLS: this client's certificate (PEM)")
+      ->envname("LINALGD_TLS_CERT");
+  app.add_option("--tls-key", global.tls_key, "mTLS: this client's private key (PEM)")
+      ->envname("LINALGD_TLS_KEY");
   app.add_option("--token", global.token,
                  "the tenant's bearer token (prefer the LINALGD_TOKEN environment variable: a "
                  "command line is visible to other users)")
