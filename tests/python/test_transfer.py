@@ -260,3 +260,15 @@ def test_upload_chunks_are_views_of_the_callers_array(small_parts, monkeypatch):
     t = small_parts.put(x)
     assert views and all(views)
     np.testing.assert_array_equal(t.get(), x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 5000, 1 << 20])
+def test_chunk_message_is_a_put_tensor_request(n):
+    data = np.random.default_rng(n).integers(0, 256, n + 3, dtype=np.uint8)
+    part = memoryview(data)[3:]  # a slice at an offset, as the uploads send
+    msg = transfer._chunk_message(part)
+    assert isinstance(msg, bytes)
+    parsed = linalgd._stubs.pb.PutTensorRequest.FromString(msg)
+    assert parsed.WhichOneof("part") == "chunk"
+    assert parsed.chunk == data[3:].tobytes()
+    assert msg == linalgd._stubs.pb.PutTensorRequest(chunk=data[3:].tobytes()).SerializeToString()

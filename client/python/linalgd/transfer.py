@@ -94,9 +94,23 @@ def _varint(n):
             return bytes(out)
 
 
+_new_bytes = ctypes.pythonapi.PyBytes_FromStringAndSize  # (NULL, n): n bytes to fill in
+_new_bytes.restype = ctypes.py_object
+_new_bytes.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+
+
 def _chunk_message(data):
-    """A serialized PutTensorRequest{chunk: data}: one copy of data."""
-    return b"".join((_CHUNK_TAG, _varint(len(data)), data))
+    """A serialized PutTensorRequest{chunk: data}: one copy of data, made with
+    the GIL released (b"".join keeps the GIL for a memoryview, which another
+    thread could resize; grpc needs bytes). The new bytes object is filled
+    before anything else can see it."""
+    head = _CHUNK_TAG + _varint(len(data))
+    out = _new_bytes(None, len(head) + len(data))
+    at = address(out)
+    ctypes.memmove(at, head, len(head))
+    if len(data):
+        ctypes.memmove(at + len(head), address(data), len(data))
+    return out
 
 
 def _read_varint(mv, i):
