@@ -15,13 +15,22 @@ linalgd-bench's "e2e - server compute" rows do). numpy
 runs the same operation in this process (its BLAS threads) for comparison.
 The C++ client's figures for the same host come from `linalgd-bench --workloads
 data --data-n N` (an f32 N x N matmul round trip; its "streaming" row streams
-every operand: compare with --matmul-dtype float32 --stream-threshold-mib 1e-6).
+every operand). With --cpp-bench (default: build/bin/linalgd-bench when it
+exists; "" skips it) this script runs that workload itself with --data-n
+--matmul-n, --data-connections --connections and --data-iterations --repeat,
+times the same round trip through the Python client (f32, every operand and the
+result streamed, the mean of --repeat calls after one untimed call, as
+linalgd-bench does) and prints both clients' bytes/s and their ratio, end to
+end and without the server's run time. linalgd-bench's data workload serves
+from a server in its own process; this script's from --server / --target.
 """
 import argparse
+import json
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -66,6 +75,57 @@ def start_server(binary):
     return proc, target
 
 
+def streamed_matmul(c, n, repeat):
+    """(mean seconds, mean server run seconds, bytes) of an f32 n x n matmul with
+    a, b and the result streamed, after one untimed call (linalgd-bench's data
+    workload, "streaming" path)."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    threshold = c.stream_threshold
+    c.stream_threshold = 1
+    try:
+        c.matmul(a, b)
+        seconds, run = [], []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            r = c.matmul(a, b, return_info=True)
+            seconds.append(time.perf_counter() - t)
+            run.append(r.info.run_time)
+    finally:
+        c.stream_threshold = threshold
+    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes
+
+
+def cpp_streaming(binary, n, connections, iterations):
+    """linalgd-bench's data workload: (streaming GB/s, GB/s without the server's
+    run time) of its C++ client, from its --json report."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "data.json")
+        subprocess.run([binary, "--workloads", "data", "--data-n", str(n), "--data-connections",
+                        str(connections), "--data-iterations", str(iterations), "--factor-n", "64",
+                        "--factor-solves", "2", "--json", path],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(path) as f:
+            report = json.load(f)
+    found = {m["name"]: m["value"] for m in report["measurements"] if m["workload"] == "data"}
+    return found["streaming.rate"], found["streaming.rate_without_compute"]
+
+
+def comparison(c, args):
+    """Markdown lines: the Python and C++ clients' streamed round trip, and the ratio."""
+    seconds, run, nbytes = streamed_matmul(c, args.matmul_n, args.repeat)
+    py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
+    cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
+    lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} f32 matmul round trip, "
+             f"a, b and the result streamed over {args.connections} connections, mean of "
+             f"{args.repeat} (linalgd-bench --workloads data, path streaming)\n",
+             "| client | GB/s | GB/s without the server's run time |", "| --- | --- | --- |",
+             f"| Python | {py[0]:.2f} | {py[1]:.2f} |", f"| C++ | {cpp[0]:.2f} | {cpp[1]:.2f} |",
+             f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |"]
+    return lines
+
+
 def rows(c, args):
     rng = np.random.default_rng(0)
     out = []
@@ -108,6 +168,10 @@ def main():
     p.add_argument("--stream-threshold-mib", type=float, default=64,
                    help="Client.stream_threshold; lower it to take the parallel path at small sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
+    p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
+    default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
+    p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
+                   help="linalgd-bench, to compare with the C++ client (\"\" skips it)")
     args = p.parse_args()
     proc = None
     if args.target is None:
@@ -119,15 +183,18 @@ def main():
             c.transfer_connections = args.connections
             c.stream_threshold = int(args.stream_threshold_mib * (1 << 20))
             c.transfer_part_min_bytes = int(args.part_min_mib * (1 << 20))
+            c.chunk_bytes = int(args.chunk_mib * (1 << 20))
             info = c.server_info()
             table = rows(c, args)
+            versus = comparison(c, args) if args.cpp_bench else []
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait()
     print(f"server {info.version} ({', '.join(info.backends)}) at {args.target}; "
           f"CRC32C: {_crc32c.BACKEND}; connections {args.connections}, stream threshold "
-          f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB; "
+          f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB, "
+          f"chunks of {args.chunk_mib} MiB; "
           f"best of {args.repeat}\n")
     print("| what | size | linalgd (Python client) s | server queue + run s | GB/s | "
           "GB/s without the server's time | numpy here s |")
@@ -137,6 +204,7 @@ def main():
         moving = max(seconds - on_server, 1e-9)
         print(f"| {what} | {size} | {seconds:.4f} | {on_server:.4f} | "
               f"{nbytes / seconds / 1e9:.2f} | {nbytes / moving / 1e9:.2f} | {local_s} |")
+    print("\n".join(versus))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,17 @@ def test_aio_client_takes_and_returns_torch(server):
     assert y.dtype == torch.bfloat16 and torch.equal(y.float(), torch.full((2, 4), 3.0))
 
 
+def test_sparse_solve_takes_and_returns_torch(client):
+    sp = pytest.importorskip("scipy.sparse")
+    a = sp.csr_matrix(np.diag([2.0, 4.0, 8.0]))
+    x = client.sparse_solve(a, torch.ones(3, dtype=torch.float64))
+    assert isinstance(x, torch.Tensor) and x.dtype == torch.float64 and x.shape == (3,)
+    torch.testing.assert_close(x, torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64))
+    r = client.sparse_solve(a, torch.ones(3, 2, dtype=torch.float32), return_info=True)
+    assert isinstance(r.x, torch.Tensor) and r.x.dtype == torch.float32 and r.x.shape == (3, 2)
+    assert isinstance(client.sparse_solve(a, np.ones(3)), np.ndarray)
+
+
 def test_results_go_back_to_the_callers_device():
     """The device-side path with a device every build has: the result of a call
     with a tensor on device D is moved to D (cuda on a GPU host)."""
@@ -84,6 +95,15 @@ def test_cuda_in_cuda_out(client, dtype):
     x = client.solve(torch.eye(4, device="cuda", dtype=torch.float64) * 2,
                      torch.ones(4, device="cuda", dtype=torch.float64))
     assert x.device == a.device
+
+
+@cuda
+def test_cuda_sparse_solve_returns_on_the_callers_device(client):
+    sp = pytest.importorskip("scipy.sparse")
+    b = torch.ones(4, device="cuda", dtype=torch.float64)
+    x = client.sparse_solve(sp.identity(4, format="csr") * 2, b)
+    assert x.device == b.device and x.dtype == torch.float64
+    torch.testing.assert_close(x, torch.full((4,), 0.5, device="cuda", dtype=torch.float64))
 
 
 @cuda

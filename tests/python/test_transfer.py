@@ -218,3 +218,57 @@ def test_crc32_fallback_for_a_single_stream(small_parts, monkeypatch):
     t = small_parts.put(x)
     assert headers[0].HasField("crc32") and headers[0].crc32 == zlib.crc32(x.tobytes())
     np.testing.assert_array_equal(t.get(), x)
+
+
+def test_copy_into_writes_at_the_destination_and_refuses_overflow():
+    dest = np.zeros(16, np.uint8)
+    src = bytes(range(1, 7))
+    transfer.copy_into(memoryview(dest)[5:], memoryview(src)[1:])  # a read-only source too
+    assert dest.tolist() == [0] * 5 + [2, 3, 4, 5, 6] + [0] * 6
+    transfer.copy_into(memoryview(dest)[0:0], b"")
+    with pytest.raises(ValueError, match="7 bytes do not fit in 6"):
+        transfer.copy_into(memoryview(dest)[10:], bytes(7))
+
+
+def test_download_is_written_in_place_without_the_gil(small_parts, monkeypatch):
+    """Every received chunk goes into the result's own buffer once, through
+    copy_into (ctypes.memmove, which releases the GIL), and the result is
+    that buffer, not a copy of it."""
+    x = np.random.default_rng(6).standard_normal((300, 200))
+    t = small_parts.put(x)
+    buffers, copied = [], []
+    empty, copy = linalgd.tensors.empty_bytes, transfer.copy_into
+    monkeypatch.setattr(linalgd.tensors, "empty_bytes",
+                        lambda n: buffers.append(empty(n)) or buffers[-1])
+    monkeypatch.setattr(transfer, "copy_into",
+                        lambda dest, data: (copied.append(len(data)), copy(dest, data)))
+    back = t.get()
+    np.testing.assert_array_equal(back, x)
+    assert len(buffers) == 1 and np.shares_memory(back, buffers[0])
+    assert sum(copied) == x.nbytes and len(copied) > 4  # chunks of 5000 bytes over 4 ranges
+
+
+def test_upload_chunks_are_views_of_the_callers_array(small_parts, monkeypatch):
+    x = np.random.default_rng(7).standard_normal((300, 200))
+    real, views = transfer._chunk_message, []
+
+    def chunk_message(data):
+        views.append(np.shares_memory(np.frombuffer(data, np.uint8), x))
+        return real(data)
+
+    monkeypatch.setattr(transfer, "_chunk_message", chunk_message)
+    t = small_parts.put(x)
+    assert views and all(views)
+    np.testing.assert_array_equal(t.get(), x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 127, 128, 5000, 1 << 20])
+def test_chunk_message_is_a_put_tensor_request(n):
+    data = np.random.default_rng(n).integers(0, 256, n + 3, dtype=np.uint8)
+    part = memoryview(data)[3:]  # a slice at an offset, as the uploads send
+    msg = transfer._chunk_message(part)
+    assert isinstance(msg, bytes)
+    parsed = linalgd._stubs.pb.PutTensorRequest.FromString(msg)
+    assert parsed.WhichOneof("part") == "chunk"
+    assert parsed.chunk == data[3:].tobytes()
+    assert msg == linalgd._stubs.pb.PutTensorRequest(chunk=data[3:].tobytes()).SerializeToString()

@@ -441,7 +441,8 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
     x0: the iterative methods' starting point, shaped like b (default zeros).
     A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
     unless no_fallback, which raises FailedPrecondition instead.
-    a's values are sent in b's dtype. Returns x, or a SparseSolveResult
+    a's values are sent in b's dtype. Returns x (torch on b's device when b
+    is a torch tensor, as matmul and solve do), or a SparseSolveResult
     with return_info. b and x0 may be RemoteTensors (put()), named by id;
     a b or x0 of stream_threshold bytes or more is uploaded in parts first.
     """
@@ -470,9 +471,11 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
             operands["x0"] = (x0_arr.astype(b_arr.dtype, copy=False), b_wire)
     resp = yield from call_with_operands(client, "SparseSolve", req, operands,
                                          _timeout(client, timeout))
-    x = tensors.decode(resp.x, "x")
+    device = tensors.torch_device(b)
+    x = tensors.decode(resp.x, "x", as_torch=device is not None)
     if vector:
         x = x.squeeze(-1)
+    x = tensors.to_device(x, device)
     if sparse_b is not None:
         x = to_scipy_like(x, sparse_b)
     if not return_info:
