@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -88,20 +89,25 @@ absl::Status CheckColumns(const RawCsr& raw, const std::string& f, bool* canonic
   return absl::OkStatus();
 }
 
-// *dst += *src for one element of dtype (unaligned bytes).
+template <typename T>
+void AddParts(char* dst, const char* src, int parts) {
+  for (int i = 0; i < parts; ++i) {
+    T a, b;
+    std::memcpy(&a, dst + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, src + i * sizeof(T), sizeof(T));
+    a += b;
+    std::memcpy(dst + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// *dst += *src for one element of dtype (unaligned bytes); a complex element
+// is its real and imaginary parts, each added.
 void AddInto(char* dst, const char* src, DType dtype) {
-  if (dtype == DType::kF64) {
-    double a, b;
-    std::memcpy(&a, dst, 8);
-    std::memcpy(&b, src, 8);
-    a += b;
-    std::memcpy(dst, &a, 8);
+  const int parts = IsComplex(dtype) ? 2 : 1;
+  if (dtype == DType::kF64 || dtype == DType::kC128) {
+    AddParts<double>(dst, src, parts);
   } else {
-    float a, b;
-    std::memcpy(&a, dst, 4);
-    std::memcpy(&b, src, 4);
-    a += b;
-    std::memcpy(dst, &a, 4);
+    AddParts<float>(dst, src, parts);
   }
 }
 
@@ -223,6 +229,8 @@ void ToDense(const CsrView& a, std::string& out) {
 }  // namespace
 
 CsrStructure AnalyzeCsr(const CsrView& a) {
+  // Complex sparse solves use LU alone: no structure is claimed for them.
+  if (IsComplex(a.dtype)) return CsrStructure{};
   return a.dtype == DType::kF32 ? Analyze<float>(a) : Analyze<double>(a);
 }
 
@@ -238,6 +246,10 @@ std::string CsrToDenseBytes(const CsrView& a) {
   std::string out(static_cast<size_t>(a.rows * a.cols) * DTypeSize(a.dtype), '\0');
   if (a.dtype == DType::kF32) {
     ToDense<float>(a, out);
+  } else if (a.dtype == DType::kC64) {
+    ToDense<std::complex<float>>(a, out);
+  } else if (a.dtype == DType::kC128) {
+    ToDense<std::complex<double>>(a, out);
   } else {
     ToDense<double>(a, out);
   }

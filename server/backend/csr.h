@@ -13,7 +13,8 @@ namespace linalgd {
 // A non-owning view of a canonical CSR matrix: row_offsets has rows + 1
 // entries from 0 to nnz, non-decreasing; within each row the column indices
 // are strictly increasing (sorted, no duplicates) and in [0, cols). Values
-// are f32 or f64. Indices are 32-bit (the wire format bounds nnz and n).
+// are f32, f64, c64 or c128 (complex: packed (real, imaginary) pairs). Indices are 32-bit (the wire
+// format bounds nnz and n).
 struct CsrView {
   int64_t rows = 0;
   int64_t cols = 0;
@@ -90,9 +91,11 @@ struct CsrStructure {
 
 // O(nnz log(row length)). Symmetric: |a_ij - a_ji| <= 100 eps max(|a_ij|,
 // |a_ji|) for every stored entry (a missing mirror counts as 0).
+// A complex a gets the default structure (nothing claimed).
 CsrStructure AnalyzeCsr(const CsrView& a);
 
 // y = a x for dense column-major-free vectors, in double. x: cols, y: rows.
+// REQUIRES: a real (f32 or f64).
 void CsrMultiply(const CsrView& a, const double* x, double* y);
 
 // The matrix as a dense row-major rows x cols array of its dtype's bytes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,9 +16,9 @@ absl::Status CheckOperands(const SparseSolveOp& op) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a: ", a.rows, " x ", a.cols, " is not square; sparse solves need a square a"));
   }
-  if (a.dtype != DType::kF32 && a.dtype != DType::kF64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a.dtype: sparse solves support f32 and f64, not ", DTypeName(a.dtype)));
+  if (a.dtype != DType::kF32 && a.dtype != DType::kF64 && !IsComplex(a.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a.dtype: sparse solves support f32, f64, c64 and c128, not ", DTypeName(a.dtype)));
   }
   if (op.b.dtype != a.dtype) {
     return absl::InvalidArgumentError(absl::StrCat("b.dtype: ", DTypeName(op.b.dtype),
@@ -47,7 +48,23 @@ absl::Status NotSymmetric(const SparseSolvePlan& plan, absl::string_view what) {
                    "] = ", s.asym_mirror, " (use lu, qr, bicgstab or gmres)"));
 }
 
+// Complex sparse solves have UMFPACK's complex LU alone (AUTO means lu).
+absl::Status CheckComplexMethod(const SparseSolveOp& op) {
+  if (op.method != SparseMethod::kAuto && op.method != SparseMethod::kLu) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "method: ", SparseMethodName(op.method), " is not implemented for ", DTypeName(op.a.dtype),
+        " sparse solves; complex sparse solves take lu or auto"));
+  }
+  if (op.preconditioner != Preconditioner::kNone) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("preconditioner: ", PreconditionerName(op.preconditioner),
+                     " applies to the iterative methods, which complex sparse solves lack"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckMethod(const SparseSolveOp& op, const SparseSolvePlan& plan) {
+  if (IsComplex(op.a.dtype)) return CheckComplexMethod(op);
   const bool symmetric = plan.structure.symmetric;
   if (op.method == SparseMethod::kCholesky && !symmetric) {
     return NotSymmetric(plan, "method cholesky");
@@ -76,10 +93,16 @@ absl::StatusOr<SparseSolvePlan> PlanSparseSolve(SparseSolveOp& op) {
   plan.nnz = op.a.nnz();
   plan.structure = AnalyzeCsr(op.a);
   if (absl::Status s = CheckMethod(op, plan); !s.ok()) return s;
-  if (op.tolerance == 0) op.tolerance = op.a.dtype == DType::kF64 ? 1e-10 : 1e-5;
+  if (op.tolerance == 0) {
+    const bool wide = op.a.dtype == DType::kF64 || op.a.dtype == DType::kC128;
+    op.tolerance = wide ? 1e-10 : 1e-5;
+  }
   if (op.max_iterations == 0) op.max_iterations = std::max<int64_t>(1000, plan.n);
   plan.first = op.method;
-  if (op.method == SparseMethod::kAuto) {
+  plan.complex = IsComplex(op.a.dtype);
+  if (op.method == SparseMethod::kAuto && plan.complex) {
+    plan.first = SparseMethod::kLu;
+  } else if (op.method == SparseMethod::kAuto) {
     const bool spd_like = plan.structure.symmetric && plan.structure.positive_diagonal;
     plan.first = spd_like ? SparseMethod::kCholesky : SparseMethod::kLu;
   }
@@ -91,7 +114,7 @@ SparseMethod SparseFallback(SparseMethod failed, const SparseSolvePlan& plan) {
     case SparseMethod::kCholesky:
       return SparseMethod::kLu;
     case SparseMethod::kLu:
-      return SparseMethod::kQr;
+      return plan.complex ? SparseMethod::kAuto : SparseMethod::kQr;
     case SparseMethod::kCg:
     case SparseMethod::kBicgstab:
     case SparseMethod::kGmres:
@@ -127,8 +150,40 @@ double Residual(const CsrView& a, const T* x, const T* b, int64_t k) {
 
 }  // namespace
 
+// Residual for a complex a, in complex<double>.
+template <typename T>
+double ComplexResidual(const CsrView& a, const T* x, const T* b, int64_t k) {
+  using C = std::complex<double>;
+  const T* v = a.as<T>();
+  double worst = 0;
+  for (int64_t c = 0; c < k; ++c) {
+    double rr = 0, bb = 0;
+    for (int64_t i = 0; i < a.rows; ++i) {
+      C ax = 0;
+      for (int32_t p = a.row_offsets[i]; p < a.row_offsets[i + 1]; ++p) {
+        ax += C(v[p]) * C(x[a.col_indices[p] * k + c]);
+      }
+      const C bi(b[i * k + c]);
+      rr += std::norm(ax - bi);
+      bb += std::norm(bi);
+    }
+    const double rel = bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
+    if (std::isnan(rel)) return rel;
+    worst = std::max(worst, rel);
+  }
+  return worst;
+}
+
 double SparseResidual(const CsrView& a, const TensorView& x, const TensorView& b) {
   const int64_t k = b.shape[1];
+  if (a.dtype == DType::kC64) {
+    using F = std::complex<float>;
+    return ComplexResidual(a, x.as<F>(), b.as<F>(), k);
+  }
+  if (a.dtype == DType::kC128) {
+    using D = std::complex<double>;
+    return ComplexResidual(a, x.as<D>(), b.as<D>(), k);
+  }
   if (a.dtype == DType::kF32) return Residual(a, x.as<float>(), b.as<float>(), k);
   return Residual(a, x.as<double>(), b.as<double>(), k);
 }

@@ -1,6 +1,9 @@
 #include "server/cpu/cpu_sparse_solve.h"
 
 #include <algorithm>
+#include <complex>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,38 +16,60 @@
 namespace linalgd {
 namespace {
 
-// b [n, k] row-major of f32/f64 -> column-major double.
-std::vector<double> ColumnMajor(const TensorView& b) {
+using Complex = std::complex<double>;
+
+// Narrow's precision in Wide: float in double, complex<float> in complex<double>.
+template <typename Wide>
+using NarrowOf = std::conditional_t<std::is_same_v<Wide, double>, float, std::complex<float>>;
+
+// b [n, k] row-major of Wide or its narrow type (f32/f64 for double, c64/c128
+// for complex<double>) -> column-major Wide.
+template <typename Wide>
+std::vector<Wide> ColumnMajor(const TensorView& b) {
   const int64_t n = b.shape[0], k = b.shape[1];
-  std::vector<double> out(n * k);
+  const bool narrow = b.dtype == DType::kF32 || b.dtype == DType::kC64;
+  std::vector<Wide> out(n * k);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < k; ++c) {
-      out[c * n + i] =
-          b.dtype == DType::kF32 ? b.as<float>()[i * k + c] : b.as<double>()[i * k + c];
+      out[c * n + i] = narrow ? Wide(b.as<NarrowOf<Wide>>()[i * k + c]) : b.as<Wide>()[i * k + c];
     }
   }
   return out;
 }
 
-// Column-major double n x k -> row-major tensor of `dtype`.
-Tensor RowMajor(const std::vector<double>& x, int64_t n, int64_t k, DType dtype) {
+// Column-major Wide n x k -> row-major tensor of `dtype` (Wide's or its
+// narrow type).
+template <typename Wide>
+Tensor RowMajor(const std::vector<Wide>& x, int64_t n, int64_t k, DType dtype) {
   Tensor t(dtype, {n, k});
+  const bool narrow = dtype == DType::kF32 || dtype == DType::kC64;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t c = 0; c < k; ++c) {
-      if (dtype == DType::kF32) {
-        t.mutable_as<float>()[i * k + c] = static_cast<float>(x[c * n + i]);
+      if (narrow) {
+        t.mutable_as<NarrowOf<Wide>>()[i * k + c] = NarrowOf<Wide>(x[c * n + i]);
       } else {
-        t.mutable_as<double>()[i * k + c] = x[c * n + i];
+        t.mutable_as<Wide>()[i * k + c] = x[c * n + i];
       }
     }
   }
   return t;
 }
 
+// A complex a: UMFPACK's complex LU, in complex<double> (PlanSparseSolve
+// admits lu and auto alone for complex dtypes).
+absl::StatusOr<SparseAttempt> ComplexLu(const SparseSolveOp& op, const SparseSolvePlan& plan) {
+  const DoubleCsr a(op.a);
+  LINALGD_ASSIGN_OR_RETURN(std::vector<Complex> x,
+                           UmfpackSolveComplex(a.view, ColumnMajor<Complex>(op.b), plan.k));
+  SparseAttempt attempt;
+  attempt.x = RowMajor(x, plan.n, plan.k, op.a.dtype);
+  return attempt;
+}
+
 class CpuSparseJob {
  public:
   CpuSparseJob(const SparseSolveOp& op, const SparseSolvePlan& plan)
-      : op_(op), plan_(plan), a_(op.a), b_(ColumnMajor(op.b)) {}
+      : op_(op), plan_(plan), a_(op.a), b_(ColumnMajor<double>(op.b)) {}
 
   absl::StatusOr<SparseAttempt> Run(SparseMethod m) {
     if (IsIterative(m)) return Iterate(m);
@@ -73,7 +98,8 @@ class CpuSparseJob {
     LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<CpuPreconditioner> pre,
                              MakeCpuPreconditioner(op_.preconditioner, a_.view));
     const int64_t n = plan_.n;
-    std::vector<double> x = op_.x0 ? ColumnMajor(*op_.x0) : std::vector<double>(n * plan_.k);
+    std::vector<double> x =
+        op_.x0 ? ColumnMajor<double>(*op_.x0) : std::vector<double>(n * plan_.k);
     SparseAttempt attempt;
     for (int64_t c = 0; c < plan_.k; ++c) {
       IterationOutcome o = CpuKrylov(m, a_.view, *pre, &b_[c * n], &x[c * n], op_.tolerance,
@@ -99,9 +125,14 @@ class CpuSparseJob {
 
 absl::StatusOr<SparseSolveResult> CpuSparseSolve(const SparseSolveOp& op,
                                                  const SparseSolvePlan& plan) {
-  CpuSparseJob job(op, plan);
-  LINALGD_ASSIGN_OR_RETURN(SparseSolveResult result,
-                           RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); }));
+  absl::StatusOr<SparseSolveResult> solved;
+  if (plan.complex) {
+    solved = RunSparseChain(op, plan, [&](SparseMethod) { return ComplexLu(op, plan); });
+  } else {
+    CpuSparseJob job(op, plan);
+    solved = RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); });
+  }
+  LINALGD_ASSIGN_OR_RETURN(SparseSolveResult result, std::move(solved));
   result.residual = SparseResidual(op.a, result.x.view(), op.b);
   return result;
 }

@@ -26,6 +26,11 @@ absl::StatusOr<std::vector<double>> UmfpackSolve(const CsrView&, const std::vect
   return WithoutGpl("lu", "UMFPACK");
 }
 
+absl::StatusOr<std::vector<std::complex<double>>> UmfpackSolveComplex(
+    const CsrView&, const std::vector<std::complex<double>>&, int64_t) {
+  return WithoutGpl("lu", "UMFPACK");
+}
+
 absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView&, const std::vector<double>&, int64_t,
                                               int64_t*) {
   return WithoutGpl("qr", "SPQR");

@@ -30,6 +30,9 @@ std::string CpuOnlyReason(DType dtype);
 // JobSpec::cpu_only for a matmul: the GPU multiplies complex operands
 // (cuBLASLt) but has no complex per-row bias (bias of shape [m, 1]).
 std::string MatmulCpuOnlyReason(DType dtype, bool bias_per_row);
+// JobSpec::cpu_only for a sparse solve: complex ones run on the CPU alone
+// (UMFPACK; cuSOLVER/cuSPARSE paths are real-only here).
+std::string SparseCpuOnlyReason(DType dtype);
 
 // What the scheduler needs to know to place a job.
 struct JobSpec {

@@ -125,6 +125,12 @@ std::string CpuOnlyReason(DType dtype) {
   return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex solvers; ran on cpu");
 }
 
+std::string SparseCpuOnlyReason(DType dtype) {
+  if (!IsComplex(dtype)) return "";
+  return absl::StrCat(DTypeName(dtype),
+                      ": the GPU backend has no complex sparse solvers; ran on cpu");
+}
+
 std::string MatmulCpuOnlyReason(DType dtype, bool bias_per_row) {
   if (!IsComplex(dtype) || !bias_per_row) return "";
   return absl::StrCat(DTypeName(dtype),

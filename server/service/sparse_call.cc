@@ -70,6 +70,7 @@ JobSpec SpecOf(const PreparedSparseSolve& p) {
   // LU with no_fallback stays on the CPU: the GPU would substitute QR.
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
+  spec.cpu_only = SparseCpuOnlyReason(p.raw.dtype);
   return spec;
 }
 

@@ -24,12 +24,9 @@ absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr&
                                                    " is not INDEX_TYPE_INT32 or INDEX_TYPE_INT64"));
   }
   LINALGD_ASSIGN_OR_RETURN(raw.dtype, DTypeFromProto(m.dtype(), "a.dtype"));
-  if (raw.dtype != DType::kF32 && raw.dtype != DType::kF64) {
+  if (raw.dtype != DType::kF32 && raw.dtype != DType::kF64 && !IsComplex(raw.dtype)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a.dtype: sparse solves support f32 and f64, not ", DTypeName(raw.dtype),
-        IsComplex(raw.dtype) ? " (complex sparse solves are not implemented; Solve takes the "
-                               "dense matrix)"
-                             : ""));
+        "a.dtype: sparse solves support f32, f64, c64 and c128, not ", DTypeName(raw.dtype)));
   }
   if (m.rows() < 0 || m.cols() < 0 || m.rows() >= (int64_t{1} << 31)) {
     return absl::InvalidArgumentError(
@@ -58,14 +55,23 @@ absl::Status ReadCsr(const v1::CsrMatrix& m, const TensorLimits& limits, RawCsr&
   return absl::OkStatus();
 }
 
+// Part j of a's values (complex: entry j / 2's real or imaginary part).
+double ValuePart(const CsrView& a, int64_t j) {
+  const bool wide = a.dtype == DType::kF64 || a.dtype == DType::kC128;
+  return wide ? a.as<double>()[j] : a.as<float>()[j];
+}
+
 absl::Status CheckValuesFinite(const CsrView& a) {
-  const int64_t nnz = a.nnz();
-  for (int64_t i = 0; i < nnz; ++i) {
-    const double v = a.dtype == DType::kF32 ? a.as<float>()[i] : a.as<double>()[i];
+  const int parts = IsComplex(a.dtype) ? 2 : 1;
+  const int64_t count = a.nnz() * parts;
+  for (int64_t j = 0; j < count; ++j) {
+    const double v = ValuePart(a, j);
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a.values: stored entry ", i, " is ", std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"),
-          "; non-finite inputs are rejected unless allow_non_finite is set"));
+      const char* part = parts == 1 ? "" : (j % 2 == 0 ? " (real part)" : " (imaginary part)");
+      return absl::InvalidArgumentError(
+          absl::StrCat("a.values: stored entry ", j / parts, part, " is ",
+                       std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"),
+                       "; non-finite inputs are rejected unless allow_non_finite is set"));
     }
   }
   return absl::OkStatus();

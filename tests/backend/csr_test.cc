@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backend/sparse_plan.h"
@@ -153,6 +154,47 @@ TEST(SparsePlanTest, FallbackOrder) {
   EXPECT_EQ(SparseFallback(SparseMethod::kCg, plan), SparseMethod::kCholesky);
   plan.structure.symmetric = false;
   EXPECT_EQ(SparseFallback(SparseMethod::kGmres, plan), SparseMethod::kLu);
+  plan.complex = true;  // complex sparse QR is absent: a failed lu is final
+  EXPECT_EQ(SparseFallback(SparseMethod::kLu, plan), SparseMethod::kAuto);
+}
+
+TEST(CsrTest, ComplexDuplicatesSumBothParts) {
+  // Row 0: (0, 1 + 2i), (0, 3 - 1i) -> (0, 4 + 1i); values as packed pairs.
+  std::vector<int32_t> o = {0, 2}, i = {0, 0};
+  std::vector<double> v = {1, 2, 3, -1};
+  RawCsr raw = Raw<int32_t>(1, o, i, v);
+  raw.dtype = DType::kC128;
+  auto m = ValidateCsr(raw, "a");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->duplicates_summed(), 1);
+  EXPECT_EQ(std::vector<double>(m->view().as<double>(), m->view().as<double>() + 2),
+            (std::vector<double>{4, 1}));
+}
+
+// Complex a: auto means lu; the other methods and preconditioners are
+// INVALID_ARGUMENT naming the method and the dtype.
+TEST(SparsePlanTest, ComplexTakesLuAndAutoAlone) {
+  std::vector<int32_t> o = {0, 1, 2}, i = {0, 1};
+  std::vector<float> v = {1, 1, 2, 0};  // diag(1 + i, 2) in c64
+  std::vector<float> b = {1, 0, 1, 0};
+  SparseSolveOp op;
+  op.a = CsrView{2, 2, DType::kC64, o.data(), i.data(), v.data()};
+  op.b = TensorView{DType::kC64, {2, 1}, reinterpret_cast<const std::byte*>(b.data())};
+  auto plan = PlanSparseSolve(op);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->first, SparseMethod::kLu);
+  EXPECT_TRUE(plan->complex);
+  EXPECT_EQ(op.tolerance, 1e-5);
+  for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kQr, SparseMethod::kCg,
+                         SparseMethod::kBicgstab, SparseMethod::kGmres}) {
+    op.method = m;
+    EXPECT_THAT(PlanSparseSolve(op).status().message(),
+                HasSubstr(absl::StrCat("method: ", SparseMethodName(m),
+                                       " is not implemented for c64 sparse solves")));
+  }
+  op.method = SparseMethod::kLu;
+  op.preconditioner = Preconditioner::kJacobi;
+  EXPECT_THAT(PlanSparseSolve(op).status().message(), HasSubstr("preconditioner: jacobi"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // CPU sparse solves (CHOLMOD, UMFPACK, SPQR, CG, BiCGSTAB, GMRES with every
 // preconditioner) against dense float64 references; failures and fallbacks.
+#include <complex>
 #include <memory>
 #include <random>
 #include <string>
@@ -11,8 +12,10 @@
 #include "gtest/gtest.h"
 #include "server/backend/sparse_plan.h"
 #include "server/cpu/cpu_backend.h"
+#include "server/cpu/sparse_direct.h"
 #include "tests/cpu/sparse_test_matrices.h"
 #include "tests/cpu/test_reference.h"
+#include "tests/testing/complex_values.h"
 
 namespace linalgd {
 namespace {
@@ -324,6 +327,77 @@ TEST_F(CpuSparseTest, Poisson3DAndGraphLaplacian) {
       EXPECT_LT(res->residual, 1e-9) << SparseMethodName(m);
     }
   }
+}
+
+}  // namespace
+}  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+using test_complex::C;
+
+// A random non-Hermitian complex a (the pattern of RandomNonsymmetric, each
+// entry times (1 + s i), s in [-0.5, 0.5]; the diagonal times (1 + i): still
+// diagonally dominant) as canonical CSR with packed complex128 values.
+struct ComplexCsr {
+  sparse_test::Csr pattern;
+  std::vector<C> values;
+  CsrView View() const {
+    return {pattern.n,    pattern.n, DType::kC128, pattern.offsets.data(), pattern.indices.data(),
+            values.data()};
+  }
+  std::vector<C> Dense() const {
+    std::vector<C> d(pattern.n * pattern.n);
+    for (int64_t i = 0; i < pattern.n; ++i) {
+      for (int32_t p = pattern.offsets[i]; p < pattern.offsets[i + 1]; ++p) {
+        d[i * pattern.n + pattern.indices[p]] = values[p];
+      }
+    }
+    return d;
+  }
+};
+
+ComplexCsr RandomComplex(int64_t n, std::mt19937& rng) {
+  ComplexCsr a{sparse_test::RandomNonsymmetric(n, 4, rng), {}};
+  std::uniform_real_distribution<double> s(-0.5, 0.5);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int32_t p = a.pattern.offsets[i]; p < a.pattern.offsets[i + 1]; ++p) {
+      const double v = a.pattern.values[p];
+      a.values.push_back(a.pattern.indices[p] == i ? C(v, v) : v * C(1, s(rng)));
+    }
+  }
+  return a;
+}
+
+// Column-major n x k from row-major.
+std::vector<C> Columns(const std::vector<C>& rows, int64_t n, int64_t k) {
+  std::vector<C> out(rows.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < k; ++c) out[c * n + i] = rows[i * k + c];
+  return out;
+}
+
+// x = a \ b for a non-Hermitian complex a against the dense complex128
+// product b = a x: a conjugated transpose anywhere would miss x.
+TEST(UmfpackComplexTest, NonHermitianMatchesDenseReference) {
+  std::mt19937 rng(7);
+  const int64_t n = 60, k = 3;
+  const ComplexCsr a = RandomComplex(n, rng);
+  const std::vector<C> x = test_complex::RandomValues(rng, n * k);
+  const std::vector<C> b = test_complex::Product(a.Dense(), x, n, n, k);
+  absl::StatusOr<std::vector<C>> got = UmfpackSolveComplex(a.View(), Columns(b, n, k), k);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_LT(test_complex::RelError(*got, Columns(x, n, k)), 1e-12);
+}
+
+TEST(UmfpackComplexTest, SingularIsFailedPrecondition) {
+  std::mt19937 rng(8);
+  ComplexCsr a = RandomComplex(20, rng);
+  for (int32_t p = a.pattern.offsets[5]; p < a.pattern.offsets[6]; ++p) a.values[p] = 0;
+  absl::StatusOr<std::vector<C>> got = UmfpackSolveComplex(a.View(), std::vector<C>(20, 1), 1);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(got.status().message(), HasSubstr("lu: a is singular"));
 }
 
 }  // namespace

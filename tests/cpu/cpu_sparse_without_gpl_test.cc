@@ -10,6 +10,7 @@
 #include "server/cpu/cpu_backend.h"
 #include "tests/cpu/sparse_test_matrices.h"
 #include "tests/cpu/test_reference.h"
+#include "tests/testing/complex_values.h"
 
 namespace linalgd {
 namespace {
@@ -44,6 +45,21 @@ TEST(CpuSparseWithoutGplTest, DirectMethodsAreRefusedNamingMethodAndOption) {
     EXPECT_THAT(res.status().message(), HasSubstr(c.library));
     EXPECT_THAT(res.status().message(), HasSubstr("-DLINALGD_GPL=OFF"));
   }
+}
+
+TEST(CpuSparseWithoutGplTest, ComplexLuIsRefusedNamingMethodAndOption) {
+  const int32_t offsets[] = {0, 1, 2}, indices[] = {0, 1};
+  const double values[] = {1, 1, 2, 0};  // diag(1 + i, 2), packed pairs
+  Tensor b = test_complex::ComplexTensor(DType::kC128, {2, 1}, {{1, 0}, {1, 0}});
+  SparseSolveOp op;
+  op.a = {2, 2, DType::kC128, offsets, indices, values};
+  op.b = b.view();
+  absl::StatusOr<SparseSolvePlan> plan = PlanSparseSolve(op);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  absl::StatusOr<SparseSolveResult> res = CreateCpuBackend({1, 1})->SparseSolve(op, *plan);
+  EXPECT_EQ(res.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(res.status().message(), HasSubstr("method lu"));
+  EXPECT_THAT(res.status().message(), HasSubstr("-DLINALGD_GPL=OFF"));
 }
 
 TEST(CpuSparseWithoutGplTest, IterativeMethodsStillSolve) {

@@ -76,3 +76,39 @@ def test_shape_mismatch_names_the_sizes(client):
         client.sparse_solve(system(), np.ones(N + 1))
     with pytest.raises(linalgd.InvalidArgument):
         client.sparse_solve(sp.random(5, 4, density=0.5, format="csr"), np.ones(5))
+
+
+def complex_system(dtype):
+    """A random non-Hermitian complex a (scipy CSR), diagonally dominant."""
+    re = sp.random(N, N, density=0.03, random_state=5, format="csr")
+    im = sp.random(N, N, density=0.03, random_state=6, format="csr")
+    return (re + 1j * im + sp.eye(N) * (8 + 2j)).astype(dtype).tocsr()
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.complex128, 1e-10), (np.complex64, 1e-4)])
+@pytest.mark.parametrize("method", ["auto", "lu"])
+def test_complex_a_and_b_match_spsolve(client, dtype, rtol, method):
+    a = complex_system(dtype)
+    b = (RNG.standard_normal((N, 2)) + 1j * RNG.standard_normal((N, 2))).astype(dtype)
+    r = client.sparse_solve(a, b, method=method, return_info=True)
+    assert r.x.dtype == dtype
+    assert r.method_used == linalgd.SparseMethod.LU
+    assert r.info.backend == "cpu"
+    want = spla.spsolve(a.astype(np.complex128).tocsc(), b.astype(np.complex128))
+    np.testing.assert_allclose(r.x, want, rtol=rtol, atol=rtol)
+    assert r.residual < rtol
+
+
+def test_complex_a_with_a_real_b_promotes_b(client):
+    a = complex_system(np.complex128)
+    b = RNG.standard_normal(N)
+    x = client.sparse_solve(a, b)
+    assert x.dtype == np.complex128
+    np.testing.assert_allclose(x, spla.spsolve(a.tocsc(), b), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["cholesky", "qr", "cg", "bicgstab", "gmres"])
+def test_complex_methods_other_than_lu_name_method_and_dtype(client, method):
+    a = complex_system(np.complex64)
+    with pytest.raises(linalgd.InvalidArgument, match=f"{method}.*c64"):
+        client.sparse_solve(a, np.ones(N, np.complex64), method=method)

@@ -92,6 +92,9 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
   }
   EXPECT_EQ(gpu.calls(), 0);
   EXPECT_EQ(CpuOnlyReason(DType::kF64), "");
+  EXPECT_EQ(SparseCpuOnlyReason(DType::kF32), "");
+  EXPECT_EQ(SparseCpuOnlyReason(DType::kC64),
+            "c64: the GPU backend has no complex sparse solvers; ran on cpu");
   EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, false), "");  // cuBLASLt multiplies complex
   EXPECT_EQ(MatmulCpuOnlyReason(DType::kF32, true), "");
   EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, true),

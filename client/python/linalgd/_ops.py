@@ -30,8 +30,8 @@ from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError
 from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
-from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, encode_csr,
-                     is_scipy_sparse, to_scipy_like)
+from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, complex_b_for,
+                     encode_csr, is_scipy_sparse, to_scipy_like)
 from .store import TEMPORARY_TTL, TensorInfo, id_of, put_item
 
 class _Default:
@@ -441,8 +441,9 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
     x0: the iterative methods' starting point, shaped like b (default zeros).
     A failed method falls back (cholesky -> lu -> qr; iterative -> direct)
     unless no_fallback, which raises FailedPrecondition instead.
-    a's values are sent in b's dtype. Returns x (torch on b's device when b
-    is a torch tensor, as matmul and solve do), or a SparseSolveResult
+    a's values are sent in b's dtype (a real b is first promoted to complex
+    when a is complex). Returns x (torch on b's device when b is a torch
+    tensor, as matmul and solve do), or a SparseSolveResult
     with return_info. b and x0 may be RemoteTensors (put()), named by id;
     a b or x0 of stream_threshold bytes or more is uploaded in parts first.
     """
@@ -454,6 +455,10 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
     if vector:
         b_arr, b_wire = client._arg(b, "b", min_ndim=2)  # refuses a 1-D RemoteTensor
         b_arr = b_arr.reshape(-1, 1)
+    if not isinstance(b_arr, RemoteTensor):  # a complex a: a real b is promoted, not cut
+        promoted = complex_b_for(a, b_arr)
+        if promoted is not None:
+            b_arr, b_wire = client._arg(promoted, "b")
     req = pb.SparseSolveRequest(
         a=encode_csr(a, dtype=b_arr.dtype),
         method=int(parse(SparseMethod, method, "method")),

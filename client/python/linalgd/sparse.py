@@ -3,7 +3,8 @@
 a is a scipy.sparse matrix or array (any format; converted to CSR) when scipy is
 installed, or a tuple (indptr, indices, data, shape) in scipy's CSR layout.
 Index arrays go over the wire as packed int32 or int64, as given (no copy);
-data must be float32 or float64 (integers are sent as float64).
+data must be float32, float64, complex64 or complex128 (integers are sent as
+float64); a complex a with a real b promotes b (as numpy would) to complex.
 b may be dense or scipy.sparse; as scipy.sparse.linalg.spsolve does, a sparse b
 gives a sparse x (CSR, a sparse array for a sparse-array b, else a matrix).
 """
@@ -48,6 +49,26 @@ def _csr_arrays(a):
         raise InvalidArgument(
             "a: expected a scipy.sparse matrix or (indptr, indices, data, shape)") from None
     return np.asarray(indptr), np.asarray(indices), np.asarray(data), tuple(shape)
+
+
+def _values_dtype(a):
+    """The dtype of a's stored values (scipy.sparse or a tuple); None when unreadable."""
+    if hasattr(a, "tocsr") and hasattr(a, "dtype"):
+        return np.dtype(a.dtype)
+    try:
+        return np.asarray(a[2]).dtype
+    except (TypeError, IndexError, KeyError):
+        return None  # encode_csr names what is wrong
+
+
+def complex_b_for(a, b):
+    """b promoted as numpy would when a's values are complex and b (an array) is
+    real, so that a's values, sent in b's dtype, keep their imaginary parts;
+    None when b needs no promotion."""
+    a_dtype = _values_dtype(a)
+    if a_dtype is None or a_dtype.kind != "c" or b.dtype.kind == "c":
+        return None
+    return b.astype(np.result_type(a_dtype, b.dtype))
 
 
 def is_scipy_sparse(x):
