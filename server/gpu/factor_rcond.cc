@@ -12,7 +12,9 @@
 namespace linalgd::gpu {
 namespace {
 
-// Host doubles -> the device vector of dtype t (synchronous).
+// Host doubles -> the device vector of dtype t, ordered on hs.stream before
+// what follows there. No stream sync: a copy from pageable memory returns once
+// the source is staged, so v (or the f32 copy) may go right after.
 absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void* dst) {
   std::vector<float> f;
   const void* src = v.data();
@@ -23,7 +25,6 @@ absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void
     bytes = f.size() * sizeof(float);
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   return absl::OkStatus();
 }
 
