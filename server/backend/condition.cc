@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
@@ -141,6 +143,214 @@ absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t 
     out[i] = std::isnan(alt) ? std::numeric_limits<double>::infinity()
                              : std::max(state[i].estimate, alt);
   }
+  return out;
+}
+
+namespace {
+
+// Resampling a column parallel to another gives up after this many tries
+// (a parallel column only wastes work; tiny n has few sign vectors).
+constexpr int kMaxResamples = 8;
+
+// One member of the block estimator: its blocks are column-major n x t.
+struct BlockMember {
+  explicit BlockMember(uint32_t seed) : rng(seed) {}
+  std::mt19937 rng;
+  std::vector<double> x, s, s_old;
+  std::vector<int64_t> ind, hist;  // x's unit-vector rows, and all used so far
+  double est = 0, est_old = 0;
+  int64_t ind_best = -1;
+  int k = 1;
+  bool done = false;
+};
+
+// Whether two +-scale columns are equal or opposite.
+bool Parallel(const double* a, const double* b, int64_t n) {
+  bool same = true, opposite = true;
+  for (int64_t j = 0; j < n && (same || opposite); ++j) {
+    same = same && a[j] == b[j];
+    opposite = opposite && a[j] == -b[j];
+  }
+  return same || opposite;
+}
+
+bool ParallelToAny(const double* col, const double* m, int64_t cols, int64_t n) {
+  for (int64_t c = 0; c < cols; ++c) {
+    if (Parallel(col, m + c * n, n)) return true;
+  }
+  return false;
+}
+
+void RandomSigns(std::mt19937& rng, double scale, double* col, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) col[j] = (rng() & 1u) != 0 ? scale : -scale;
+}
+
+// Replaces columns from `first` on that are parallel to an earlier column of
+// m or to a column of old (empty: none) with random +-scale columns.
+void Resample(BlockMember& mb, int64_t n, int t, int first, const std::vector<double>& old,
+              double scale, std::vector<double>& m) {
+  for (int c = first; c < t; ++c) {
+    double* col = m.data() + c * n;
+    for (int tries = 0; tries < kMaxResamples; ++tries) {
+      const bool par = ParallelToAny(col, m.data(), c, n) ||
+                       (!old.empty() && ParallelToAny(col, old.data(), t, n));
+      if (!par) break;
+      RandomSigns(mb.rng, scale, col, n);
+    }
+  }
+}
+
+// After Y = a^-1 X (y: the member's block): the estimate, and S = sign(Y)
+// for the next solve, or done.
+void AfterBlockY(const double* y, int64_t n, const BlockEstimatorOptions& o, BlockMember& mb) {
+  const int t = o.t;
+  double est = 0;
+  int best = 0;
+  for (int c = 0; c < t; ++c) {
+    double mag = 0;
+    for (int64_t j = 0; j < n; ++j) mag += std::fabs(y[c * n + j]);
+    if (!std::isfinite(mag)) {
+      mb.est = std::numeric_limits<double>::infinity();
+      mb.done = true;
+      return;
+    }
+    if (mag > est) est = mag, best = c;
+  }
+  if (mb.k >= 2 && est <= mb.est_old) {
+    mb.est = mb.est_old;
+    mb.done = true;
+    return;
+  }
+  if (mb.k >= 2) mb.ind_best = mb.ind[best];
+  mb.est = mb.est_old = est;
+  if (mb.k > o.itmax) {
+    mb.done = true;
+    return;
+  }
+  mb.s_old.swap(mb.s);
+  mb.s.resize(n * t);
+  for (int64_t j = 0; j < n * t; ++j) mb.s[j] = y[j] < 0 ? -1.0 : 1.0;
+  if (mb.k >= 2) {
+    bool all_parallel = true;
+    for (int c = 0; c < t && all_parallel; ++c) {
+      all_parallel = ParallelToAny(mb.s.data() + c * n, mb.s_old.data(), t, n);
+    }
+    if (all_parallel) {
+      mb.done = true;
+      return;
+    }
+  }
+  Resample(mb, n, t, 0, mb.k >= 2 ? mb.s_old : std::vector<double>(), 1.0, mb.s);
+}
+
+// After Z = a^-T S (z: the member's block): the t unit vectors of the next X
+// (rows of largest |Z| not tried before), or done.
+void AfterBlockZ(const double* z, int64_t n, const BlockEstimatorOptions& o, BlockMember& mb) {
+  const int t = o.t;
+  std::vector<double> h(n, 0.0);
+  for (int c = 0; c < t; ++c) {
+    for (int64_t j = 0; j < n; ++j) h[j] = std::max(h[j], std::fabs(z[c * n + j]));
+  }
+  if (!std::all_of(h.begin(), h.end(), [](double e) { return std::isfinite(e); })) {
+    mb.est = std::numeric_limits<double>::infinity();
+    mb.done = true;
+    return;
+  }
+  const double hmax = *std::max_element(h.begin(), h.end());
+  if (mb.k >= 2 && hmax == h[mb.ind_best]) {
+    mb.done = true;
+    return;
+  }
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return h[a] > h[b]; });
+  auto seen = [&](int64_t i) {
+    return std::find(mb.hist.begin(), mb.hist.end(), i) != mb.hist.end();
+  };
+  if (std::all_of(order.begin(), order.begin() + t, seen)) {
+    mb.done = true;
+    return;
+  }
+  std::stable_partition(order.begin(), order.end(), [&](int64_t i) { return !seen(i); });
+  mb.ind.assign(order.begin(), order.begin() + t);
+  std::fill(mb.x.begin(), mb.x.end(), 0.0);
+  for (int c = 0; c < t; ++c) {
+    mb.x[c * n + mb.ind[c]] = 1.0;
+    if (!seen(mb.ind[c])) mb.hist.push_back(mb.ind[c]);
+  }
+  ++mb.k;
+}
+
+// ||a_i^-1||_1 exactly, for n <= t: one solve with the identity's columns.
+absl::StatusOr<std::vector<double>> ExactInverseNorm1(int64_t batch, int64_t n, int t,
+                                                      const BatchBlockSolve& solve) {
+  const int64_t block = n * t;
+  std::vector<double> v(batch * block, 0.0);
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t c = 0; c < n; ++c) v[i * block + c * n + c] = 1.0;
+  }
+  LINALGD_RETURN_IF_ERROR(solve(v, false));
+  std::vector<double> out(batch, 0.0);
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int64_t c = 0; c < n; ++c) {
+      double mag = 0;
+      for (int64_t j = 0; j < n; ++j) mag += std::fabs(v[i * block + c * n + j]);
+      out[i] = std::isnan(mag) ? std::numeric_limits<double>::infinity() : std::max(out[i], mag);
+    }
+  }
+  return out;
+}
+
+// Copies the active members' x (or s) into their blocks of v.
+void Gather(const std::vector<BlockMember>& m, bool use_s, int64_t block, std::vector<double>& v) {
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m[i].done) continue;
+    const std::vector<double>& src = use_s ? m[i].s : m[i].x;
+    std::copy(src.begin(), src.end(), v.begin() + i * block);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<double>> EstimateInverseNorm1Block(int64_t batch, int64_t n,
+                                                              const BlockEstimatorOptions& opts,
+                                                              const BatchBlockSolve& solve) {
+  if (opts.t < 1 || opts.itmax < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("block estimator: t ", opts.t, " and itmax ",
+                                                   opts.itmax, " must be at least 1"));
+  }
+  if (n == 0) return std::vector<double>(batch, 0.0);
+  if (n <= opts.t) return ExactInverseNorm1(batch, n, opts.t, solve);
+  const int t = opts.t;
+  const int64_t block = n * t;
+  const double scale = 1.0 / static_cast<double>(n);
+  std::vector<BlockMember> m(batch, BlockMember(kBlockEstimatorSeed));
+  for (BlockMember& mb : m) {
+    mb.x.assign(block, scale);
+    for (int c = 1; c < t; ++c) RandomSigns(mb.rng, scale, mb.x.data() + c * n, n);
+    Resample(mb, n, t, 1, {}, scale, mb.x);
+  }
+  std::vector<double> v(batch * block, 0.0);
+  auto step = [&](bool transposed) -> absl::StatusOr<bool> {
+    Gather(m, transposed, block, v);
+    LINALGD_RETURN_IF_ERROR(solve(v, transposed));
+    bool any = false;
+    for (int64_t i = 0; i < batch; ++i) {
+      if (m[i].done) continue;
+      const double* y = v.data() + i * block;
+      transposed ? AfterBlockZ(y, n, opts, m[i]) : AfterBlockY(y, n, opts, m[i]);
+      any = any || !m[i].done;
+    }
+    return any;
+  };
+  while (true) {
+    LINALGD_ASSIGN_OR_RETURN(bool more, step(false));
+    if (!more) break;
+    LINALGD_ASSIGN_OR_RETURN(more, step(true));
+    if (!more) break;
+  }
+  std::vector<double> out(batch);
+  for (int64_t i = 0; i < batch; ++i) out[i] = m[i].est;
   return out;
 }
 

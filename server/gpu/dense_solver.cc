@@ -164,10 +164,12 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXpotrf"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotPositiveDefinite, failed);
-  LINALGD_ASSIGN_OR_RETURN(
-      cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(), nullptr, cond->anorm));
-  const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
-  if (!conditioned.ok()) return conditioned;
+  if (cond != nullptr) {
+    LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(),
+                                                      nullptr, cond->anorm));
+    const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
+    if (!conditioned.ok()) return conditioned;
+  }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
   LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
@@ -198,13 +200,15 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXgetrf"));
   if (failed > 0) {
-    cond->rcond = 0;
+    if (cond != nullptr) cond->rcond = 0;
     return InfoFailure(SolveFailure::Kind::kZeroPivot, failed - 1);
   }
-  LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kLu, n, w.data(),
-                                                    ipiv.as<int64_t>(), cond->anorm));
-  const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
-  if (!conditioned.ok()) return conditioned;
+  if (cond != nullptr) {
+    LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kLu, n, w.data(),
+                                                      ipiv.as<int64_t>(), cond->anorm));
+    const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
+    if (!conditioned.ok()) return conditioned;
+  }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
   LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct, w.data(),

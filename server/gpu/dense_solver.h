@@ -57,7 +57,9 @@ absl::StatusOr<std::vector<double>> ReadDiagonals(GpuContext& ctx, DType t, cons
                                                   int64_t batch);
 
 // REQUIRES: m == n. Both estimate rcond from their factors into cond->rcond
-// and fail with kIllConditioned below the threshold. LU factors a^T (the
+// and fail with kIllConditioned below the threshold; with cond null they
+// skip the estimate and its check (what linalgd-gpu-bench measures the
+// estimate's cost against). LU factors a^T (the
 // row-major buffer read column-major), as the CPU backend does, so that
 // both name the same zero pivot.
 absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, int64_t k,

@@ -33,16 +33,6 @@ Mat RandomOrthogonal(int n, std::mt19937& rng) {
   return q;
 }
 
-double Norm1(const Mat& a, int n) {
-  double best = 0;
-  for (int j = 0; j < n; ++j) {
-    double s = 0;
-    for (int i = 0; i < n; ++i) s += std::fabs(a[i * n + j]);
-    best = std::max(best, s);
-  }
-  return best;
-}
-
 Mat Ones(int n) { return Mat(n, 1.0); }
 
 void Finish(ConditionCase& c) {
@@ -72,6 +62,16 @@ ConditionCase Named(std::string name, int n) {
 }
 
 }  // namespace
+
+double Norm1(const Mat& a, int n) {
+  double best = 0;
+  for (int j = 0; j < n; ++j) {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += std::fabs(a[i * n + j]);
+    best = std::max(best, s);
+  }
+  return best;
+}
 
 ConditionCase SvdFamily(int n, double cond, std::mt19937& rng) {
   ConditionCase c = Named(absl::StrCat("svd cond ", cond), n);

@@ -40,6 +40,8 @@ ConditionCase Graded(int n, double decades, std::mt19937& rng);
 // (n 16), Hilbert n = 8..14, graded rows down to 1e-12 (n 24).
 std::vector<ConditionCase> StandardFamilies(std::mt19937& rng);
 
+// ||a||_1 of a row-major n x n matrix: its largest column sum of |a_ij|.
+double Norm1(const std::vector<double>& a, int n);
 double Eps(DType t);  // machine epsilon of f32 or f64
 
 // Every backend's decision for a case in dtype t with the default

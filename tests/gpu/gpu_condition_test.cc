@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +111,39 @@ TEST_F(GpuConditionTest, FamiliesMatchTheCpu) {
     for (DType dt : {DType::kF64, DType::kF32}) {
       SCOPED_TRACE(testing::Message() << c.name << " n " << c.n << " " << DTypeName(dt));
       Compare(c, dt, 1);
+    }
+  }
+}
+
+// Past the batched path's orders: the single-matrix block estimate
+// (FactorRcond's Higham-Tisseur estimator, trsm on 2-column blocks) against
+// the CPU's LAPACK estimate on the same matrices, LU (general a) and Cholesky
+// (a^T a, symmetric positive definite), within 10x of each other.
+TEST_F(GpuConditionTest, BlockEstimateMatchesTheCpuAtLargerOrders) {
+  LINALGD_REQUIRE_GPU();
+  for (int n : {200, 700}) {
+    for (double cond : {1e2, 1e5, 1e7}) {
+      ConditionCase lu = test_ref::SvdFamily(n, cond, rng_);
+      ConditionCase spd = lu;
+      spd.a = test_ref::MatMul(test_ref::Transpose(lu.a, n, n), lu.a, n, n, n);
+      spd.b = test_ref::MatMul(spd.a, spd.x0, n, n, 1);
+      for (const auto& [c, method] :
+           {std::pair{&lu, SolveMethod::kLu}, std::pair{&spd, SolveMethod::kCholesky}}) {
+        SCOPED_TRACE(testing::Message()
+                     << "n " << n << " cond " << cond << " " << SolveMethodName(method));
+        auto g = Solve(*gpu_test::FirstGpu(), *c, DType::kF64, true, 1, method);
+        auto h = Solve(*cpu_, *c, DType::kF64, true, 1, method);
+        ASSERT_TRUE(g.ok()) << g.status();
+        ASSERT_TRUE(h.ok()) << h.status();
+        ASSERT_TRUE(g->rcond.has_value());
+        ASSERT_TRUE(h->rcond.has_value());
+        EXPECT_LE(*g->rcond, 10 * *h->rcond);
+        EXPECT_GE(*g->rcond, *h->rcond / 10);
+        if (method == SolveMethod::kLu) {
+          EXPECT_LE(*g->rcond, 10 * c->rcond1);
+          EXPECT_GE(*g->rcond, c->rcond1 / 10);
+        }
+      }
     }
   }
 }

@@ -150,11 +150,11 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 // against one solve with the factors, and a solve with 3 right-hand sides
 // (b and the estimator's two start vectors) against one with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
-                                               int reps, gpu::DeviceBuffer& a,
-                                               gpu::DeviceBuffer& w, gpu::DeviceBuffer& ipiv,
-                                               gpu::DeviceBuffer& x, gpu::DeviceBuffer& b,
-                                               gpu::DeviceBuffer& work, size_t lu_host,
-                                               size_t ch_host, gpu::DeviceBuffer& info) {
+                                               int reps, gpu::DeviceBuffer& a, gpu::DeviceBuffer& w,
+                                               gpu::DeviceBuffer& ipiv, gpu::DeviceBuffer& x,
+                                               gpu::DeviceBuffer& b, gpu::DeviceBuffer& work,
+                                               size_t lu_host, size_t ch_host,
+                                               gpu::DeviceBuffer& info) {
   const cudaStream_t st = ctx.hs.stream;
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x3, ctx.Alloc(3 * n * 8));
   auto getrs = [&](int64_t k, void* rhs) -> absl::Status {
@@ -183,14 +183,13 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0)
                                  .status();
                            }));
-  LINALGD_ASSIGN_OR_RETURN(ch.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), n * 8,
-                                                               cudaMemcpyDeviceToDevice, st));
-                             LINALGD_GPU_CHECK(cusolverDnXpotrs(
-                                 s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, 1, CUDA_R_64F, w.data(), n,
-                                 CUDA_R_64F, x.data(), n, info.as<int>()));
-                             return absl::OkStatus();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(
+      ch.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), n * 8, cudaMemcpyDeviceToDevice, st));
+        LINALGD_GPU_CHECK(cusolverDnXpotrs(s.h, s.p, CUBLAS_FILL_MODE_LOWER, n, 1, CUDA_R_64F,
+                                           w.data(), n, CUDA_R_64F, x.data(), n, info.as<int>()));
+        return absl::OkStatus();
+      }));
   return std::vector<Row>{lu, k3, ch};
 }
 
@@ -230,6 +229,14 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                              return DirectLu(ctx, s, n, a.data(), w.data(), ipiv.as<int64_t>(),
                                              x.data(), b.data(), work, lu_host, info.as<int>());
                            }));
+  // The same solve without the estimate (cond null), against the solve with
+  // it: ours_ms - direct_ms is what the estimate costs.
+  Row lu_bare{"lu_solve_no_estimate", "f64", n, 0, 0, 2.0 / 3.0 * n3};
+  lu_bare.ours_ms = lu.ours_ms;
+  LINALGD_ASSIGN_OR_RETURN(
+      lu_bare.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), nullptr).status();
+      }));
   Row ch{"cholesky_solve", "f64", n, 0, 0, 1.0 / 3.0 * n3};
   LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
                              return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
@@ -240,6 +247,13 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                              return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(),
                                                    b.data(), work, ch_host, info.as<int>());
                            }));
+  Row ch_bare{"cholesky_solve_no_estimate", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  ch_bare.ours_ms = ch.ours_ms;
+  LINALGD_ASSIGN_OR_RETURN(ch_bare.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                       x.data(), nullptr)
+                                 .status();
+                           }));
   Row irs{"lu_irs_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
   int iters = 0;
   LINALGD_ASSIGN_OR_RETURN(
@@ -247,9 +261,9 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
         return gpu::IrsSolve(ctx, n, 1, a.data(), b.data(), x.data(), &iters).status();
       }));
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
-  LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x,
-                                                                 b, work, lu_host, ch_host, info));
-  std::vector<Row> rows{lu, ch, irs};
+  LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x, b,
+                                                                 work, lu_host, ch_host, info));
+  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, irs};
   rows.insert(rows.end(), parts.begin(), parts.end());
   return rows;
 }

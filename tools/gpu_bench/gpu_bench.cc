@@ -124,7 +124,9 @@ int Main(int argc, char** argv) {
   std::printf(
       "device: %s; ratio = direct_ms / ours_ms (rate of ours over the library's;\n"
       "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them;\n"
-      "_pinned: with the operands in page-locked memory, the batch gathered on the device)\n",
+      "_pinned: with the operands in page-locked memory, the batch gathered on the device;\n"
+      "*_solve_no_estimate: ours = the solve with the condition estimate, direct = the\n"
+      "same solve without it)\n",
       device.c_str());
   PrintTable(rows);
   return 0;
