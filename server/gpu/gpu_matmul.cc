@@ -4,7 +4,9 @@
 #include <optional>
 
 #include "server/backend/finite_check.h"
+#include "server/backend/trace_names.h"
 #include "server/common/status_macros.h"
+#include "server/common/trace.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
 #include "server/gpu/gpu_ops.h"
@@ -154,6 +156,8 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
     return Tensor(op.out_dtype, plan.out_shape);
   }
   const size_t out_es = DTypeSize(op.out_dtype);
+  std::optional<trace::ScopedRange> phase;  // NVTX: upload, compute, download
+  phase.emplace([&] { return MatmulRangeName(op, plan, "upload"); });
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
@@ -163,8 +167,12 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   if (op.bias) {
     LINALGD_ASSIGN_OR_RETURN(bias, UploadOperand(ctx, *op.bias));
   }
+  phase.reset();
+  phase.emplace([&] { return MatmulRangeName(op, plan, "compute"); });
   LINALGD_RETURN_IF_ERROR(EnqueueFiniteChecks(ctx, op, a.data, b.data, bias.data));
   LINALGD_RETURN_IF_ERROR(LaunchMatmul(ctx, op, plan, a.data, b.data, bias.data, d.data(), use_c));
+  phase.reset();
+  phase.emplace([&] { return MatmulRangeName(op, plan, "download"); });
   absl::StatusOr<Tensor> out = Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
   if (!out.ok()) return out;
   LINALGD_RETURN_IF_ERROR(FiniteVerdict(ctx.hs, op));

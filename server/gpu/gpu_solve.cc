@@ -16,6 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "server/backend/condition.h"
 #include "server/backend/solve_chain.h"
+#include "server/backend/trace_names.h"
+#include "server/common/trace.h"
 #include "server/gpu/batched_solver.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
@@ -353,10 +355,14 @@ absl::StatusOr<SolveResult> SolveJob::Run() {
     r.x = Tensor(t_, plan_.x_shape);
     return r;
   }
+  std::optional<trace::ScopedRange> phase;  // NVTX: upload, compute, download
+  phase.emplace([&] { return SolveRangeName(op_, plan_, "upload"); });
   LINALGD_ASSIGN_OR_RETURN(a_, UploadBatched(ctx_, op_.a, plan_.a_offsets, plan_.m * plan_.n));
   LINALGD_ASSIGN_OR_RETURN(b_, UploadBatched(ctx_, op_.b, plan_.b_offsets, plan_.m * plan_.k));
   LINALGD_ASSIGN_OR_RETURN(x_, ctx_.Alloc(batch * plan_.n * plan_.k * es_));
   out_.assign(batch, ElementOutcome());
+  phase.reset();
+  phase.emplace([&] { return SolveRangeName(op_, plan_, "compute"); });
   // Symmetry (AUTO, CHOLESKY) and ||a||_1 (every condition estimate).
   if (!refine()) LINALGD_RETURN_IF_ERROR(ComputeSymmetry());
   const bool batched = square() && plan_.n <= kBatchedMaxN && batch >= 2 && !refine() &&
@@ -369,6 +375,8 @@ absl::StatusOr<SolveResult> SolveJob::Run() {
   }
   SolveResult result = Combine();
   LINALGD_ASSIGN_OR_RETURN(result.residual, Residual());
+  phase.reset();
+  phase.emplace([&] { return SolveRangeName(op_, plan_, "download"); });
   LINALGD_ASSIGN_OR_RETURN(result.x, Download(ctx_, x_.data(), t_, plan_.x_shape, op_.result_to));
   return result;
 }

@@ -37,13 +37,13 @@ absl::Status CheckNoLinalgdFamilies(const prometheus::Registry& registry) {
 std::string GpuLabel(int device_index) { return absl::StrCat("gpu:", device_index); }
 
 absl::StatusOr<std::unique_ptr<LinalgdMetrics>> LinalgdMetrics::Create(
-    prometheus::Registry* registry, absl::string_view version) {
+    prometheus::Registry* registry, absl::string_view version, absl::string_view commit) {
   LINALGD_RETURN_IF_ERROR(CheckNoLinalgdFamilies(*registry));
   std::unique_ptr<LinalgdMetrics> out(new LinalgdMetrics(registry));
   LINALGD_RETURN_IF_ERROR(out->RegisterRequestFamilies());
   LINALGD_RETURN_IF_ERROR(out->RegisterQueueFamilies());
   LINALGD_RETURN_IF_ERROR(out->RegisterDeviceFamilies());
-  LINALGD_RETURN_IF_ERROR(out->RegisterDataFamilies(version));
+  LINALGD_RETURN_IF_ERROR(out->RegisterDataFamilies(version, commit));
   return out;
 }
 
@@ -108,7 +108,8 @@ absl::Status LinalgdMetrics::RegisterDeviceFamilies() {
   return absl::OkStatus();
 }
 
-absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
+absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version,
+                                                  absl::string_view commit) {
   prometheus::Registry& r = *registry_;
   LINALGD_RETURN_IF_ERROR(flops_.Register(r, "linalgd_flops_total",
                                           "Floating-point operations performed by finished "
@@ -126,11 +127,11 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version) {
   LINALGD_RETURN_IF_ERROR(store_objects_.Register(
       r, "linalgd_resident_store_objects", "Resident tensors and cached factorizations held.", {}));
   LINALGD_RETURN_IF_ERROR(build_info_.Register(
-      r, "linalgd_build_info", "Always 1; the labels describe the build.", {"version"}));
+      r, "linalgd_build_info", "Always 1; the labels describe the build.", {"version", "commit"}));
   LINALGD_RETURN_IF_ERROR(insecure_listen_.Register(
       r, "linalgd_insecure_listen",
       "1 while gRPC is served in plaintext on an address other hosts can reach (--insecure).", {}));
-  build_info_.With({version}).Set(1);
+  build_info_.With({version, commit}).Set(1);
   insecure_listen_.With({}).Set(0);
   store_bytes_.With({}).Set(0);
   store_objects_.With({}).Set(0);

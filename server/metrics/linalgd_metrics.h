@@ -48,9 +48,11 @@ class LinalgdMetrics {
  public:
   // Registers the families in `registry`. ALREADY_EXISTS when the registry
   // already exports one of their names (e.g. a second Create on it);
-  // INVALID_ARGUMENT when prometheus-cpp refuses a family.
+  // INVALID_ARGUMENT when prometheus-cpp refuses a family. `version` and
+  // `commit` (the git commit of the build) label linalgd_build_info.
   static absl::StatusOr<std::unique_ptr<LinalgdMetrics>> Create(prometheus::Registry* registry,
-                                                                absl::string_view version);
+                                                                absl::string_view version,
+                                                                absl::string_view commit);
 
   LinalgdMetrics(const LinalgdMetrics&) = delete;
   LinalgdMetrics& operator=(const LinalgdMetrics&) = delete;
@@ -109,7 +111,7 @@ class LinalgdMetrics {
   absl::Status RegisterRequestFamilies();
   absl::Status RegisterQueueFamilies();
   absl::Status RegisterDeviceFamilies();
-  absl::Status RegisterDataFamilies(absl::string_view version);
+  absl::Status RegisterDataFamilies(absl::string_view version, absl::string_view commit);
 
   using CounterSeries = metrics::Series<prometheus::Counter>;
   using GaugeSeries = metrics::Series<prometheus::Gauge>;

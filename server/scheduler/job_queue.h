@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/common/trace.h"
 #include "server/scheduler/batch_key.h"
 #include "server/scheduler/job.h"
 
@@ -24,9 +25,10 @@ struct QueuedJob {
   // Queue expiry: the caller's deadline, capped by --op-timeout from the
   // first Submit (a CPU rerun keeps only the caller's deadline).
   absl::Time expires = absl::InfiniteFuture();
-  std::string fallback_reason;  // set when a job is moved off its first lane
-  std::optional<BatchKey> key;  // set when the job may be batched
-  bool validated = false;       // Job::Validate() has passed
+  std::string fallback_reason;   // set when a job is moved off its first lane
+  std::optional<BatchKey> key;   // set when the job may be batched
+  bool validated = false;        // Job::Validate() has passed
+  trace::AsyncRange queue_wait;  // NVTX: from the push until a worker takes it
 };
 
 // A bounded priority queue of jobs: strict priority levels; within a level,

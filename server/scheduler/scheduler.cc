@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/backend/empty_work.h"
 #include "server/common/logging.h"
+#include "server/scheduler/job_trace.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -183,6 +184,9 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   Lane& lane =
       HasEmptyOp(*item.job) ? *lanes_[0] : Route(item.job->spec(), now, &item.fallback_reason);
   if (!lane.is_gpu && TryRunInline(lane, item)) return;
+  item.queue_wait = trace::AsyncRange([&] {
+    return JobRangeName(*item.job, absl::StrCat("queue wait on ", lane.backend->name()));
+  });
   auto refused = lane.queue->Push(std::move(item));
   if (metrics_) metrics_->SetQueueDepth(lane.backend->name(), lane.queue->size());
   if (!refused) return;
@@ -237,6 +241,8 @@ void Scheduler::MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status
   spdlog::warn("{}; rerunning on cpu", reason);
   item.fallback_reason = absl::StrCat(reason, "; ran on cpu");
   item.expires = item.job->spec().deadline;
+  item.queue_wait =
+      trace::AsyncRange([&] { return JobRangeName(*item.job, "CPU fallback queue wait"); });
   auto refused = lanes_[0]->queue->Push(std::move(item), /*force=*/true);
   if (refused) Finish(from, *refused, status, ExecutionInfo{}, start);  // closed
 }

@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "server/backend/finite_check.h"
 #include "server/common/logging.h"
+#include "server/common/trace.h"
 #include "server/scheduler/job_cost.h"
+#include "server/scheduler/job_trace.h"
 #include "server/scheduler/scheduler.h"
 #include "spdlog/spdlog.h"
 
@@ -127,6 +129,7 @@ bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
 
 void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
   const absl::Time start = absl::Now();
+  for (QueuedJob& item : group) item.queue_wait.End();
   group = Admissible(lane, std::move(group), start);
   if (group.empty()) return;
   if (Fenced(lane)) {  // queued before the lane was fenced
@@ -229,14 +232,17 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   }
   const OpKind kind = jobs[0]->spec().kind;
   const bool opaque = IsOpaque(*jobs[0]);
+  const bool fallback = !lane.is_gpu && !group[0].fallback_reason.empty();
   auto result = std::make_shared<BackendCallResult>();
   Backend* backend = lane.backend;
   lane.running.fetch_add(n);
   lane.running_flops.fetch_add(static_cast<int64_t>(flops));
   const absl::Time run_start = absl::Now();
   const bool returned = runner.Run(
-      [backend, kind, opaque, result, jobs = std::move(jobs), pins = std::move(pins),
+      [backend, kind, opaque, fallback, n, result, jobs = std::move(jobs), pins = std::move(pins),
        reservation = std::move(reservation)]() mutable {
+        const trace::ScopedRange range(
+            [&] { return JobRangeName(*jobs[0], RunPhase(backend->name(), fallback, n)); });
         const absl::Status thrown = NoThrow(backend->name(), [&] {
           if (opaque)
             result->status = jobs[0]->Run(*backend);

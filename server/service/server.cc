@@ -116,7 +116,7 @@ class ServerImpl : public Server {
 
 absl::Status ServerImpl::Init() {
   LINALGD_RETURN_IF_ERROR(CheckListenSecurity(options_.listen, options_.tls, options_.insecure));
-  auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion());
+  auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion(), LinalgdGitCommit());
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
   cpu_ = CreateCpuBackend(

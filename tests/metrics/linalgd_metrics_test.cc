@@ -17,7 +17,7 @@ namespace {
 class LinalgdMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto created = LinalgdMetrics::Create(&registry_, "1.2.3");
+    auto created = LinalgdMetrics::Create(&registry_, "1.2.3", "0123456789ab");
     ASSERT_TRUE(created.ok()) << created.status();
     metrics_ = std::move(*created);
   }
@@ -119,12 +119,12 @@ TEST_F(LinalgdMetricsTest, HistogramBuckets) {
 }
 
 TEST_F(LinalgdMetricsTest, CreateTwiceInOneRegistryFails) {
-  EXPECT_EQ(LinalgdMetrics::Create(&registry_, "x").status().code(),
+  EXPECT_EQ(LinalgdMetrics::Create(&registry_, "x", "y").status().code(),
             absl::StatusCode::kAlreadyExists);
 }
 
 TEST_F(LinalgdMetricsTest, BuildInfoAndStoreStartExported) {
-  EXPECT_TRUE(Has("linalgd_build_info{version=\"1.2.3\"} 1"));
+  EXPECT_TRUE(Has("linalgd_build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1"));
   EXPECT_TRUE(Has("linalgd_resident_store_bytes 0"));
 }
 

@@ -31,7 +31,7 @@ using ::linalgd::testing::kHttpTimeoutSeconds;
 class MetricsEndpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto metrics = LinalgdMetrics::Create(registry_.get(), "9.9.9");
+    auto metrics = LinalgdMetrics::Create(registry_.get(), "9.9.9", "abcdef012345");
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     metrics_ = std::move(*metrics);
     MetricsEndpointOptions options;
@@ -67,7 +67,8 @@ TEST_F(MetricsEndpointTest, ServesRegistryAndProcessGaugesOnAChosenPort) {
   metrics_->RecordRequest("Matmul", "OK", kCpuLabel, 0.01);
   const std::string response = HttpGet(endpoint_->port(), "/metrics");
   EXPECT_THAT(response, HasSubstr("200 OK"));
-  EXPECT_THAT(response, HasSubstr("linalgd_build_info{version=\"9.9.9\"} 1\n"));
+  EXPECT_THAT(response,
+              HasSubstr("linalgd_build_info{commit=\"abcdef012345\",version=\"9.9.9\"} 1\n"));
   EXPECT_THAT(response, HasSubstr("linalgd_requests_total{backend=\"cpu\","
                                   "code=\"OK\",op=\"Matmul\",tenant=\"default\"} 1\n"));
   EXPECT_THAT(response, HasSubstr("# TYPE process_start_time_seconds gauge"));

@@ -54,7 +54,7 @@ bool Apply(linalgd::LinalgdMetrics& m, const std::vector<std::string>& w) {
 
 int main(int argc, char** argv) {
   auto registry = std::make_shared<prometheus::Registry>();
-  auto metrics = linalgd::LinalgdMetrics::Create(registry.get(), "fixture");
+  auto metrics = linalgd::LinalgdMetrics::Create(registry.get(), "fixture", "fixturecommit");
   linalgd::metrics::MetricsEndpointOptions options;
   options.listen = argc > 2 && std::string(argv[1]) == "--listen" ? argv[2] : "127.0.0.1:0";
   auto exposer = linalgd::metrics::MetricsEndpoint::Start(

@@ -160,7 +160,7 @@ def fixture_checks(prom, checks):
     checks.expect("sent bytes", q('linalgd_sent_bytes_total{transport="shm"}'), 1048576)
     checks.expect("queue depth", q('linalgd_queue_depth{device="gpu:0"}'), 5)
     checks.expect("device unhealthy", q('linalgd_device_healthy{device="gpu:0"}'), 0)
-    checks.expect("build info", q('linalgd_build_info{version="fixture"}'), 1)
+    checks.expect("build info", q('linalgd_build_info{version="fixture",commit="fixturecommit"}'), 1)
 
 
 def run_fixture(binary, workdir):

@@ -25,3 +25,15 @@ def test_out_of_range_flag_is_refused(flag, value):
                           flag, value], capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert flag in (out.stdout + out.stderr)
+
+
+def test_build_info_metric_names_the_version_and_commit_that_version_prints(start_server):
+    import re
+    import urllib.request
+    printed = subprocess.run([server_binary(), "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    version, commit = re.fullmatch(r"linalgd (\S+) \(commit (\S+)\)\n", printed).groups()
+    s = start_server(metrics=True)
+    text = urllib.request.urlopen(f"http://127.0.0.1:{s.metrics_port}/metrics",
+                                  timeout=10).read().decode()
+    assert f'linalgd_build_info{{commit="{commit}",version="{version}"}} 1' in text

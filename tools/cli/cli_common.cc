@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "linalgd/npy.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -33,20 +34,31 @@ std::string ResidentId(const std::string& operand) {
   return operand.substr(1);
 }
 
-int ReportServerError(const absl::Status& status) {
-  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-            << "\n";
-  if (status.code() == absl::StatusCode::kUnavailable ||
-      status.code() == absl::StatusCode::kDeadlineExceeded) {
-    return kExitUnreachable;
-  }
-  return kExitServerError;
+int Output::ServerError(const absl::Status& status) const {
+  const bool unreachable = status.code() == absl::StatusCode::kUnavailable ||
+                           status.code() == absl::StatusCode::kDeadlineExceeded;
+  return LocalError(status, unreachable ? kExitUnreachable : kExitServerError);
 }
 
-int ReportLocalError(const absl::Status& status, int exit_code) {
-  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-            << "\n";
+int Output::LocalError(const absl::Status& status, int exit_code) const {
+  if (json_) {
+    Json(ErrorJson(status, exit_code));
+  } else {
+    std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+              << "\n";
+  }
   return exit_code;
+}
+
+void Output::Json(const std::string& json) const { std::cout << json << "\n" << std::flush; }
+
+std::string ErrorJson(const absl::Status& status, int exit_code) {
+  const std::string error = JsonObject()
+                                .Str("code", absl::StatusCodeToString(status.code()))
+                                .Str("message", status.message())
+                                .Int("exit_code", exit_code)
+                                .str();
+  return JsonObject().Raw("error", error).str();
 }
 
 absl::StatusOr<client::Tensor> ReadTensor(const std::string& path) { return client::ReadNpy(path); }

@@ -37,11 +37,30 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::s
 // plain file path.
 std::string ResidentId(const std::string& operand);
 
-// Prints "error: CODE: message" to stderr and returns the exit code for an
-// error that came back from a server call.
-int ReportServerError(const absl::Status& status);
-// The same for local failures (files, arguments): kExitFileError or kExitUsage.
-int ReportLocalError(const absl::Status& status, int exit_code);
+// Where a command's results and errors go: human-readable lines (errors
+// "error: CODE: message" on stderr), or with --json one JSON object on stdout
+// per result or error ({"error": {"code": "INVALID_ARGUMENT", "message":
+// ..., "exit_code": 1}}). The exit codes are the same either way.
+class Output {
+ public:
+  explicit Output(bool json) : json_(json) {}
+  bool json() const { return json_; }
+
+  // Reports an error that came back from a server call; returns its exit
+  // code (kExitUnreachable for UNAVAILABLE and DEADLINE_EXCEEDED, else
+  // kExitServerError).
+  int ServerError(const absl::Status& status) const;
+  // The same for local failures (files, arguments): returns `exit_code`.
+  int LocalError(const absl::Status& status, int exit_code) const;
+  // Prints a --json result object (`json` already serialized) on stdout.
+  void Json(const std::string& json) const;
+
+ private:
+  bool json_;
+};
+
+// The JSON error object Output prints for `status` under --json.
+std::string ErrorJson(const absl::Status& status, int exit_code);
 
 // Reads a .npy file; rank-1 inputs are left as they are.
 absl::StatusOr<client::Tensor> ReadTensor(const std::string& path);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -19,26 +20,41 @@ CLI::App* AddFactorizeCommand(CLI::App& app, FactorizeFlags& f) {
   return cmd;
 }
 
-int RunFactorize(Client& client, const client::CallOptions& call, const FactorizeFlags& flags) {
+int RunFactorize(Client& client, const client::CallOptions& call, const Output& out,
+                 const FactorizeFlags& flags) {
   client::FactorizeArgs args;
   absl::StatusOr<client::SolveMethod> method = client::ParseSolveMethod(flags.method);
-  if (!method.ok()) return ReportLocalError(method.status(), kExitUsage);
+  if (!method.ok()) return out.LocalError(method.status(), kExitUsage);
   args.method = *method;
   args.no_fallback = flags.no_fallback;
   args.allow_non_finite = flags.allow_non_finite;
   if (!flags.ttl.empty()) {
     absl::StatusOr<absl::Duration> ttl = ParseDurationFlag("--ttl", flags.ttl);
-    if (!ttl.ok()) return ReportLocalError(ttl.status(), kExitUsage);
+    if (!ttl.ok()) return out.LocalError(ttl.status(), kExitUsage);
     args.ttl = *ttl;
   }
   args.a_resident_id = ResidentId(flags.a);
   if (args.a_resident_id.empty()) {
     absl::StatusOr<client::Tensor> a = ReadTensor(flags.a);
-    if (!a.ok()) return ReportLocalError(a.status(), kExitFileError);
+    if (!a.ok()) return out.LocalError(a.status(), kExitFileError);
     args.a = *std::move(a);
   }
   absl::StatusOr<client::FactorInfo> f = client.Factorize(std::move(args), call);
-  if (!f.ok()) return ReportServerError(f.status());
+  if (!f.ok()) return out.ServerError(f.status());
+  if (out.json()) {
+    out.Json(JsonObject()
+                 .Str("factor_id", f->factor_id)
+                 .Str("method", client::SolveMethodName(f->method))
+                 .Int("n", f->n)
+                 .Str("dtype", client::DTypeName(f->dtype))
+                 .Num("rcond", f->rcond)
+                 .Str("placement", f->placement)
+                 .Int("bytes", f->bytes)
+                 .Str("fallback", f->fallback)
+                 .Raw("info", ExecutionInfoJson(f->info))
+                 .str());
+    return kExitOk;
+  }
   std::cout << absl::StrFormat(
       "%s method=%s n=%d dtype=%s rcond=%.3e placement=%s bytes=%d fallback=%s run=%s\n",
       f->factor_id, client::SolveMethodName(f->method), f->n, client::DTypeName(f->dtype), f->rcond,
@@ -47,9 +63,14 @@ int RunFactorize(Client& client, const client::CallOptions& call, const Factoriz
   return kExitOk;
 }
 
-int RunReleaseFactor(Client& client, const client::CallOptions& call, const std::string& id) {
-  if (absl::Status s = client.ReleaseFactor(id, call); !s.ok()) return ReportServerError(s);
-  std::cout << "released " << id << "\n";
+int RunReleaseFactor(Client& client, const client::CallOptions& call, const Output& out,
+                     const std::string& id) {
+  if (absl::Status s = client.ReleaseFactor(id, call); !s.ok()) return out.ServerError(s);
+  if (out.json()) {
+    out.Json(JsonObject().Str("released", id).str());
+  } else {
+    std::cout << "released " << id << "\n";
+  }
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -22,10 +23,12 @@ CLI::App* AddFactorizeCommand(CLI::App& app, FactorizeFlags& flags);
 
 // Factorizes A on the server (the factors stay there) and prints
 // "FACTOR_ID method=M n=N ..." on one stdout line. Returns an ExitCode.
-int RunFactorize(Client& client, const client::CallOptions& call, const FactorizeFlags& flags);
+int RunFactorize(Client& client, const client::CallOptions& call, const Output& out,
+                 const FactorizeFlags& flags);
 
 // `release-factor ID`: drops a cached factorization.
-int RunReleaseFactor(Client& client, const client::CallOptions& call, const std::string& id);
+int RunReleaseFactor(Client& client, const client::CallOptions& call, const Output& out,
+                     const std::string& id);
 
 }  // namespace linalgd::cli
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -13,15 +14,24 @@ CLI::App* AddGetCommand(CLI::App& app, GetFlags& f) {
   return cmd;
 }
 
-int RunGet(Client& client, const client::CallOptions& call, const GetFlags& flags) {
+int RunGet(Client& client, const client::CallOptions& call, const Output& out,
+           const GetFlags& flags) {
   const std::string resident = ResidentId(flags.id);
   const std::string& id = resident.empty() ? flags.id : resident;
   absl::StatusOr<client::Tensor> tensor = client.GetTensor(id, call);
-  if (!tensor.ok()) return ReportServerError(tensor.status());
+  if (!tensor.ok()) return out.ServerError(tensor.status());
   if (absl::Status s = WriteTensor(flags.out, *tensor); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
-  std::cout << id << " -> " << tensor->DebugString() << " " << flags.out << "\n";
+  if (out.json()) {
+    out.Json(JsonObject()
+                 .Str("id", id)
+                 .Str("out_file", flags.out)
+                 .Raw("tensor", TensorJson(*tensor))
+                 .str());
+  } else {
+    std::cout << id << " -> " << tensor->DebugString() << " " << flags.out << "\n";
+  }
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -18,7 +19,8 @@ CLI::App* AddGetCommand(CLI::App& app, GetFlags& flags);
 
 // Downloads a resident tensor (GetTensor streaming, CRC32C-checked) into a
 // .npy file and prints one line. Returns an ExitCode.
-int RunGet(Client& client, const client::CallOptions& call, const GetFlags& flags);
+int RunGet(Client& client, const client::CallOptions& call, const Output& out,
+           const GetFlags& flags);
 
 }  // namespace linalgd::cli
 

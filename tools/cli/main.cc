@@ -27,6 +27,7 @@ struct GlobalFlags {
   int64_t max_message_bytes = int64_t{1} << 30;
   std::string tls_ca, tls_cert, tls_key;  // PEM file paths; any set: TLS
   std::string token;                      // bearer token (--token or LINALGD_TOKEN)
+  bool json = false;                      // results and errors as JSON on stdout
 };
 
 // The flags of every subcommand, filled on parse.
@@ -55,22 +56,23 @@ void AddStoreCommands(CLI::App& app, CommandFlags& f) {
 
 // Runs a store subcommand; -1 when the parsed one is not a store command.
 int RunStoreCommand(CLI::App& app, Client& client, const client::CallOptions& call,
-                    const CommandFlags& f) {
-  if (app.got_subcommand("put")) return RunPut(client, call, f.put);
-  if (app.got_subcommand("get")) return RunGet(client, call, f.get);
-  if (app.got_subcommand("rm")) return RunRm(client, call, f.rm);
-  if (app.got_subcommand("ls")) return RunLs(client, call);
-  if (app.got_subcommand("factorize")) return RunFactorize(client, call, f.factorize);
+                    const Output& out, const CommandFlags& f) {
+  if (app.got_subcommand("put")) return RunPut(client, call, out, f.put);
+  if (app.got_subcommand("get")) return RunGet(client, call, out, f.get);
+  if (app.got_subcommand("rm")) return RunRm(client, call, out, f.rm);
+  if (app.got_subcommand("ls")) return RunLs(client, call, out);
+  if (app.got_subcommand("factorize")) return RunFactorize(client, call, out, f.factorize);
   if (app.got_subcommand("release-factor")) {
-    return RunReleaseFactor(client, call, f.release_factor_id);
+    return RunReleaseFactor(client, call, out, f.release_factor_id);
   }
   return -1;
 }
 
 // Dispatches to the parsed subcommand.
 int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
+  const Output out(global.json);
   absl::StatusOr<absl::Duration> timeout = ParseTimeout(global.timeout);
-  if (!timeout.ok()) return ReportLocalError(timeout.status(), kExitUsage);
+  if (!timeout.ok()) return out.LocalError(timeout.status(), kExitUsage);
   client::ClientOptions options;
   options.target = global.target;
   options.default_timeout = *timeout;
@@ -80,16 +82,16 @@ int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   options.tls_key = global.tls_key;
   options.token = global.token;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
-  if (!client.ok()) return ReportLocalError(client.status(), kExitUsage);
+  if (!client.ok()) return out.LocalError(client.status(), kExitUsage);
   const client::CallOptions call;  // the default timeout applies
-  if (app.got_subcommand("info")) return RunInfo(**client, call);
-  if (app.got_subcommand("health")) return RunHealth(**client, call);
+  if (app.got_subcommand("info")) return RunInfo(**client, call, out);
+  if (app.got_subcommand("health")) return RunHealth(**client, call, out);
   if (app.got_subcommand("matmul")) {
-    return RunMatmul(**client, call, f.matmul, *app.get_subcommand("matmul"));
+    return RunMatmul(**client, call, out, f.matmul, *app.get_subcommand("matmul"));
   }
-  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, f.sparse);
-  if (const int rc = RunStoreCommand(app, **client, call, f); rc >= 0) return rc;
-  return RunSolve(**client, call, f.solve);
+  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, out, f.sparse);
+  if (const int rc = RunStoreCommand(app, **client, call, out, f); rc >= 0) return rc;
+  return RunSolve(**client, call, out, f.solve);
 }
 
 }  // namespace
@@ -121,6 +123,9 @@ int main(int argc, char** argv) {
                  "the tenant's bearer token (prefer the LINALGD_TOKEN environment variable: a "
                  "command line is visible to other users)")
       ->envname("LINALGD_TOKEN");
+  app.add_flag("--json", global.json,
+               "print one JSON object on stdout: the result, or {\"error\": {code, message, "
+               "exit_code}}");
   app.add_subcommand("info", "print version, backends, devices and limits");
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
   AddMatmulCommand(app, flags.matmul);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 namespace {
@@ -98,8 +99,19 @@ CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& f) {
 namespace {
 
 // Prints the result line; `where` is the output file or the kept id.
-void PrintResult(const client::MatmulResult& result, const std::string& where, int64_t total_ns) {
+void PrintResult(const Output& out, const client::MatmulResult& result, const std::string& where,
+                 int64_t total_ns) {
   const client::ExecutionInfo& info = result.info;
+  if (out.json()) {
+    JsonObject json;
+    if (result.out_resident_id.empty()) {
+      json.Str("out_file", where).Raw("out", TensorJson(result.out));
+    } else {
+      json.Str("out_resident_id", where);
+    }
+    out.Json(json.Raw("info", ExecutionInfoJson(info)).Int("total_time_ns", total_ns).str());
+    return;
+  }
   const std::string shape = result.out_resident_id.empty() ? result.out.DebugString() + " -> " : "";
   std::cout << absl::StrFormat("%s%s backend=%s queue=%s run=%s total=%s%s\n", shape, where,
                                info.backend, FormatNanos(info.queue_time_ns),
@@ -109,35 +121,35 @@ void PrintResult(const client::MatmulResult& result, const std::string& where, i
 
 }  // namespace
 
-int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,
-              const CLI::App& command) {
+int RunMatmul(Client& client, const client::CallOptions& call, const Output& out,
+              const MatmulFlags& flags, const CLI::App& command) {
   if (flags.keep_result == !flags.out.empty()) {
-    return ReportLocalError(
+    return out.LocalError(
         absl::InvalidArgumentError("matmul: give exactly one of -o/--out and --keep-result"),
         kExitUsage);
   }
   client::MatmulArgs args;
   bool a_vector = false, b_vector = false;
   if (absl::Status s = ApplyFlags(flags, command, args); !s.ok()) {
-    return ReportLocalError(s, kExitUsage);
+    return out.LocalError(s, kExitUsage);
   }
   if (absl::Status s = ReadOperands(flags, args, a_vector, b_vector); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
   args.keep_result = flags.keep_result;
   const absl::Time start = absl::Now();
   absl::StatusOr<client::MatmulResult> result = client.Matmul(std::move(args), call);
   const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
-  if (!result.ok()) return ReportServerError(result.status());
+  if (!result.ok()) return out.ServerError(result.status());
   if (flags.keep_result) {
-    PrintResult(*result, result->out_resident_id, total_ns);
+    PrintResult(out, *result, result->out_resident_id, total_ns);
     return kExitOk;
   }
   SqueezeVectors(result->out, a_vector, b_vector);
   if (absl::Status s = WriteTensor(flags.out, result->out); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
-  PrintResult(*result, flags.out, total_ns);
+  PrintResult(out, *result, flags.out, total_ns);
   return kExitOk;
 }
 

@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -31,8 +32,8 @@ CLI::App* AddMatmulCommand(CLI::App& app, MatmulFlags& flags);
 // first on the stdout line. Rank-1 file operands follow numpy.matmul: a [K] is read as [1, K] and
 // b [K] as [K, 1], and the added dimension is removed from the result.
 // Prints one line (shape, backend, times) to stdout. Returns an ExitCode.
-int RunMatmul(Client& client, const client::CallOptions& call, const MatmulFlags& flags,
-              const CLI::App& command);
+int RunMatmul(Client& client, const client::CallOptions& call, const Output& out,
+              const MatmulFlags& flags, const CLI::App& command);
 
 }  // namespace linalgd::cli
 

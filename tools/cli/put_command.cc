@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -15,18 +16,30 @@ CLI::App* AddPutCommand(CLI::App& app, PutFlags& f) {
   return cmd;
 }
 
-int RunPut(Client& client, const client::CallOptions& call, const PutFlags& flags) {
+int RunPut(Client& client, const client::CallOptions& call, const Output& out,
+           const PutFlags& flags) {
   client::PutOptions put;
   put.placement = flags.placement;
   if (!flags.ttl.empty()) {
     absl::StatusOr<absl::Duration> ttl = ParseDurationFlag("--ttl", flags.ttl);
-    if (!ttl.ok()) return ReportLocalError(ttl.status(), kExitUsage);
+    if (!ttl.ok()) return out.LocalError(ttl.status(), kExitUsage);
     put.ttl = *ttl;
   }
   absl::StatusOr<client::Tensor> tensor = ReadTensor(flags.path);
-  if (!tensor.ok()) return ReportLocalError(tensor.status(), kExitFileError);
+  if (!tensor.ok()) return out.LocalError(tensor.status(), kExitFileError);
   absl::StatusOr<client::TensorInfo> info = client.PutTensor(*tensor, put, call);
-  if (!info.ok()) return ReportServerError(info.status());
+  if (!info.ok()) return out.ServerError(info.status());
+  if (out.json()) {
+    out.Json(JsonObject()
+                 .Str("id", info->id)
+                 .Str("dtype", client::DTypeName(tensor->dtype()))
+                 .Raw("shape", JsonIntArray(tensor->shape()))
+                 .Str("placement", info->placement)
+                 .Int("bytes", info->bytes)
+                 .Num("ttl_seconds", info->ttl_seconds)
+                 .str());
+    return kExitOk;
+  }
   std::cout << info->id << "\n";
   std::cerr << absl::StrFormat("%s -> %s placement=%s bytes=%d ttl=%.0fs\n", tensor->DebugString(),
                                info->id, info->placement, info->bytes, info->ttl_seconds);

@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -21,7 +22,8 @@ CLI::App* AddPutCommand(CLI::App& app, PutFlags& flags);
 // Uploads the file as a resident tensor (PutTensor streaming) and prints its
 // id alone on the first stdout line, then its description on stderr.
 // Returns an ExitCode.
-int RunPut(Client& client, const client::CallOptions& call, const PutFlags& flags);
+int RunPut(Client& client, const client::CallOptions& call, const Output& out,
+           const PutFlags& flags);
 
 }  // namespace linalgd::cli
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -12,13 +13,17 @@ CLI::App* AddRmCommand(CLI::App& app, RmFlags& f) {
   return cmd;
 }
 
-int RunRm(Client& client, const client::CallOptions& call, const RmFlags& flags) {
+int RunRm(Client& client, const client::CallOptions& call, const Output& out,
+          const RmFlags& flags) {
+  std::vector<std::string> deleted;
   for (const std::string& given : flags.ids) {
     const std::string resident = ResidentId(given);
     const std::string& id = resident.empty() ? given : resident;
-    if (absl::Status s = client.DeleteTensor(id, call); !s.ok()) return ReportServerError(s);
-    std::cout << "deleted " << id << "\n";
+    if (absl::Status s = client.DeleteTensor(id, call); !s.ok()) return out.ServerError(s);
+    if (!out.json()) std::cout << "deleted " << id << "\n";
+    deleted.push_back(JsonString(id));
   }
+  if (out.json()) out.Json(JsonObject().Raw("deleted", JsonArray(deleted)).str());
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -19,7 +20,7 @@ CLI::App* AddRmCommand(CLI::App& app, RmFlags& flags);
 
 // Deletes each resident tensor; prints "deleted ID" per id. Stops at the
 // first error and returns its ExitCode.
-int RunRm(Client& client, const client::CallOptions& call, const RmFlags& flags);
+int RunRm(Client& client, const client::CallOptions& call, const Output& out, const RmFlags& flags);
 
 }  // namespace linalgd::cli
 

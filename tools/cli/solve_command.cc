@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -52,7 +53,27 @@ absl::Status CheckOperands(const SolveFlags& flags, std::string& a, std::string&
   return absl::OkStatus();
 }
 
-void PrintResult(const client::SolveResult& result, const std::string& where, int64_t total_ns) {
+// {"x_file", "x": {dtype, shape}} or {"x_resident_id"}, the method, fallback,
+// residual, rcond (null when there is none) and the execution info.
+std::string ResultJson(const client::SolveResult& result, const std::string& where,
+                       int64_t total_ns) {
+  JsonObject json;
+  if (result.x_resident_id.empty()) {
+    json.Str("x_file", where).Raw("x", TensorJson(result.x));
+  } else {
+    json.Str("x_resident_id", where);
+  }
+  json.Str("method_used", client::SolveMethodName(result.method_used))
+      .Str("fallback", result.fallback)
+      .Num("residual", result.residual)
+      .Raw("rcond", result.rcond ? JsonNumber(*result.rcond) : "null");
+  if (!result.rank.empty()) json.Raw("rank", JsonIntArray(result.rank));
+  return json.Raw("info", ExecutionInfoJson(result.info)).Int("total_time_ns", total_ns).str();
+}
+
+void PrintResult(const Output& out, const client::SolveResult& result, const std::string& where,
+                 int64_t total_ns) {
+  if (out.json()) return out.Json(ResultJson(result, where, total_ns));
   const client::ExecutionInfo& info = result.info;
   const std::string shape = result.x_resident_id.empty() ? result.x.DebugString() + " -> " : "";
   std::cout << absl::StrFormat(
@@ -79,14 +100,15 @@ CLI::App* AddSolveCommand(CLI::App& app, SolveFlags& f) {
   return cmd;
 }
 
-int RunSolve(Client& client, const client::CallOptions& call, const SolveFlags& flags) {
+int RunSolve(Client& client, const client::CallOptions& call, const Output& out,
+             const SolveFlags& flags) {
   std::string a_operand, b_operand;
   if (absl::Status s = CheckOperands(flags, a_operand, b_operand); !s.ok()) {
-    return ReportLocalError(s, kExitUsage);
+    return out.LocalError(s, kExitUsage);
   }
   client::SolveArgs args;
   absl::StatusOr<client::SolveMethod> method = client::ParseSolveMethod(flags.method);
-  if (!method.ok()) return ReportLocalError(method.status(), kExitUsage);
+  if (!method.ok()) return out.LocalError(method.status(), kExitUsage);
   args.method = *method;
   args.no_fallback = flags.no_fallback;
   args.allow_non_finite = flags.allow_non_finite;
@@ -94,22 +116,22 @@ int RunSolve(Client& client, const client::CallOptions& call, const SolveFlags& 
   args.keep_result = flags.keep_result;
   bool b_vector = false;
   if (absl::Status s = ReadOperands(a_operand, b_operand, args, b_vector); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<client::SolveResult> result = client.Solve(std::move(args), call);
   const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
-  if (!result.ok()) return ReportServerError(result.status());
+  if (!result.ok()) return out.ServerError(result.status());
   if (flags.keep_result) {
-    PrintResult(*result, result->x_resident_id, total_ns);
+    PrintResult(out, *result, result->x_resident_id, total_ns);
     return kExitOk;
   }
   client::Tensor& x = result->x;
   if (b_vector && x.rank() == 2 && x.shape()[1] == 1) (void)x.Reshape({x.shape()[0]});
   if (absl::Status s = WriteTensor(flags.out, x); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
-  PrintResult(*result, flags.out, total_ns);
+  PrintResult(out, *result, flags.out, total_ns);
   return kExitOk;
 }
 

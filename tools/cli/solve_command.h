@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -26,7 +27,8 @@ CLI::App* AddSolveCommand(CLI::App& app, SolveFlags& flags);
 // stays on the server and its id is printed first. A rank-1 file B [n] is sent as [n, 1] and X is
 // written as [n']. Prints one line (method used, fallback, residual, backend, times) to stdout.
 // Returns an ExitCode.
-int RunSolve(Client& client, const client::CallOptions& call, const SolveFlags& flags);
+int RunSolve(Client& client, const client::CallOptions& call, const Output& out,
+             const SolveFlags& flags);
 
 }  // namespace linalgd::cli
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "linalgd/matrix_market.h"
 #include "tools/cli/cli_common.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -42,9 +43,24 @@ absl::Status FillOptions(const SparseSolveFlags& flags, client::SparseSolveArgs&
   return absl::OkStatus();
 }
 
-void PrintSummary(const client::SparseSolveResult& r, const SparseSolveFlags& flags,
-                  int64_t total_ns) {
+void PrintSummary(const Output& out, const client::SparseSolveResult& r,
+                  const SparseSolveFlags& flags, int64_t total_ns) {
   const client::ExecutionInfo& info = r.info;
+  if (out.json()) {
+    return out.Json(
+        JsonObject()
+            .Str("x_file", flags.out)
+            .Raw("x", TensorJson(r.x))
+            .Str("method_used", client::SparseMethodName(r.method_used))
+            .Str("preconditioner_used", client::PreconditionerName(r.preconditioner_used))
+            .Int("iterations", r.iterations)
+            .Num("residual", r.residual)
+            .Bool("dense_path", r.dense_path)
+            .Str("fallback", r.fallback)
+            .Raw("info", ExecutionInfoJson(info))
+            .Int("total_time_ns", total_ns)
+            .str());
+  }
   std::cout << absl::StrFormat(
       "%s -> %s method=%s preconditioner=%s iterations=%d residual=%.3e%s fallback=%s "
       "backend=%s queue=%s run=%s total=%s\n",
@@ -57,13 +73,14 @@ void PrintSummary(const client::SparseSolveResult& r, const SparseSolveFlags& fl
 
 }  // namespace
 
-int RunSparseSolve(Client& client, const client::CallOptions& call, const SparseSolveFlags& flags) {
+int RunSparseSolve(Client& client, const client::CallOptions& call, const Output& out,
+                   const SparseSolveFlags& flags) {
   client::SparseSolveArgs args;
-  if (absl::Status s = FillOptions(flags, args); !s.ok()) return ReportLocalError(s, kExitUsage);
+  if (absl::Status s = FillOptions(flags, args); !s.ok()) return out.LocalError(s, kExitUsage);
   absl::StatusOr<client::Tensor> b = ReadTensor(flags.b);
-  if (!b.ok()) return ReportLocalError(b.status(), kExitFileError);
+  if (!b.ok()) return out.LocalError(b.status(), kExitFileError);
   absl::StatusOr<client::CsrMatrix> a = client::ReadMatrixMarket(flags.a, b->dtype());
-  if (!a.ok()) return ReportLocalError(a.status(), kExitFileError);
+  if (!a.ok()) return out.LocalError(a.status(), kExitFileError);
   const bool b_vector = b->rank() == 1;
   if (b_vector) (void)b->Reshape({b->shape()[0], 1});
   args.a = *std::move(a);
@@ -72,13 +89,13 @@ int RunSparseSolve(Client& client, const client::CallOptions& call, const Sparse
   const absl::Time start = absl::Now();
   absl::StatusOr<client::SparseSolveResult> result = client.SparseSolve(std::move(args), call);
   const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);
-  if (!result.ok()) return ReportServerError(result.status());
+  if (!result.ok()) return out.ServerError(result.status());
   client::Tensor& x = result->x;
   if (b_vector && x.rank() == 2 && x.shape()[1] == 1) (void)x.Reshape({x.shape()[0]});
   if (absl::Status s = WriteTensor(flags.out, x); !s.ok()) {
-    return ReportLocalError(s, kExitFileError);
+    return out.LocalError(s, kExitFileError);
   }
-  PrintSummary(*result, flags, total_ns);
+  PrintSummary(out, *result, flags, total_ns);
   return kExitOk;
 }
 

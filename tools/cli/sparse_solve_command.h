@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
@@ -28,7 +29,8 @@ CLI::App* AddSparseSolveCommand(CLI::App& app, SparseSolveFlags& flags);
 // and X written as [n]), solves, writes X and prints one line (method,
 // preconditioner, iterations, residual, fallback, backend, times). Returns an
 // ExitCode.
-int RunSparseSolve(Client& client, const client::CallOptions& call, const SparseSolveFlags& flags);
+int RunSparseSolve(Client& client, const client::CallOptions& call, const Output& out,
+                   const SparseSolveFlags& flags);
 
 }  // namespace linalgd::cli
 
