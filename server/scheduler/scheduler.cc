@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <system_error>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -87,8 +88,12 @@ void Scheduler::AddLane(Backend* backend, MemoryBudget* budget, bool is_gpu, int
     metrics_->SetInFlightJobs(backend->name(), 0);
     if (budget) metrics_->SetDeviceMemoryBudget(backend->name(), budget->budget());
   }
-  for (int i = 0; i < std::max(1, workers); ++i) {
-    raw->workers.emplace_back([this, raw] { WorkerLoop(*raw); });
+  {
+    absl::MutexLock lock(&raw->workers_mu);
+    for (int i = 0; i < std::max(1, workers); ++i) {
+      raw->workers.emplace_back(
+          [this, raw, w = std::make_shared<Worker>()] { WorkerLoop(*raw, w); });
+    }
   }
   lanes_.push_back(std::move(lane));
 }
@@ -107,11 +112,10 @@ void Scheduler::Shutdown() {
     if (sweeper_.joinable()) sweeper_.join();
     // GPU lanes drain first: their reruns still find the CPU lane open.
     for (size_t i = 1; i < lanes_.size(); ++i) lanes_[i]->queue->Close();
-    for (size_t i = 1; i < lanes_.size(); ++i) {
-      for (auto& t : lanes_[i]->workers) t.join();
-    }
+    for (size_t i = 1; i < lanes_.size(); ++i) JoinWorkers(*lanes_[i]);
     lanes_[0]->queue->Close();
-    for (auto& t : lanes_[0]->workers) t.join();
+    JoinWorkers(*lanes_[0]);
+    watchdog_.Stop();  // no call runs now but those abandoned
     for (const auto& lane : lanes_) lane->abandoned->WaitForNone();
   });
 }
@@ -202,25 +206,81 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   Refuse(std::move(*refused), std::move(status));
 }
 
-void Scheduler::WorkerLoop(Lane& lane) {
-  TimedRunner runner(lane.abandoned);
-  while (auto item = lane.queue->Pop()) {
-    int max_count = batcher_.options().max_batch;
-    const int64_t bytes = item->job->spec().device_bytes;
-    if (lane.budget && bytes > 0) {
-      max_count =
-          static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
+void Scheduler::JoinWorkers(Lane& lane) {
+  while (true) {
+    std::thread t;
+    {
+      absl::MutexLock lock(&lane.workers_mu);
+      if (lane.workers.empty()) return;
+      t = std::move(lane.workers.back());
+      lane.workers.pop_back();
     }
-    const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
-    const bool busy = lane.running.load() > 0;
+    t.join();  // a replacement it needed was added before it returns
+  }
+}
+
+void Scheduler::Retire(Lane& lane) {
+  absl::MutexLock lock(&lane.workers_mu);
+  const auto self =
+      std::find_if(lane.workers.begin(), lane.workers.end(),
+                   [](const std::thread& t) { return t.get_id() == std::this_thread::get_id(); });
+  if (self == lane.workers.end()) return;  // Shutdown is joining it
+  self->detach();
+  lane.workers.erase(self);
+}
+
+bool Scheduler::StartReplacement(Lane& lane, Worker& stuck) {
+  auto next = std::make_shared<Worker>();
+  {
+    absl::MutexLock lock(&stuck.mu);
+    absl::MutexLock next_lock(&next->mu);
+    next->deferred.swap(stuck.deferred);
+  }
+  try {
+    absl::MutexLock lock(&lane.workers_mu);
+    lane.workers.emplace_back([this, &lane, next] { WorkerLoop(lane, next); });
+  } catch (const std::system_error& e) {  // the stuck worker goes on when its call returns
+    spdlog::error("{}: no thread for a replacement worker ({}); the lane waits for its stuck call",
+                  lane.backend->name(), e.what());
+    absl::MutexLock lock(&stuck.mu);
+    absl::MutexLock next_lock(&next->mu);
+    stuck.deferred.swap(next->deferred);
+    return false;
+  }
+  absl::MutexLock lock(&stuck.mu);
+  stuck.replaced = true;
+  return true;
+}
+
+void Scheduler::WorkerLoop(Lane& lane, std::shared_ptr<Worker> w) {
+  Worker& worker = *w;
+  while (true) {
     try {
-      ExecuteGroup(lane, runner,
+      RunDeferred(lane, worker);
+      if (worker.retired) break;
+      auto item = lane.queue->Pop();
+      if (!item) return;
+      int max_count = batcher_.options().max_batch;
+      const int64_t bytes = item->job->spec().device_bytes;
+      if (lane.budget && bytes > 0) {
+        max_count =
+            static_cast<int>(std::clamp<int64_t>(lane.budget->budget() / bytes, 1, max_count));
+      }
+      const absl::Duration run = lane.estimate.Predict(item->job->spec().flops);
+      const bool busy = lane.running.load() > 0;
+      ExecuteGroup(lane, worker,
                    batcher_.Form(std::move(*item), *lane.queue, max_count, run, busy));
     } catch (const std::exception& e) {  // backend calls never throw (NoThrow); this is the rest
       spdlog::error("{}: a job's delivery threw: {}; the worker goes on", lane.backend->name(),
                     e.what());
     }
+    if (worker.retired) break;
   }
+  // Its call overran and returned: a replacement serves the lane. The
+  // scheduler may be destroyed right after Done(): nothing follows it.
+  const std::shared_ptr<AbandonedCalls> abandoned = lane.abandoned;
+  Retire(lane);
+  abandoned->Done();
 }
 
 void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,

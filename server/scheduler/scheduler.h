@@ -2,6 +2,7 @@
 #define LINALGD_SERVER_SCHEDULER_SCHEDULER_H_
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,7 +21,7 @@
 #include "server/scheduler/job_queue.h"
 #include "server/scheduler/matmul_split.h"
 #include "server/scheduler/throughput_estimate.h"
-#include "server/scheduler/timed_runner.h"
+#include "server/scheduler/watchdog.h"
 
 namespace linalgd {
 
@@ -130,7 +131,10 @@ class Scheduler {
     MemoryBudget* const budget;  // GPU lanes only; may be null
     const bool is_gpu;
     std::unique_ptr<JobQueue> queue;
-    std::vector<std::thread> workers;
+    // Worker threads: a worker whose call overran --op-timeout is replaced
+    // by a new thread and retires (detaches) when its call returns.
+    absl::Mutex workers_mu;
+    std::vector<std::thread> workers ABSL_GUARDED_BY(workers_mu);
     std::atomic<int> running{0};
     std::atomic<int64_t> running_flops{0};
     ThroughputEstimate estimate;
@@ -138,12 +142,30 @@ class Scheduler {
     const std::shared_ptr<AbandonedCalls> abandoned = std::make_shared<AbandonedCalls>();
   };
   using Group = std::vector<QueuedJob>;
+  // One worker thread's state. Backend calls run on the worker's own thread,
+  // watched by watchdog_; when one overruns, the watchdog ends its jobs and
+  // starts a replacement worker that takes over `deferred`.
+  struct Worker {
+    absl::Mutex mu;
+    // Dequeued jobs this worker runs one by one (a failed batch, a group that
+    // never fits): on a timeout the replacement runs them.
+    std::deque<QueuedJob> deferred ABSL_GUARDED_BY(mu);
+    bool replaced ABSL_GUARDED_BY(mu) = false;  // set by the watchdog
+    bool retired = false;  // this thread's own: its call overran and it was replaced
+  };
 
   // scheduler.cc: placement and delivery.
   void AddLane(Backend* backend, MemoryBudget* budget, bool is_gpu, int workers);
   Lane& Route(const JobSpec& spec, absl::Time now, std::string* reason);
   absl::Duration PredictedWait(const Lane& lane) const;
-  void WorkerLoop(Lane& lane);
+  void WorkerLoop(Lane& lane, std::shared_ptr<Worker> worker);
+  // Called on the watchdog thread: a new worker thread for `lane` takes over
+  // `stuck`'s deferred jobs; false (nothing taken) when no thread starts.
+  bool StartReplacement(Lane& lane, Worker& stuck);
+  // Detaches the calling (retired) worker's thread from lane.workers.
+  static void Retire(Lane& lane);
+  // Joins `lane`'s workers, replacements started meanwhile included.
+  static void JoinWorkers(Lane& lane);
   void Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,
               absl::Time start);
   // Moves a GPU job to the CPU lane, or finishes it with `status` when CPU
@@ -156,19 +178,33 @@ class Scheduler {
   void RecordFallback(OpKind kind, absl::string_view why);
 
   // scheduler_run.cc: running groups.
-  void ExecuteGroup(Lane& lane, TimedRunner& runner, Group group);
+  void ExecuteGroup(Lane& lane, Worker& worker, Group group);
+  // Runs each job of `group` alone (deferred: see Worker).
+  void ExecuteEach(Lane& lane, Worker& worker, Group group);
+  void RunDeferred(Lane& lane, Worker& worker);
+  // Runs `fn` on this thread, watched for `timeout`; false when it overran:
+  // `on_timeout` then ran on the watchdog thread (which also counted the call
+  // abandoned and started a replacement worker) while `fn` still ran.
+  bool RunCall(Lane& lane, Worker& worker, absl::AnyInvocable<void() &&> fn, absl::Duration timeout,
+               absl::AnyInvocable<void() &&> on_timeout);
+  // After a GPU call overran: the group's jobs go to the CPU (or fail).
+  void TimeOut(Lane& lane, Group& group, absl::Time start);
+  absl::Status OpTimeoutStatus(const Lane& lane) const;
   Group Admissible(Lane& lane, Group group, absl::Time start);
   absl::StatusOr<MemoryBudget::Reservation> Reserve(Lane& lane, const Group& group, int64_t bytes,
                                                     absl::Time start);
-  void RunGroup(Lane& lane, TimedRunner& runner, Group group, MemoryBudget::Reservation reservation,
+  void RunGroup(Lane& lane, Worker& worker, Group group, MemoryBudget::Reservation reservation,
                 absl::Time start);
   // `result` null: the jobs ran through Job::Run and hold their results.
   void Deliver(Lane& lane, Group& group, BackendCallResult* result, ExecutionInfo info,
                absl::Time start);
-  void RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
-  absl::Status RunPiece(Lane& lane, TimedRunner& runner, const QueuedJob& item,
-                        const MatmulSplitter& splitter, int64_t index, absl::Time end, Tensor& out);
-  void NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start);
+  void RunSplit(Lane& lane, Worker& worker, QueuedJob item, absl::Time start);
+  // `ended`: a piece overran and the watchdog already ended the job.
+  absl::Status RunPiece(Lane& lane, Worker& worker, QueuedJob& item, const MatmulSplitter& splitter,
+                        int64_t index, absl::Time start, absl::Time end, Tensor& out, bool& ended);
+  // A split matmul's job after a piece failed with `status`.
+  void EndSplit(Lane& lane, QueuedJob& item, const absl::Status& status, absl::Time start);
+  void NeverFits(Lane& lane, Worker& worker, QueuedJob item, absl::Time start);
   absl::Duration TimeoutFor(const Lane& lane) const;
   // Runs `item` on this thread when inline_max_run allows it (see the
   // option); false (item untouched) when it must queue.
@@ -184,6 +220,7 @@ class Scheduler {
   const SchedulerOptions options_;
   LinalgdMetrics* const metrics_;
   const Batcher batcher_;
+  Watchdog watchdog_;                         // before lanes_: their workers use it
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
   absl::Mutex inline_mu_;

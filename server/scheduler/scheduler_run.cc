@@ -116,9 +116,9 @@ bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
     if (closing_ || inline_running_ >= std::max(1, options_.cpu_workers)) return false;
     ++inline_running_;
   }
-  TimedRunner runner(lane.abandoned);  // the CPU lane has no timeout: runs here
+  Worker worker;  // the CPU lane has no timeout: runs here
   try {
-    ExecuteGroup(lane, runner, Single(std::move(item)));
+    ExecuteGroup(lane, worker, Single(std::move(item)));
   } catch (const std::exception& e) {  // as in WorkerLoop
     spdlog::error("{}: an inline job's delivery threw: {}", lane.backend->name(), e.what());
   }
@@ -127,7 +127,7 @@ bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
   return true;
 }
 
-void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
+void Scheduler::ExecuteGroup(Lane& lane, Worker& worker, Group group) {
   const absl::Time start = absl::Now();
   for (QueuedJob& item : group) item.queue_wait.End();
   group = Admissible(lane, std::move(group), start);
@@ -141,15 +141,14 @@ void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
     return;
   }
   if (!lane.is_gpu || lane.budget == nullptr) {
-    RunGroup(lane, runner, std::move(group), MemoryBudget::Reservation(), start);
+    RunGroup(lane, worker, std::move(group), MemoryBudget::Reservation(), start);
     return;
   }
   int64_t bytes = 0;
   for (const QueuedJob& item : group) bytes += item.job->spec().device_bytes;
   if (!lane.budget->CanEverFit(bytes)) {
-    if (group.size() == 1) return NeverFits(lane, runner, std::move(group[0]), start);
-    for (QueuedJob& item : group) ExecuteGroup(lane, runner, Single(std::move(item)));
-    return;
+    if (group.size() == 1) return NeverFits(lane, worker, std::move(group[0]), start);
+    return ExecuteEach(lane, worker, std::move(group));
   }
   absl::StatusOr<MemoryBudget::Reservation> reservation = Reserve(lane, group, bytes, start);
   if (!reservation.ok()) {
@@ -161,7 +160,61 @@ void Scheduler::ExecuteGroup(Lane& lane, TimedRunner& runner, Group group) {
     }
     return;
   }
-  RunGroup(lane, runner, std::move(group), *std::move(reservation), start);
+  RunGroup(lane, worker, std::move(group), *std::move(reservation), start);
+}
+
+void Scheduler::ExecuteEach(Lane& lane, Worker& worker, Group group) {
+  {
+    absl::MutexLock lock(&worker.mu);
+    worker.deferred.insert(worker.deferred.begin(), std::make_move_iterator(group.begin()),
+                           std::make_move_iterator(group.end()));
+  }
+  RunDeferred(lane, worker);
+}
+
+void Scheduler::RunDeferred(Lane& lane, Worker& worker) {
+  while (!worker.retired) {
+    QueuedJob item;
+    {
+      absl::MutexLock lock(&worker.mu);
+      if (worker.deferred.empty()) return;
+      item = std::move(worker.deferred.front());
+      worker.deferred.pop_front();
+    }
+    ExecuteGroup(lane, worker, Single(std::move(item)));
+  }
+}
+
+bool Scheduler::RunCall(Lane& lane, Worker& worker, absl::AnyInvocable<void() &&> fn,
+                        absl::Duration timeout, absl::AnyInvocable<void() &&> on_timeout) {
+  const bool returned = watchdog_.Run(std::move(fn), timeout, [&] {
+    lane.abandoned->Add();
+    std::move(on_timeout)();
+    StartReplacement(lane, worker);
+  });
+  if (returned) return true;
+  absl::MutexLock lock(&worker.mu);
+  if (worker.replaced) {
+    worker.retired = true;  // WorkerLoop ends, counting the call done
+  } else {
+    lane.abandoned->Done();  // no replacement: this worker goes on
+  }
+  return false;
+}
+
+absl::Status Scheduler::OpTimeoutStatus(const Lane& lane) const {
+  return absl::DeadlineExceededError(absl::StrCat(lane.backend->name(),
+                                                  ": still running after op-timeout ",
+                                                  absl::FormatDuration(options_.op_timeout)));
+}
+
+void Scheduler::TimeOut(Lane& lane, Group& group, absl::Time start) {
+  const absl::Status status = OpTimeoutStatus(lane);
+  for (QueuedJob& item : group) {
+    RevokeDirectResult(*item.job);  // the abandoned call must not write it late
+    MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackTimeout,
+              start);
+  }
 }
 
 absl::Status Scheduler::QueuedEnd(const Lane& lane, const QueuedJob& item, absl::Time now) {
@@ -212,7 +265,7 @@ absl::StatusOr<MemoryBudget::Reservation> Scheduler::Reserve(Lane& lane, const G
   return lane.budget->TryReserveFor(bytes, wait);
 }
 
-void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
+void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
                          MemoryBudget::Reservation reservation, absl::Time start) {
   const int n = static_cast<int>(group.size());
   std::vector<std::shared_ptr<Job>> jobs;
@@ -238,7 +291,8 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   lane.running.fetch_add(n);
   lane.running_flops.fetch_add(static_cast<int64_t>(flops));
   const absl::Time run_start = absl::Now();
-  const bool returned = runner.Run(
+  const bool returned = RunCall(
+      lane, worker,
       [backend, kind, opaque, fallback, n, result, jobs = std::move(jobs), pins = std::move(pins),
        reservation = std::move(reservation)]() mutable {
         const trace::ScopedRange range(
@@ -254,7 +308,13 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
         });
         if (!thrown.ok()) result->status = thrown;
       },
-      opaque ? absl::InfiniteDuration() : TimeoutFor(lane));
+      opaque ? absl::InfiniteDuration() : TimeoutFor(lane),
+      [&] {
+        lane.running.fetch_sub(n);
+        lane.running_flops.fetch_sub(static_cast<int64_t>(flops));
+        TimeOut(lane, group, start);
+      });
+  if (!returned) return;  // the watchdog ended the jobs
   const absl::Duration took = absl::Now() - run_start;
   lane.running.fetch_sub(n);
   lane.running_flops.fetch_sub(static_cast<int64_t>(flops));
@@ -262,17 +322,6 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   info.backend = backend->name();
   info.run_ns = absl::ToInt64Nanoseconds(took);
   info.batch_size = n;
-  if (!returned) {
-    const absl::Status status =
-        absl::DeadlineExceededError(absl::StrCat(info.backend, ": still running after op-timeout ",
-                                                 absl::FormatDuration(options_.op_timeout)));
-    for (QueuedJob& item : group) {
-      RevokeDirectResult(*item.job);  // the abandoned call must not write it late
-      MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackTimeout,
-                start);
-    }
-    return;
-  }
   lane.estimate.Observe(flops, took);
   RecordRun(lane, kind, info);
   if (result->status.ok())
@@ -280,8 +329,7 @@ void Scheduler::RunGroup(Lane& lane, TimedRunner& runner, Group group,
   if (n > 1) {  // the error is not attributed: each job runs alone
     spdlog::debug("{}: batch of {} failed ({}); running each alone", info.backend, n,
                   result->status.ToString());
-    for (QueuedJob& item : group) ExecuteGroup(lane, runner, Single(std::move(item)));
-    return;
+    return ExecuteEach(lane, worker, std::move(group));
   }
   if (lane.is_gpu && RetryableOnCpu(result->status)) {
     MoveToCpu(lane, std::move(group[0]), result->status, Reason(info.backend, result->status),
@@ -314,10 +362,10 @@ void Scheduler::Deliver(Lane& lane, Group& group, BackendCallResult* result, Exe
   }
 }
 
-void Scheduler::NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start) {
+void Scheduler::NeverFits(Lane& lane, Worker& worker, QueuedJob item, absl::Time start) {
   const JobSpec& spec = item.job->spec();
   if (spec.kind == OpKind::kMatmul && !IsOpaque(*item.job)) {
-    return RunSplit(lane, runner, std::move(item), start);
+    return RunSplit(lane, worker, std::move(item), start);
   }
   const absl::Status status = absl::ResourceExhaustedError(
       absl::StrCat(lane.backend->name(), " memory budget: the job needs ", spec.device_bytes,
@@ -327,7 +375,7 @@ void Scheduler::NeverFits(Lane& lane, TimedRunner& runner, QueuedJob item, absl:
   MoveToCpu(lane, std::move(item), status, std::string(status.message()), kFallbackBudget, start);
 }
 
-void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::Time start) {
+void Scheduler::RunSplit(Lane& lane, Worker& worker, QueuedJob item, absl::Time start) {
   Job& job = *item.job;
   const std::string name = lane.backend->name();
   // The pieces are not checked (their element numbers would not be the op's).
@@ -346,11 +394,11 @@ void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::
                              : start + options_.op_timeout;
   const absl::Time run_start = absl::Now();
   for (int64_t i = 0; i < (*splitter)->num_pieces(); ++i) {
-    absl::Status status = RunPiece(lane, runner, item, **splitter, i, end, out);
+    bool ended = false;
+    absl::Status status = RunPiece(lane, worker, item, **splitter, i, start, end, out, ended);
     if (status.ok()) continue;
-    if (job.cancelled() || !RetryableOnCpu(status)) return Finish(lane, item, status, {}, start);
-    return MoveToCpu(lane, std::move(item), status, Reason(name, status), FallbackLabel(status),
-                     start);
+    if (!ended) EndSplit(lane, item, status, start);
+    return;
   }
   ExecutionInfo info;
   info.run_ns = absl::ToInt64Nanoseconds(absl::Now() - run_start);
@@ -364,13 +412,19 @@ void Scheduler::RunSplit(Lane& lane, TimedRunner& runner, QueuedJob item, absl::
   Finish(lane, item, absl::OkStatus(), info, start);
 }
 
-absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJob& item,
-                                 const MatmulSplitter& splitter, int64_t index, absl::Time end,
-                                 Tensor& out) {
+void Scheduler::EndSplit(Lane& lane, QueuedJob& item, const absl::Status& status,
+                         absl::Time start) {
+  if (item.job->cancelled() || !RetryableOnCpu(status))
+    return Finish(lane, item, status, {}, start);
+  MoveToCpu(lane, std::move(item), status, Reason(lane.backend->name(), status),
+            FallbackLabel(status), start);
+}
+
+absl::Status Scheduler::RunPiece(Lane& lane, Worker& worker, QueuedJob& item,
+                                 const MatmulSplitter& splitter, int64_t index, absl::Time start,
+                                 absl::Time end, Tensor& out, bool& ended) {
   if (item.job->cancelled()) return absl::CancelledError("call cancelled while running");
-  const absl::Status timeout = absl::DeadlineExceededError(
-      absl::StrCat(lane.backend->name(), ": still running after op-timeout ",
-                   absl::FormatDuration(options_.op_timeout)));
+  const absl::Status timeout = OpTimeoutStatus(lane);
   if (absl::Now() >= end) return timeout;
   absl::StatusOr<std::unique_ptr<MatmulPiece>> made = splitter.Piece(index);
   if (!made.ok()) return absl::InternalError(made.status().message());
@@ -381,7 +435,8 @@ absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJo
   auto result = std::make_shared<absl::StatusOr<Tensor>>(absl::InternalError("not run"));
   Backend* backend = lane.backend;
   lane.running.fetch_add(1);
-  const bool returned = runner.Run(
+  const bool returned = RunCall(
+      lane, worker,
       [backend, piece, result, job = item.job, pin = item.job->PinInputs(),
        r = *std::move(reservation)]() mutable {
         const absl::Status thrown = NoThrow(backend->name(), [&] {
@@ -390,9 +445,16 @@ absl::Status Scheduler::RunPiece(Lane& lane, TimedRunner& runner, const QueuedJo
         });
         if (!thrown.ok()) *result = thrown;
       },
-      end - absl::Now());
+      end - absl::Now(),
+      [&] {
+        lane.running.fetch_sub(1);
+        EndSplit(lane, item, timeout, start);
+      });
+  if (!returned) {
+    ended = true;
+    return timeout;
+  }
   lane.running.fetch_sub(1);
-  if (!returned) return timeout;
   if (!result->ok()) return result->status();
   splitter.Place(*piece, **result, &out);
   return absl::OkStatus();

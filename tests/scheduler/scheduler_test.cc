@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -178,6 +179,98 @@ TEST(SchedulerTest, GpuCallPastOpTimeoutIsRerunOnCpuAndItsResultDropped) {
   EXPECT_EQ(gpu.calls(), 2);
   absl::MutexLock lock(&out.mu);
   EXPECT_EQ(out.infos[1].backend, "gpu:0");
+}
+
+// A GPU backend whose next single matmul after Hang() hangs until Release().
+class HangingBackend : public CountingBackend {
+ public:
+  using CountingBackend::CountingBackend;
+  absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
+    if (hang_.exchange(false)) {
+      release_.WaitForNotification();
+      returned_.store(true);
+    }
+    return FakeBackend::Matmul(op, plan);
+  }
+  void Hang() { hang_.store(true); }
+  void Release() { release_.Notify(); }
+  bool returned() const { return returned_.load(); }
+
+ private:
+  std::atomic<bool> hang_{false};
+  std::atomic<bool> returned_{false};
+  absl::Notification release_;
+};
+
+// The lane's only worker is stuck in a hung call: the watchdog ends the job
+// with the same error as before and a replacement worker serves the next job
+// while the call is still stuck; the stuck call's late return finishes
+// nothing again, and shutdown waits for it.
+TEST(SchedulerTest, HungGpuCallTimesOutWhileTheLaneServesOnAndItEndsOnce) {
+  FakeBackend cpu("cpu");
+  HangingBackend gpu("gpu:0");
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  o.cpu_fallback = false;
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    gpu.Hang();
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(1));
+    EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_EQ(out.StatusOf(1).message(), "gpu:0: still running after op-timeout 50ms");
+    ASSERT_EQ(s.FencedLanes().size(), 0u);
+    s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(2));
+    EXPECT_FALSE(gpu.returned());  // job 2 ran while job 1's call was stuck
+    {
+      absl::MutexLock lock(&out.mu);
+      EXPECT_TRUE(out.finished[1].second.ok()) << out.finished[1].second;
+      EXPECT_EQ(out.infos[1].backend, "gpu:0");
+    }
+    std::thread release([&] {
+      absl::SleepFor(absl::Milliseconds(20));  // Shutdown is waiting by then, most likely
+      gpu.Release();
+    });
+    s.Shutdown();
+    EXPECT_TRUE(gpu.returned());  // Shutdown waited for the stuck call
+    release.join();
+  }
+  EXPECT_EQ(out.finish_calls.load(), 2);
+  EXPECT_EQ(gpu.calls(), 2);
+  EXPECT_EQ(cpu.calls(), 0);
+}
+
+// A failed batch's jobs run one by one: when one of them hangs, the
+// replacement worker takes over the rest (they do not wait for the stuck call).
+TEST(SchedulerTest, TheRestOfAFailedBatchDoesNotWaitForAHungCall) {
+  FakeBackend cpu("cpu");
+  HangingBackend gpu("gpu:0");
+  gpu.set_batch_error(absl::UnavailableError("batch failed"));
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(300);
+  o.batching.max_batch = 8;
+  o.batching.max_dim = 8192;
+  o.batching.max_queue_delay = absl::Milliseconds(1);
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    // Occupies the lane's worker with a job of another shape while three queue.
+    gpu.SetBehaviour(absl::Milliseconds(50), absl::OkStatus());
+    s.Submit(std::make_unique<TestJob>(0, Spec(4096), &out, 7, 7, 7));
+    WaitForCalls(gpu, 1);
+    gpu.SetBehaviour(absl::ZeroDuration(), absl::OkStatus());
+    gpu.Hang();
+    for (int i = 1; i <= 3; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(4));
+    EXPECT_FALSE(gpu.returned());  // all ended while a single call of the batch was stuck
+    EXPECT_EQ(gpu.batch_sizes(), std::vector<int>({3}));
+    EXPECT_EQ(cpu.calls(), 1);  // the hung one, rerun on the CPU
+    gpu.Release();
+  }
+  EXPECT_EQ(out.finish_calls.load(), 4);
+  EXPECT_EQ(out.StatusOf(0), absl::OkStatus());
 }
 
 // Each abandoned GPU call keeps a thread, a handle set, its reservation and
