@@ -67,6 +67,7 @@ class SparseSolveJob : public RpcJob {
 JobSpec SpecOf(const PreparedSparseSolve& p) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
+  spec.dtype = p.raw.dtype;
   // LU with no_fallback stays on the CPU: the GPU would substitute QR.
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
