@@ -60,6 +60,7 @@ bool EnvIsOne(const char* name) {
 struct Flags {
   linalgd::ServerOptions options;
   std::string op_timeout = "10s";
+  std::string cpu_threshold = "auto";
   int inline_max_us = 50;
   std::string max_queue_delay = "200us";
   std::string budget_wait = "1s";
@@ -162,9 +163,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "concurrent calls per connection")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  app.add_option("--cpu-threshold", o.cpu_threshold,
-                 "problems whose largest dim is below run on the CPU")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 31))
+  app.add_option("--cpu-threshold", f.cpu_threshold,
+                 "problems whose largest dim is below run on the CPU; auto: measured at start-up "
+                 "per op and dtype (the GPU/CPU crossover)")
       ->capture_default_str();
   app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold,
                  "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
@@ -306,6 +307,19 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
 }
 
+// --cpu-threshold: "auto" or an integer in [0, 2^31].
+bool ParseCpuThreshold(const std::string& v, linalgd::ServerOptions& o) {
+  o.cpu_threshold_auto = v == "auto";
+  if (o.cpu_threshold_auto) return true;
+  if (!absl::SimpleAtoi(v, &o.cpu_threshold) || o.cpu_threshold < 0 ||
+      o.cpu_threshold > (int64_t{1} << 31)) {
+    std::cerr << "linalgd: --cpu-threshold: '" << v
+              << "' is neither auto nor an integer in [0, 2147483648]\n";
+    return false;
+  }
+  return true;
+}
+
 // Applies the string flags; prints and returns false on a bad value.
 bool Finalize(Flags& f, absl::Duration* grace) {
   auto& o = f.options;
@@ -314,6 +328,7 @@ bool Finalize(Flags& f, absl::Duration* grace) {
     return false;
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
+  if (!ParseCpuThreshold(f.cpu_threshold, o)) return false;
   o.inline_max_run = absl::Microseconds(f.inline_max_us);
   if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))
     return bad("--max-queue-delay", f.max_queue_delay);

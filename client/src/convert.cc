@@ -254,6 +254,12 @@ ServerLimits FromProto(const v1::Limits& l) {
   ServerLimits out;
   out.max_message_bytes = l.max_message_bytes();
   out.cpu_threshold = l.cpu_threshold();
+  out.cpu_thresholds_measured = l.cpu_thresholds_measured();
+  for (const v1::CpuThreshold& t : l.cpu_thresholds()) {
+    absl::StatusOr<DType> dtype = internal::FromProto(t.dtype());
+    if (!dtype.ok()) continue;  // a dtype this client does not know
+    out.cpu_thresholds.push_back({t.op(), *dtype, t.threshold()});
+  }
   out.op_timeout_seconds = l.op_timeout_seconds();
   out.gpu_memory_fraction = l.gpu_memory_fraction();
   out.cpu_threads = l.cpu_threads();

@@ -121,6 +121,10 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version,
   LINALGD_RETURN_IF_ERROR(bytes_sent_.Register(r, "linalgd_sent_bytes_total",
                                                "Tensor payload bytes sent to callers.",
                                                {"transport", "tenant"}));
+  LINALGD_RETURN_IF_ERROR(cpu_threshold_.Register(
+      r, "linalgd_cpu_threshold",
+      "Jobs of this op and dtype whose largest dim is below run on the CPU (--cpu-threshold).",
+      {"op", "dtype"}));
   LINALGD_RETURN_IF_ERROR(
       store_bytes_.Register(r, "linalgd_resident_store_bytes",
                             "Bytes held by resident tensors and cached factorizations.", {}));
@@ -183,6 +187,11 @@ void LinalgdMetrics::SetDeviceMemoryBudget(absl::string_view device, int64_t byt
 
 void LinalgdMetrics::SetDeviceMemoryReserved(absl::string_view device, int64_t bytes) {
   memory_reserved_.With({device}).Set(static_cast<double>(bytes));
+}
+
+void LinalgdMetrics::SetCpuThreshold(absl::string_view op, absl::string_view dtype,
+                                     int64_t threshold) {
+  cpu_threshold_.With({op, dtype}).Set(static_cast<double>(threshold));
 }
 
 void LinalgdMetrics::SetDeviceMemoryUsed(absl::string_view device, int64_t bytes) {

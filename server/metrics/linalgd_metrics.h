@@ -91,6 +91,9 @@ class LinalgdMetrics {
   // Registers a device's series at 0 (health as given) so that dashboards
   // and alerts see it before its first job.
   void AddDevice(absl::string_view device, bool healthy);
+  // The largest dim below which jobs of `op` ("matmul", "solve") on `dtype`
+  // run on the CPU (--cpu-threshold, measured or given).
+  void SetCpuThreshold(absl::string_view op, absl::string_view dtype, int64_t threshold);
   // A job meant for a GPU ran on the CPU.
   void RecordFallback(absl::string_view op, absl::string_view reason);
   // Floating-point operations a finished job performed (e.g. 2mnk).
@@ -139,6 +142,7 @@ class LinalgdMetrics {
   GaugeSeries store_objects_;
   GaugeSeries build_info_;
   GaugeSeries insecure_listen_;
+  GaugeSeries cpu_threshold_;
 };
 
 }  // namespace linalgd

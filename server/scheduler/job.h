@@ -37,8 +37,9 @@ std::string SparseCpuOnlyReason(DType dtype);
 // What the scheduler needs to know to place a job.
 struct JobSpec {
   OpKind kind = OpKind::kMatmul;
-  int64_t largest_dim = 0;  // routing: below --cpu-threshold runs on the CPU
-  double flops = 0;         // floating-point operations (routing estimates)
+  DType dtype = DType::kF32;  // picks the (kind, dtype) --cpu-threshold (crossover.h)
+  int64_t largest_dim = 0;    // routing: below --cpu-threshold runs on the CPU
+  double flops = 0;           // floating-point operations (routing estimates)
   // Device bytes a GPU run needs at once (operands, outputs, workspace; see
   // job_cost.h), reserved against the device's MemoryBudget before it runs.
   int64_t device_bytes = 0;

@@ -144,7 +144,10 @@ std::string MatmulCpuOnlyReason(DType dtype, bool bias_per_row) {
 
 Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::string* reason) {
   Lane& cpu = *lanes_[0];
-  if (lanes_.size() == 1 || spec.largest_dim < options_.cpu_threshold) return cpu;
+  const int64_t threshold = options_.cpu_thresholds
+                                ? options_.cpu_thresholds->For(spec.kind, spec.dtype)
+                                : options_.cpu_threshold;
+  if (lanes_.size() == 1 || spec.largest_dim < threshold) return cpu;
   if (!spec.cpu_only.empty()) {
     *reason = spec.cpu_only;
     return cpu;

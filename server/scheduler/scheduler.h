@@ -5,6 +5,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "server/backend/memory_budget.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/batcher.h"
+#include "server/scheduler/crossover.h"
 #include "server/scheduler/job.h"
 #include "server/scheduler/job_queue.h"
 #include "server/scheduler/matmul_split.h"
@@ -26,7 +28,10 @@
 namespace linalgd {
 
 struct SchedulerOptions {
-  int64_t cpu_threshold = 512;     // jobs whose largest dim is below run on the CPU
+  int64_t cpu_threshold = 512;  // jobs whose largest dim is below run on the CPU
+  // Set (--cpu-threshold auto): the calibrated threshold of the job's kind and
+  // dtype replaces cpu_threshold.
+  std::optional<CpuThresholds> cpu_thresholds;
   int cpu_workers = 2;             // threads running CPU jobs
   int gpu_workers_per_device = 4;  // threads per GPU (one per handle set)
   int max_queue = 1024;            // per backend queue
@@ -74,7 +79,8 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 // Routes jobs to backends and runs them on worker threads: one queue and
 // worker pool (a lane) per backend.
 // - Routing: a matmul or solve with a zero dimension (empty_work.h) and a
-//   largest dim below cpu_threshold -> CPU; otherwise the GPU lane
+//   largest dim below the job's threshold (cpu_thresholds for its kind and
+//   dtype, else cpu_threshold) -> CPU; otherwise the GPU lane
 //   with the least predicted wait, unless that GPU would finish past the
 //   deadline and the CPU sooner.
 // - Batching: compatible small jobs are grouped into one backend call

@@ -134,6 +134,7 @@ template <typename Prepared>
 JobSpec SpecOf(OpKind kind, const Prepared& p) {
   JobSpec spec;
   spec.kind = kind;
+  spec.dtype = p.op.a.dtype;
   spec.largest_dim = LargestDim(p);
   spec.flops = Flops(p);
   spec.device_bytes = DeviceBytes(p);

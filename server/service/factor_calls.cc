@@ -186,6 +186,7 @@ class FactorSolveJob : public RpcJob {
 JobSpec SolveSpec(int64_t largest_dim, double flops, DType dtype) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
+  spec.dtype = dtype;
   spec.largest_dim = largest_dim;
   spec.flops = FlopScale(dtype) * flops;
   spec.cpu_only = CpuOnlyReason(dtype);

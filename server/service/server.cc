@@ -18,6 +18,7 @@
 #include "server/metrics/linalgd_metrics.h"
 #include "server/metrics/metrics_endpoint.h"
 #include "server/scheduler/scheduler.h"
+#include "server/service/convert.h"
 #include "server/service/inflight_budget.h"
 #include "server/service/linalg_service.h"
 #include "server/store/resident_store.h"
@@ -76,6 +77,10 @@ class ServerImpl : public Server {
 
  private:
   void ServerInfo(v1::GetServerInfoResponse* out) const;
+  // The CPU/GPU thresholds per op and dtype: --cpu-threshold auto with a GPU
+  // lane measures them (crossover.h) between the CPU backend and the first
+  // GPU's; otherwise every pair has the integer flag. Logged and exported.
+  absl::Status SetCpuThresholds(SchedulerOptions& sched);
   absl::Status StartGrpc();
   // The resident store and (with --allow-shm) the shared-memory registry
   // and its Unix socket.
@@ -100,6 +105,8 @@ class ServerImpl : public Server {
   std::unique_ptr<GpuEngine> gpu_;
   std::vector<std::unique_ptr<Backend>> faulty_;  // test-only wrappers
   std::unique_ptr<Scheduler> scheduler_;
+  CpuThresholds thresholds_;
+  bool thresholds_measured_ = false;
   std::unique_ptr<InflightBudget> inflight_;
   std::unique_ptr<IdleStreams> idle_streams_;
   std::unique_ptr<Authenticator> auth_;
@@ -142,6 +149,7 @@ absl::Status ServerImpl::Init() {
   backends->erase(backends->begin());
   SchedulerOptions sched;
   sched.cpu_threshold = options_.cpu_threshold;
+  LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
   sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
@@ -247,6 +255,28 @@ void ServerImpl::MonitorDevices() {
       metrics_->SetDeviceMemoryUsed(name, d.used_bytes);
     }
   }
+}
+
+absl::Status ServerImpl::SetCpuThresholds(SchedulerOptions& sched) {
+  thresholds_ = CpuThresholds(options_.cpu_threshold);
+  if (options_.cpu_threshold_auto && !gpu_->backends().empty()) {
+    // The engine's own backend, not a fault-injection wrapper: the crossover
+    // is a property of the hardware.
+    Backend& gpu = *gpu_->backends().front();
+    auto cal = CalibrateCrossovers(*cpu_, gpu, CalibrationOptions());
+    if (!cal.ok()) return cal.status();
+    thresholds_ = cal->thresholds;
+    thresholds_measured_ = true;
+    sched.cpu_thresholds = thresholds_;
+    spdlog::info("--cpu-threshold auto: measured in {} ms against {}: {}",
+                 absl::ToInt64Milliseconds(cal->elapsed), gpu.name(), thresholds_.ToString());
+  } else if (options_.cpu_threshold_auto) {
+    spdlog::info("--cpu-threshold auto: no GPU lane, nothing to measure");
+  }
+  for (const CpuThresholds::Entry& e : thresholds_.entries()) {
+    metrics_->SetCpuThreshold(ThresholdOpName(e.op), DTypeName(e.dtype), e.threshold);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Backend*>> ServerImpl::ScheduledBackends() {
@@ -355,7 +385,15 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
   out->set_replica_id(options_.replica_id);
   auto* limits = out->mutable_limits();
   limits->set_max_message_bytes(options_.max_message_bytes);
-  limits->set_cpu_threshold(options_.cpu_threshold);
+  limits->set_cpu_threshold(thresholds_measured_ ? thresholds_.For(OpKind::kMatmul, DType::kF32)
+                                                 : options_.cpu_threshold);
+  limits->set_cpu_thresholds_measured(thresholds_measured_);
+  for (const CpuThresholds::Entry& e : thresholds_.entries()) {
+    v1::CpuThreshold* t = limits->add_cpu_thresholds();
+    t->set_op(ThresholdOpName(e.op));
+    t->set_dtype(DTypeToProto(e.dtype));
+    t->set_threshold(e.threshold);
+  }
   limits->set_op_timeout_seconds(absl::ToDoubleSeconds(options_.op_timeout));
   limits->set_gpu_memory_fraction(options_.gpu_memory_fraction);
   limits->set_cpu_threads(options_.blas_threads > 0 ? options_.blas_threads : Cores());

@@ -45,7 +45,10 @@ struct ServerOptions {
   // that received it when the CPU lane is idle, without a hand-off to a
   // worker (SchedulerOptions::inline_max_run); zero: every job queues.
   absl::Duration inline_max_run = absl::Microseconds(50);
-  int64_t cpu_threshold = 512;          // largest dim below this: CPU
+  int64_t cpu_threshold = 512;  // largest dim below this: CPU
+  // --cpu-threshold auto: with a GPU lane, the threshold per op and dtype is
+  // measured at start-up (server/scheduler/crossover.h) instead.
+  bool cpu_threshold_auto = false;
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   // Dense solves and factors: rcond below this * n * eps(dtype) is
   // numerically singular (server/backend/condition.h).

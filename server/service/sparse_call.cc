@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/scheduler/sparse_cost.h"
 #include "server/service/rpc_job.h"
 #include "server/service/sparse_dense_path.h"
 #include "server/service/sparse_request.h"
@@ -67,10 +68,17 @@ class SparseSolveJob : public RpcJob {
 JobSpec SpecOf(const PreparedSparseSolve& p) {
   JobSpec spec;
   spec.kind = OpKind::kSolve;
+  spec.dtype = p.raw.dtype;
   // LU with no_fallback stays on the CPU: the GPU would substitute QR.
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
   spec.cpu_only = SparseCpuOnlyReason(p.raw.dtype);
+  // A direct method goes where the cost model predicts it finishes first
+  // (sparse_cost.h); the reason reaches the response's fallback_reason.
+  if (spec.cpu_only.empty() && !cpu_only && !IsIterative(p.op.method)) {
+    const SparseRouteDecision d = DecideSparseDirect(p.raw.rows, p.raw.nnz);
+    if (!d.gpu) spec.cpu_only = d.reason;
+  }
   return spec;
 }
 

@@ -147,6 +147,11 @@ TEST(ConvertTest, ServerInfoCopiesEverything) {
   resp.mutable_limits()->set_max_message_bytes(1 << 30);
   resp.mutable_limits()->set_cpu_threshold(512);
   resp.mutable_limits()->set_cpu_threads(2);
+  resp.mutable_limits()->set_cpu_thresholds_measured(true);
+  v1::CpuThreshold* t = resp.mutable_limits()->add_cpu_thresholds();
+  t->set_op("solve");
+  t->set_dtype(v1::DTYPE_F64);
+  t->set_threshold(256);
   resp.set_gpu_status("");
   const ServerInfo info = FromProto(resp);
   EXPECT_EQ(info.version, "0.1.0");
@@ -158,6 +163,11 @@ TEST(ConvertTest, ServerInfoCopiesEverything) {
   EXPECT_EQ(info.limits.max_message_bytes, 1 << 30);
   EXPECT_EQ(info.limits.cpu_threshold, 512);
   EXPECT_EQ(info.limits.cpu_threads, 2);
+  EXPECT_TRUE(info.limits.cpu_thresholds_measured);
+  ASSERT_EQ(info.limits.cpu_thresholds.size(), 1u);
+  EXPECT_EQ(info.limits.cpu_thresholds[0].op, "solve");
+  EXPECT_EQ(info.limits.cpu_thresholds[0].dtype, DType::kF64);
+  EXPECT_EQ(info.limits.cpu_thresholds[0].threshold, 256);
 }
 
 TEST(ConvertTest, GrpcStatusKeepsCodeAndMessage) {

@@ -294,6 +294,14 @@ TEST_F(IntegrationTest, ServerInfoAndHealth) {
   EXPECT_EQ(info->version, LinalgdVersionString());
   EXPECT_EQ(info->backends.at(0), "cpu");
   EXPECT_EQ(info->limits.cpu_threshold, 512);
+  // An integer threshold holds for every op and dtype; nothing was measured.
+  EXPECT_FALSE(info->limits.cpu_thresholds_measured);
+  ASSERT_EQ(info->limits.cpu_thresholds.size(), 4u);
+  for (const client::CpuThreshold& t : info->limits.cpu_thresholds) {
+    EXPECT_EQ(t.threshold, 512) << t.op;
+  }
+  EXPECT_EQ(info->limits.cpu_thresholds[3].op, "solve");
+  EXPECT_EQ(info->limits.cpu_thresholds[3].dtype, client::DType::kF64);
   auto health = client_->Health();
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(*health, client::HealthStatus::kServing);

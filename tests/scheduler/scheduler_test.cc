@@ -48,6 +48,35 @@ TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   }
 }
 
+// With measured thresholds (--cpu-threshold auto), the job's kind and dtype
+// pick its threshold: 512 is below matmul f32's 1024 (CPU) and above f64's
+// 128 (GPU); f16 uses f32's.
+TEST(SchedulerTest, MeasuredThresholdOfTheJobsKindAndDTypeRoutes) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  Outcome out;
+  SchedulerOptions o = OneWorker();
+  o.cpu_thresholds = CpuThresholds(512);
+  o.cpu_thresholds->Set(OpKind::kMatmul, DType::kF32, 1024);
+  o.cpu_thresholds->Set(OpKind::kMatmul, DType::kF64, 128);
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    JobSpec f32 = Spec(512), f64 = Spec(512), f16 = Spec(512);
+    f32.dtype = DType::kF32;
+    f64.dtype = DType::kF64;
+    f16.dtype = DType::kF16;
+    s.Submit(std::make_unique<TestJob>(1, f32, &out));
+    s.Submit(std::make_unique<TestJob>(2, f64, &out));
+    s.Submit(std::make_unique<TestJob>(3, f16, &out));
+    ASSERT_TRUE(out.WaitFor(3));
+  }
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].backend, out.finished[i].first == 2 ? "gpu:0" : "cpu")
+        << "job " << out.finished[i].first;
+  }
+}
+
 // A matmul with a zero dimension is answered by the CPU backend without a
 // library call (empty_work.h), however large its other dims: it never holds a
 // GPU lane or its memory budget.

@@ -21,10 +21,23 @@ struct DeviceInfo {
   std::string status;  // "ok", or why the device is not used
 };
 
+// Jobs of `op` ("matmul", or "solve": also Factorize and SparseSolve) on
+// `dtype` (f32 or f64; f16 and bf16 use f32's) whose largest dim is below
+// `threshold` run on the CPU (linalgd.v1.CpuThreshold).
+struct CpuThreshold {
+  std::string op;
+  DType dtype = DType::kF32;
+  int64_t threshold = 0;
+};
+
 // The limits in force on the server (linalgd.v1.Limits).
 struct ServerLimits {
   int64_t max_message_bytes = 0;
-  int64_t cpu_threshold = 0;  // problems whose largest dim is below: cpu
+  // Problems whose largest dim is below: cpu (the integer --cpu-threshold, or
+  // the measured matmul f32 threshold with --cpu-threshold auto).
+  int64_t cpu_threshold = 0;
+  std::vector<CpuThreshold> cpu_thresholds;  // per op and dtype
+  bool cpu_thresholds_measured = false;      // measured at start-up (auto, with a GPU)
   double op_timeout_seconds = 0;
   double gpu_memory_fraction = 0;
   int32_t cpu_threads = 0;

@@ -1,6 +1,6 @@
 """Result objects: the output array(s) plus how the server ran the request."""
 import dataclasses
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .enums import SolveMethod
 
@@ -90,6 +90,12 @@ class Device:
     status: str
 
 
+def _dtype_name(message, dtype: int) -> str:
+    """'f32' for DTYPE_F32, ... (the enum of `message`'s proto file)."""
+    enum = message.DESCRIPTOR.file.enum_types_by_name["DType"]
+    return enum.values_by_number[dtype].name[len("DTYPE_"):].lower()
+
+
 @dataclasses.dataclass(frozen=True)
 class Limits:
     max_message_bytes: int
@@ -98,6 +104,11 @@ class Limits:
     gpu_memory_fraction: float
     cpu_threads: int
     max_elements: int
+    # (op, dtype) -> the largest dim below which such jobs run on the CPU:
+    # ("matmul" | "solve", "f32" | "f64"); measured at start-up when
+    # cpu_thresholds_measured (--cpu-threshold auto with a GPU).
+    cpu_thresholds: Dict[Tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    cpu_thresholds_measured: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +127,9 @@ class ServerInfo:
         devices = [Device(d.index, d.name, d.compute_capability, d.total_memory_bytes,
                           d.budget_bytes, d.healthy, d.status) for d in m.devices]
         lim = m.limits
+        thresholds = {(t.op, _dtype_name(m, t.dtype)): t.threshold for t in lim.cpu_thresholds}
         limits = Limits(lim.max_message_bytes, lim.cpu_threshold, lim.op_timeout_seconds,
-                        lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements)
+                        lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements,
+                        thresholds, lim.cpu_thresholds_measured)
         return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status,
                    shm_socket=m.shm_socket, replica_id=m.replica_id, raw=m)
