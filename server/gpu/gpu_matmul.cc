@@ -3,13 +3,13 @@
 // has a uniform batch stride, else one call per batch element.
 #include <optional>
 
-#include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
+#include "server/linalg/finite_check.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -53,7 +53,8 @@ TEST_P(GpuComplexTest, BatchedBroadcastMatmulWithComplexScalarsCAndBias) {
       const int batch = big ? 2 : 3, m = big ? 640 : 4, k = big ? 512 : 3, n = big ? 768 : 5;
       const std::vector<C> av = RandomValues(rng_, batch * m * k), bv = RandomValues(rng_, k * n),
                            cv = RandomValues(rng_, m * n), biasv = RandomValues(rng_, n);
-      const Tensor a = ComplexTensor(dtype(), trans_a ? Shape{batch, k, m} : Shape{batch, m, k}, av);
+      const Tensor a =
+          ComplexTensor(dtype(), trans_a ? Shape{batch, k, m} : Shape{batch, m, k}, av);
       const Tensor b = ComplexTensor(dtype(), {k, n}, bv);
       const Tensor c = ComplexTensor(dtype(), {m, n}, cv);
       const Tensor bias = ComplexTensor(dtype(), {1, n}, biasv);
