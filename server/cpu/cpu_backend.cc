@@ -7,13 +7,13 @@
 #include <memory>
 #include <thread>
 
-#include "server/backend/empty_work.h"
 #include "server/cpu/cpu_execution.h"
 #include "server/cpu/cpu_factor.h"
 #include "server/cpu/cpu_matmul.h"
 #include "server/cpu/cpu_solve.h"
 #include "server/cpu/cpu_sparse_solve.h"
 #include "server/cpu/thread_pool.h"
+#include "server/linalg/empty_work.h"
 
 namespace linalgd {
 namespace {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "server/backend/backend.h"
-#include "server/backend/condition.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 

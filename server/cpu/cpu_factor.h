@@ -2,8 +2,8 @@
 #define LINALGD_SERVER_CPU_CPU_FACTOR_H_
 
 #include "absl/status/statusor.h"
-#include "server/backend/condition.h"
 #include "server/backend/factor.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 

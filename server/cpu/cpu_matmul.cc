@@ -7,11 +7,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/backend/finite_check.h"
-#include "server/backend/matmul_epilogue.h"
 #include "server/common/element_type.h"
 #include "server/common/half.h"
 #include "server/cpu/blas_gemm.h"
+#include "server/linalg/finite_check.h"
+#include "server/linalg/matmul_epilogue.h"
 
 namespace linalgd {
 namespace {

@@ -15,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/backend/solve_chain.h"
 #include "server/common/element_type.h"
 #include "server/cpu/blas_gemm.h"
 #include "server/cpu/lapack_solvers.h"
+#include "server/linalg/solve_chain.h"
 
 namespace linalgd {
 namespace {

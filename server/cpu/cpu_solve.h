@@ -2,10 +2,10 @@
 #define LINALGD_SERVER_CPU_CPU_SOLVE_H_
 
 #include "absl/status/statusor.h"
-#include "server/backend/condition.h"
 #include "server/backend/ops.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_execution.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 

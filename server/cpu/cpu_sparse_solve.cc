@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/sparse_chain.h"
 #include "server/common/status_macros.h"
 #include "server/cpu/sparse_direct.h"
 #include "server/cpu/sparse_iterative.h"
 #include "server/cpu/sparse_preconditioner.h"
+#include "server/linalg/sparse_chain.h"
 
 namespace linalgd {
 namespace {

@@ -7,9 +7,9 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/condition.h"
 #include "server/common/element_type.h"
 #include "server/cpu/lapack_calls.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 namespace {

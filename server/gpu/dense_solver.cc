@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/condition.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/factor_rcond.h"
 #include "server/gpu/kernels.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/transfer.h"
 

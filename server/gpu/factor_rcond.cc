@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/condition.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/kernels.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
-#include "server/backend/condition.h"
 #include "server/backend/ops.h"
 #include "server/gpu/gpu_context.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
 

@@ -1,11 +1,11 @@
 #include "server/gpu/gpu_backend.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/empty_work.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/sparse_gpu_ops.h"
+#include "server/linalg/empty_work.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd::gpu {

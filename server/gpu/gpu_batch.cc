@@ -11,14 +11,14 @@
 #include <memory>
 #include <vector>
 
-#include "server/backend/batch_stack.h"
-#include "server/backend/empty_work.h"
 #include "server/common/host_allocator.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/transfer.h"
+#include "server/linalg/batch_stack.h"
+#include "server/linalg/empty_work.h"
 
 namespace linalgd::gpu {
 namespace {

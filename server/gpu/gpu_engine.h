@@ -11,8 +11,8 @@
 #include "absl/strings/string_view.h"
 #include "server/backend/backend.h"
 #include "server/backend/device_info.h"
-#include "server/backend/memory_budget.h"
 #include "server/common/host_allocator.h"
+#include "server/common/memory_budget.h"
 #include "server/common/tensor.h"
 #include "server/gpu/transfer_counters.h"
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/condition.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
@@ -16,6 +15,7 @@
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/transfer.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend/factor.h"
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 #include "server/gpu/device_memory.h"
 #include "server/gpu/gpu_context.h"
 

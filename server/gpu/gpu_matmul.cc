@@ -3,7 +3,6 @@
 // has a uniform batch stride, else one call per batch element.
 #include <optional>
 
-#include "server/backend/finite_check.h"
 #include "server/backend/trace_names.h"
 #include "server/common/status_macros.h"
 #include "server/common/trace.h"
@@ -12,6 +11,7 @@
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
+#include "server/linalg/finite_check.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -14,8 +14,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/backend/condition.h"
-#include "server/backend/solve_chain.h"
 #include "server/backend/trace_names.h"
 #include "server/common/trace.h"
 #include "server/gpu/batched_solver.h"
@@ -26,6 +24,8 @@
 #include "server/gpu/factor_rcond.h"
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
+#include "server/linalg/condition.h"
+#include "server/linalg/solve_chain.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/sparse_chain.h"
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
@@ -12,6 +11,7 @@
 #include "server/gpu/sparse_gpu_krylov.h"
 #include "server/gpu/sparse_gpu_ops.h"
 #include "server/gpu/sparse_gpu_preconditioner.h"
+#include "server/linalg/sparse_chain.h"
 
 namespace linalgd::gpu {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
-#include "server/backend/empty_work.h"
 #include "server/common/logging.h"
+#include "server/linalg/empty_work.h"
 #include "server/scheduler/job_trace.h"
 #include "spdlog/spdlog.h"
 

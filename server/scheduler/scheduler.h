@@ -15,7 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 #include "server/metrics/linalgd_metrics.h"
 #include "server/scheduler/batcher.h"
 #include "server/scheduler/crossover.h"

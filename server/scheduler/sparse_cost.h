@@ -22,11 +22,11 @@ namespace linalgd {
 // so ratio = (I / I0)^-alpha with alpha = 1.211 and I0 = 1516: the GPU wins
 // from an intensity of about 1500 on.
 struct SparseRouteDecision {
-  bool gpu = false;            // the GPU is predicted to finish first
-  double dimensionality = 0;   // d, estimated from nnz / n
-  double intensity = 0;        // I = predicted factor flops per factor nonzero
-  double gpu_over_cpu = 0;     // the predicted time ratio
-  std::string reason;          // why, with the numbers (for fallback_reason)
+  bool gpu = false;           // the GPU is predicted to finish first
+  double dimensionality = 0;  // d, estimated from nnz / n
+  double intensity = 0;       // I = predicted factor flops per factor nonzero
+  double gpu_over_cpu = 0;    // the predicted time ratio
+  std::string reason;         // why, with the numbers (for fallback_reason)
 };
 
 // REQUIRES: n > 0, nnz >= 0. Pure.

@@ -4,10 +4,10 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/condition.h"
-#include "server/backend/finite_check.h"
 #include "server/backend/plan.h"
 #include "server/common/status_macros.h"
+#include "server/linalg/condition.h"
+#include "server/linalg/finite_check.h"
 #include "server/service/rpc_job.h"
 #include "server/service/store_calls.h"
 #include "server/service/tensor_sources.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
+#include "server/linalg/finite_check.h"
 #include "server/scheduler/job_cost.h"
 
 namespace linalgd {

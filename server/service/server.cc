@@ -11,7 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/version.h"
 #include "server/backend/fault_injection.h"
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 #include "server/common/status_macros.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"

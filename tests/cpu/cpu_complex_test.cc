@@ -9,9 +9,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/finite_check.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
+#include "server/linalg/finite_check.h"
 #include "tests/testing/complex_values.h"
 
 namespace linalgd {

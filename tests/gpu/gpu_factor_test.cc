@@ -10,9 +10,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/condition.h"
-#include "server/backend/memory_budget.h"
 #include "server/backend/plan.h"
+#include "server/common/memory_budget.h"
+#include "server/linalg/condition.h"
 #include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
 

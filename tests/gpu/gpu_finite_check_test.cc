@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/finite_check.h"
 #include "server/backend/plan.h"
+#include "server/linalg/finite_check.h"
 #include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
 

@@ -1,6 +1,6 @@
 // MemoryBudget on its own, and the scheduler's use of it on fake GPUs: waits,
 // CPU when faster, never-fitting jobs, and never exceeding it under load.
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 
 #include <atomic>
 #include <memory>

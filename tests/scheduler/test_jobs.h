@@ -10,9 +10,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "server/backend/fake_backend.h"
 #include "server/backend/plan.h"
 #include "server/scheduler/job.h"
+#include "tests/testing/fake_backend.h"
 
 namespace linalgd::testing {
 

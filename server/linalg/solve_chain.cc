@@ -1,4 +1,4 @@
-#include "server/backend/solve_chain.h"
+#include "server/linalg/solve_chain.h"
 
 namespace linalgd {
 

@@ -1,4 +1,4 @@
-#include "server/backend/batch_stack.h"
+#include "server/linalg/batch_stack.h"
 
 #include <algorithm>
 #include <cmath>

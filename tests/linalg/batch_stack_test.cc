@@ -1,6 +1,6 @@
 // Stacked batches (what the GPU runs as one batched call) give each op the
 // result it gets alone; checked with the CPU backend.
-#include "server/backend/batch_stack.h"
+#include "server/linalg/batch_stack.h"
 
 #include <cstring>
 #include <random>

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_FAKE_BACKEND_H_
-#define LINALGD_SERVER_BACKEND_FAKE_BACKEND_H_
+#ifndef LINALGD_TESTS_TESTING_FAKE_BACKEND_H_
+#define LINALGD_TESTS_TESTING_FAKE_BACKEND_H_
 
 #include <atomic>
 #include <functional>
@@ -39,4 +39,4 @@ class FakeBackend : public Backend {
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_FAKE_BACKEND_H_
+#endif  // LINALGD_TESTS_TESTING_FAKE_BACKEND_H_

@@ -1,7 +1,7 @@
-#include "server/backend/fake_backend.h"
+#include "tests/testing/fake_backend.h"
 
-#include "server/backend/finite_check.h"
 #include "server/common/status_macros.h"
+#include "server/linalg/finite_check.h"
 
 namespace linalgd {
 

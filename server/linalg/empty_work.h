@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_EMPTY_WORK_H_
-#define LINALGD_SERVER_BACKEND_EMPTY_WORK_H_
+#ifndef LINALGD_SERVER_LINALG_EMPTY_WORK_H_
+#define LINALGD_SERVER_LINALG_EMPTY_WORK_H_
 
 // Ops with a zero dimension (an empty batch, M, N, K, n or k of 0), answered
 // as numpy answers them without calling any library: BLAS, LAPACK, cuBLAS,
@@ -46,4 +46,4 @@ SparseSolveResult EmptySparseSolve(const SparseSolveOp& op, const SparseSolvePla
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_EMPTY_WORK_H_
+#endif  // LINALGD_SERVER_LINALG_EMPTY_WORK_H_

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_FINITE_CHECK_H_
-#define LINALGD_SERVER_BACKEND_FINITE_CHECK_H_
+#ifndef LINALGD_SERVER_LINALG_FINITE_CHECK_H_
+#define LINALGD_SERVER_LINALG_FINITE_CHECK_H_
 
 // NaN and Inf inputs are rejected unless the caller allows them
 // (allow_non_finite). The host scan, and the one message every check gives,
@@ -32,4 +32,4 @@ absl::Status CheckMatmulInputsFinite(const MatmulOp& op);
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_FINITE_CHECK_H_
+#endif  // LINALGD_SERVER_LINALG_FINITE_CHECK_H_

@@ -3,7 +3,7 @@
 // of matrices of known condition, the decision (solved / min-norm fallback /
 // refused) at the --singular-rcond-factor threshold, numpy.linalg.lstsq's
 // outputs, and cached factors below the threshold.
-#include "server/backend/condition.h"
+#include "server/linalg/condition.h"
 
 #include <lapacke.h>
 

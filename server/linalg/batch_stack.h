@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_BATCH_STACK_H_
-#define LINALGD_SERVER_BACKEND_BATCH_STACK_H_
+#ifndef LINALGD_SERVER_LINALG_BATCH_STACK_H_
+#define LINALGD_SERVER_LINALG_BATCH_STACK_H_
 
 #include <optional>
 #include <vector>
@@ -63,4 +63,4 @@ void UnstackMemberOutputs(const SolveResult& stacked, size_t j, size_t count, So
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_BATCH_STACK_H_
+#endif  // LINALGD_SERVER_LINALG_BATCH_STACK_H_

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_
-#define LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_
+#ifndef LINALGD_SERVER_LINALG_SPARSE_CHAIN_H_
+#define LINALGD_SERVER_LINALG_SPARSE_CHAIN_H_
 
 #include <cstdint>
 #include <functional>
@@ -46,4 +46,4 @@ absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_SPARSE_CHAIN_H_
+#endif  // LINALGD_SERVER_LINALG_SPARSE_CHAIN_H_

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_SOLVE_CHAIN_H_
-#define LINALGD_SERVER_BACKEND_SOLVE_CHAIN_H_
+#ifndef LINALGD_SERVER_LINALG_SOLVE_CHAIN_H_
+#define LINALGD_SERVER_LINALG_SOLVE_CHAIN_H_
 
 #include <optional>
 
@@ -19,4 +19,4 @@ int SolveChainRank(SolveMethod m);
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_SOLVE_CHAIN_H_
+#endif  // LINALGD_SERVER_LINALG_SOLVE_CHAIN_H_

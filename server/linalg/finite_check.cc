@@ -1,4 +1,4 @@
-#include "server/backend/finite_check.h"
+#include "server/linalg/finite_check.h"
 
 #include <algorithm>
 #include <cmath>

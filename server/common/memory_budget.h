@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_MEMORY_BUDGET_H_
-#define LINALGD_SERVER_BACKEND_MEMORY_BUDGET_H_
+#ifndef LINALGD_SERVER_COMMON_MEMORY_BUDGET_H_
+#define LINALGD_SERVER_COMMON_MEMORY_BUDGET_H_
 
 #include <cstdint>
 #include <functional>
@@ -85,4 +85,4 @@ class MemoryBudget {
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_MEMORY_BUDGET_H_
+#endif  // LINALGD_SERVER_COMMON_MEMORY_BUDGET_H_

@@ -1,4 +1,4 @@
-#include "server/backend/condition.h"
+#include "server/linalg/condition.h"
 
 #include <algorithm>
 #include <cmath>

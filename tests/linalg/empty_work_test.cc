@@ -1,4 +1,4 @@
-#include "server/backend/empty_work.h"
+#include "server/linalg/empty_work.h"
 
 #include <cmath>
 #include <utility>
@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/backend/matmul_epilogue.h"
 #include "server/common/half.h"
+#include "server/linalg/matmul_epilogue.h"
 
 namespace linalgd {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/backend/matmul_epilogue.h"
+#include "server/linalg/matmul_epilogue.h"
 
 #include <cmath>
 #include <type_traits>

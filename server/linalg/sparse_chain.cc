@@ -1,4 +1,4 @@
-#include "server/backend/sparse_chain.h"
+#include "server/linalg/sparse_chain.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "server/backend/memory_budget.h"
+#include "server/common/memory_budget.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,5 +1,5 @@
-#ifndef LINALGD_SERVER_BACKEND_CONDITION_H_
-#define LINALGD_SERVER_BACKEND_CONDITION_H_
+#ifndef LINALGD_SERVER_LINALG_CONDITION_H_
+#define LINALGD_SERVER_LINALG_CONDITION_H_
 
 #include <cstdint>
 #include <functional>
@@ -95,4 +95,4 @@ double RcondFromNorms(double anorm, double inv_norm);
 
 }  // namespace linalgd
 
-#endif  // LINALGD_SERVER_BACKEND_CONDITION_H_
+#endif  // LINALGD_SERVER_LINALG_CONDITION_H_

@@ -1,11 +1,11 @@
-#include "server/backend/empty_work.h"
+#include "server/linalg/empty_work.h"
 
 #include <complex>
 #include <vector>
 
-#include "server/backend/finite_check.h"
-#include "server/backend/matmul_epilogue.h"
 #include "server/common/half.h"
+#include "server/linalg/finite_check.h"
+#include "server/linalg/matmul_epilogue.h"
 
 namespace linalgd {
 namespace {
