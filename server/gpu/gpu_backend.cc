@@ -106,8 +106,7 @@ absl::Status GpuBackend::RefuseComplex(DType dtype, absl::string_view op) const 
 }
 
 absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
-  if (op.bias && plan.bias_per_row)
-    LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul with a per-row bias"));
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
   return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
 }

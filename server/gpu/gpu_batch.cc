@@ -138,9 +138,7 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
 
 absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                      std::vector<Tensor>* outs) {
-  if (ops[0]->bias && plan.bias_per_row) {
-    LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "matmul with a per-row bias"));
-  }
+  LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);  // one by one
   if (CanGatherOnDevice(ops)) return MatmulBatchOnDevice(ops, plan, outs);
   auto stacked = StackMatmuls(ops, host_alloc_);

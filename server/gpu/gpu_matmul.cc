@@ -58,8 +58,6 @@ LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
   x.k = plan.k;
   x.alpha = op.alpha;
   x.beta = op.beta;
-  x.alpha_imag = op.alpha_imag;
-  x.beta_imag = op.beta_imag;
   x.bias_per_row = plan.bias_per_row;
   return x;
 }
@@ -73,15 +71,15 @@ enum CheckSlot { kSlotA, kSlotB, kSlotBias };
 absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
   if (!op.check_finite) return absl::OkStatus();
   constexpr unsigned long long kNone = ~0ull;
-  // The scan sees a complex tensor as its real and imaginary parts.
-  auto element = [&](int slot) {
-    return static_cast<int64_t>(hs.check_host[slot]) / (IsComplex(op.a.dtype) ? 2 : 1);
-  };
-  if (hs.check_host[kSlotA] != kNone) return NonFiniteError(op.a, "a", element(kSlotA));
-  if (hs.check_host[kSlotB] != kNone) return NonFiniteError(op.b, "b", element(kSlotB));
+  if (hs.check_host[kSlotA] != kNone) {
+    return NonFiniteError(op.a, "a", static_cast<int64_t>(hs.check_host[kSlotA]));
+  }
+  if (hs.check_host[kSlotB] != kNone) {
+    return NonFiniteError(op.b, "b", static_cast<int64_t>(hs.check_host[kSlotB]));
+  }
   if (op.c) LINALGD_RETURN_IF_ERROR(CheckFinite(*op.c, "c"));
   if (op.bias && hs.check_host[kSlotBias] != kNone) {
-    return NonFiniteError(*op.bias, "bias", element(kSlotBias));
+    return NonFiniteError(*op.bias, "bias", static_cast<int64_t>(hs.check_host[kSlotBias]));
   }
   return absl::OkStatus();
 }
@@ -94,16 +92,12 @@ absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void
   HandleSet& hs = ctx.hs;
   const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
   LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
-  // A complex tensor is scanned as 2x its elements of the real part's dtype.
-  const DType part = RealPart(op.a.dtype);
-  const int64_t parts = IsComplex(op.a.dtype) ? 2 : 1;
   LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(part, a, parts * op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
+      FirstNonFinite(op.a.dtype, a, op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
   LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(part, b, parts * op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
+      FirstNonFinite(op.b.dtype, b, op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
   if (op.bias) {
-    LINALGD_RETURN_IF_ERROR(FirstNonFinite(RealPart(op.bias->dtype), bias,
-                                           parts * op.bias->num_elements(),
+    LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
                                            hs.check_device + kSlotBias, hs.stream));
   }
   LINALGD_GPU_CHECK(
@@ -161,7 +155,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
-  const bool use_c = op.c.has_value() && (op.beta != 0 || op.beta_imag != 0);
+  const bool use_c = op.c.has_value() && op.beta != 0;
   if (use_c) LINALGD_RETURN_IF_ERROR(FillFromC(ctx, op, plan, d.data()));
   DeviceOperand bias;
   if (op.bias) {

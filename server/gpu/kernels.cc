@@ -16,7 +16,7 @@ impl::Elem ToElem(DType t) {
       return impl::Elem::kF16;
     case DType::kBF16:
       return impl::Elem::kBF16;
-    case DType::kC64:  // callers pass RealPart(dtype) with twice the count
+    case DType::kC64:  // no GPU kernel takes complex (GpuBackend::RefuseComplex)
     case DType::kC128:
       break;
   }

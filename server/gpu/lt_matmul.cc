@@ -21,8 +21,6 @@ struct ComputeTypes {
 
 ComputeTypes ComputeFor(const LtMatmulArgs& x) {
   if (x.in_dtype == DType::kF64) return {CUBLAS_COMPUTE_64F, CUDA_R_64F};
-  if (x.in_dtype == DType::kC128) return {CUBLAS_COMPUTE_64F, CUDA_C_64F};
-  if (x.in_dtype == DType::kC64) return {CUBLAS_COMPUTE_32F, CUDA_C_32F};
   if (x.in_dtype == DType::kF16 && x.compute == ComputeMode::kFast16F) {
     return {CUBLAS_COMPUTE_16F, CUDA_R_16F};
   }
@@ -176,21 +174,13 @@ union Scalar {
   float f;
   double d;
   uint16_t h;
-  float c[2];   // CUDA_C_32F
-  double z[2];  // CUDA_C_64F
 };
 
-Scalar MakeScalar(cudaDataType_t type, double v, double imag) {
+Scalar MakeScalar(cudaDataType_t type, double v) {
   Scalar s;
   std::memset(&s, 0, sizeof s);
   if (type == CUDA_R_64F) {
     s.d = v;
-  } else if (type == CUDA_C_64F) {
-    s.z[0] = v;
-    s.z[1] = imag;
-  } else if (type == CUDA_C_32F) {
-    s.c[0] = static_cast<float>(v);
-    s.c[1] = static_cast<float>(imag);
   } else if (type == CUDA_R_16F) {
     s.h = FloatToHalf(static_cast<float>(v));
   } else {
@@ -203,9 +193,8 @@ Scalar MakeScalar(cudaDataType_t type, double v, double imag) {
 absl::Status RunProduct(HandleSet& hs, const LtMatmulArgs& x, const LtDescs& descs,
                         const cublasLtMatmulAlgo_t& algo) {
   const cudaDataType_t scale = ComputeFor(x).scale;
-  const Scalar alpha = MakeScalar(scale, x.alpha, x.alpha_imag);
-  const Scalar beta =
-      MakeScalar(scale, x.c != nullptr ? x.beta : 0.0, x.c != nullptr ? x.beta_imag : 0.0);
+  const Scalar alpha = MakeScalar(scale, x.alpha);
+  const Scalar beta = MakeScalar(scale, x.c != nullptr ? x.beta : 0.0);
   const void* c = x.c != nullptr ? x.c : x.d;
   LINALGD_GPU_CHECK(cublasLtMatmul(hs.lt, descs.op, &alpha, x.b, descs.a, x.a, descs.b, &beta, c,
                                    descs.c, x.d, descs.d, &algo, hs.workspace, hs.workspace_bytes,
@@ -273,10 +262,8 @@ absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const
   if (cache.Lookup(key, &entry)) return entry;
   // cuBLASLt fuses a per-column bias only; its fp64 GELU is not accurate to
   // fp64 (~3e-11 relative), so fp64 GELU runs in our kernel.
-  // Complex: the product alone; a bias is added by our kernel.
   const bool can_fuse = !(x.bias != nullptr && x.bias_per_row) &&
-                        !(x.out_dtype == DType::kF64 && x.act == Activation::kGelu) &&
-                        !IsComplex(x.in_dtype);
+                        !(x.out_dtype == DType::kF64 && x.act == Activation::kGelu);
   if (can_fuse) {
     LtDescs fused;
     LINALGD_RETURN_IF_ERROR(BuildDescs(x, FusedEpilogue(x), fused));
@@ -335,11 +322,6 @@ absl::Status LtMatmul(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x) 
       BuildDescs(x, entry.fused ? FusedEpilogue(x) : CUBLASLT_EPILOGUE_DEFAULT, descs));
   LINALGD_RETURN_IF_ERROR(RunProduct(hs, x, descs, entry.algo));
   if (!entry.fused && (x.bias != nullptr || x.act != Activation::kNone)) {
-    if (IsComplex(x.out_dtype)) {  // a per-column bias (no activation): real and imaginary
-      // parts are adjacent columns of a real m x 2n matrix, the bias 2n values.
-      return ApplyEpilogue(RealPart(x.out_dtype), x.d, x.batch, x.m, 2 * x.n, x.bias, false,
-                           Activation::kNone, hs.stream);
-    }
     return ApplyEpilogue(x.out_dtype, x.d, x.batch, x.m, x.n, x.bias, x.bias_per_row, x.act,
                          hs.stream);
   }

@@ -39,7 +39,6 @@ struct LtMatmulArgs {
   bool bias_per_row = false;
   void* d = nullptr;
   double alpha = 1.0, beta = 0.0;
-  double alpha_imag = 0.0, beta_imag = 0.0;  // complex dtypes
 };
 
 // cuBLASLt algorithms chosen by cublasLtMatmulAlgoGetHeuristic, cached per

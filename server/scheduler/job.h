@@ -24,12 +24,9 @@ struct ExecutionInfo {
 
 enum class OpKind { kMatmul, kSolve };
 
-// JobSpec::cpu_only for a solve or factorization on `dtype`: empty for real
-// dtypes; for complex ones, that the GPU backend has no complex solvers.
+// JobSpec::cpu_only for an op on `dtype`: empty for real dtypes; for complex
+// ones, that the GPU backend has no complex kernels.
 std::string CpuOnlyReason(DType dtype);
-// JobSpec::cpu_only for a matmul: the GPU multiplies complex operands
-// (cuBLASLt) but has no complex per-row bias (bias of shape [m, 1]).
-std::string MatmulCpuOnlyReason(DType dtype, bool bias_per_row);
 // JobSpec::cpu_only for a sparse solve: complex ones run on the CPU alone
 // (UMFPACK; cuSOLVER/cuSPARSE paths are real-only here).
 std::string SparseCpuOnlyReason(DType dtype);

@@ -127,19 +127,13 @@ absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
 
 std::string CpuOnlyReason(DType dtype) {
   if (!IsComplex(dtype)) return "";
-  return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex solvers; ran on cpu");
+  return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex kernels; ran on cpu");
 }
 
 std::string SparseCpuOnlyReason(DType dtype) {
   if (!IsComplex(dtype)) return "";
   return absl::StrCat(DTypeName(dtype),
                       ": the GPU backend has no complex sparse solvers; ran on cpu");
-}
-
-std::string MatmulCpuOnlyReason(DType dtype, bool bias_per_row) {
-  if (!IsComplex(dtype) || !bias_per_row) return "";
-  return absl::StrCat(DTypeName(dtype),
-                      ": the GPU backend has no complex per-row bias ([m, 1]); ran on cpu");
 }
 
 Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::string* reason) {

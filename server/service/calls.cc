@@ -138,11 +138,7 @@ JobSpec SpecOf(OpKind kind, const Prepared& p) {
   spec.largest_dim = LargestDim(p);
   spec.flops = Flops(p);
   spec.device_bytes = DeviceBytes(p);
-  if constexpr (std::is_same_v<Prepared, PreparedMatmul>) {
-    spec.cpu_only = MatmulCpuOnlyReason(p.op.a.dtype, p.op.bias.has_value() && p.plan.bias_per_row);
-  } else {
-    spec.cpu_only = CpuOnlyReason(p.op.a.dtype);
-  }
+  spec.cpu_only = CpuOnlyReason(p.op.a.dtype);
   return spec;
 }
 

@@ -177,7 +177,10 @@ def run_healthcheck(server, **tls_env):
     command[0] = os.path.join(os.path.dirname(server_binary()), "linalgd-cli")
     host = image_env["LINALGD_TARGET"].rsplit(":", 1)[0]
     assert host == "127.0.0.1", image_env
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **image_env, **tls_env,
+    # Only the image's environment, plus what finds this build's shared libraries
+    # (a relocated bundle sets LD_LIBRARY_PATH).
+    passed = {k: os.environ[k] for k in ("PATH", "LD_LIBRARY_PATH") if k in os.environ}
+    env = {"PATH": "/usr/bin:/bin", **passed, **image_env, **tls_env,
            "LINALGD_TARGET": f"{host}:{server.port}"}
     out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=30)
     return out.returncode, out.stdout + out.stderr

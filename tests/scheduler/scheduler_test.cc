@@ -117,7 +117,7 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
     EXPECT_EQ(out.infos[i].backend, "cpu");
     EXPECT_EQ(out.infos[i].fallback_reason,
               out.finished[i].first == 1
-                  ? "c128: the GPU backend has no complex solvers; ran on cpu"
+                  ? "c128: the GPU backend has no complex kernels; ran on cpu"
                   : "");
   }
   EXPECT_EQ(gpu.calls(), 0);
@@ -125,10 +125,6 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
   EXPECT_EQ(SparseCpuOnlyReason(DType::kF32), "");
   EXPECT_EQ(SparseCpuOnlyReason(DType::kC64),
             "c64: the GPU backend has no complex sparse solvers; ran on cpu");
-  EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, false), "");  // cuBLASLt multiplies complex
-  EXPECT_EQ(MatmulCpuOnlyReason(DType::kF32, true), "");
-  EXPECT_EQ(MatmulCpuOnlyReason(DType::kC64, true),
-            "c64: the GPU backend has no complex per-row bias ([m, 1]); ran on cpu");
 }
 
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
