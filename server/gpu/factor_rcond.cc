@@ -12,9 +12,7 @@
 namespace linalgd::gpu {
 namespace {
 
-// Host doubles -> the device vector of dtype t, ordered on hs.stream before
-// what follows there. No stream sync: a copy from pageable memory returns once
-// the source is staged, so v (or the f32 copy) may go right after.
+// Host doubles -> the device vector of dtype t (synchronous).
 absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void* dst) {
   std::vector<float> f;
   const void* src = v.data();
@@ -25,6 +23,7 @@ absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void
     bytes = f.size() * sizeof(float);
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   return absl::OkStatus();
 }
 
@@ -38,36 +37,28 @@ absl::Status ToHost(HandleSet& hs, DType t, const void* src, std::vector<double>
   return absl::OkStatus();
 }
 
-// X <- op(T)^-1 X for the n x n triangle of `factors` (column-major, ld n)
-// and the column-major n x cols block X (ld n): one cublas trsm, latency-
-// bound at this width, so a few columns cost about what one does.
-absl::Status TriSolve(HandleSet& hs, DType t, cublasFillMode_t fill, cublasOperation_t op,
-                      cublasDiagType_t diag, int64_t n, int64_t cols, const void* factors,
-                      void* x) {
-  const int in = static_cast<int>(n), ic = static_cast<int>(cols);
+// x <- op(T)^-1 x for the n x n triangle of `factors` (column-major, ld n):
+// one cublas trsv, a bandwidth-bound pass over the triangle (getrs and potrs
+// with one right-hand side cost several times more).
+absl::Status Trsv(HandleSet& hs, DType t, cublasFillMode_t fill, cublasOperation_t op,
+                  cublasDiagType_t diag, int64_t n, const void* factors, void* x) {
+  const int in = static_cast<int>(n);
   if (t == DType::kF64) {
-    const double one = 1.0;
-    LINALGD_GPU_CHECK(cublasDtrsm(hs.blas, CUBLAS_SIDE_LEFT, fill, op, diag, in, ic, &one,
-                                  static_cast<const double*>(factors), in, static_cast<double*>(x),
-                                  in));
+    LINALGD_GPU_CHECK(cublasDtrsv(hs.blas, fill, op, diag, in, static_cast<const double*>(factors),
+                                  in, static_cast<double*>(x), 1));
   } else {
-    const float one = 1.0f;
-    LINALGD_GPU_CHECK(cublasStrsm(hs.blas, CUBLAS_SIDE_LEFT, fill, op, diag, in, ic, &one,
-                                  static_cast<const float*>(factors), in, static_cast<float*>(x),
-                                  in));
+    LINALGD_GPU_CHECK(cublasStrsv(hs.blas, fill, op, diag, in, static_cast<const float*>(factors),
+                                  in, static_cast<float*>(x), 1));
   }
   return absl::OkStatus();
 }
 
-// getrf's row interchanges (1-based), applied to each n-value column of the
-// block v in order or in reverse.
+// getrf's row interchanges (1-based), applied to v in order or in reverse.
 void Interchange(const std::vector<int64_t>& ipiv, bool reverse, std::vector<double>& v) {
   const int64_t n = static_cast<int64_t>(ipiv.size());
-  for (size_t base = 0; n > 0 && base + n <= v.size(); base += n) {
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t i = reverse ? n - 1 - k : k;
-      std::swap(v[base + i], v[base + ipiv[i] - 1]);
-    }
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = reverse ? n - 1 - k : k;
+    std::swap(v[i], v[ipiv[i] - 1]);
   }
 }
 
@@ -91,8 +82,7 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm) {
   HandleSet& hs = ctx.hs;
-  const BlockEstimatorOptions opts = GpuBlockEstimatorOptions();
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * opts.t * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * DTypeSize(t)));
   std::vector<int64_t> ipiv(method == SolveMethod::kLu ? n : 0);
   if (!ipiv.empty()) {
     LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
@@ -102,10 +92,9 @@ absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method,
   const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
   const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T;
   auto tri = [&](cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag) {
-    return TriSolve(hs, t, fill, op, diag, n, opts.t, factors, scratch.data());
+    return Trsv(hs, t, fill, op, diag, n, factors, scratch.data());
   };
-  // One solve with a (or a^T) of the host block v (n x opts.t), through the
-  // device: one upload, two trsm, one download.
+  // One solve with a (or a^T) on the host vector v, through the device.
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
     if (method == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
       LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
@@ -129,8 +118,7 @@ absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method,
     Interchange(ipiv, true, v);
     return absl::OkStatus();
   };
-  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv,
-                           EstimateInverseNorm1Block(1, n, opts, host_solve));
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, host_solve));
   return RcondFromNorms(anorm, inv[0]);
 }
 

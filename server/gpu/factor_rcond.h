@@ -2,13 +2,11 @@
 #define LINALGD_SERVER_GPU_FACTOR_RCOND_H_
 
 // Reciprocal 1-norm condition estimates from LU or Cholesky factors on the
-// device: rcond = 1 / (||a||_1 * est), est an estimate of ||a^-1||_1
-// (server/backend/condition.h). FactorRcond (one matrix: the dense solves and
-// cached factors) uses the Higham-Tisseur block estimator: at most five
-// solves of a 2-column block with the factors (two trsm each), O(n^2) each
-// beside the O(n^3) factorization. EstimateRcond (the batched solves) uses
-// Hager-Higham, the estimator behind LAPACK's gecon / pocon, one column per
-// member.
+// device: rcond = 1 / (||a||_1 * est), est the Hager-Higham estimate of
+// ||a^-1||_1 (server/backend/condition.h, LAPACK's gecon / pocon
+// estimator): a handful of one-column solves with the factors and their
+// transposes, O(n^2) each beside the O(n^3) factorization. Used by the dense
+// solves (single and batched) and by cached factors alike.
 
 #include <cstdint>
 #include <functional>
@@ -32,10 +30,6 @@ using DeviceVectorSolve = std::function<absl::Status(bool transposed)>;
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
                                                   const std::vector<double>& anorm, void* scratch,
                                                   const DeviceVectorSolve& solve);
-
-// The block estimator's settings for FactorRcond: 2 columns, 2 iterations
-// (at most 5 block solves of two trsm each).
-inline BlockEstimatorOptions GpuBlockEstimatorOptions() { return {.t = 2, .itmax = 2}; }
 
 // One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower

@@ -85,7 +85,10 @@ inline constexpr uint32_t kBlockEstimatorSeed = 20000101;
 // at most 2 * itmax + 1 calls): a lower bound, in practice within a small
 // factor of the exact norm. The start block is [e / n, random +-1 / n
 // columns]. When n <= t one call solves with the identity: exact. A
-// non-finite solve gives +inf.
+// non-finite solve gives +inf. Not what the GPU uses: on an H200 its
+// 2-column cuBLAS trsm solves made the estimate 2.5x slower than Hager's
+// one-column trsv (linalgd-gpu-bench lu_rcond_estimate at n = 4096: 9.1 ms
+// against 3.6 ms), so FactorRcond stays with EstimateInverseNorm1.
 absl::StatusOr<std::vector<double>> EstimateInverseNorm1Block(int64_t batch, int64_t n,
                                                               const BlockEstimatorOptions& opts,
                                                               const BatchBlockSolve& solve);
