@@ -1,5 +1,6 @@
 """Parallel multi-part uploads and ranged downloads of the Python client (transfer.py)."""
 import random
+import threading
 import zlib
 
 import numpy as np
@@ -272,3 +273,54 @@ def test_chunk_message_is_a_put_tensor_request(n):
     assert parsed.WhichOneof("part") == "chunk"
     assert parsed.chunk == data[3:].tobytes()
     assert msg == linalgd._stubs.pb.PutTensorRequest(chunk=data[3:].tobytes()).SerializeToString()
+
+
+def _items(*arrays):
+    return [linalgd.store.put_item(*linalgd.tensors.to_numpy(x, "x")) for x in arrays]
+
+
+def test_several_uploads_start_and_finish_at_once(small_parts, monkeypatch):
+    """StartUpload and FinishUpload of the tensors of one call are in flight
+    together (each waits at a barrier for the other), not one after another."""
+    xs = [np.random.default_rng(s).standard_normal((150, 200)) for s in (11, 12)]
+    barriers = {name: threading.Barrier(2, timeout=20.0) for name in ("StartUpload",
+                                                                      "FinishUpload")}
+    unary = transfer.Transfer._unary
+
+    def meeting(self, name, request, response_type, deadline):
+        if name in barriers:
+            barriers[name].wait()  # broken (an error) unless both calls get here
+        return unary(self, name, request, response_type, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "_unary", meeting)
+    infos = small_parts._transfer.put_many(_items(*xs), None)
+    monkeypatch.undo()
+    for x, info in zip(xs, infos):
+        np.testing.assert_array_equal(small_parts.get(info.id), x)
+        small_parts.delete(info.id)
+
+
+def test_a_failing_start_aborts_the_uploads_that_started(small_parts, monkeypatch):
+    xs = [np.random.default_rng(s).standard_normal((150, 200)) for s in (13, 14)]
+    unary, abort = transfer.Transfer._unary, transfer.Transfer._abort
+    starts, aborted = [], []
+
+    def second_start_fails(self, name, request, response_type, deadline):
+        if name == "StartUpload":
+            with lock:
+                starts.append(request.header.total_bytes)
+                if len(starts) == 2:
+                    raise linalgd.Unavailable("StartUpload: refused by the test", method="StartUpload")
+        return unary(self, name, request, response_type, deadline)
+
+    lock = threading.Lock()
+    monkeypatch.setattr(transfer.Transfer, "_unary", second_start_fails)
+    monkeypatch.setattr(transfer.Transfer, "_abort",
+                        lambda self, upload_id: (aborted.append(upload_id),
+                                                 abort(self, upload_id)))
+    before = {t.id for t in small_parts.list_tensors()}
+    with pytest.raises(linalgd.Unavailable, match="refused by the test"):
+        small_parts._transfer.put_many(_items(*xs), None)
+    assert len(starts) == 2 and len(aborted) == 1  # the one that started, and only it
+    monkeypatch.undo()
+    assert {t.id for t in small_parts.list_tensors()} == before

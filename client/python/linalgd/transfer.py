@@ -272,13 +272,7 @@ class Transfer:
         part_crc = dict(zip(jobs, crcs))
         uploads = {}
         try:
-            for j, ranges in enumerate(plans):
-                if len(ranges) > 1:
-                    uploads[j] = self._start(items[j][0], ranges, part_crc, j, deadline)
-                    if uploads[j] is None:  # no multi-part uploads: one stream
-                        del uploads[j]
-                        plans[j] = [(0, len(items[j][1]))]
-                        part_crc[(j, plans[j][0])] = None
+            self._start_all(items, plans, part_crc, uploads, deadline)
             sends = []
             for j, ranges in enumerate(plans):
                 for i, r in enumerate(ranges):
@@ -287,19 +281,45 @@ class Transfer:
             order = _schedule(sends)
             results = dict(zip((key for key, _ in order),
                                self.run_all([fn for _, fn in order])))
-            out = []
-            for j, ranges in enumerate(plans):
-                if j in uploads:
-                    resp = self._unary("FinishUpload",
-                                       pb.FinishUploadRequest(upload_id=uploads.pop(j)),
-                                       pb.PutTensorResponse, deadline)
-                    out.append(resp.tensor)
-                else:
-                    out.append(results[(j, ranges[0])].tensor)
-            return out
+            finished = dict(zip(list(uploads), self.run_all(
+                [self._finish_job(uploads, j, deadline) for j in list(uploads)])))
+            return [finished[j] if j in finished else results[(j, ranges[0])].tensor
+                    for j, ranges in enumerate(plans)]
         finally:
             for upload_id in uploads.values():
                 self._abort(upload_id)
+
+    def _start_all(self, items, plans, part_crc, uploads, deadline):
+        """StartUpload for every tensor of several parts, at once; fills
+        uploads {tensor index: upload id}. A server without multi-part uploads
+        gets those tensors in one stream each (plans and part_crc change to
+        match). Raises the first error after every call has ended, with the
+        uploads that did start in `uploads` (to be aborted)."""
+        multi = [j for j, ranges in enumerate(plans) if len(ranges) > 1]
+
+        def job(j):
+            try:
+                return self._start(items[j][0], plans[j], part_crc, j, deadline)
+            except Exception as e:  # noqa: BLE001  raised below, once the others are in
+                return e
+        started = self.run_all([lambda j=j: job(j) for j in multi])
+        for j, upload_id in zip(multi, started):
+            if isinstance(upload_id, str):
+                uploads[j] = upload_id
+            elif upload_id is None:  # no multi-part uploads: one stream
+                plans[j] = [(0, len(items[j][1]))]
+                part_crc[(j, plans[j][0])] = None
+        for error in started:
+            if isinstance(error, Exception):
+                raise error
+
+    def _finish_job(self, uploads, j, deadline):
+        def job():
+            resp = self._unary("FinishUpload", pb.FinishUploadRequest(upload_id=uploads[j]),
+                               pb.PutTensorResponse, deadline)
+            del uploads[j]  # committed: nothing left to abort
+            return resp.tensor
+        return job
 
     def _crc_job(self, raw, r, nparts):
         def job():
