@@ -21,8 +21,11 @@ exists; "" skips it) this script runs that workload itself with --data-n
 times the same round trip through the Python client (f32, every operand and the
 result streamed, the mean of --repeat calls after one untimed call, as
 linalgd-bench does) and prints both clients' bytes/s and their ratio, end to
-end and without the server's run time. linalgd-bench's data workload serves
-from a server in its own process; this script's from --server / --target.
+end and without the server's run time, then where the Python client's round
+trip went (upload, the Matmul call, download, deletes: ms per call) and its
+process's CPU time, for --connections x --chunk-mib and each --sweep setting.
+linalgd-bench's data workload serves from a server in its own process; this
+script's from --server / --target.
 """
 import argparse
 import json
@@ -75,26 +78,58 @@ def start_server(binary):
     return proc, target
 
 
+class Phases:
+    """Wall seconds a Client spends in each kind of step of its calls (upload,
+    the call itself, download, deletes), by wrapping its _perform."""
+
+    NAMES = {"PutMany": "upload", "Invoke": "call", "Get": "download", "Drop": "deletes"}
+
+    def __init__(self, c):
+        self.seconds = dict.fromkeys(self.NAMES.values(), 0.0)
+        self._client, self._perform = c, c._perform
+
+        def perform(effect):
+            t = time.perf_counter()
+            try:
+                return self._perform(effect)
+            finally:
+                name = self.NAMES.get(type(effect).__name__)
+                if name is not None:
+                    self.seconds[name] += time.perf_counter() - t
+        c._perform = perform
+
+    def close(self):
+        del self._client._perform  # the class's method again
+
+
 def streamed_matmul(c, n, repeat):
-    """(mean seconds, mean server run seconds, bytes) of an f32 n x n matmul with
-    a, b and the result streamed, after one untimed call (linalgd-bench's data
-    workload, "streaming" path)."""
+    """(mean seconds, mean server run seconds, bytes, {phase: mean seconds},
+    client CPU seconds per call) of an f32 n x n matmul with a, b and the
+    result streamed, after one untimed call (linalgd-bench's data workload,
+    "streaming" path)."""
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     threshold = c.stream_threshold
     c.stream_threshold = 1
+    phases = None
     try:
         c.matmul(a, b)
         seconds, run = [], []
+        phases = Phases(c)
+        cpu = time.process_time()
         for _ in range(repeat):
             t = time.perf_counter()
             r = c.matmul(a, b, return_info=True)
             seconds.append(time.perf_counter() - t)
             run.append(r.info.run_time)
+        cpu = time.process_time() - cpu
     finally:
         c.stream_threshold = threshold
-    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes
+        if phases is not None:
+            phases.close()
+    mean = {k: v / repeat for k, v in phases.seconds.items()}
+    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat
 
 
 def cpp_streaming(binary, n, connections, iterations):
@@ -113,16 +148,36 @@ def cpp_streaming(binary, n, connections, iterations):
 
 
 def comparison(c, args):
-    """Markdown lines: the Python and C++ clients' streamed round trip, and the ratio."""
-    seconds, run, nbytes = streamed_matmul(c, args.matmul_n, args.repeat)
-    py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
+    """Markdown lines: the Python and C++ clients' streamed round trip, and the
+    ratio; then where the Python client's time went, for each --sweep setting."""
     cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
+    settings = [(args.connections, args.chunk_mib)] + [
+        (int(conn), float(chunk)) for conn, chunk in
+        (item.split("x") for item in (args.sweep.split(",") if args.sweep else []))]
+    python = []
+    for connections, chunk_mib in settings:
+        c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
+        python.append(streamed_matmul(c, args.matmul_n, args.repeat))
+    c.transfer_connections, c.chunk_bytes = settings[0][0], int(settings[0][1] * (1 << 20))
+    seconds, run, nbytes, _, _ = python[0]
+    py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
     lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} f32 matmul round trip, "
              f"a, b and the result streamed over {args.connections} connections, mean of "
              f"{args.repeat} (linalgd-bench --workloads data, path streaming)\n",
              "| client | GB/s | GB/s without the server's run time |", "| --- | --- | --- |",
              f"| Python | {py[0]:.2f} | {py[1]:.2f} |", f"| C++ | {cpp[0]:.2f} | {cpp[1]:.2f} |",
-             f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |"]
+             f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |",
+             "\nThe Python client's round trip, ms per call (mean): upload (a and b), the "
+             "Matmul call (server run time in brackets), download, deletes; its process's "
+             "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
+             "| connections x chunk MiB | upload | call (run) | download | deletes | CPU | "
+             "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (connections, chunk_mib), (seconds, run, nbytes, phase, cpu) in zip(settings, python):
+        rate = nbytes / seconds / 1e9
+        lines.append(f"| {connections} x {chunk_mib:g} | {phase['upload'] * 1e3:.1f} | "
+                     f"{phase['call'] * 1e3:.1f} ({run * 1e3:.1f}) | "
+                     f"{phase['download'] * 1e3:.1f} | {phase['deletes'] * 1e3:.1f} | "
+                     f"{cpu * 1e3:.0f} | {rate:.2f} | {rate / cpp[0]:.2f} |")
     return lines
 
 
@@ -169,6 +224,9 @@ def main():
                    help="Client.stream_threshold; lower it to take the parallel path at small sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
+    p.add_argument("--sweep", default="",
+                   help="more Python client settings for the streamed round trip, "
+                        "CONNECTIONSxCHUNK_MIB,... (e.g. 4x2,16x2,8x1,8x4)")
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")
