@@ -42,7 +42,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
 
 import linalgd  # noqa: E402
-from linalgd import _crc32c  # noqa: E402
+from linalgd import _crc32c, transfer  # noqa: E402
 
 
 def best_of(repeat, fn):
@@ -102,21 +102,72 @@ class Phases:
         del self._client._perform  # the class's method again
 
 
-def streamed_matmul(c, n, repeat):
+class Steps:
+    """Seconds (summed over the transfer threads) the Python client's transfers
+    spend waiting for a GetTensor message (grpc's receive, GIL included),
+    copying chunks into the result, in CRC32C, and building chunk messages,
+    by wrapping those functions of linalgd.transfer for as long as it is open.
+    The rest of an upload's time is grpc sending the messages."""
+
+    def __init__(self):
+        self.seconds = {"wait for a message": [], "copy into the result": [], "CRC32C": [],
+                        "build a chunk message": []}
+        self._saved = [(transfer, "copy_into"), (transfer, "_chunk_message"),
+                       (_crc32c, "extend"), (transfer.Transfer, "_stream")]
+        self._saved = [(owner, name, getattr(owner, name)) for owner, name in self._saved]
+        timed = self._timed
+        transfer.copy_into = timed("copy into the result", transfer.copy_into)
+        transfer._chunk_message = timed("build a chunk message", transfer._chunk_message)
+        _crc32c.extend = timed("CRC32C", _crc32c.extend)
+        stream, steps = transfer.Transfer._stream, self
+
+        class Timed:
+            def __init__(self, it):
+                self._it = it
+                self.cancel = it.cancel
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                t = time.perf_counter()
+                try:
+                    return next(self._it)
+                finally:
+                    steps.seconds["wait for a message"].append(time.perf_counter() - t)
+
+        transfer.Transfer._stream = lambda self, *a: Timed(stream(self, *a))
+
+    def _timed(self, name, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name].append(time.perf_counter() - t)
+        return wrapper
+
+    def close(self):
+        for owner, name, value in self._saved:
+            setattr(owner, name, value)
+
+
+def streamed_matmul(c, n, repeat, with_steps=False):
     """(mean seconds, mean server run seconds, bytes, {phase: mean seconds},
-    client CPU seconds per call) of an f32 n x n matmul with a, b and the
-    result streamed, after one untimed call (linalgd-bench's data workload,
-    "streaming" path)."""
+    client CPU seconds per call, {step: (thread-seconds, count) per call} or
+    None) of an f32 n x n matmul with a, b and the result streamed, after one
+    untimed call (linalgd-bench's data workload, "streaming" path)."""
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     threshold = c.stream_threshold
     c.stream_threshold = 1
-    phases = None
+    phases = steps = None
     try:
         c.matmul(a, b)
         seconds, run = [], []
         phases = Phases(c)
+        steps = Steps() if with_steps else None
         cpu = time.process_time()
         for _ in range(repeat):
             t = time.perf_counter()
@@ -128,8 +179,12 @@ def streamed_matmul(c, n, repeat):
         c.stream_threshold = threshold
         if phases is not None:
             phases.close()
+        if steps is not None:
+            steps.close()
     mean = {k: v / repeat for k, v in phases.seconds.items()}
-    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat
+    per_call = None if steps is None else {
+        k: (sum(v) / repeat, len(v) / repeat) for k, v in steps.seconds.items()}
+    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat, per_call
 
 
 def cpp_streaming(binary, n, connections, iterations):
@@ -159,7 +214,8 @@ def comparison(c, args):
         c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
         python.append(streamed_matmul(c, args.matmul_n, args.repeat))
     c.transfer_connections, c.chunk_bytes = settings[0][0], int(settings[0][1] * (1 << 20))
-    seconds, run, nbytes, _, _ = python[0]
+    steps = streamed_matmul(c, args.matmul_n, args.repeat, with_steps=True)[5]
+    seconds, run, nbytes = python[0][:3]
     py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
     lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} f32 matmul round trip, "
              f"a, b and the result streamed over {args.connections} connections, mean of "
@@ -172,12 +228,17 @@ def comparison(c, args):
              "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
              "| connections x chunk MiB | upload | call (run) | download | deletes | CPU | "
              "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (connections, chunk_mib), (seconds, run, nbytes, phase, cpu) in zip(settings, python):
+    for (connections, chunk_mib), (seconds, run, nbytes, phase, cpu, _) in zip(settings, python):
         rate = nbytes / seconds / 1e9
         lines.append(f"| {connections} x {chunk_mib:g} | {phase['upload'] * 1e3:.1f} | "
                      f"{phase['call'] * 1e3:.1f} ({run * 1e3:.1f}) | "
                      f"{phase['download'] * 1e3:.1f} | {phase['deletes'] * 1e3:.1f} | "
                      f"{cpu * 1e3:.0f} | {rate:.2f} | {rate / cpp[0]:.2f} |")
+    lines += [f"\nInside the transfers ({args.connections} x {args.chunk_mib:g}, timed again "
+              "with these functions wrapped): thread-seconds per call summed over the "
+              "transfer threads, and how many calls\n",
+              "| step | ms per call | calls per call |", "| --- | --- | --- |"]
+    lines += [f"| {name} | {sec * 1e3:.1f} | {count:.0f} |" for name, (sec, count) in steps.items()]
     return lines
 
 
