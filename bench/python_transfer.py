@@ -202,18 +202,30 @@ def cpp_streaming(binary, n, connections, iterations):
     return found["streaming.rate"], found["streaming.rate_without_compute"]
 
 
+def parse_setting(item):
+    """(connections, chunk MiB, build ahead) of a --sweep item: 8x2, or 8x2b."""
+    ahead = item.endswith("b")
+    connections, chunk_mib = item.rstrip("b").split("x")
+    return int(connections), float(chunk_mib), ahead
+
+
+def apply_setting(c, setting):
+    connections, chunk_mib, ahead = setting
+    c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
+    c._transfer.build_ahead = ahead
+
+
 def comparison(c, args):
     """Markdown lines: the Python and C++ clients' streamed round trip, and the
     ratio; then where the Python client's time went, for each --sweep setting."""
     cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
-    settings = [(args.connections, args.chunk_mib)] + [
-        (int(conn), float(chunk)) for conn, chunk in
-        (item.split("x") for item in (args.sweep.split(",") if args.sweep else []))]
+    settings = [(args.connections, args.chunk_mib, False)] + [
+        parse_setting(item) for item in (args.sweep.split(",") if args.sweep else [])]
     python = []
-    for connections, chunk_mib in settings:
-        c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
+    for setting in settings:
+        apply_setting(c, setting)
         python.append(streamed_matmul(c, args.matmul_n, args.repeat))
-    c.transfer_connections, c.chunk_bytes = settings[0][0], int(settings[0][1] * (1 << 20))
+    apply_setting(c, settings[0])
     steps = streamed_matmul(c, args.matmul_n, args.repeat, with_steps=True)[5]
     seconds, run, nbytes = python[0][:3]
     py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
@@ -226,11 +238,14 @@ def comparison(c, args):
              "\nThe Python client's round trip, ms per call (mean): upload (a and b), the "
              "Matmul call (server run time in brackets), download, deletes; its process's "
              "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
-             "| connections x chunk MiB | upload | call (run) | download | deletes | CPU | "
+             "| connections x chunk MiB (b: build ahead) | upload | call (run) | download | "
+             "deletes | CPU | "
              "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (connections, chunk_mib), (seconds, run, nbytes, phase, cpu, _) in zip(settings, python):
+    for (connections, chunk_mib, ahead), (seconds, run, nbytes, phase, cpu, _) in zip(settings,
+                                                                                    python):
         rate = nbytes / seconds / 1e9
-        lines.append(f"| {connections} x {chunk_mib:g} | {phase['upload'] * 1e3:.1f} | "
+        lines.append(f"| {connections} x {chunk_mib:g}{'b' if ahead else ''} | "
+                     f"{phase['upload'] * 1e3:.1f} | "
                      f"{phase['call'] * 1e3:.1f} ({run * 1e3:.1f}) | "
                      f"{phase['download'] * 1e3:.1f} | {phase['deletes'] * 1e3:.1f} | "
                      f"{cpu * 1e3:.0f} | {rate:.2f} | {rate / cpp[0]:.2f} |")
@@ -287,7 +302,8 @@ def main():
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
     p.add_argument("--sweep", default="",
                    help="more Python client settings for the streamed round trip, "
-                        "CONNECTIONSxCHUNK_MIB,... (e.g. 4x2,16x2,8x1,8x4)")
+                        "CONNECTIONSxCHUNK_MIB[b],... (e.g. 4x2,16x2,8x1,8x4,8x2b); b: "
+                        "uploads build each chunk message ahead on a helper thread")
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")

@@ -324,3 +324,39 @@ def test_a_failing_start_aborts_the_uploads_that_started(small_parts, monkeypatc
     assert len(starts) == 2 and len(aborted) == 1  # the one that started, and only it
     monkeypatch.undo()
     assert {t.id for t in small_parts.list_tensors()} == before
+
+
+def test_build_ahead_sends_the_same_bytes_from_helper_threads(small_parts, monkeypatch):
+    small_parts._transfer.build_ahead = True
+    x = np.random.default_rng(15).standard_normal((257, 301))
+    real, built = transfer._chunk_message, []
+
+    def chunk_message(data, *rest):
+        built.append((threading.current_thread().name, len(data)))
+        return real(data, *rest)
+
+    monkeypatch.setattr(transfer, "_chunk_message", chunk_message)
+    t = small_parts.put(x)
+    assert sum(n for _, n in built) == x.nbytes
+    assert len(built) > 4 and all(name.startswith("linalgd-chunks") for name, _ in built)
+    monkeypatch.undo()
+    assert small_parts.get(t).tobytes() == x.tobytes()
+
+
+def test_build_ahead_corrupted_chunk_is_data_loss(small_parts, monkeypatch):
+    small_parts._transfer.build_ahead = True
+    x = np.random.default_rng(16).standard_normal((200, 300))
+    real, hits = transfer._chunk_message, []
+
+    def corrupt(data, *rest):
+        if not hits:
+            hits.append(1)
+            data = bytes(data)
+            data = bytes([data[0] ^ 1]) + data[1:]
+        return real(data, *rest)
+
+    monkeypatch.setattr(transfer, "_chunk_message", corrupt)
+    with pytest.raises(linalgd.DataLoss, match="CRC32C of the part"):
+        small_parts.put(x)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(small_parts.put(x).get(), x)

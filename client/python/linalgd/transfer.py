@@ -113,6 +113,21 @@ def _chunk_message(data):
     return out
 
 
+def _built_ahead(builder, views):
+    """_chunk_message of each view, in order, each built on the builder
+    executor while the message before it is out with grpc: a stream asks for
+    its next message only once the previous one was sent, so building it then
+    (one copy of the chunk) leaves the connection idle for that long."""
+    pending = None
+    for view in views:
+        following = builder.submit(_chunk_message, view)
+        if pending is not None:
+            yield pending.result()
+        pending = following
+    if pending is not None:
+        yield pending.result()
+
+
 def _read_varint(mv, i):
     shift = result = 0
     while True:
@@ -174,6 +189,10 @@ class Transfer:
         self._pool = None  # guarded by _lock
         self.multipart = True  # False once the server refused StartUpload
         self.ranged = True  # False once the server ignored a range
+        # Upload streams build chunk message k + 1 on a helper thread while
+        # grpc sends message k (see _built_ahead); off by default until measured.
+        self.build_ahead = False
+        self._builders = None  # guarded by _lock
 
     # -- plumbing ------------------------------------------------------------
 
@@ -194,12 +213,19 @@ class Transfer:
                                                   response_deserializer=de)
 
     def _executor(self):
+        """The transfer threads (parts, CRCs, unary calls of several tensors)."""
+        return self._threads("_pool", "linalgd-transfer")
+
+    def _builder(self):
+        """The threads that build upload chunk messages ahead (build_ahead)."""
+        return self._threads("_builders", "linalgd-chunks")
+
+    def _threads(self, attr, prefix):
         with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=max(4, 2 * self.connections()),
-                    thread_name_prefix="linalgd-transfer")
-            return self._pool
+            if getattr(self, attr) is None:
+                setattr(self, attr, concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(4, 2 * self.connections()), thread_name_prefix=prefix))
+            return getattr(self, attr)
 
     def run_all(self, fns: Sequence[Callable[[], object]]):
         """Runs fns at once on the transfer threads; their results in order, or
@@ -215,11 +241,13 @@ class Transfer:
 
     def close(self):
         with self._lock:
-            pool, self._pool = self._pool, None
+            pools = (self._pool, self._builders)
+            self._pool = self._builders = None
             owned, self._owned = self._owned, []
             self._channels = {0: self._channels[0]}
-        if pool is not None:
-            pool.shutdown(wait=False)
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=False)
         for channel in owned:
             channel.close()
 
@@ -234,10 +262,15 @@ class Transfer:
     def _stream_put(self, index, header, raw, begin, end, deadline):
         chunk = max(1, int(self._client.chunk_bytes))
 
+        views = (raw[off:min(off + chunk, end)] for off in range(begin, end, chunk))
+        builder = self._builder() if self.build_ahead else None
+
         def messages():
             yield pb.PutTensorRequest(header=header).SerializeToString()
-            for off in range(begin, end, chunk):
-                yield _chunk_message(raw[off:min(off + chunk, end)])
+            if builder is None:
+                yield from (_chunk_message(view) for view in views)
+            else:
+                yield from _built_ahead(builder, views)
 
         put = self._rpc(index, "stream_unary", "PutTensor", _identity,
                         pb.PutTensorResponse.FromString)
