@@ -203,23 +203,25 @@ def cpp_streaming(binary, n, connections, iterations):
 
 
 def parse_setting(item):
-    """(connections, chunk MiB, build ahead) of a --sweep item: 8x2, or 8x2b."""
-    ahead = item.endswith("b")
-    connections, chunk_mib = item.rstrip("b").split("x")
-    return int(connections), float(chunk_mib), ahead
+    """(connections, chunk MiB, options) of a --sweep item: 8x2, 8x2b, 8x2br
+    (b: build upload chunks ahead, r: place downloaded chunks behind)."""
+    options = item[len(item.rstrip("br")):]
+    connections, chunk_mib = item[:len(item) - len(options)].split("x")
+    return int(connections), float(chunk_mib), options
 
 
 def apply_setting(c, setting):
-    connections, chunk_mib, ahead = setting
+    connections, chunk_mib, options = setting
     c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
-    c._transfer.build_ahead = ahead
+    c._transfer.build_ahead = "b" in options
+    c._transfer.place_behind = "r" in options
 
 
 def comparison(c, args):
     """Markdown lines: the Python and C++ clients' streamed round trip, and the
     ratio; then where the Python client's time went, for each --sweep setting."""
     cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
-    settings = [(args.connections, args.chunk_mib, False)] + [
+    settings = [(args.connections, args.chunk_mib, "")] + [
         parse_setting(item) for item in (args.sweep.split(",") if args.sweep else [])]
     python = []
     for setting in settings:
@@ -238,13 +240,14 @@ def comparison(c, args):
              "\nThe Python client's round trip, ms per call (mean): upload (a and b), the "
              "Matmul call (server run time in brackets), download, deletes; its process's "
              "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
-             "| connections x chunk MiB (b: build ahead) | upload | call (run) | download | "
+             "| connections x chunk MiB (b: build ahead, r: place behind) | upload | "
+             "call (run) | download | "
              "deletes | CPU | "
              "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for (connections, chunk_mib, ahead), (seconds, run, nbytes, phase, cpu, _) in zip(settings,
-                                                                                    python):
+    for (connections, chunk_mib, options), (seconds, run, nbytes, phase, cpu, _) in zip(
+            settings, python):
         rate = nbytes / seconds / 1e9
-        lines.append(f"| {connections} x {chunk_mib:g}{'b' if ahead else ''} | "
+        lines.append(f"| {connections} x {chunk_mib:g}{options} | "
                      f"{phase['upload'] * 1e3:.1f} | "
                      f"{phase['call'] * 1e3:.1f} ({run * 1e3:.1f}) | "
                      f"{phase['download'] * 1e3:.1f} | {phase['deletes'] * 1e3:.1f} | "
@@ -302,8 +305,9 @@ def main():
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
     p.add_argument("--sweep", default="",
                    help="more Python client settings for the streamed round trip, "
-                        "CONNECTIONSxCHUNK_MIB[b],... (e.g. 4x2,16x2,8x1,8x4,8x2b); b: "
-                        "uploads build each chunk message ahead on a helper thread")
+                        "CONNECTIONSxCHUNK_MIB[b][r],... (e.g. 4x2,16x2,8x1,8x4,8x2br); b: "
+                        "uploads build each chunk message ahead on a helper thread, r: "
+                        "downloads copy and checksum each chunk on one while the next arrives")
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")

@@ -160,7 +160,9 @@ def test_failing_part_surfaces_its_error(small_parts, monkeypatch):
     assert e.value.method == "PutTensor" or e.value.method == "FinishUpload"
 
 
-def test_corrupted_download_is_data_loss(small_parts, monkeypatch):
+@pytest.mark.parametrize("place_behind", [False, True])
+def test_corrupted_download_is_data_loss(small_parts, monkeypatch, place_behind):
+    small_parts._transfer.place_behind = place_behind
     x = np.random.default_rng(5).standard_normal((200, 300))
     t = small_parts.put(x)
     real = transfer.parse_get_response
@@ -360,3 +362,19 @@ def test_build_ahead_corrupted_chunk_is_data_loss(small_parts, monkeypatch):
         small_parts.put(x)
     monkeypatch.undo()
     np.testing.assert_array_equal(small_parts.put(x).get(), x)
+
+
+def test_place_behind_writes_every_chunk_from_helper_threads(small_parts, monkeypatch):
+    x = np.random.default_rng(17).standard_normal((257, 301))
+    t = small_parts.put(x)
+    small_parts._transfer.place_behind = True
+    real, placed = transfer.copy_into, []
+
+    def copy_into(dest, data):
+        placed.append((threading.current_thread().name, len(data)))
+        real(dest, data)
+
+    monkeypatch.setattr(transfer, "copy_into", copy_into)
+    assert small_parts.get(t).tobytes() == x.tobytes()
+    assert sum(n for _, n in placed) == x.nbytes
+    assert len(placed) > 4 and all(name.startswith("linalgd-chunks") for name, _ in placed)

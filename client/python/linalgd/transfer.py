@@ -168,6 +168,33 @@ def parse_get_response(buf):
     return info, chunk, offset
 
 
+class _Placed:
+    """Chunks copied into dest at their offsets and checksummed in order: at
+    once, or (helper: an executor) each on the helper while the caller
+    receives the next; at most one is in flight, so the CRC32C chains."""
+
+    def __init__(self, dest, helper):
+        self._dest, self._helper = dest, helper
+        self._crc, self._pending = 0, None
+
+    def _place(self, crc, at, data):
+        copy_into(self._dest[at:at + len(data)], data)
+        return _crc32c.extend(crc, data)
+
+    def add(self, at, data):
+        if self._helper is None:
+            self._crc = self._place(self._crc, at, data)
+            return
+        crc = self.crc()
+        self._pending = self._helper.submit(self._place, crc, at, data)
+
+    def crc(self):
+        """The CRC32C of every chunk added, once they are all in place."""
+        if self._pending is not None:
+            self._crc, self._pending = self._pending.result(), None
+        return self._crc
+
+
 class _NoRanges(Exception):
     """The server ignored a GetTensor range (an older server)."""
 
@@ -192,6 +219,9 @@ class Transfer:
         # Upload streams build chunk message k + 1 on a helper thread while
         # grpc sends message k (see _built_ahead); off by default until measured.
         self.build_ahead = False
+        # Downloads copy and checksum chunk k on a helper thread while they wait
+        # for chunk k + 1 (see _Placed); off by default until measured.
+        self.place_behind = False
         self._builders = None  # guarded by _lock
 
     # -- plumbing ------------------------------------------------------------
@@ -217,7 +247,8 @@ class Transfer:
         return self._threads("_pool", "linalgd-transfer")
 
     def _builder(self):
-        """The threads that build upload chunk messages ahead (build_ahead)."""
+        """The threads that build upload chunk messages ahead (build_ahead) and
+        place downloaded chunks (place_behind)."""
         return self._threads("_builders", "linalgd-chunks")
 
     def _threads(self, attr, prefix):
@@ -461,27 +492,28 @@ class Transfer:
         except grpc.RpcError as e:
             raise from_rpc_error(e, "GetTensor") from None
 
-    @staticmethod
-    def _place_all(stream, data, dest, to_end, what):
+    def _place_all(self, stream, data, dest, to_end, what):
         """Writes data, then the stream's further chunks, into dest; returns their
         CRC32C. to_end: the stream must end exactly when dest is full; else it is
-        read only until dest is full."""
-        got, crc, size = 0, 0, len(dest)
+        read only until dest is full. With place_behind, chunk k is copied and
+        checksummed on a helper thread while this one waits for chunk k + 1."""
+        helper = self._builder() if self.place_behind else None
+        placed = _Placed(dest, helper)
+        got, size = 0, len(dest)
         while True:
             n = len(data)
             if not to_end and got + n > size:  # the first stream's last chunk runs past its range
                 data, n = data[:size - got], size - got
             if got + n > size:
                 raise DataLoss(f"GetTensor: {what} carried more than its {size} bytes")
-            copy_into(dest[got:got + n], data)
-            crc = _crc32c.extend(crc, data)
+            placed.add(got, data)
             got += n
             if got == size and not to_end:
-                return crc
+                return placed.crc()
             try:
                 data = parse_get_response(next(stream))[1]
             except StopIteration:
                 break
         if got != size:
             raise DataLoss(f"GetTensor: {what} carried {got} bytes, expected {size}")
-        return crc
+        return placed.crc()
