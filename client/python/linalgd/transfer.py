@@ -19,9 +19,19 @@ server's.
 Zero copy where Python allows: chunks are sliced from the caller's array with
 memoryview (one copy into each message, none of the whole tensor), received
 chunks are copied once into the result (ctypes.memmove, without the GIL), and
-neither direction goes through protobuf objects for the bulk bytes. grpc releases the GIL while it sends and
-receives, so the parts of one tensor, and the tensors of one call, move on
-threads at once.
+neither direction goes through protobuf objects for the bulk bytes. grpc
+releases the GIL while it waits on the network, so the parts of one tensor,
+and the tensors of one call, move on threads at once; but grpcio copies every
+sent message once and builds every received one with the GIL held (a bytes
+object per received slice, about 64 KiB each, then b"".join of them): per
+byte one GIL-held copy up and two down, the part of a transfer no number of
+threads spreads out.
+
+build_ahead and place_behind (off by default, bench/python_transfer.py
+--sweep times them) take this module's own copy of each chunk off a stream's
+path: the next upload message is built on a helper thread while grpc sends
+the one before, and a received chunk is copied and checksummed on one while
+the stream waits for the next.
 
 Thread safety: one Transfer per Client, shared by its threads.
 """
