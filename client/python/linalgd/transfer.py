@@ -23,8 +23,8 @@ neither direction goes through protobuf objects for the bulk bytes. grpc
 releases the GIL while it waits on the network, so the parts of one tensor,
 and the tensors of one call, move on threads at once; but grpcio copies every
 sent message once and builds every received one with the GIL held (a bytes
-object per received slice, about 64 KiB each, then b"".join of them): per
-byte one GIL-held copy up and two down, the part of a transfer no number of
+object per received slice, about 64 KiB each, then one joined copy): per byte
+one GIL-held copy up and two down, the part of a transfer no number of
 threads spreads out.
 
 build_ahead and place_behind (off by default, bench/python_transfer.py
