@@ -3,7 +3,10 @@ NOT_SERVING, every response carries `linalgd-draining: 1`, new work is refused
 with UNAVAILABLE naming the replica, calls already accepted finish, and stored
 objects stay readable until the store is empty or the grace period ends; then
 the server shuts down as before."""
+import json
+import os
 import signal
+import subprocess
 import threading
 import time
 import urllib.request
@@ -14,6 +17,7 @@ import pytest
 
 import linalgd
 from linalgd._stubs import pb, pb_grpc
+from conftest import server_binary
 
 DRAINING = ("linalgd-draining", "1")
 REFUSED = "replica ra is draining; send new work to another replica"
@@ -37,6 +41,14 @@ def metric(server, name):
     return None
 
 
+def cli_info(server, *flags):
+    cli = os.path.join(os.path.dirname(server_binary()), "linalgd-cli")
+    out = subprocess.run([cli, "--target", server.target, *flags, "info"], capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 def refused(call):
     with pytest.raises(linalgd.LinalgdError) as e:
         call()
@@ -55,6 +67,8 @@ def test_sigterm_drains_reads_go_on_and_the_empty_store_ends_it(start_server):
         t = c.put(a)
         assert metric(s, "linalgd_draining") == 0
         assert not c.server_info().draining
+        assert "draining" not in cli_info(s)
+        assert json.loads(cli_info(s, "--json"))["draining"] is False
 
         in_flight = {}
 
@@ -72,6 +86,8 @@ def test_sigterm_drains_reads_go_on_and_the_empty_store_ends_it(start_server):
         assert c.health(service="linalgd.v1.Linalg") == "NOT_SERVING"
         assert c.server_info().draining
         assert metric(s, "linalgd_draining") == 1
+        assert "draining: yes" in cli_info(s)
+        assert json.loads(cli_info(s, "--json"))["draining"] is True
 
         # New work goes elsewhere: stateless compute and anything that stores.
         refused(lambda: c.matmul(np.eye(2), np.eye(2)))
@@ -88,6 +104,14 @@ def test_sigterm_drains_reads_go_on_and_the_empty_store_ends_it(start_server):
             listed, list_call = stub.ListTensors.with_call(pb.ListTensorsRequest())
             assert [x.id for x in listed.tensors] == [t.id]
             assert DRAINING in tuple(list_call.trailing_metadata())
+            header = pb.PutTensorHeader(dtype=pb.DTYPE_F64, shape=[2, 2], total_bytes=32)
+            for rpc, request in [(stub.StartUpload, pb.StartUploadRequest(header=header)),
+                                 (stub.RegisterSharedMemory,
+                                  pb.RegisterSharedMemoryRequest(name="r", key="/r", size=64))]:
+                with pytest.raises(grpc.RpcError) as e:
+                    rpc(request)
+                assert e.value.code() == grpc.StatusCode.UNAVAILABLE, e.value
+                assert REFUSED in e.value.details()
         np.testing.assert_array_equal(np.frombuffer(data, np.float64).reshape(3, 3), a)
         x = c.solve(t, np.ones((3, 1)))
         np.testing.assert_allclose(a @ x, np.ones((3, 1)), rtol=1e-10)
