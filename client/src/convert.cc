@@ -1,48 +1,24 @@
 #include "client/src/convert.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "proto/dtype_proto.h"
 
 namespace linalgd::client::internal {
 
 v1::DType ToProto(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return v1::DTYPE_F32;
-    case DType::kF64:
-      return v1::DTYPE_F64;
-    case DType::kF16:
-      return v1::DTYPE_F16;
-    case DType::kBF16:
-      return v1::DTYPE_BF16;
-    case DType::kC64:
-      return v1::DTYPE_C64;
-    case DType::kC128:
-      return v1::DTYPE_C128;
-  }
-  return v1::DTYPE_UNSPECIFIED;
+  return ::linalgd::DTypeToProto(static_cast<::linalgd::DType>(dtype));
 }
 
 absl::StatusOr<DType> FromProto(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_F32:
-      return DType::kF32;
-    case v1::DTYPE_F64:
-      return DType::kF64;
-    case v1::DTYPE_F16:
-      return DType::kF16;
-    case v1::DTYPE_BF16:
-      return DType::kBF16;
-    case v1::DTYPE_C64:
-      return DType::kC64;
-    case v1::DTYPE_C128:
-      return DType::kC128;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("response tensor has unknown dtype ", static_cast<int>(dtype)));
+  if (std::optional<::linalgd::DType> d = ::linalgd::DTypeFromProtoValue(dtype)) {
+    return static_cast<DType>(*d);
   }
+  return absl::InvalidArgumentError(
+      absl::StrCat("response tensor has unknown dtype ", static_cast<int>(dtype)));
 }
 
 void ToProto(Tensor tensor, v1::Tensor* out) {

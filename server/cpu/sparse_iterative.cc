@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/linalg/gmres_step.h"
 
 namespace linalgd {
 namespace {
@@ -126,93 +127,66 @@ IterationOutcome Bicgstab(const Problem& pb, Vec r, Vec& x) {
   return NotConverged("bicgstab", pb.max_iterations, rel, pb.tol);
 }
 
-// One GMRES cycle's Krylov basis and the Hessenberg matrix reduced by Givens
-// rotations.
-struct GmresCycle {
-  std::vector<Vec> v;  // restart + 1 basis vectors
-  std::vector<Vec> h;  // h[j] is column j, restart + 1 entries
-  Vec cs, sn, g;
-  explicit GmresCycle(size_t n)
-      : v(kGmresRestart + 1, Vec(n)),
-        h(kGmresRestart, Vec(kGmresRestart + 1)),
-        cs(kGmresRestart),
-        sn(kGmresRestart),
-        g(kGmresRestart + 1) {}
+// GMRES's Krylov basis, x and b on the host, for the shared GMRES step.
+class CpuGmresVectors final : public GmresVectors {
+ public:
+  CpuGmresVectors(const Problem& pb, const Vec& b, Vec& x)
+      : pb_(pb), b_(b), x_(x), v_(kGmresRestart + 1, Vec(b.size())), z_(b.size()) {}
+
+  absl::StatusOr<double> StartResidual() override {
+    Vec& r = v_[0];
+    CsrMultiply(pb_.a, x_.data(), z_.data());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = b_[i] - z_[i];
+    return linalgd::Norm(r);
+  }
+  absl::Status ApplyOperator(int from, int to) override {
+    pb_.m.Apply(v_[from].data(), z_.data());
+    CsrMultiply(pb_.a, z_.data(), v_[to].data());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> Dot(int i, int j) override { return linalgd::Dot(v_[i], v_[j]); }
+  absl::Status Axpy(double alpha, int from, int to) override {
+    linalgd::Axpy(alpha, v_[from], v_[to]);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<double> Norm(int i) override { return linalgd::Norm(v_[i]); }
+  absl::Status Divide(int i, double d) override {
+    for (double& e : v_[i]) e /= d;
+    return absl::OkStatus();
+  }
+  absl::Status UpdateSolution(const std::vector<double>& y) override {
+    Vec u(x_.size(), 0.0);
+    for (size_t i = 0; i < y.size(); ++i) linalgd::Axpy(y[i], v_[i], u);
+    pb_.m.Apply(u.data(), z_.data());
+    linalgd::Axpy(1.0, z_, x_);
+    return absl::OkStatus();
+  }
+
+ private:
+  const Problem& pb_;
+  const Vec& b_;
+  Vec& x_;
+  std::vector<Vec> v_;  // kGmresRestart + 1 basis vectors
+  Vec z_;               // scratch
 };
 
-// Arnoldi step j (modified Gram-Schmidt) and its Givens rotation; returns
-// |g[j + 1]|, the residual norm after step j.
-double GmresStep(const Problem& pb, GmresCycle& c, int j, Vec& z) {
-  Vec& w = c.v[j + 1];
-  Vec& h = c.h[j];
-  pb.m.Apply(c.v[j].data(), z.data());
-  CsrMultiply(pb.a, z.data(), w.data());
-  for (int i = 0; i <= j; ++i) {
-    h[i] = Dot(w, c.v[i]);
-    Axpy(-h[i], c.v[i], w);
-  }
-  h[j + 1] = Norm(w);
-  if (h[j + 1] > 0) {
-    for (double& e : w) e /= h[j + 1];
-  }
-  for (int i = 0; i < j; ++i) {
-    const double t = c.cs[i] * h[i] + c.sn[i] * h[i + 1];
-    h[i + 1] = -c.sn[i] * h[i] + c.cs[i] * h[i + 1];
-    h[i] = t;
-  }
-  const double d = std::hypot(h[j], h[j + 1]);
-  c.cs[j] = d > 0 ? h[j] / d : 1;
-  c.sn[j] = d > 0 ? h[j + 1] / d : 0;
-  h[j] = d;
-  h[j + 1] = 0;
-  c.g[j + 1] = -c.sn[j] * c.g[j];
-  c.g[j] = c.cs[j] * c.g[j];
-  return std::abs(c.g[j + 1]);
-}
-
-// x += M^-1 V y, where H y = g (steps 0..last).
-void GmresUpdate(const Problem& pb, GmresCycle& c, int last, Vec& x, Vec& z) {
-  Vec y(last + 1);
-  for (int i = last; i >= 0; --i) {
-    double s = c.g[i];
-    for (int k = i + 1; k <= last; ++k) s -= c.h[k][i] * y[k];
-    y[i] = c.h[i][i] != 0 ? s / c.h[i][i] : 0;
-  }
-  Vec u(x.size(), 0.0);
-  for (int i = 0; i <= last; ++i) Axpy(y[i], c.v[i], u);
-  pb.m.Apply(u.data(), z.data());
-  Axpy(1.0, z, x);
-}
-
 IterationOutcome Gmres(const Problem& pb, const Vec& b, Vec& x) {
-  const size_t n = b.size();
-  GmresCycle c(n);
-  Vec z(n), ax(n);
-  int64_t it = 0;
-  double rel = 1;
-  while (it < pb.max_iterations) {
-    CsrMultiply(pb.a, x.data(), ax.data());
-    for (size_t i = 0; i < n; ++i) c.v[0][i] = b[i] - ax[i];
-    const double beta = Norm(c.v[0]);
-    rel = beta / pb.bnorm;
-    if (rel <= pb.tol) return Converged(it, rel);
-    for (double& e : c.v[0]) e /= beta;
-    std::fill(c.g.begin(), c.g.end(), 0.0);
-    c.g[0] = beta;
-    int last = -1;
-    for (int j = 0; j < kGmresRestart && it < pb.max_iterations; ++j) {
-      IterationOutcome stopped;
-      if (Stopped(pb, "gmres", it + 1, &stopped)) return stopped;
-      ++it;
-      last = j;
-      rel = GmresStep(pb, c, j, z) / pb.bnorm;
-      if (rel <= pb.tol || c.h[j][j] == 0) break;
-    }
-    GmresUpdate(pb, c, last, x, z);
-    if (!std::isfinite(rel)) return Breakdown("gmres", it, rel, "non-finite residual");
-    if (rel <= pb.tol) return Converged(it, rel);
+  CpuGmresVectors v(pb, b, x);
+  GmresHessenberg h(kGmresRestart);
+  const GmresLimits limits{pb.tol, pb.max_iterations, pb.bnorm, pb.stop, "cpu"};
+  absl::StatusOr<GmresOutcome> run = RunGmres(v, limits, h);
+  IterationOutcome o;
+  if (!run.ok()) {  // the CPU's vector operations do not fail; kept honest all the same
+    o.failure = absl::StrCat("gmres: ", run.status().message());
+    return o;
   }
-  return NotConverged("gmres", it, rel, pb.tol);
+  GmresOutcome& g = *run;
+  o.iterations = g.iterations;
+  o.relative_residual = g.relative_residual;
+  o.converged = g.converged;
+  o.failure = std::move(g.failure);
+  o.stopped = std::move(g.stopped);
+  return o;
 }
 
 }  // namespace

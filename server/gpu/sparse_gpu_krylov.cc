@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/gpu/cuda_check.h"
+#include "server/linalg/gmres_step.h"
 
 namespace linalgd::gpu {
 namespace {
@@ -134,93 +135,60 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
               NotConverged("bicgstab", pb.max_iterations, rel, pb.tol));
 }
 
-// GMRES's Krylov basis on the device and its Hessenberg matrix (reduced by
-// Givens rotations) on the host.
-struct Gmres {
-  std::vector<DeviceBuffer> basis;  // kGmresRestart + 1 vectors
-  std::vector<std::vector<double>> h;
-  std::vector<double> cs, sn, g;
-  void* v(int i) { return basis[i].data(); }
+// GMRES's Krylov basis on the device, for the shared GMRES step (the
+// Hessenberg system stays on the host).
+class GpuGmresVectors final : public GmresVectors {
+ public:
+  static absl::StatusOr<GpuGmresVectors> Create(Problem& pb, const void* b, void* x) {
+    LINALGD_ASSIGN_OR_RETURN(Work basis,
+                             Work::Create(pb.ctx, pb.a.dtype(), pb.a.n(), kGmresRestart + 1));
+    LINALGD_ASSIGN_OR_RETURN(Work scratch, Work::Create(pb.ctx, pb.a.dtype(), pb.a.n(), 2));
+    return GpuGmresVectors(pb, b, x, std::move(basis), std::move(scratch));
+  }
+
+  absl::StatusOr<double> StartResidual() override {  // v[0] = b - a x
+    LINALGD_RETURN_IF_ERROR(pb_.v.Copy(b_, basis_[0]));
+    LINALGD_RETURN_IF_ERROR(pb_.a.Multiply(pb_.ctx, x_, basis_[0], -1.0, 1.0));
+    return pb_.v.Nrm2(basis_[0]);
+  }
+  absl::Status ApplyOperator(int from, int to) override {
+    LINALGD_RETURN_IF_ERROR(pb_.m.Apply(pb_.ctx, basis_[from], scratch_[1]));
+    return pb_.a.Multiply(pb_.ctx, scratch_[1], basis_[to]);
+  }
+  absl::StatusOr<double> Dot(int i, int j) override { return pb_.v.Dot(basis_[i], basis_[j]); }
+  absl::Status Axpy(double alpha, int from, int to) override {
+    return pb_.v.Axpy(alpha, basis_[from], basis_[to]);
+  }
+  absl::StatusOr<double> Norm(int i) override { return pb_.v.Nrm2(basis_[i]); }
+  absl::Status Divide(int i, double d) override { return pb_.v.Scal(1.0 / d, basis_[i]); }
+  absl::Status UpdateSolution(const std::vector<double>& y) override {
+    void *u = scratch_[0], *z = scratch_[1];
+    LINALGD_RETURN_IF_ERROR(pb_.v.Zero(u));
+    for (size_t i = 0; i < y.size(); ++i) {
+      LINALGD_RETURN_IF_ERROR(pb_.v.Axpy(y[i], basis_[static_cast<int>(i)], u));
+    }
+    LINALGD_RETURN_IF_ERROR(pb_.m.Apply(pb_.ctx, u, z));
+    return pb_.v.Axpy(1.0, z, x_);
+  }
+
+ private:
+  GpuGmresVectors(Problem& pb, const void* b, void* x, Work basis, Work scratch)
+      : pb_(pb), b_(b), x_(x), basis_(std::move(basis)), scratch_(std::move(scratch)) {}
+
+  Problem& pb_;
+  const void* b_;
+  void* x_;
+  Work basis_;    // kGmresRestart + 1 vectors
+  Work scratch_;  // u and z
 };
 
-// Arnoldi step j (modified Gram-Schmidt) and its rotation; returns |g[j+1]|.
-absl::StatusOr<double> GmresStep(Problem& pb, Gmres& c, int j, void* z) {
-  std::vector<double>& h = c.h[j];
-  LINALGD_RETURN_IF_ERROR(pb.m.Apply(pb.ctx, c.v(j), z));
-  LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, z, c.v(j + 1)));
-  for (int i = 0; i <= j; ++i) {
-    LINALGD_ASSIGN_OR_RETURN(h[i], pb.v.Dot(c.v(j + 1), c.v(i)));
-    LINALGD_RETURN_IF_ERROR(pb.v.Axpy(-h[i], c.v(i), c.v(j + 1)));
-  }
-  LINALGD_ASSIGN_OR_RETURN(h[j + 1], pb.v.Nrm2(c.v(j + 1)));
-  if (h[j + 1] > 0) LINALGD_RETURN_IF_ERROR(pb.v.Scal(1.0 / h[j + 1], c.v(j + 1)));
-  for (int i = 0; i < j; ++i) {
-    const double t = c.cs[i] * h[i] + c.sn[i] * h[i + 1];
-    h[i + 1] = -c.sn[i] * h[i] + c.cs[i] * h[i + 1];
-    h[i] = t;
-  }
-  const double d = std::hypot(h[j], h[j + 1]);
-  c.cs[j] = d > 0 ? h[j] / d : 1;
-  c.sn[j] = d > 0 ? h[j + 1] / d : 0;
-  h[j] = d;
-  h[j + 1] = 0;
-  c.g[j + 1] = -c.sn[j] * c.g[j];
-  c.g[j] = c.cs[j] * c.g[j];
-  return std::abs(c.g[j + 1]);
-}
-
-// x += M^-1 (V y) with H y = g over steps 0..last; u and z are scratch.
-absl::Status GmresUpdate(Problem& pb, Gmres& c, int last, void* x, void* u, void* z) {
-  std::vector<double> y(last + 1);
-  for (int i = last; i >= 0; --i) {
-    double s = c.g[i];
-    for (int k = i + 1; k <= last; ++k) s -= c.h[k][i] * y[k];
-    y[i] = c.h[i][i] != 0 ? s / c.h[i][i] : 0;
-  }
-  LINALGD_RETURN_IF_ERROR(pb.v.Zero(u));
-  for (int i = 0; i <= last; ++i) LINALGD_RETURN_IF_ERROR(pb.v.Axpy(y[i], c.v(i), u));
-  LINALGD_RETURN_IF_ERROR(pb.m.Apply(pb.ctx, u, z));
-  return pb.v.Axpy(1.0, z, x);
-}
-
 absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x) {
-  Gmres c;
-  for (int i = 0; i <= kGmresRestart; ++i) {
-    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer v, pb.ctx.Alloc(pb.v.bytes()));
-    c.basis.push_back(std::move(v));
-  }
-  c.h.assign(kGmresRestart, std::vector<double>(kGmresRestart + 1));
-  c.cs.assign(kGmresRestart, 0);
-  c.sn.assign(kGmresRestart, 0);
-  LINALGD_ASSIGN_OR_RETURN(Work w, Work::Create(pb.ctx, pb.a.dtype(), pb.a.n(), 2));
-  int64_t it = 0;
-  double rel = 1;
-  while (it < pb.max_iterations) {
-    LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, c.v(0)));  // r = b - a x
-    LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, x, c.v(0), -1.0, 1.0));
-    LINALGD_ASSIGN_OR_RETURN(const double beta, pb.v.Nrm2(c.v(0)));
-    rel = beta / pb.bnorm;
-    if (rel <= pb.tol) return Done(it, rel, true);
-    LINALGD_RETURN_IF_ERROR(pb.v.Scal(1.0 / beta, c.v(0)));
-    c.g.assign(kGmresRestart + 1, 0);
-    c.g[0] = beta;
-    int last = -1;
-    for (int j = 0; j < kGmresRestart && it < pb.max_iterations; ++j) {
-      LINALGD_RETURN_IF_ERROR(CheckStop(pb, "gmres", it + 1));
-      ++it;
-      last = j;
-      LINALGD_ASSIGN_OR_RETURN(const double res, GmresStep(pb, c, j, w[1]));
-      rel = res / pb.bnorm;
-      if (rel <= pb.tol || c.h[j][j] == 0) break;
-    }
-    LINALGD_RETURN_IF_ERROR(GmresUpdate(pb, c, last, x, w[0], w[1]));
-    if (!std::isfinite(rel)) {
-      return Done(it, rel, false,
-                  absl::StrCat("gmres: breakdown at iteration ", it, " (non-finite residual)"));
-    }
-    if (rel <= pb.tol) return Done(it, rel, true);
-  }
-  return Done(it, rel, false, NotConverged("gmres", it, rel, pb.tol));
+  LINALGD_ASSIGN_OR_RETURN(GpuGmresVectors v, GpuGmresVectors::Create(pb, b, x));
+  GmresHessenberg h(kGmresRestart);
+  const GmresLimits limits{pb.tol, pb.max_iterations, pb.bnorm, pb.stop, "gpu"};
+  LINALGD_ASSIGN_OR_RETURN(GmresOutcome o, linalgd::RunGmres(v, limits, h));
+  if (!o.stopped.ok()) return o.stopped;
+  return Done(o.iterations, o.relative_residual, o.converged, std::move(o.failure));
 }
 
 }  // namespace

@@ -18,45 +18,14 @@ absl::Status ShapeError(absl::string_view field, const v1::Tensor& t, absl::stri
 }  // namespace
 
 absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
-  switch (value) {
-    case v1::DTYPE_F32:
-      return DType::kF32;
-    case v1::DTYPE_F64:
-      return DType::kF64;
-    case v1::DTYPE_F16:
-      return DType::kF16;
-    case v1::DTYPE_BF16:
-      return DType::kBF16;
-    case v1::DTYPE_C64:
-      return DType::kC64;
-    case v1::DTYPE_C128:
-      return DType::kC128;
-    case v1::DTYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field,
-                       ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16, "
-                       "DTYPE_C64 or DTYPE_C128)"));
-    default:
-      return absl::InvalidArgumentError(absl::StrCat(field, ": unknown dtype value ", value));
+  if (std::optional<DType> dtype = DTypeFromProtoValue(value)) return *dtype;
+  if (value == v1::DTYPE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ": dtype is unspecified (DTYPE_F32, DTYPE_F64, DTYPE_F16, DTYPE_BF16, "
+                     "DTYPE_C64 or DTYPE_C128)"));
   }
-}
-
-v1::DType DTypeToProto(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return v1::DTYPE_F32;
-    case DType::kF64:
-      return v1::DTYPE_F64;
-    case DType::kF16:
-      return v1::DTYPE_F16;
-    case DType::kBF16:
-      return v1::DTYPE_BF16;
-    case DType::kC64:
-      return v1::DTYPE_C64;
-    case DType::kC128:
-      return v1::DTYPE_C128;
-  }
-  return v1::DTYPE_UNSPECIFIED;
+  return absl::InvalidArgumentError(absl::StrCat(field, ": unknown dtype value ", value));
 }
 
 absl::StatusOr<absl::Duration> RequestTtl(double seconds, absl::string_view field,

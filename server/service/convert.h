@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "linalgd/v1/linalgd.pb.h"
+#include "proto/dtype_proto.h"
 #include "server/backend/ops.h"
 #include "server/common/tensor.h"
 #include "server/scheduler/job.h"
@@ -38,8 +39,8 @@ absl::StatusOr<TensorView> ViewOf(const v1::Tensor& t, absl::string_view field,
 absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view field,
                                       const TensorLimits& limits, int min_rank = 2);
 
+// The dtype of a request's v1::DType (DTypeToProto, the other way, is proto/dtype_proto.h's).
 absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field);
-v1::DType DTypeToProto(DType dtype);
 absl::StatusOr<Epilogue> EpilogueFromProto(int value);
 absl::StatusOr<ComputeMode> ComputeModeFromProto(int value);
 absl::StatusOr<SolveMethod> SolveMethodFromProto(int value);

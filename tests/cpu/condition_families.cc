@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "tests/cpu/test_reference.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd::test_ref {
 namespace {

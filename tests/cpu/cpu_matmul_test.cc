@@ -9,7 +9,7 @@
 #include "server/backend/plan.h"
 #include "server/common/half.h"
 #include "server/cpu/cpu_backend.h"
-#include "tests/cpu/test_reference.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

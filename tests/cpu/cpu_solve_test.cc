@@ -7,57 +7,32 @@
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
-#include "tests/cpu/test_reference.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
 
+using test_ref::DuplicatedColumns;
+using test_ref::DuplicatedColumnsSolution;
 using test_ref::FromValues;
+using test_ref::RandomMatrix;
 using test_ref::RandomTensor;
 using test_ref::RelError;
 using test_ref::Values;
+using test_ref::WellConditioned;
 using ::testing::HasSubstr;
 
 // Row-major dense matrices in double.
 using Mat = std::vector<double>;
 
-Mat Random(int rows, int cols, std::mt19937& rng) {
-  return test_ref::Values(RandomTensor(DType::kF64, {rows, cols}, rng));
-}
-
-// Well conditioned: random plus n on the diagonal.
-Mat WellConditioned(int n, std::mt19937& rng) {
-  Mat a = Random(n, n, rng);
-  for (int i = 0; i < n; ++i) a[i * n + i] += n;
-  return a;
-}
-
 Mat Spd(int n, std::mt19937& rng) {
-  const Mat m = Random(n, n, rng);
+  const Mat m = RandomMatrix(n, n, rng);
   Mat a = test_ref::MatMul(m, test_ref::Transpose(m, n, n), n, n, n);
   for (int i = 0; i < n; ++i) a[i * n + i] += 1;
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < i; ++j) a[i * n + j] = a[j * n + i];  // exactly symmetric
   }
   return a;
-}
-
-// [c, c]: rows x 2p of rank p.
-Mat DuplicatedColumns(const Mat& c, int rows, int p) {
-  Mat a(static_cast<size_t>(rows) * 2 * p);
-  for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < p; ++j) a[i * 2 * p + j] = a[i * 2 * p + p + j] = c[i * p + j];
-  }
-  return a;
-}
-
-// The minimum-norm least-squares solution of [c, c] x = b: [y; y] / 2, with
-// y the least-squares solution of c y = b.
-Mat DuplicatedColumnsSolution(const Mat& c, const Mat& b, int rows, int p, int k) {
-  const Mat y = test_ref::NormalEquations(c, b, rows, p, k);
-  Mat x(static_cast<size_t>(2) * p * k);
-  for (int i = 0; i < p * k; ++i) x[i] = x[p * k + i] = y[i] / 2;
-  return x;
 }
 
 class CpuSolveTest : public ::testing::Test {
@@ -84,7 +59,7 @@ class CpuSolveTest : public ::testing::Test {
 
 TEST_F(CpuSolveTest, LuMatchesGaussianElimination) {
   const int n = 8, k = 3;
-  const Mat a = WellConditioned(n, rng_), b = Random(n, k, rng_);
+  const Mat a = WellConditioned(n, rng_), b = RandomMatrix(n, k, rng_);
   const Mat ref = test_ref::GaussSolve(a, b, n, k);
   for (DType dt : {DType::kF64, DType::kF32}) {
     SCOPED_TRACE(DTypeName(dt));
@@ -102,7 +77,7 @@ TEST_F(CpuSolveTest, LuMatchesGaussianElimination) {
 
 TEST_F(CpuSolveTest, CholeskyAndAutoOnSpd) {
   const int n = 7, k = 2;
-  const Mat a = Spd(n, rng_), b = Random(n, k, rng_);
+  const Mat a = Spd(n, rng_), b = RandomMatrix(n, k, rng_);
   const Mat ref = test_ref::GaussSolve(a, b, n, k);
   for (SolveMethod m : {SolveMethod::kCholesky, SolveMethod::kAuto}) {
     auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, m);
@@ -115,12 +90,12 @@ TEST_F(CpuSolveTest, CholeskyAndAutoOnSpd) {
 
 TEST_F(CpuSolveTest, AutoPicksLuForNonSymmetricAndQrForNonSquare) {
   const int n = 6;
-  auto r = Solve(DType::kF64, {n, n}, WellConditioned(n, rng_), {n, 1}, Random(n, 1, rng_),
+  auto r = Solve(DType::kF64, {n, n}, WellConditioned(n, rng_), {n, 1}, RandomMatrix(n, 1, rng_),
                  SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);
   EXPECT_EQ(r->fallback, "");
-  r = Solve(DType::kF64, {9, 4}, Random(9, 4, rng_), {9, 2}, Random(9, 2, rng_),
+  r = Solve(DType::kF64, {9, 4}, RandomMatrix(9, 4, rng_), {9, 2}, RandomMatrix(9, 2, rng_),
             SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kQr);
@@ -135,7 +110,8 @@ TEST_F(CpuSolveTest, EmptyWorkIsAnsweredWithoutFactoring) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);
   EXPECT_EQ(r->fallback, "");
-  r = Solve(DType::kF32, {0, n, n}, {}, {n, 2}, Random(n, 2, rng_), SolveMethod::kAuto, false);
+  r = Solve(DType::kF32, {0, n, n}, {}, {n, 2}, RandomMatrix(n, 2, rng_), SolveMethod::kAuto,
+            false);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);
   r = Solve(DType::kF64, {0, 0}, {}, {0, 4}, {}, SolveMethod::kCholesky, false);
@@ -148,7 +124,7 @@ TEST_F(CpuSolveTest, CholeskyOnIndefiniteFallsBackToLu) {
   Mat a(n * n, 0.1);  // symmetric; leading minor 3 is the first that is not > 0
   const double diag[] = {4, 5, -6, 7, 8};
   for (int i = 0; i < n; ++i) a[i * n + i] = diag[i];
-  const Mat b = Random(n, k, rng_);
+  const Mat b = RandomMatrix(n, k, rng_);
   auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kCholesky);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);
@@ -171,7 +147,7 @@ TEST_F(CpuSolveTest, CholeskyOnNonSymmetric) {
   const int n = 4;
   Mat a = Spd(n, rng_);
   a[1 * n + 3] += 0.25;
-  const Mat b = Random(n, 1, rng_);
+  const Mat b = RandomMatrix(n, 1, rng_);
   auto r = Solve(DType::kF64, {n, n}, a, {n, 1}, b, SolveMethod::kCholesky);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);
@@ -188,7 +164,7 @@ TEST_F(CpuSolveTest, ExactlySingularLuFallsBackToMinimumNorm) {
   // Row 2 is zero: LU factors a^T (as the GPU does), whose column 2 is zero,
   // so U[2,2] == 0 (0-based) on both backends.
   for (int j = 0; j < n; ++j) a[2 * n + j] = 0;
-  const Mat b = Random(n, k, rng_);
+  const Mat b = RandomMatrix(n, k, rng_);
   auto r = Solve(DType::kF64, {n, n}, a, {n, k}, b, SolveMethod::kLu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
@@ -217,7 +193,7 @@ TEST_F(CpuSolveTest, NumericallySingularLu) {
     SCOPED_TRACE(DTypeName(dt));
     Mat a = WellConditioned(n, rng_);
     for (int j = 0; j < n; ++j) a[(n - 1) * n + j] *= 1e-30;  // no zero pivot, cond 1e30
-    auto r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kLu);
+    auto r = Solve(dt, {n, n}, a, {n, 1}, RandomMatrix(n, 1, rng_), SolveMethod::kLu);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
     EXPECT_THAT(r->fallback, HasSubstr("lu: rcond "));
@@ -225,7 +201,7 @@ TEST_F(CpuSolveTest, NumericallySingularLu) {
     EXPECT_THAT(r->fallback, HasSubstr("numerically singular); used lstsq"));
     ASSERT_TRUE(r->rcond.has_value());
     EXPECT_LT(*r->rcond, 1e-20);
-    r = Solve(dt, {n, n}, a, {n, 1}, Random(n, 1, rng_), SolveMethod::kAuto, false);
+    r = Solve(dt, {n, n}, a, {n, 1}, RandomMatrix(n, 1, rng_), SolveMethod::kAuto, false);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(r.status().message(), HasSubstr("is below the threshold"));
   }
@@ -236,14 +212,14 @@ TEST_F(CpuSolveTest, QrLeastSquaresAndMinimumNorm) {
     SCOPED_TRACE(DTypeName(dt));
     const double tol = dt == DType::kF64 ? 1e-10 : 1e-4;
     // Over-determined: the normal equations' solution.
-    const Mat a = Random(10, 4, rng_), b = Random(10, 2, rng_);
+    const Mat a = RandomMatrix(10, 4, rng_), b = RandomMatrix(10, 2, rng_);
     auto r = Solve(dt, {10, 4}, a, {10, 2}, b, SolveMethod::kQr);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->method_used, SolveMethod::kQr);
     EXPECT_LE(RelError(Values(r->x), test_ref::NormalEquations(Values(a_), Values(b_), 10, 4, 2)),
               tol);
     // Under-determined: a^T (a a^T)^-1 b.
-    const Mat u = Random(3, 7, rng_), c = Random(3, 2, rng_);
+    const Mat u = RandomMatrix(3, 7, rng_), c = RandomMatrix(3, 2, rng_);
     r = Solve(dt, {3, 7}, u, {3, 2}, c, SolveMethod::kQr);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_LE(RelError(Values(r->x), test_ref::MinNormSolve(Values(a_), Values(b_), 3, 7, 2)), tol);
@@ -253,7 +229,7 @@ TEST_F(CpuSolveTest, QrLeastSquaresAndMinimumNorm) {
 
 TEST_F(CpuSolveTest, RankDeficientQrFallsBackAndLstsqGivesPseudoInverse) {
   const int rows = 8, p = 3, k = 2;
-  const Mat c = Random(rows, p, rng_), b = Random(rows, k, rng_);
+  const Mat c = RandomMatrix(rows, p, rng_), b = RandomMatrix(rows, k, rng_);
   const Mat a = DuplicatedColumns(c, rows, p);
   const Mat ref = DuplicatedColumnsSolution(c, b, rows, p, k);
   auto r = Solve(DType::kF64, {rows, 2 * p}, a, {rows, k}, b, SolveMethod::kQr);
@@ -276,7 +252,7 @@ TEST_F(CpuSolveTest, RankDeficientQrFallsBackAndLstsqGivesPseudoInverse) {
 TEST_F(CpuSolveTest, LstsqUnderDeterminedRankDeficientSquare) {
   // Square [c, c] (6 x 6, rank 3) through LSTSQ and through LU's fallback.
   const int rows = 6, p = 3;
-  const Mat c = Random(rows, p, rng_), b = Random(rows, 1, rng_);
+  const Mat c = RandomMatrix(rows, p, rng_), b = RandomMatrix(rows, 1, rng_);
   const Mat a = DuplicatedColumns(c, rows, p);
   const Mat ref = DuplicatedColumnsSolution(c, b, rows, p, 1);
   for (SolveMethod m : {SolveMethod::kLstsq, SolveMethod::kLu, SolveMethod::kAuto}) {
@@ -308,7 +284,7 @@ TEST_F(CpuSolveTest, BatchedAndBroadcastBatches) {
     const Mat ai = WellConditioned(n, rng_);
     a.insert(a.end(), ai.begin(), ai.end());
   }
-  b = Random(3 * n, k, rng_);
+  b = RandomMatrix(3 * n, k, rng_);
   auto r = Solve(DType::kF64, {2, 1, n, n}, a, {3, n, k}, b, SolveMethod::kLu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->x.shape(), (Shape{2, 3, n, k}));
@@ -316,7 +292,7 @@ TEST_F(CpuSolveTest, BatchedAndBroadcastBatches) {
   EXPECT_LE(r->residual, 1e-15);
   // One a for four b's: solved together, scattered back.
   const Mat a1(a.begin(), a.begin() + n * n);
-  const Mat b4 = Random(4 * n, k, rng_);
+  const Mat b4 = RandomMatrix(4 * n, k, rng_);
   r = Solve(DType::kF64, {n, n}, a1, {4, n, k}, b4, SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectBatchSolved(r->x, a1, b4, n, k, {0, 0, 0, 0}, {0, 1, 2, 3});
@@ -326,7 +302,7 @@ TEST_F(CpuSolveTest, BatchedAndBroadcastBatches) {
     const Mat ai = WellConditioned(n, rng_);
     a4.insert(a4.end(), ai.begin(), ai.end());
   }
-  const Mat b1 = Random(n, k, rng_);
+  const Mat b1 = RandomMatrix(n, k, rng_);
   r = Solve(DType::kF64, {4, n, n}, a4, {n, k}, b1, SolveMethod::kLu);
   ASSERT_TRUE(r.ok()) << r.status();
   ExpectBatchSolved(r->x, a4, b1, n, k, {0, 1, 2, 3}, {0, 0, 0, 0});
@@ -342,7 +318,7 @@ TEST_F(CpuSolveTest, BatchedFallbackNamesTheElement) {
     }
     a.insert(a.end(), ai.begin(), ai.end());
   }
-  const Mat b = Random(3 * n, k, rng_);
+  const Mat b = RandomMatrix(3 * n, k, rng_);
   auto r = Solve(DType::kF64, {3, n, n}, a, {3, n, k}, b, SolveMethod::kLu);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLstsq);
@@ -376,7 +352,7 @@ TEST_F(CpuSolveTest, ChainFromCholeskyToLstsq) {
 
 TEST_F(CpuSolveTest, ManySmallBatchElementsOverThePool) {
   const int n = 3, k = 1, batch = 200;
-  Mat a, b = Random(batch * n, k, rng_);
+  Mat a, b = RandomMatrix(batch * n, k, rng_);
   for (int i = 0; i < batch; ++i) {
     const Mat ai = Spd(n, rng_);
     a.insert(a.end(), ai.begin(), ai.end());
@@ -396,7 +372,7 @@ TEST_F(CpuSolveTest, LargerBatchElementsRunInTurn) {
     const Mat ai = WellConditioned(n, rng_);
     a.insert(a.end(), ai.begin(), ai.end());
   }
-  const Mat b = Random(2 * n, k, rng_);
+  const Mat b = RandomMatrix(2 * n, k, rng_);
   auto r = Solve(DType::kF64, {2, n, n}, a, {2, n, k}, b, SolveMethod::kAuto);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->method_used, SolveMethod::kLu);

@@ -14,42 +14,22 @@
 #include "server/cpu/cpu_backend.h"
 #include "server/cpu/sparse_direct.h"
 #include "tests/cpu/sparse_test_matrices.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/testing/complex_values.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
 
 using sparse_test::Csr;
+using sparse_test::Request;
 using ::testing::HasSubstr;
-
-struct Request {
-  SparseMethod method = SparseMethod::kAuto;
-  Preconditioner pre = Preconditioner::kNone;
-  bool allow_fallback = true;
-  int64_t max_iterations = 0;
-  double tolerance = 0;
-  StopToken stop;
-};
 
 class CpuSparseTest : public ::testing::Test {
  protected:
   // Solves a x = b (b row-major n x k, in double) in `dtype`.
   absl::StatusOr<SparseSolveResult> Solve(Csr& a, DType dtype, const std::vector<double>& b,
                                           int64_t k, const Request& r = {}) {
-    b_ = test_ref::FromValues(dtype, {a.n, k}, b);
-    SparseSolveOp op;
-    op.a = a.View(dtype);
-    op.b = b_.view();
-    op.method = r.method;
-    op.preconditioner = r.pre;
-    op.allow_fallback = r.allow_fallback;
-    op.max_iterations = r.max_iterations;
-    op.tolerance = r.tolerance;
-    op.stop = r.stop;
-    auto plan = PlanSparseSolve(op);
-    if (!plan.ok()) return plan.status();
-    return backend_->SparseSolve(op, *plan);
+    return sparse_test::Solve(*backend_, a, dtype, b, k, r, b_);
   }
 
   std::vector<double> RandomB(int64_t n, int64_t k) {

@@ -9,8 +9,8 @@
 #include "server/backend/sparse_plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "tests/cpu/sparse_test_matrices.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/testing/complex_values.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <map>
 
+#include "server/backend/sparse_plan.h"
+#include "tests/testing/test_reference.h"
+
 namespace linalgd::sparse_test {
 
 CsrView Csr::View(DType dtype) {
@@ -125,6 +128,25 @@ Csr GraphLaplacian(int64_t n, int degree, double shift, std::mt19937& rng) {
     }
   }
   return Assemble(rows);
+}
+
+absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
+                                        const std::vector<double>& b, int64_t k, const Request& r,
+                                        Tensor& b_keep) {
+  b_keep = test_ref::FromValues(dtype, {a.n, k}, b);
+  SparseSolveOp op;
+  op.a = a.View(dtype);
+  op.b = b_keep.view();
+  op.method = r.method;
+  op.preconditioner = r.pre;
+  op.allow_fallback = r.allow_fallback;
+  op.max_iterations = r.max_iterations;
+  op.tolerance = r.tolerance;
+  op.stop = r.stop;
+  if (r.x0) op.x0 = r.x0->view();
+  absl::StatusOr<SparseSolvePlan> plan = PlanSparseSolve(op);
+  if (!plan.ok()) return plan.status();
+  return backend.SparseSolve(op, *plan);
 }
 
 }  // namespace linalgd::sparse_test

@@ -2,10 +2,15 @@
 #define LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "server/backend/backend.h"
 #include "server/backend/csr.h"
+#include "server/common/stop_token.h"
+#include "server/common/tensor.h"
 
 // Sparse test systems (canonical CSR, owned) shared by the CPU and GPU tests.
 namespace linalgd::sparse_test {
@@ -35,6 +40,23 @@ Csr RandomNonsymmetric(int64_t n, int per_row, std::mt19937& rng);
 // The Laplacian of a random graph (about `degree` edges per vertex) plus
 // `shift` times the identity: SPD for shift > 0.
 Csr GraphLaplacian(int64_t n, int degree, double shift, std::mt19937& rng);
+
+// A SparseSolve's options, as the CPU and GPU tests vary them.
+struct Request {
+  SparseMethod method = SparseMethod::kAuto;
+  Preconditioner pre = Preconditioner::kNone;
+  bool allow_fallback = true;
+  int64_t max_iterations = 0;
+  double tolerance = 0;
+  StopToken stop;
+  std::optional<Tensor> x0;  // a starting point [n, k] of the solve's dtype
+};
+
+// Solves a x = b (b row-major n x k, in double) in `dtype` on `backend`;
+// `b_keep` holds the right-hand side while the result refers to it.
+absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
+                                        const std::vector<double>& b, int64_t k, const Request& r,
+                                        Tensor& b_keep);
 
 }  // namespace linalgd::sparse_test
 

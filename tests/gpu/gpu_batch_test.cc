@@ -12,8 +12,8 @@
 #include "server/backend/plan.h"
 #include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/transfer.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

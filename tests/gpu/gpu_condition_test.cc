@@ -17,8 +17,8 @@
 #include "server/cpu/cpu_backend.h"
 #include "server/linalg/condition.h"
 #include "tests/cpu/condition_families.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

@@ -13,8 +13,8 @@
 #include "server/backend/plan.h"
 #include "server/common/memory_budget.h"
 #include "server/linalg/condition.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

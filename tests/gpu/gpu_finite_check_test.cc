@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
 #include "server/linalg/finite_check.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

@@ -10,8 +10,8 @@
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
 #include "server/gpu/pinned_pool.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

@@ -14,6 +14,8 @@
 #include "linalgd/client.h"
 #include "server/gpu/gpu_engine.h"
 #include "server/service/server.h"
+#include "tests/testing/real_server.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
@@ -69,20 +71,11 @@ double ComplexMatmulError(const client::Tensor& a, const client::Tensor& b,
   return err / ref_max;
 }
 
-// max |x - ref| / max |ref| of an f64 [m,n] product against a naive reference.
+// max |x - ref| / max |ref| of an f64 [m,n] product against the float64 reference.
 double MatmulError(const client::Tensor& a, const client::Tensor& b, const client::Tensor& c) {
   const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
-  auto av = a.ToVector<double>(), bv = b.ToVector<double>(), cv = c.ToVector<double>();
-  double err = 0, ref_max = 0;
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double ref = 0;
-      for (int64_t p = 0; p < k; ++p) ref += av[i * k + p] * bv[p * n + j];
-      err = std::max(err, std::abs(cv[i * n + j] - ref));
-      ref_max = std::max(ref_max, std::abs(ref));
-    }
-  }
-  return err / ref_max;
+  return test_ref::RelError(c.ToVector<double>(),
+                            test_ref::MatMul(a.ToVector<double>(), b.ToVector<double>(), m, k, n));
 }
 
 // Starts the server; returns from the test when it failed or has no GPU.
@@ -95,18 +88,15 @@ double MatmulError(const client::Tensor& a, const client::Tensor& b, const clien
 class GpuServerTest : public ::testing::Test {
  protected:
   void Start(ServerOptions options) {
-    options.listen = "127.0.0.1:0";
     options.metrics_listen = "";
-    auto server = Server::Start(options, [this](const GpuOptions& gpu_options) {
+    auto server = testing::StartRealServer(options, [this](const GpuOptions& gpu_options) {
       std::unique_ptr<GpuEngine> engine = StartGpuEngine(gpu_options);
       engine_ = engine.get();
       return engine;
     });
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    client::ClientOptions co;
-    co.target = "127.0.0.1:" + std::to_string(server_->port());
-    client_ = Client::Create(co).value();
+    client_ = testing::ConnectClient(*server_).value();
     auto info = client_->ServerInfo();
     ASSERT_TRUE(info.ok()) << info.status();
     if (info->backends.size() < 2) GTEST_SKIP() << "no GPU: " << info->gpu_status;
@@ -142,7 +132,7 @@ TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhe
   // 4 connections: multi-part uploads; 1: a single PutTensor stream each.
   for (int connections : {4, 1}) {
     client::ClientOptions co;
-    co.target = "127.0.0.1:" + std::to_string(server_->port());
+    co.target = testing::LoopbackTarget(*server_);
     co.stream_threshold_bytes = 1;  // operands PutTensor, result kept and fetched
     co.transfer_part_min_bytes = 1 << 20;
     co.transfer_connections = connections;
@@ -175,7 +165,7 @@ TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
   o.allow_shm = true;
   START_OR_SKIP(o);
   client::ClientOptions co;
-  co.target = "127.0.0.1:" + std::to_string(server_->port());
+  co.target = testing::LoopbackTarget(*server_);
   co.use_shared_memory = true;
   co.shared_memory_bytes = int64_t{4} << 20;
   co.shared_memory_regions = 16;

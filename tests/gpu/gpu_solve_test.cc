@@ -9,17 +9,20 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
 
 using test_ref::DominantSpd;
+using test_ref::DuplicatedColumns;
+using test_ref::DuplicatedColumnsSolution;
 using test_ref::FromValues;
 using test_ref::RandomMatrix;
 using test_ref::RandomTensor;
 using test_ref::RelError;
+using test_ref::Residual;
 using test_ref::SymmetricIndefinite;
 using test_ref::Values;
 using test_ref::WellConditioned;
@@ -28,33 +31,6 @@ using ::testing::HasSubstr;
 using Mat = std::vector<double>;
 
 double Tol(DType dt) { return dt == DType::kF64 ? 1e-12 : 1e-5; }
-
-Mat DuplicatedColumns(const Mat& c, int rows, int p) {
-  Mat a(static_cast<size_t>(rows) * 2 * p);
-  for (int i = 0; i < rows; ++i) {
-    for (int j = 0; j < p; ++j) a[i * 2 * p + j] = a[i * 2 * p + p + j] = c[i * p + j];
-  }
-  return a;
-}
-
-// Minimum-norm least squares of [c, c] x = b: [y; y] / 2, y = lstsq(c, b).
-Mat DuplicatedColumnsSolution(const Mat& c, const Mat& b, int rows, int p, int k) {
-  const Mat y = test_ref::NormalEquations(c, b, rows, p, k);
-  Mat x(static_cast<size_t>(2) * p * k);
-  for (int i = 0; i < p * k; ++i) x[i] = x[p * k + i] = y[i] / 2;
-  return x;
-}
-
-// ||a x - b|| / (||a|| ||x|| + ||b||) of one system, in double.
-double Residual(const Mat& a, const Mat& x, const Mat& b, int m, int n, int k) {
-  const Mat ax = test_ref::MatMul(a, x, m, n, k);
-  double r = 0, na = 0, nx = 0, nb = 0;
-  for (size_t i = 0; i < b.size(); ++i) r += (ax[i] - b[i]) * (ax[i] - b[i]);
-  for (double v : a) na += v * v;
-  for (double v : x) nx += v * v;
-  for (double v : b) nb += v * v;
-  return std::sqrt(r) / (std::sqrt(na) * std::sqrt(nx) + std::sqrt(nb));
-}
 
 class GpuSolveTest : public ::testing::Test {
  protected:

@@ -13,42 +13,16 @@
 #include "server/backend/sparse_plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "tests/cpu/sparse_test_matrices.h"
-#include "tests/cpu/test_reference.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
 
 using sparse_test::Csr;
+using sparse_test::Request;
+using sparse_test::Solve;
 using ::testing::HasSubstr;
-
-struct Request {
-  SparseMethod method = SparseMethod::kAuto;
-  Preconditioner pre = Preconditioner::kNone;
-  bool allow_fallback = true;
-  int64_t max_iterations = 0;
-  double tolerance = 0;
-  std::optional<Tensor> x0;  // a starting point [n, k] of the solve's dtype
-};
-
-// Solves on `backend`; b_ keeps the right-hand side alive.
-absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
-                                        const std::vector<double>& b, int64_t k, const Request& r,
-                                        Tensor& b_) {
-  b_ = test_ref::FromValues(dtype, {a.n, k}, b);
-  SparseSolveOp op;
-  op.a = a.View(dtype);
-  op.b = b_.view();
-  op.method = r.method;
-  op.preconditioner = r.pre;
-  op.allow_fallback = r.allow_fallback;
-  op.max_iterations = r.max_iterations;
-  op.tolerance = r.tolerance;
-  if (r.x0) op.x0 = r.x0->view();
-  auto plan = PlanSparseSolve(op);
-  if (!plan.ok()) return plan.status();
-  return backend.SparseSolve(op, *plan);
-}
 
 std::vector<double> RandomB(int64_t n, int64_t k, unsigned seed) {
   std::mt19937 rng(seed);

@@ -22,7 +22,7 @@
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
 #include "tests/metrics/http_get.h"
-#include "tests/store/test_memfd.h"
+#include "tests/testing/test_memfd.h"
 
 namespace linalgd::testing {
 namespace {

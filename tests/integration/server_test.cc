@@ -10,6 +10,7 @@
 #include "common/version.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd::testing {
 namespace {
@@ -18,25 +19,6 @@ using ::linalgd::client::MatmulArgs;
 using ::linalgd::client::SolveArgs;
 using ::linalgd::client::Tensor;
 using ::testing::HasSubstr;
-
-// Naive float64 reference: [m,k] x [k,n].
-std::vector<double> RefMatmul(const std::vector<double>& a, const std::vector<double>& b, int m,
-                              int k, int n) {
-  std::vector<double> c(m * n, 0.0);
-  for (int i = 0; i < m; ++i)
-    for (int p = 0; p < k; ++p)
-      for (int j = 0; j < n; ++j) c[i * n + j] += a[i * k + p] * b[p * n + j];
-  return c;
-}
-
-double RelErr(const std::vector<double>& x, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (x[i] - ref[i]) * (x[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return std::sqrt(num / den);
-}
 
 class IntegrationTest : public ServerTest {
  protected:
@@ -80,7 +62,7 @@ TEST_F(IntegrationTest, MatmulF64MatchesReference) {
   for (int batch = 0; batch < 2; ++batch) {
     std::vector<double> ab(a.begin() + batch * 153, a.begin() + (batch + 1) * 153);
     std::vector<double> got(out.begin() + batch * 85, out.begin() + (batch + 1) * 85);
-    EXPECT_LT(RelErr(got, RefMatmul(ab, b, 17, 9, 5)), 1e-12);
+    EXPECT_LT(test_ref::RelError(got, test_ref::MatMul(ab, b, 17, 9, 5)), 1e-12);
   }
 }
 
@@ -348,10 +330,8 @@ TEST_F(IntegrationTest, InjectedFaultIsReturnedWithItsCode) {
 
 TEST(FaultSpecTest, BadRulesNameTheProblem) {
   ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_listen = "";
   o.inject_faults = "cpu:matmul:explode=now";
-  auto s = Server::Start(o);
+  auto s = StartRealServer(o);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("action must be stall=DURATION or fail=CODE"));
 }

@@ -20,7 +20,7 @@
 #include "client/src/shm_region.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/test_server.h"
-#include "tests/store/test_memfd.h"
+#include "tests/testing/test_memfd.h"
 
 namespace linalgd::testing {
 namespace {

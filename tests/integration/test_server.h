@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "linalgd/client.h"
 #include "server/service/server.h"
+#include "tests/testing/real_server.h"
 
 namespace linalgd::testing {
 
@@ -26,21 +27,17 @@ class ServerTest : public ::testing::Test {
   // REQUIRES: no server running. Listens on a free loopback port; metrics
   // are off unless `options` names a metrics address other than the default.
   void StartServer(ServerOptions options) {
-    options.listen = "127.0.0.1:0";
-    if (options.metrics_listen == ServerOptions{}.metrics_listen) options.metrics_listen = "";
     options.cpu_workers = 2;
     options.blas_threads = 2;
-    auto server = Server::Start(options);
+    auto server = StartRealServer(std::move(options));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    client::ClientOptions co;
-    co.target = target();
-    auto c = Client::Create(co);
+    auto c = ConnectClient(*server_);
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = std::move(*c);
   }
 
-  std::string target() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  std::string target() const { return LoopbackTarget(*server_); }
 
   std::unique_ptr<Server> server_;
   std::unique_ptr<Client> client_;

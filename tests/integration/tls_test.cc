@@ -56,15 +56,13 @@ class TlsTest : public ::testing::Test {
   void StartTls(const std::string& client_ca = "") {
     fs::copy(certs_.Path("a", ""), certs_.Path("live", ""));
     ServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.metrics_listen = "";
     o.cpu_workers = 2;
     o.blas_threads = 2;
     o.tls.cert_file = certs_.Path("live", "server.pem");
     o.tls.key_file = certs_.Path("live", "server.key");
     if (!client_ca.empty()) o.tls.client_ca_file = certs_.Path(client_ca, "ca.pem");
     o.tls.reload_seconds = 1;
-    auto server = Server::Start(o);
+    auto server = StartRealServer(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
   }
@@ -169,21 +167,19 @@ TEST_F(TlsTest, ReplacedCertificateFilesServeNewConnections) {
 TEST_F(TlsTest, UnusableFilesAreRefusedAtStart) {
   ASSERT_TRUE(certs_.Make("other"));
   ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_listen = "";
   o.tls.cert_file = certs_.Path("a", "server.key");
   o.tls.key_file = certs_.Path("a", "server.key");
-  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-cert: no PEM certificate"));
+  EXPECT_THAT(StartRealServer(o).status().message(), HasSubstr("--tls-cert: no PEM certificate"));
   o.tls.cert_file = certs_.Path("a", "server.pem");
   o.tls.key_file = certs_.Path("a", "ca.pem");
-  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-key: no PEM private key"));
+  EXPECT_THAT(StartRealServer(o).status().message(), HasSubstr("--tls-key: no PEM private key"));
   o.tls.key_file = certs_.Path("other", "server.key");
-  auto s = Server::Start(o);
+  auto s = StartRealServer(o);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("--tls-key is not the private key"));
   o.tls.key_file = certs_.Path("a", "server.key");
   o.tls.client_ca_file = certs_.Path("a", "client.key");
-  EXPECT_THAT(Server::Start(o).status().message(), HasSubstr("--tls-client-ca: no PEM"));
+  EXPECT_THAT(StartRealServer(o).status().message(), HasSubstr("--tls-client-ca: no PEM"));
 }
 
 TEST(ListenSecurityTest, NonLoopbackPlaintextNeedsInsecure) {
@@ -203,15 +199,13 @@ TEST(ListenSecurityTest, NonLoopbackPlaintextNeedsInsecure) {
 
 TEST(ListenSecurityTest, HalfTlsConfigurationsNameTheFlag) {
   ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_listen = "";
   o.tls.cert_file = "/nonexistent/server.pem";
-  auto s = Server::Start(o);
+  auto s = StartRealServer(o);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("--tls-key"));
   o.tls = {};
   o.tls.client_ca_file = "/nonexistent/ca.pem";
-  s = Server::Start(o);
+  s = StartRealServer(o);
   EXPECT_THAT(s.status().message(), HasSubstr("--tls-client-ca needs --tls-cert"));
 }
 

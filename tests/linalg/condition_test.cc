@@ -22,7 +22,7 @@
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "tests/cpu/condition_families.h"
-#include "tests/cpu/test_reference.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {

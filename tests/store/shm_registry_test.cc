@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/store/test_memfd.h"
+#include "tests/testing/test_memfd.h"
 
 namespace linalgd {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef LINALGD_TESTS_STORE_TEST_MEMFD_H_
-#define LINALGD_TESTS_STORE_TEST_MEMFD_H_
+#ifndef LINALGD_TESTS_TESTING_TEST_MEMFD_H_
+#define LINALGD_TESTS_TESTING_TEST_MEMFD_H_
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -45,4 +45,4 @@ class TestMemfd {
 
 }  // namespace linalgd::testing
 
-#endif  // LINALGD_TESTS_STORE_TEST_MEMFD_H_
+#endif  // LINALGD_TESTS_TESTING_TEST_MEMFD_H_

@@ -1,4 +1,4 @@
-#include "tests/cpu/test_reference.h"
+#include "tests/testing/test_reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -161,6 +161,34 @@ std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector
   const std::vector<double> at = Transpose(a, m, n);
   const std::vector<double> y = GaussSolve(MatMul(a, at, m, n, m), b, m, k);
   return MatMul(at, y, n, m, k);
+}
+
+std::vector<double> DuplicatedColumns(const std::vector<double>& c, int rows, int p) {
+  std::vector<double> a(static_cast<size_t>(rows) * 2 * p);
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < p; ++j) a[i * 2 * p + j] = a[i * 2 * p + p + j] = c[i * p + j];
+  }
+  return a;
+}
+
+std::vector<double> DuplicatedColumnsSolution(const std::vector<double>& c,
+                                              const std::vector<double>& b, int rows, int p,
+                                              int k) {
+  const std::vector<double> y = NormalEquations(c, b, rows, p, k);
+  std::vector<double> x(static_cast<size_t>(2) * p * k);
+  for (int i = 0; i < p * k; ++i) x[i] = x[p * k + i] = y[i] / 2;
+  return x;
+}
+
+double Residual(const std::vector<double>& a, const std::vector<double>& x,
+                const std::vector<double>& b, int m, int n, int k) {
+  const std::vector<double> ax = MatMul(a, x, m, n, k);
+  double r = 0, na = 0, nx = 0, nb = 0;
+  for (size_t i = 0; i < b.size(); ++i) r += (ax[i] - b[i]) * (ax[i] - b[i]);
+  for (double v : a) na += v * v;
+  for (double v : x) nx += v * v;
+  for (double v : b) nb += v * v;
+  return std::sqrt(r) / (std::sqrt(na) * std::sqrt(nx) + std::sqrt(nb));
 }
 
 std::vector<double> RandomMatrix(int rows, int cols, std::mt19937& rng) {

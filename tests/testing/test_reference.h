@@ -1,5 +1,5 @@
-#ifndef LINALGD_TESTS_CPU_TEST_REFERENCE_H_
-#define LINALGD_TESTS_CPU_TEST_REFERENCE_H_
+#ifndef LINALGD_TESTS_TESTING_TEST_REFERENCE_H_
+#define LINALGD_TESTS_TESTING_TEST_REFERENCE_H_
 
 #include <cstdint>
 #include <random>
@@ -8,8 +8,9 @@
 #include "server/backend/ops.h"
 #include "server/common/tensor.h"
 
-// Naive float64 references for the CPU engine tests, independent of
-// server/backend/plan (their own broadcasting) and of BLAS/LAPACK.
+// Naive float64 references for the CPU and GPU backend tests alike,
+// independent of server/backend/plan (their own broadcasting) and of
+// BLAS/LAPACK.
 namespace linalgd::test_ref {
 
 // Uniform values in [lo, hi], stored in `dtype` (so the tensor's own values,
@@ -42,6 +43,17 @@ std::vector<double> NormalEquations(const std::vector<double>& a, const std::vec
 std::vector<double> MinNormSolve(const std::vector<double>& a, const std::vector<double>& b, int m,
                                  int n, int k);
 
+// [c, c]: rows x 2p of rank p (c rows x p, full column rank).
+std::vector<double> DuplicatedColumns(const std::vector<double>& c, int rows, int p);
+// The minimum-norm least-squares solution of [c, c] x = b: [y; y] / 2, with y
+// the least-squares solution of c y = b (b rows x k).
+std::vector<double> DuplicatedColumnsSolution(const std::vector<double>& c,
+                                              const std::vector<double>& b, int rows, int p, int k);
+// ||a x - b|| / (||a|| ||x|| + ||b||) (Frobenius norms) of one system a (m x n)
+// x (n x k) = b, in double.
+double Residual(const std::vector<double>& a, const std::vector<double>& x,
+                const std::vector<double>& b, int m, int n, int k);
+
 // Row-major f64 matrices for solver tests: uniform in [-1, 1); plus n on
 // the diagonal (well conditioned); exactly symmetric with n + 1 on the
 // diagonal (diagonally dominant, so SPD); the same with entry (2, 2) made
@@ -53,4 +65,4 @@ std::vector<double> SymmetricIndefinite(int n, std::mt19937& rng);
 
 }  // namespace linalgd::test_ref
 
-#endif  // LINALGD_TESTS_CPU_TEST_REFERENCE_H_
+#endif  // LINALGD_TESTS_TESTING_TEST_REFERENCE_H_
