@@ -1,5 +1,3 @@
-#include "tools/cli/progress_line.h"
-
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -7,6 +5,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "tools/cli/progress_line.h"
 
 namespace linalgd::cli {
 namespace {
@@ -57,13 +56,12 @@ TEST_F(ProgressLineTest, RedrawsInPlaceAtMostEveryIntervalAndEndsTheLine) {
   line.Update(2 * kMiB, 4 * kMiB, At(absl::Milliseconds(1050)));  // too soon: skipped
   line.Update(3 * kMiB, 4 * kMiB, At(absl::Milliseconds(1100)));
   line.Update(4 * kMiB, 4 * kMiB, At(absl::Milliseconds(1120)));  // the last: always drawn
-  line.Finish();                                                   // already ended
+  line.Finish();                                                  // already ended
   const std::string clear = "\033[K";
-  EXPECT_EQ(out_.str(), "\r" + FormatProgress(1 * kMiB, 4 * kMiB, absl::Seconds(1)) + clear +
-                            "\r" + FormatProgress(3 * kMiB, 4 * kMiB, absl::Milliseconds(1100)) +
-                            clear + "\r" +
-                            FormatProgress(4 * kMiB, 4 * kMiB, absl::Milliseconds(1120)) + clear +
-                            "\n");
+  EXPECT_EQ(out_.str(), "\r" + FormatProgress(1 * kMiB, 4 * kMiB, absl::Seconds(1)) + clear + "\r" +
+                            FormatProgress(3 * kMiB, 4 * kMiB, absl::Milliseconds(1100)) + clear +
+                            "\r" + FormatProgress(4 * kMiB, 4 * kMiB, absl::Milliseconds(1120)) +
+                            clear + "\n");
 }
 
 TEST_F(ProgressLineTest, FinishEndsALineLeftOpen) {
