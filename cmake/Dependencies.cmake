@@ -7,7 +7,7 @@ if(LINALGD_BUILD_SERVER OR LINALGD_BUILD_TOOLS)
   find_package(CLI11 CONFIG REQUIRED)  # header-only: the flags of every executable
 endif()
 if(LINALGD_BUILD_TOOLS)
-  # nlohmann-json 3 (MIT, header-only): linalgd-cli's --json output.
+  # nlohmann-json 3 (MIT, header-only): the --json output of linalgd-cli and the bench tools.
   find_package(nlohmann_json 3 REQUIRED)
 endif()
 if(LINALGD_BUILD_SERVER)
