@@ -6,6 +6,10 @@ find_package(absl CONFIG REQUIRED)
 if(LINALGD_BUILD_SERVER OR LINALGD_BUILD_TOOLS)
   find_package(CLI11 CONFIG REQUIRED)  # header-only: the flags of every executable
 endif()
+if(LINALGD_BUILD_TOOLS)
+  # nlohmann-json 3 (MIT, header-only): the --json output of linalgd-cli and the bench tools.
+  find_package(nlohmann_json 3 REQUIRED)
+endif()
 if(LINALGD_BUILD_SERVER)
   find_package(spdlog CONFIG REQUIRED)
   # prometheus-cpp 1.0.1 (MIT): metric families and the /metrics HTTP endpoint.

@@ -61,7 +61,7 @@ runtime_packages() {
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
-  libabsl-dev libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
+  libabsl-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev
   libgtest-dev libgmock-dev
   python3 python3-numpy python3-grpcio python3-protobuf python3-grpc-tools

@@ -172,7 +172,8 @@ grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
 absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& bytes,
                                            v1::PutTensorHeader header,
                                            const std::vector<ByteRange>& ranges, size_t chunk,
-                                           const ContextSetup& setup) {
+                                           const ContextSetup& setup,
+                                           const ProgressCallback& progress) {
   std::vector<uint32_t> crcs(ranges.size());
   (void)RunParallel(ranges.size(), [&](size_t i) {
     crcs[i] = Crc32c(bytes.data() + ranges[i].begin, static_cast<size_t>(ranges[i].size()));
@@ -181,9 +182,12 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
   header.set_crc32c(CombineInOrder(crcs, ranges));
   absl::StatusOr<std::string> upload_id = StartUpload(pool.at(0), header, setup);
   if (!upload_id.ok()) return upload_id.status();
+  TransferProgress sent_bytes(progress, static_cast<int64_t>(bytes.size()));
   absl::Status sent = RunParallel(ranges.size(), [&](size_t i) {
-    return PutPart(pool.at(static_cast<int>(i)), bytes, *upload_id, ranges[i], crcs[i], chunk,
-                   setup);
+    absl::Status part =
+        PutPart(pool.at(static_cast<int>(i)), bytes, *upload_id, ranges[i], crcs[i], chunk, setup);
+    if (part.ok()) sent_bytes.Add(ranges[i].size());
+    return part;
   });
   if (!sent.ok()) {
     AbortUpload(pool.at(0), *upload_id);
@@ -201,8 +205,8 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
 
 absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, int64_t chunk_bytes,
                                         int64_t parallel_min, int64_t min_part,
-                                        const ContextSetup& setup, v1::TensorInfo* info,
-                                        int* parts) {
+                                        const ContextSetup& setup, v1::TensorInfo* info, int* parts,
+                                        const ProgressCallback& progress) {
   grpc::ClientContext context;
   setup(context);
   v1::GetTensorRequest request;
@@ -224,14 +228,15 @@ absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, i
   *parts = static_cast<int>(ranges.size());
   std::string bytes(static_cast<size_t>(total), '\0');
   std::vector<uint32_t> crcs(ranges.size());
+  TransferProgress received(progress, total);
   absl::Status s = RunParallel(ranges.size(), [&](size_t i) {
     char* dest = bytes.data() + ranges[i].begin;
-    if (i == 0) {
-      return ReadLeader(*reader, context, first, ranges[0].size(), ranges.size() == 1, dest,
-                        &crcs[0]);
-    }
-    return GetRange(pool.at(static_cast<int>(i)), id, ranges[i], chunk_bytes, setup, dest,
-                    &crcs[i]);
+    absl::Status part = i == 0 ? ReadLeader(*reader, context, first, ranges[0].size(),
+                                            ranges.size() == 1, dest, &crcs[0])
+                               : GetRange(pool.at(static_cast<int>(i)), id, ranges[i], chunk_bytes,
+                                          setup, dest, &crcs[i]);
+    if (part.ok()) received.Add(ranges[i].size());
+    return part;
   });
   if (!s.ok()) return s;
   if (absl::Status crc = CheckCrc(id, CombineInOrder(crcs, ranges), info->crc32c()); !crc.ok()) {

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "client/src/transfer_progress.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "linalgd/v1/linalgd.grpc.pb.h"
@@ -64,11 +65,12 @@ grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
 // Uploads `bytes` in one part per range, part i on connection i. `header`
 // describes the whole tensor (crc32c is filled here). UNIMPLEMENTED from
 // StartUpload (an older server) is returned as is; on any other failure
-// the upload is aborted.
+// the upload is aborted. `progress` hears of each part sent.
 absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& bytes,
                                            v1::PutTensorHeader header,
                                            const std::vector<ByteRange>& ranges, size_t chunk,
-                                           const ContextSetup& setup);
+                                           const ContextSetup& setup,
+                                           const ProgressCallback& progress = {});
 
 // Downloads tensor `id`. The first stream asks for all of it; when its
 // first message shows the tensor is at least `parallel_min` bytes, the
@@ -77,11 +79,11 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
 // at the end of its range (cancelled). Checks the CRC32C of all the bytes.
 // `parts` receives the number of streams used. UNIMPLEMENTED when the
 // server ignored a range (an older server): ask again with parallel_min
-// beyond any size.
+// beyond any size. `progress` hears of each range received.
 absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, int64_t chunk_bytes,
                                         int64_t parallel_min, int64_t min_part,
-                                        const ContextSetup& setup, v1::TensorInfo* info,
-                                        int* parts);
+                                        const ContextSetup& setup, v1::TensorInfo* info, int* parts,
+                                        const ProgressCallback& progress = {});
 
 }  // namespace linalgd::client::internal
 

@@ -90,7 +90,8 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_bytes));
   const std::vector<ByteRange> parts = PartsOf(static_cast<int64_t>(bytes.size()));
   if (parts.size() > 1 && multipart_.load()) {
-    absl::StatusOr<v1::TensorInfo> info = PutParallel(pool_, bytes, *header, parts, chunk, setup);
+    absl::StatusOr<v1::TensorInfo> info =
+        PutParallel(pool_, bytes, *header, parts, chunk, setup, options_.transfer_progress);
     if (info.ok()) {
       DebugLog(options_, absl::StrCat("PutTensor: ", bytes.size(), " bytes in ", parts.size(),
                                       " parts over as many connections"));
@@ -107,6 +108,8 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   const grpc::Status status =
       StreamPut(stub_, context, first, bytes.data(), bytes.size(), chunk, &response);
   if (!status.ok()) return FromGrpc(status);
+  const int64_t sent = static_cast<int64_t>(bytes.size());
+  TransferProgress(options_.transfer_progress, sent).Add(sent);
   return FromProto(response.tensor());
 }
 
@@ -120,7 +123,7 @@ absl::StatusOr<Tensor> Transfer::Get(const std::string& id, const CallOptions& c
   int parts = 1;
   absl::StatusOr<std::string> bytes =
       GetParallel(pool_, id, options_.chunk_bytes, threshold, options_.transfer_part_min_bytes,
-                  setup, &meta, &parts);
+                  setup, &meta, &parts, options_.transfer_progress);
   if (absl::IsUnimplemented(bytes.status()) && parts > 1) {
     ranged_ = false;
     DebugLog(options_, "the server ignores GetTensor ranges: tensors come in one stream");

@@ -5,28 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 
 namespace linalgd::bench {
 namespace {
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) {
-  return std::isfinite(v) ? absl::StrFormat("%.6g", v) : std::string("null");
-}
+using Json = nlohmann::ordered_json;
 
 double Ratio(const Comparison& c) { return c.floor > 0 ? c.value / c.floor : NAN; }
 
@@ -54,29 +38,29 @@ void Report::PrintTable(std::ostream& out) const {
 }
 
 absl::Status Report::WriteJson(const std::string& path) const {
-  std::string json = "{\n  \"config\": {";
-  for (size_t i = 0; i < config_.size(); ++i) {
-    absl::StrAppend(&json, i ? ", " : "", JsonString(config_[i].first), ": ",
-                    JsonString(config_[i].second));
+  // nlohmann-json writes non-finite numbers (a ratio without a floor) as null.
+  Json config = Json::object();
+  for (const auto& [key, value] : config_) config[key] = value;
+  Json measurements = Json::array();
+  for (const Measurement& m : measurements_) {
+    measurements.push_back(
+        Json{{"workload", m.workload}, {"name", m.name}, {"value", m.value}, {"unit", m.unit}});
   }
-  json += "},\n  \"measurements\": [";
-  for (size_t i = 0; i < measurements_.size(); ++i) {
-    const Measurement& m = measurements_[i];
-    absl::StrAppend(&json, i ? "," : "", "\n    {\"workload\": ", JsonString(m.workload),
-                    ", \"name\": ", JsonString(m.name), ", \"value\": ", JsonNumber(m.value),
-                    ", \"unit\": ", JsonString(m.unit), "}");
+  Json comparisons = Json::array();
+  for (const Comparison& c : comparisons_) {
+    comparisons.push_back(Json{{"what", c.what},
+                               {"value", c.value},
+                               {"floor", c.floor_name},
+                               {"floor_value", c.floor},
+                               {"ratio", Ratio(c)},
+                               {"unit", c.unit}});
   }
-  json += "\n  ],\n  \"comparisons\": [";
-  for (size_t i = 0; i < comparisons_.size(); ++i) {
-    const Comparison& c = comparisons_[i];
-    absl::StrAppend(&json, i ? "," : "", "\n    {\"what\": ", JsonString(c.what),
-                    ", \"value\": ", JsonNumber(c.value), ", \"floor\": ", JsonString(c.floor_name),
-                    ", \"floor_value\": ", JsonNumber(c.floor),
-                    ", \"ratio\": ", JsonNumber(Ratio(c)), ", \"unit\": ", JsonString(c.unit), "}");
-  }
-  json += "\n  ]\n}\n";
+  const Json json{{"config", std::move(config)},
+                  {"measurements", std::move(measurements)},
+                  {"comparisons", std::move(comparisons)}};
   std::ofstream out(path, std::ios::trunc);
-  out << json;
+  out << json.dump(/*indent=*/2, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace)
+      << "\n";
   out.close();
   if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot write the JSON file"));
   return absl::OkStatus();

@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "linalgd/npy.h"
-#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -42,7 +41,7 @@ int Output::ServerError(const absl::Status& status) const {
 
 int Output::LocalError(const absl::Status& status, int exit_code) const {
   if (json_) {
-    Json(ErrorJson(status, exit_code));
+    PrintJson(ErrorJson(status, exit_code));
   } else {
     std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
               << "\n";
@@ -50,15 +49,16 @@ int Output::LocalError(const absl::Status& status, int exit_code) const {
   return exit_code;
 }
 
-void Output::Json(const std::string& json) const { std::cout << json << "\n" << std::flush; }
+void Output::PrintJson(const Json& json) const {
+  std::cout << DumpJson(json) << "\n" << std::flush;
+}
 
-std::string ErrorJson(const absl::Status& status, int exit_code) {
-  const std::string error = JsonObject()
-                                .Str("code", absl::StatusCodeToString(status.code()))
-                                .Str("message", status.message())
-                                .Int("exit_code", exit_code)
-                                .str();
-  return JsonObject().Raw("error", error).str();
+Json ErrorJson(const absl::Status& status, int exit_code) {
+  Json error;
+  error["code"] = absl::StatusCodeToString(status.code());
+  error["message"] = std::string(status.message());
+  error["exit_code"] = exit_code;
+  return Json{{"error", std::move(error)}};
 }
 
 absl::StatusOr<client::Tensor> ReadTensor(const std::string& path) { return client::ReadNpy(path); }

@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "linalgd/tensor.h"
+#include "tools/cli/json_writer.h"
 
 namespace linalgd::cli {
 
@@ -52,15 +53,15 @@ class Output {
   int ServerError(const absl::Status& status) const;
   // The same for local failures (files, arguments): returns `exit_code`.
   int LocalError(const absl::Status& status, int exit_code) const;
-  // Prints a --json result object (`json` already serialized) on stdout.
-  void Json(const std::string& json) const;
+  // Prints a --json result object on stdout, on one line (DumpJson).
+  void PrintJson(const Json& json) const;
 
  private:
   bool json_;
 };
 
 // The JSON error object Output prints for `status` under --json.
-std::string ErrorJson(const absl::Status& status, int exit_code);
+Json ErrorJson(const absl::Status& status, int exit_code);
 
 // Reads a .npy file; rank-1 inputs are left as they are.
 absl::StatusOr<client::Tensor> ReadTensor(const std::string& path);

@@ -42,17 +42,7 @@ int RunFactorize(Client& client, const client::CallOptions& call, const Output& 
   absl::StatusOr<client::FactorInfo> f = client.Factorize(std::move(args), call);
   if (!f.ok()) return out.ServerError(f.status());
   if (out.json()) {
-    out.Json(JsonObject()
-                 .Str("factor_id", f->factor_id)
-                 .Str("method", client::SolveMethodName(f->method))
-                 .Int("n", f->n)
-                 .Str("dtype", client::DTypeName(f->dtype))
-                 .Num("rcond", f->rcond)
-                 .Str("placement", f->placement)
-                 .Int("bytes", f->bytes)
-                 .Str("fallback", f->fallback)
-                 .Raw("info", ExecutionInfoJson(f->info))
-                 .str());
+    out.PrintJson(Json(*f));
     return kExitOk;
   }
   std::cout << absl::StrFormat(
@@ -67,7 +57,7 @@ int RunReleaseFactor(Client& client, const client::CallOptions& call, const Outp
                      const std::string& id) {
   if (absl::Status s = client.ReleaseFactor(id, call); !s.ok()) return out.ServerError(s);
   if (out.json()) {
-    out.Json(JsonObject().Str("released", id).str());
+    out.PrintJson(Json{{"released", id}});
   } else {
     std::cout << "released " << id << "\n";
   }

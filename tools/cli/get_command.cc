@@ -24,11 +24,7 @@ int RunGet(Client& client, const client::CallOptions& call, const Output& out,
     return out.LocalError(s, kExitFileError);
   }
   if (out.json()) {
-    out.Json(JsonObject()
-                 .Str("id", id)
-                 .Str("out_file", flags.out)
-                 .Raw("tensor", TensorJson(*tensor))
-                 .str());
+    out.PrintJson(Json{{"id", id}, {"out_file", flags.out}, {"tensor", TensorJson(*tensor)}});
   } else {
     std::cout << id << " -> " << tensor->DebugString() << " " << flags.out << "\n";
   }

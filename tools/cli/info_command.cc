@@ -28,41 +28,13 @@ void PrintDevices(const client::ServerInfo& info) {
   if (!info.gpu_status.empty()) std::cout << "gpu status: " << info.gpu_status << "\n";
 }
 
-std::string DeviceJson(const client::DeviceInfo& d) {
-  return JsonObject()
-      .Int("index", d.index)
-      .Str("name", d.name)
-      .Str("compute_capability", d.compute_capability)
-      .Int("total_memory_bytes", d.total_memory_bytes)
-      .Int("budget_bytes", d.budget_bytes)
-      .Int("used_bytes", d.used_bytes)
-      .Int("peak_used_bytes", d.peak_used_bytes)
-      .Bool("healthy", d.healthy)
-      .Str("status", d.status)
-      .str();
-}
-
-std::string InfoJson(const client::ServerInfo& info) {
-  std::vector<std::string> backends, devices;
-  for (const std::string& b : info.backends) backends.push_back(JsonString(b));
-  for (const client::DeviceInfo& d : info.devices) devices.push_back(DeviceJson(d));
-  const client::ServerLimits& l = info.limits;
-  const std::string limits = JsonObject()
-                                 .Int("max_message_bytes", l.max_message_bytes)
-                                 .Int("cpu_threshold", l.cpu_threshold)
-                                 .Num("op_timeout_seconds", l.op_timeout_seconds)
-                                 .Num("gpu_memory_fraction", l.gpu_memory_fraction)
-                                 .Int("cpu_threads", l.cpu_threads)
-                                 .Int("max_elements", l.max_elements)
-                                 .str();
-  return JsonObject()
-      .Str("version", info.version)
-      .Raw("backends", JsonArray(backends))
-      .Raw("devices", JsonArray(devices))
-      .Str("gpu_status", info.gpu_status)
-      .Bool("draining", info.draining)
-      .Raw("limits", limits)
-      .str();
+Json InfoJson(const client::ServerInfo& info) {
+  return Json{{"version", info.version},
+              {"backends", info.backends},
+              {"devices", info.devices},
+              {"gpu_status", info.gpu_status},
+              {"draining", info.draining},
+              {"limits", info.limits}};
 }
 
 }  // namespace
@@ -71,7 +43,7 @@ int RunInfo(Client& client, const client::CallOptions& call, const Output& out) 
   absl::StatusOr<client::ServerInfo> info = client.ServerInfo(call);
   if (!info.ok()) return out.ServerError(info.status());
   if (out.json()) {
-    out.Json(InfoJson(*info));
+    out.PrintJson(InfoJson(*info));
     return kExitOk;
   }
   std::cout << "version: " << info->version << "\n";
@@ -91,7 +63,7 @@ int RunHealth(Client& client, const client::CallOptions& call, const Output& out
   absl::StatusOr<client::HealthStatus> status = client.Health(call);
   if (!status.ok()) return out.ServerError(status.status());
   if (out.json()) {
-    out.Json(JsonObject().Str("status", client::HealthStatusName(*status)).str());
+    out.PrintJson(Json{{"status", std::string(client::HealthStatusName(*status))}});
   } else {
     std::cout << client::HealthStatusName(*status) << "\n";
   }

@@ -10,28 +10,10 @@
 namespace linalgd::cli {
 namespace {
 
-std::string ObjectJson(const client::TensorInfo& t) {
-  return JsonObject()
-      .Str("id", t.id)
-      .Str("kind", t.kind)
-      .Str("dtype", client::DTypeName(t.dtype))
-      .Raw("shape", JsonIntArray(t.shape))
-      .Int("bytes", t.bytes)
-      .Str("placement", t.placement)
-      .Num("ttl_seconds", t.ttl_seconds)
-      .Num("expires_in_seconds", t.expires_in_seconds)
-      .Bool("in_use", t.in_use)
-      .str();
-}
-
-std::string ListingJson(const client::StoreListing& listing) {
-  std::vector<std::string> objects;
-  for (const client::TensorInfo& t : listing.objects) objects.push_back(ObjectJson(t));
-  return JsonObject()
-      .Raw("objects", JsonArray(objects))
-      .Int("used_bytes", listing.used_bytes)
-      .Int("capacity_bytes", listing.capacity_bytes)
-      .str();
+Json ListingJson(const client::StoreListing& listing) {
+  return Json{{"objects", listing.objects},
+              {"used_bytes", listing.used_bytes},
+              {"capacity_bytes", listing.capacity_bytes}};
 }
 
 }  // namespace
@@ -40,7 +22,7 @@ int RunLs(Client& client, const client::CallOptions& call, const Output& out) {
   absl::StatusOr<client::StoreListing> listing = client.ListTensors(call);
   if (!listing.ok()) return out.ServerError(listing.status());
   if (out.json()) {
-    out.Json(ListingJson(*listing));
+    out.PrintJson(ListingJson(*listing));
     return kExitOk;
   }
   std::cout << absl::StrFormat("%-32s %-6s %-4s %-16s %12s %-6s %10s %s\n", "ID", "KIND", "TYPE",

@@ -1,6 +1,8 @@
 // linalgd-cli: info, health, matmul, solve, sparse-solve and the store
 // (put, get, rm, ls, factorize, release-factor) against a linalgd server.
 // Exit codes: see ExitCode in tools/cli/cli_common.h.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -13,6 +15,7 @@
 #include "tools/cli/info_command.h"
 #include "tools/cli/ls_command.h"
 #include "tools/cli/matmul_command.h"
+#include "tools/cli/progress_line.h"
 #include "tools/cli/put_command.h"
 #include "tools/cli/rm_command.h"
 #include "tools/cli/solve_command.h"
@@ -28,6 +31,7 @@ struct GlobalFlags {
   std::string tls_ca, tls_cert, tls_key;  // PEM file paths; any set: TLS
   std::string token;                      // bearer token (--token or LINALGD_TOKEN)
   bool json = false;                      // results and errors as JSON on stdout
+  bool quiet = false;                     // no progress line
 };
 
 // The flags of every subcommand, filled on parse.
@@ -68,12 +72,31 @@ int RunStoreCommand(CLI::App& app, Client& client, const client::CallOptions& ca
   return -1;
 }
 
-// Dispatches to the parsed subcommand.
+// Runs the parsed subcommand with `client`.
+int Dispatch(CLI::App& app, Client& client, const Output& out, const CommandFlags& f) {
+  const client::CallOptions call;  // the default timeout applies
+  if (app.got_subcommand("info")) return RunInfo(client, call, out);
+  if (app.got_subcommand("health")) return RunHealth(client, call, out);
+  if (app.got_subcommand("matmul")) {
+    return RunMatmul(client, call, out, f.matmul, *app.get_subcommand("matmul"));
+  }
+  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(client, call, out, f.sparse);
+  if (const int rc = RunStoreCommand(app, client, call, out, f); rc >= 0) return rc;
+  return RunSolve(client, call, out, f.solve);
+}
+
+// Makes the client (its transfers drawing the progress line on a terminal's
+// stderr) and runs the parsed subcommand.
 int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   const Output out(global.json);
   absl::StatusOr<absl::Duration> timeout = ParseTimeout(global.timeout);
   if (!timeout.ok()) return out.LocalError(timeout.status(), kExitUsage);
+  ProgressLine progress(std::cerr, ProgressWanted(STDERR_FILENO, global.quiet, global.json),
+                        absl::Now());
   client::ClientOptions options;
+  options.transfer_progress = [&progress](int64_t done, int64_t total) {
+    progress.Update(done, total, absl::Now());
+  };
   options.target = global.target;
   options.default_timeout = *timeout;
   options.max_message_bytes = global.max_message_bytes;
@@ -83,15 +106,9 @@ int Run(CLI::App& app, const GlobalFlags& global, const CommandFlags& f) {
   options.token = global.token;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok()) return out.LocalError(client.status(), kExitUsage);
-  const client::CallOptions call;  // the default timeout applies
-  if (app.got_subcommand("info")) return RunInfo(**client, call, out);
-  if (app.got_subcommand("health")) return RunHealth(**client, call, out);
-  if (app.got_subcommand("matmul")) {
-    return RunMatmul(**client, call, out, f.matmul, *app.get_subcommand("matmul"));
-  }
-  if (app.got_subcommand("sparse-solve")) return RunSparseSolve(**client, call, out, f.sparse);
-  if (const int rc = RunStoreCommand(app, **client, call, out, f); rc >= 0) return rc;
-  return RunSolve(**client, call, out, f.solve);
+  const int rc = Dispatch(app, **client, out, f);
+  progress.Finish();
+  return rc;
 }
 
 }  // namespace
@@ -126,6 +143,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", global.json,
                "print one JSON object on stdout: the result, or {\"error\": {code, message, "
                "exit_code}}");
+  app.add_flag("--quiet", global.quiet,
+               "no progress line (otherwise drawn on stderr, when it is a terminal and not with "
+               "--json, for transfers still under way after a second: bytes done/total, the "
+               "average rate since the command started, ETA)");
   app.add_subcommand("info", "print version, backends, devices and limits");
   app.add_subcommand("health", "print the serving status; exit 0 only when SERVING");
   AddMatmulCommand(app, flags.matmul);

@@ -103,13 +103,16 @@ void PrintResult(const Output& out, const client::MatmulResult& result, const st
                  int64_t total_ns) {
   const client::ExecutionInfo& info = result.info;
   if (out.json()) {
-    JsonObject json;
+    Json json;
     if (result.out_resident_id.empty()) {
-      json.Str("out_file", where).Raw("out", TensorJson(result.out));
+      json["out_file"] = where;
+      json["out"] = TensorJson(result.out);
     } else {
-      json.Str("out_resident_id", where);
+      json["out_resident_id"] = where;
     }
-    out.Json(json.Raw("info", ExecutionInfoJson(info)).Int("total_time_ns", total_ns).str());
+    json["info"] = info;
+    json["total_time_ns"] = total_ns;
+    out.PrintJson(json);
     return;
   }
   const std::string shape = result.out_resident_id.empty() ? result.out.DebugString() + " -> " : "";

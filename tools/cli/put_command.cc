@@ -30,14 +30,12 @@ int RunPut(Client& client, const client::CallOptions& call, const Output& out,
   absl::StatusOr<client::TensorInfo> info = client.PutTensor(*tensor, put, call);
   if (!info.ok()) return out.ServerError(info.status());
   if (out.json()) {
-    out.Json(JsonObject()
-                 .Str("id", info->id)
-                 .Str("dtype", client::DTypeName(tensor->dtype()))
-                 .Raw("shape", JsonIntArray(tensor->shape()))
-                 .Str("placement", info->placement)
-                 .Int("bytes", info->bytes)
-                 .Num("ttl_seconds", info->ttl_seconds)
-                 .str());
+    out.PrintJson(Json{{"id", info->id},
+                       {"dtype", tensor->dtype()},
+                       {"shape", tensor->shape()},
+                       {"placement", info->placement},
+                       {"bytes", info->bytes},
+                       {"ttl_seconds", info->ttl_seconds}});
     return kExitOk;
   }
   std::cout << info->id << "\n";

@@ -21,9 +21,9 @@ int RunRm(Client& client, const client::CallOptions& call, const Output& out,
     const std::string& id = resident.empty() ? given : resident;
     if (absl::Status s = client.DeleteTensor(id, call); !s.ok()) return out.ServerError(s);
     if (!out.json()) std::cout << "deleted " << id << "\n";
-    deleted.push_back(JsonString(id));
+    deleted.push_back(id);
   }
-  if (out.json()) out.Json(JsonObject().Raw("deleted", JsonArray(deleted)).str());
+  if (out.json()) out.PrintJson(Json{{"deleted", deleted}});
   return kExitOk;
 }
 

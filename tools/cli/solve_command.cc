@@ -55,25 +55,27 @@ absl::Status CheckOperands(const SolveFlags& flags, std::string& a, std::string&
 
 // {"x_file", "x": {dtype, shape}} or {"x_resident_id"}, the method, fallback,
 // residual, rcond (null when there is none) and the execution info.
-std::string ResultJson(const client::SolveResult& result, const std::string& where,
-                       int64_t total_ns) {
-  JsonObject json;
+Json ResultJson(const client::SolveResult& result, const std::string& where, int64_t total_ns) {
+  Json json;
   if (result.x_resident_id.empty()) {
-    json.Str("x_file", where).Raw("x", TensorJson(result.x));
+    json["x_file"] = where;
+    json["x"] = TensorJson(result.x);
   } else {
-    json.Str("x_resident_id", where);
+    json["x_resident_id"] = where;
   }
-  json.Str("method_used", client::SolveMethodName(result.method_used))
-      .Str("fallback", result.fallback)
-      .Num("residual", result.residual)
-      .Raw("rcond", result.rcond ? JsonNumber(*result.rcond) : "null");
-  if (!result.rank.empty()) json.Raw("rank", JsonIntArray(result.rank));
-  return json.Raw("info", ExecutionInfoJson(result.info)).Int("total_time_ns", total_ns).str();
+  json["method_used"] = result.method_used;
+  json["fallback"] = result.fallback;
+  json["residual"] = result.residual;
+  json["rcond"] = result.rcond ? Json(*result.rcond) : Json(nullptr);
+  if (!result.rank.empty()) json["rank"] = result.rank;
+  json["info"] = result.info;
+  json["total_time_ns"] = total_ns;
+  return json;
 }
 
 void PrintResult(const Output& out, const client::SolveResult& result, const std::string& where,
                  int64_t total_ns) {
-  if (out.json()) return out.Json(ResultJson(result, where, total_ns));
+  if (out.json()) return out.PrintJson(ResultJson(result, where, total_ns));
   const client::ExecutionInfo& info = result.info;
   const std::string shape = result.x_resident_id.empty() ? result.x.DebugString() + " -> " : "";
   std::cout << absl::StrFormat(

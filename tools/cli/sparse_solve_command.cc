@@ -47,19 +47,18 @@ void PrintSummary(const Output& out, const client::SparseSolveResult& r,
                   const SparseSolveFlags& flags, int64_t total_ns) {
   const client::ExecutionInfo& info = r.info;
   if (out.json()) {
-    return out.Json(
-        JsonObject()
-            .Str("x_file", flags.out)
-            .Raw("x", TensorJson(r.x))
-            .Str("method_used", client::SparseMethodName(r.method_used))
-            .Str("preconditioner_used", client::PreconditionerName(r.preconditioner_used))
-            .Int("iterations", r.iterations)
-            .Num("residual", r.residual)
-            .Bool("dense_path", r.dense_path)
-            .Str("fallback", r.fallback)
-            .Raw("info", ExecutionInfoJson(info))
-            .Int("total_time_ns", total_ns)
-            .str());
+    Json json;
+    json["x_file"] = flags.out;
+    json["x"] = TensorJson(r.x);
+    json["method_used"] = std::string(client::SparseMethodName(r.method_used));
+    json["preconditioner_used"] = std::string(client::PreconditionerName(r.preconditioner_used));
+    json["iterations"] = r.iterations;
+    json["residual"] = r.residual;
+    json["dense_path"] = r.dense_path;
+    json["fallback"] = r.fallback;
+    json["info"] = info;
+    json["total_time_ns"] = total_ns;
+    return out.PrintJson(json);
   }
   std::cout << absl::StrFormat(
       "%s -> %s method=%s preconditioner=%s iterations=%d residual=%.3e%s fallback=%s "

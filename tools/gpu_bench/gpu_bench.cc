@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/version.h"
+#include "nlohmann/json.hpp"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "tools/gpu_bench/bench_cases.h"
@@ -56,21 +57,22 @@ std::string Json(const Flags& f, const std::string& device, const std::vector<Ro
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string cmd;
   for (int i = 0; i < argc; ++i) absl::StrAppend(&cmd, i ? " " : "", argv[i]);
-  std::string out =
-      absl::StrCat("{\n  \"date\": \"", date, "\",\n  \"host\": \"1x H200\",\n", "  \"device\": \"",
-                   device, "\",\n  \"command\": \"", cmd, "\",\n  \"commit\": \"", f.commit,
-                   "\",\n  \"reps\": ", f.reps, ",\n  \"rows\": [\n");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    absl::StrAppend(&out, "    {\"op\": \"", r.op, "\", \"mode\": \"", r.mode, "\", \"n\": ", r.n,
-                    ", \"ours_ms\": ", r.ours_ms, ", \"direct_ms\": ", r.direct_ms,
-                    ", \"ours_tflops\": ", Tflops(r.flops, r.ours_ms),
-                    ", \"direct_tflops\": ", Tflops(r.flops, r.direct_ms),
-                    ", \"rate_ratio\": ", r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0, "}",
-                    i + 1 < rows.size() ? ",\n" : "\n");
+  using Ordered = nlohmann::ordered_json;
+  Ordered out_rows = Ordered::array();
+  for (const Row& r : rows) {
+    Ordered row{{"op", r.op}, {"mode", r.mode}, {"n", r.n}};
+    row["ours_ms"] = r.ours_ms;
+    row["direct_ms"] = r.direct_ms;
+    row["ours_tflops"] = Tflops(r.flops, r.ours_ms);
+    row["direct_tflops"] = Tflops(r.flops, r.direct_ms);
+    row["rate_ratio"] = r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0;
+    out_rows.push_back(std::move(row));
   }
-  absl::StrAppend(&out, "  ]\n}\n");
-  return out;
+  const Ordered out{
+      {"date", date},       {"host", "1x H200"}, {"device", device},           {"command", cmd},
+      {"commit", f.commit}, {"reps", f.reps},    {"rows", std::move(out_rows)}};
+  return out.dump(/*indent=*/2, ' ', /*ensure_ascii=*/false, Ordered::error_handler_t::replace) +
+         "\n";
 }
 
 void PrintTable(const std::vector<Row>& rows) {

@@ -49,6 +49,15 @@ struct ClientOptions {
   // uploads or ranged downloads gets one stream.
   int transfer_connections = 8;  // 8 beat 4 in each of 3 paired H200 runs (bench/results run 5)
   int64_t transfer_part_min_bytes = int64_t{8} << 20;
+  // Progress of each PutTensor/GetTensor transfer (Matmul/Solve's streamed
+  // operands and results included): called with the bytes done so far and
+  // the tensor's total as each part ends, `done` growing to `total` (a
+  // one-stream transfer: once, at its end; one retried in one stream, for an
+  // older server, starts again from 0). The calls of one tensor come one at
+  // a time; those of tensors sent at once (a Matmul's operands) interleave,
+  // each with its own counts. Called on the transfer's threads: keep it
+  // quick. Unset: none.
+  std::function<void(int64_t done, int64_t total)> transfer_progress;
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
   // sealed memfd of shared_memory_bytes and hands it to the server over its
