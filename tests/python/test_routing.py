@@ -1,0 +1,217 @@
+"""One client over several replicas (an ipv4: list or a dns: name): calls naming
+an id go to the replica that owns it, stateless calls to the least loaded one,
+and the loss of a replica fails only the calls that need it, with an error that
+says so. Real servers on loopback ports, each with its own --replica-id."""
+import concurrent.futures
+import re
+import threading
+
+import grpc
+import numpy as np
+import pytest
+
+import linalgd
+from linalgd import _replicas
+
+RNG = np.random.default_rng(23)
+
+
+def _three(start_server, *slow_flags):
+    servers = {rid: start_server("--replica-id", rid, *(slow_flags if rid == "r2" else ()))
+               for rid in ("r0", "r1", "r2")}
+    target = "ipv4:" + ",".join(s.target for s in servers.values())
+    return servers, target
+
+
+def _owner(resource_id):
+    return resource_id.split("-", 1)[0]
+
+
+def _spd(n):
+    m = RNG.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+def test_targets_parse():
+    assert _replicas.parse_target("localhost:5001") is None
+    assert _replicas.parse_target("ipv4:127.0.0.1:5001") is None
+    assert _replicas.parse_target("ipv4:127.0.0.1:5001,127.0.0.1:5002").addresses == (
+        "ipv4:127.0.0.1:5001", "ipv4:127.0.0.1:5002")
+    assert _replicas.parse_target("ipv6:[::1]:1,[::1]:2").addresses == ("ipv6:[::1]:1",
+                                                                         "ipv6:[::1]:2")
+    dns = _replicas.parse_target("dns:///localhost:5003")
+    assert (dns.host, dns.port) == ("localhost", 5003)
+    assert "ipv4:127.0.0.1:5003" in dns.resolve()
+    with pytest.raises(ValueError, match="dns:///name:port"):
+        _replicas.parse_target("dns:///localhost")
+    assert _replicas.owner_of("r0-" + "a" * 32) == "r0"
+    assert _replicas.owner_of("a" * 32) is None
+
+
+def test_ids_route_to_their_replica_and_stateless_calls_spread(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target, timeout=10.0) as c:
+        a = _spd(8)
+        tensors = [c.put(RNG.standard_normal((8, 8))) for _ in range(6)]
+        factors = [c.factorize(a) for _ in range(3)]
+        owners = {_owner(t.id) for t in tensors} | {_owner(f.id) for f in factors}
+        assert owners == {"r0", "r1", "r2"}, owners  # round robin while the load is unknown
+        b = RNG.standard_normal((8, 2))
+        for i in range(100):
+            t, f = tensors[i % 6], factors[i % 3]
+            if i % 3 == 0:
+                np.testing.assert_allclose(c.get(t), c.get(t.id))
+            elif i % 3 == 1:
+                np.testing.assert_allclose(c.matmul(t, np.eye(8)), t.get(), rtol=1e-12)
+            else:
+                np.testing.assert_allclose(a @ f.solve(b), b, atol=1e-9)
+        # A kept result stays where its operands are and is fetched from there.
+        kept = c.matmul(tensors[0], tensors[0], keep=True)
+        assert _owner(kept.id) == _owner(tensors[0].id)
+        np.testing.assert_allclose(kept.get(), tensors[0].get() @ tensors[0].get())
+        for t in tensors:
+            c.delete(t)
+        for f in factors:
+            f.release()
+        states = {s.replica_id: s for s in c.replicas()}
+        assert set(states) == {"r0", "r1", "r2"}
+        assert all(s.usable for s in states.values())
+
+
+def test_large_upload_parts_stay_on_one_replica(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target, timeout=20.0) as c:
+        c.stream_threshold = 1 << 20
+        c.transfer_part_min_bytes = 256 << 10
+        x = RNG.standard_normal((512, 1024))  # 4 MiB: parts over several connections
+        for _ in range(3):
+            t = c.put(x)
+            np.testing.assert_array_equal(c.get(t), x)
+            y = c.matmul(x[:, :512], np.eye(512))  # a temporary upload, then the call
+            np.testing.assert_allclose(y, x[:, :512])
+
+
+def test_foreign_id_is_rerouted_to_its_owner(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(servers["r0"].target) as single:
+        t = single.put(np.eye(3))
+    with linalgd.Client(target) as c:
+        # The request names ids of two replicas: r1 refuses and names r0, once.
+        u = c.put(np.ones((3, 3)))
+        while _owner(u.id) == "r0":
+            u = c.put(np.ones((3, 3)))
+        np.testing.assert_array_equal(c.get(t.id), np.eye(3))
+        with pytest.raises(linalgd.FailedPrecondition, match="belongs to replica"):
+            c.matmul(u, t)
+
+
+def test_loss_of_a_replica(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target, timeout=10.0) as c:
+        tensors = [c.put(np.full((4, 4), float(i))) for i in range(6)]
+        victim = _owner(tensors[0].id)
+        lost = [t for t in tensors if _owner(t.id) == victim]
+        kept = [t for t in tensors if _owner(t.id) != victim]
+        failures, stop = [], threading.Event()
+
+        def stateless():
+            while not stop.is_set():
+                try:
+                    np.testing.assert_allclose(c.matmul(np.eye(4), np.full((4, 4), 2.0)), 2.0)
+                except Exception as e:  # noqa: BLE001  counted, asserted below
+                    failures.append(e)
+        workers = [threading.Thread(target=stateless) for _ in range(3)]
+        for w in workers:
+            w.start()
+        servers[victim].proc.kill()
+        servers[victim].proc.wait()
+        for i in range(30):
+            np.testing.assert_allclose(c.matmul(np.eye(4), np.ones((4, 4))), 1.0)
+        stop.set()
+        for w in workers:
+            w.join()
+        assert not failures, failures[:3]
+        address = servers[victim].target
+        for t in lost:
+            with pytest.raises(linalgd.Unavailable) as e:
+                c.get(t)
+            assert isinstance(e.value, linalgd.ReplicaGone)
+            assert f"replica {victim} (ipv4:{address}) that owns id {t.id} is gone" in str(e.value)
+            with pytest.raises(linalgd.ReplicaGone, match=f"replica {victim} "):
+                c.matmul(t, np.eye(4))
+        for t in kept:
+            np.testing.assert_array_equal(c.get(t), t.get())
+        state = {s.replica_id: s for s in c.replicas()}[victim]
+        assert not state.usable
+
+
+def test_an_unknown_replica_is_gone_too(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target) as c:
+        with pytest.raises(linalgd.ReplicaGone, match="replica r9 that owns id r9-"):
+            c.get("r9-" + "0" * 32)
+
+
+def test_slow_replica_gets_fewer_calls(start_server):
+    servers, target = _three(start_server, "--inject-faults", "all:matmul:stall=150ms")
+    with linalgd.Client(target, timeout=20.0) as c:
+        x = np.ones((4, 4))
+
+        def call(_):
+            return c.matmul(x, x)
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            list(pool.map(call, range(90)))
+        calls = {s.replica_id: s.calls for s in c.replicas()}
+    # Round robin would give r2 a third (30); the slow one must get a clear minority.
+    assert calls["r2"] < 0.2 * sum(calls.values()), calls
+
+
+def test_recreate_factor_survives_its_replica(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target, timeout=10.0) as c:
+        a = _spd(6)
+        b = RNG.standard_normal(6)
+        f = c.factorize(a, recreate=True)
+        plain = c.factorize(a)
+        while _owner(plain.id) != _owner(f.id):
+            plain = c.factorize(a)
+        first = _owner(f.id)
+        np.testing.assert_allclose(a @ f.solve(b), b, atol=1e-9)
+        servers[first].proc.kill()
+        servers[first].proc.wait()
+        np.testing.assert_allclose(a @ f.solve(b), b, atol=1e-9)
+        assert _owner(f.id) != first and re.fullmatch(r"r\d-[0-9a-f]{32}", f.id)
+        with pytest.raises(linalgd.ReplicaGone):
+            plain.solve(b)
+        with pytest.raises(linalgd.InvalidArgument, match="recreate"):
+            c.factorize(c.put(a), recreate=True)
+
+
+def test_dns_target_skips_unreachable_addresses(start_server):
+    s = start_server("--replica-id", "d0")
+    port = s.target.rsplit(":", 1)[1]
+    with linalgd.Client(f"dns:///localhost:{port}", timeout=10.0) as c:
+        for _ in range(5):  # localhost may also resolve to ::1, where no one listens
+            t = c.put(np.eye(2))
+            assert _owner(t.id) == "d0"
+            np.testing.assert_array_equal(c.get(t), np.eye(2))
+        assert c.server_info().replica_id == "d0"
+
+
+def test_single_address_has_no_replica_set(server):
+    with linalgd.Client(server.target) as c:
+        assert c.replicas() == []
+    with pytest.raises(ValueError, match="use_shared_memory needs one"):
+        linalgd.Client("ipv4:127.0.0.1:1,127.0.0.1:2", use_shared_memory=True)
+
+
+def test_draining_metadata_takes_a_replica_out_of_rotation():
+    replicas = _replicas.ReplicaSet(["a", "b"], lambda address: _replicas.Replica(address))
+    a, b = replicas.all()
+    replicas.observe(a, (("linalgd-replica", "ra"), ("linalgd-draining", "1")))
+    replicas.observe(b, (("linalgd-replica", "rb"), ("linalgd-queue-depth", "3")))
+    assert [replicas.pick() for _ in range(3)] == [b, b, b]
+    assert replicas.by_replica_id("ra") is a
+    replicas.observe(a, (("linalgd-queue-depth", "0"), ("linalgd-predicted-wait-us", "0")))
+    assert replicas.pick() is a  # no longer draining, and less loaded
+    assert grpc.StatusCode.UNAVAILABLE == linalgd.ReplicaGone.code
