@@ -133,6 +133,7 @@ class Replica:
         self.predicted_wait_us: Optional[int] = None
         self.draining = False
         self.reachable = True
+        self.lost = False  # unreachable, and a health check failed too
         self.resolved = True
         self.inflight = 0  # this client's calls in progress there
         self.calls = 0
@@ -219,13 +220,16 @@ class ReplicaSet:
             replica.inflight -= 1
             if answered:
                 replica.calls += 1
-                replica.reachable = True
+                replica.reachable, replica.lost = True, False
         if answered:
             self.observe(replica, metadata)
 
-    def set_reachable(self, replica: Replica, reachable: bool) -> None:
+    def set_reachable(self, replica: Replica, reachable: bool, lost: Optional[bool] = None) -> None:
+        """lost: None leaves it as it is."""
         with self._lock:
             replica.reachable = reachable
+            if lost is not None:
+                replica.lost = lost
 
     def observe(self, replica: Replica, metadata) -> None:
         """Takes the replica's id, load and draining flag from a response's trailing metadata."""

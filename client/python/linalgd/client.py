@@ -31,7 +31,7 @@ from . import _health, _ops, _replicas, shm
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, PROTOBUF_LIMIT, ClientBase, advance,
                     sync_method, with_operations)
 from ._base import channel_options as _channel_options
-from ._routing import Router
+from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from .remote import RemoteTensor
 from .transfer import Transfer
 from ._stubs import pb, pb_grpc
@@ -39,6 +39,8 @@ from .errors import from_rpc_error
 from ._tls import tls_credentials
 
 DEFAULT_TARGET = "localhost:50051"
+# The effects of _ops.py a client over several replicas routes (_routing.py).
+_ROUTED = (_ops.Invoke, _ops.PutMany, _ops.Get, _ops.Probe, _ops.Shm)
 # What an operand may be: a numpy array (or anything numpy.asarray takes), a
 # torch tensor (CPU or CUDA), or a RemoteTensor (put(), keep=True).
 Operand = Union[Any, RemoteTensor]
@@ -142,7 +144,8 @@ class Client(ClientBase):
         def make(address, i):
             return _make_channel(address, credentials,
                                  [*options, ("linalgd.transfer_connection", i)] if i else options)
-        return Router(self, replicas, make, refresh_interval)
+        return Router(self, replicas, lambda address: ChannelReplica(address, self, make),
+                      refresh_interval)
 
     def replicas(self):
         """The replicas of a replica-set target (ReplicaStates: address, replica
@@ -159,7 +162,9 @@ class Client(ClientBase):
     def close(self):
         self._closed = True
         if self._router is not None:
-            return self._router.close()
+            for channel in self._router.close():
+                channel.close()
+            return
         if self._shm is not None:
             self._shm.close()
         self._transfer.close()
@@ -189,8 +194,14 @@ class Client(ClientBase):
         return value
 
     def _perform(self, effect: Any) -> Any:
-        if self._router is not None and not isinstance(effect, (_ops.Drop, _ops.Sleep)):
-            return self._perform_routed(effect)
+        if self._router is not None and isinstance(effect, _ROUTED):
+            return self._run(self._router.route(effect))
+        if isinstance(effect, Unary):
+            return self._unary_on(effect)
+        if isinstance(effect, Upload):
+            return effect.replica.transfer.put_many(effect.items, effect.deadline)
+        if isinstance(effect, Download):
+            return effect.replica.transfer.get(effect.tensor_id, effect.deadline)
         if isinstance(effect, _ops.Invoke):
             return self._invoke(effect.method, effect.request, effect.timeout)
         if isinstance(effect, _ops.PutMany):
@@ -212,17 +223,16 @@ class Client(ClientBase):
             return time.sleep(effect.seconds)
         raise TypeError(f"unknown effect {effect!r}")
 
-    def _perform_routed(self, effect: Any) -> Any:
-        """An effect over the replica set (_routing.py)."""
-        if isinstance(effect, _ops.Invoke):
-            return self._router.invoke(effect.method, effect.request, effect.timeout)
-        if isinstance(effect, _ops.PutMany):
-            return self._router.put_many(effect.items, effect.deadline, effect.near)
-        if isinstance(effect, _ops.Get):
-            return self._router.get(effect.tensor_id, effect.deadline)
-        if isinstance(effect, _ops.Probe):
-            return self._router.probe(effect.service, effect.timeout)
-        raise TypeError(f"no shared memory over replicas: {effect!r}")
+    def _unary_on(self, effect: Unary) -> Any:
+        """One attempt of a routed unary call: (response, trailing metadata)."""
+        kwargs = self._call_kwargs(effect.deadline)
+        if effect.wait_for_ready is not None:
+            kwargs["wait_for_ready"] = effect.wait_for_ready
+        try:
+            response, call = effect.replica.rpc(effect.method).with_call(effect.request, **kwargs)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, effect.method) from None
+        return response, call.trailing_metadata()
 
     def _drop(self, ids):
         for i in ids:
@@ -233,10 +243,13 @@ class Client(ClientBase):
 
     def _release_in_background(self, factor_id: str) -> None:
         """ReleaseFactor without waiting (a Factor's finalizer, remote.py)."""
+        stub = self._stub
         if self._router is not None:
-            return self._router.release_in_background(factor_id, self._metadata or None,
-                                                      self._hold)
-        self._hold(self._stub.ReleaseFactor.future(
+            replica = self._router.owner_known(factor_id)
+            if replica is None:
+                return  # the server's TTL frees it
+            stub = replica.stub
+        self._hold(stub.ReleaseFactor.future(
             pb.ReleaseFactorRequest(factor_id=factor_id), timeout=10.0,
             metadata=self._metadata or None))
 
