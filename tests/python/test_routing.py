@@ -69,10 +69,13 @@ def test_ids_route_to_their_replica_and_stateless_calls_spread(start_server):
         kept = c.matmul(tensors[0], tensors[0], keep=True)
         assert _owner(kept.id) == _owner(tensors[0].id)
         np.testing.assert_allclose(kept.get(), tensors[0].get() @ tensors[0].get())
+        listed = {t.id for t in c.list_tensors()}  # every replica's
+        assert {t.id for t in tensors} | {f.id for f in factors} <= listed
         for t in tensors:
             c.delete(t)
         for f in factors:
             f.release()
+        assert not {t.id for t in tensors} & {t.id for t in c.list_tensors()}
         states = {s.replica_id: s for s in c.replicas()}
         assert set(states) == {"r0", "r1", "r2"}
         assert all(s.usable for s in states.values())

@@ -6,6 +6,7 @@ accepts): one channel set per address, each call sent where it belongs.
   at first use (GetServerInfo, then every response's linalgd-replica). When
   that replica is unreachable or no longer resolved, the call fails with
   ReplicaGone (an Unavailable) naming the replica, its address and the id.
+- ListTensors asks every reachable replica and returns all their tensors.
 - A stateless call (and an upload of new tensors) goes to the least-loaded
   usable replica; one that fails UNAVAILABLE is retried at once on another
   (RetryPolicy.failovers), then by the retry policy.
@@ -273,6 +274,8 @@ class Router:
         to the least-loaded replica."""
         deadline = self._client._deadline(timeout)
         yield from self._start(deadline)
+        if method == "ListTensors":
+            return (yield from self._list_everywhere(request, deadline))
         owned = [i for i in request_ids(request) if owner_of(i)]
         return (yield from self.run(
             method, owned[0] if owned else None, deadline,
@@ -313,6 +316,27 @@ class Router:
             yield _ops.Sleep(self._client._retry_delay(error, attempt, deadline))
             if not bound and not replica.usable():
                 replica = yield from self.pick((), deadline)
+
+    def _list_everywhere(self, request: Any, deadline: Optional[float]) -> Op:
+        """ListTensors of every reachable replica, in one response (bytes summed)."""
+        out, errors = pb.ListTensorsResponse(), []
+        for replica in self.set.all():
+            if not replica.resolved or replica.lost:
+                continue
+            try:
+                resp = yield from self._unary(replica, "ListTensors", request, deadline)
+            except LinalgdError as e:
+                if answered(e):
+                    raise
+                errors.append(f"{replica.name()}: {e.message}")
+                continue
+            out.tensors.extend(resp.tensors)
+            out.used_bytes += resp.used_bytes
+            out.capacity_bytes += resp.capacity_bytes
+        if errors and not out.capacity_bytes and not out.tensors:
+            raise Unavailable(f"ListTensors: no replica of {self._client.target} answered "
+                              f"({'; '.join(errors)})", method="ListTensors")
+        return out
 
     def put_many(self, items: Any, deadline: Optional[float], near: Sequence[str] = ()) -> Op:
         """Uploads (transfer.put_many) to the owner of the first id in near
