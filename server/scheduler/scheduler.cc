@@ -344,6 +344,17 @@ std::vector<std::pair<std::string, std::string>> Scheduler::FencedLanes() const 
   return out;
 }
 
+Scheduler::Load Scheduler::CurrentLoad() const {
+  Load load;
+  load.predicted_wait = absl::InfiniteDuration();
+  for (const auto& lane : lanes_) {
+    load.queued += lane->queue->size();
+    if (Fenced(*lane)) continue;
+    load.predicted_wait = std::min(load.predicted_wait, PredictedWait(*lane));
+  }
+  return load;
+}
+
 std::vector<std::pair<std::string, int>> Scheduler::QueueDepths() const {
   std::vector<std::pair<std::string, int>> out;
   for (const auto& lane : lanes_) out.emplace_back(lane->backend->name(), lane->queue->size());

@@ -125,6 +125,15 @@ class Scheduler {
   // Jobs queued (not running) on each backend, by backend name.
   std::vector<std::pair<std::string, int>> QueueDepths() const;
 
+  // What a new job would meet now, for clients that balance over replicas:
+  // the jobs queued on every lane, and the predicted wait of the least
+  // loaded lane that is not fenced (the CPU lane when every GPU is).
+  struct Load {
+    int64_t queued = 0;
+    absl::Duration predicted_wait;
+  };
+  Load CurrentLoad() const;
+
  private:
   struct Lane {
     Lane(Backend* b, MemoryBudget* m, bool gpu, int max_queue, double flops_per_second)

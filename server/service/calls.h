@@ -32,6 +32,9 @@ struct CallEnv {
   std::shared_ptr<const Tenant> tenant;  // the caller, after Rpc::Authorize
   // The tenant's request bytes queued or running (null: not counted).
   std::shared_ptr<std::atomic<int64_t>> tenant_queued_bytes;
+  // --replica-id (empty: none), named in every response's trailing
+  // metadata; the server's options own it.
+  absl::string_view replica_id;
 };
 
 // The tenant's quota max_message_bytes against a request of `bytes`:

@@ -165,6 +165,7 @@ absl::Status ServerImpl::Init() {
   env.limits.max_ttl = options_.max_ttl;
   env.sparse_dense_threshold = options_.sparse_dense_threshold;
   env.max_message_bytes = options_.max_message_bytes;
+  env.replica_id = options_.replica_id;
   inflight_ = std::make_unique<InflightBudget>(options_.max_inflight_bytes);
   env.inflight = inflight_.get();
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
