@@ -108,7 +108,8 @@ def test_foreign_id_is_rerouted_to_its_owner(start_server):
             c.matmul(u, t)
 
 
-def test_loss_of_a_replica(start_server):
+@pytest.mark.parametrize("how", ["kill", "terminate"])  # SIGKILL, or SIGTERM's drain and exit
+def test_loss_of_a_replica(start_server, how):
     servers, target = _three(start_server)
     # No retries: a stateless call survives the loss only by failing over at once.
     with linalgd.Client(target, timeout=10.0, retries=0) as c:
@@ -127,7 +128,7 @@ def test_loss_of_a_replica(start_server):
         workers = [threading.Thread(target=stateless) for _ in range(3)]
         for w in workers:
             w.start()
-        servers[victim].proc.kill()
+        getattr(servers[victim].proc, how)()
         servers[victim].proc.wait()
         for i in range(30):
             np.testing.assert_allclose(c.matmul(np.eye(4), np.ones((4, 4))), 1.0)

@@ -8,8 +8,9 @@ accepts): one channel set per address, each call sent where it belongs.
   ReplicaGone (an Unavailable) naming the replica, its address and the id.
 - ListTensors asks every reachable replica and returns all their tensors.
 - A stateless call (and an upload of new tensors) goes to the least-loaded
-  usable replica; one that fails UNAVAILABLE is retried at once on another
-  (RetryPolicy.failovers), then by the retry policy.
+  usable replica; one that fails UNAVAILABLE, or that the connection or a
+  replica shutting down dropped (CANCELLED without linalgd's metadata), is
+  retried at once on another (RetryPolicy.failovers), then by the retry policy.
 - FAILED_PRECONDITION naming the owner (linalgd-owner-replica) is re-sent once
   to that owner.
 - A replica is unusable after a failed connection, while its responses say
@@ -34,8 +35,8 @@ from typing import Any, Callable, Generator, NamedTuple, Optional, Sequence
 import grpc
 
 from . import _health, _ops
-from ._replicas import (OWNER_KEY, REPLICA_KEY, ListTarget, Replica, ReplicaSet, metadata_value,
-                        owner_of, request_ids)
+from ._replicas import (OWNER_KEY, QUEUE_DEPTH_KEY, REPLICA_KEY, ListTarget, Replica,
+                        ReplicaSet, metadata_value, owner_of, request_ids)
 from ._stubs import pb, pb_grpc
 from .errors import LinalgdError, ReplicaGone, Unavailable, from_rpc_error
 from .transfer import Transfer
@@ -98,10 +99,14 @@ class ChannelReplica(Replica):
 
 
 def answered(error: LinalgdError) -> bool:
-    """Whether the server answered (False: the connection failed)."""
-    if error.code != grpc.StatusCode.UNAVAILABLE:
+    """Whether linalgd answered: False for an UNAVAILABLE or CANCELLED without
+    linalgd's trailing metadata, which the connection or a server shutting down
+    gave (linalgd's own answers all carry its load metadata)."""
+    if error.code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
         return True
-    return (metadata_value(error.trailing_metadata, REPLICA_KEY) is not None or
+    metadata = error.trailing_metadata
+    return (metadata_value(metadata, REPLICA_KEY) is not None or
+            metadata_value(metadata, QUEUE_DEPTH_KEY) is not None or
             error.retry_after is not None)
 
 
@@ -253,13 +258,14 @@ class Router:
     def _rerouted(self, error: LinalgdError, replica: ChannelReplica,
                   deadline: Optional[float]) -> Op:
         """The owner a FAILED_PRECONDITION names (linalgd-owner-replica), when it
-        is another replica. The replica we believed to be that owner answered
-        it is not: every replica's id is learned again first."""
+        is another replica. When the client knows no other replica by that id
+        (the one that answered was believed to be it), every replica's id is
+        learned again first."""
         rid = (metadata_value(error.trailing_metadata, OWNER_KEY)
                if error.code == grpc.StatusCode.FAILED_PRECONDITION else None)
         if not rid:
             return None
-        if self.set.by_replica_id(rid) is replica:
+        if self.set.by_replica_id(rid) in (None, replica):
             yield from self._learn(deadline, self.set.all())
         try:
             other = yield from self.owner(f"{rid}-{'0' * 32}", deadline)
@@ -307,7 +313,8 @@ class Router:
             if bound and (yield from self._lost(replica, error, deadline)):
                 raise ReplicaGone(f"{replica.name()} that owns id {resource_id} is gone: "
                                   f"{error.message}", method=method, attempts=attempt) from None
-            if not bound and policy.should_fail_over(error, failovers):
+            dropped = not answered(error) and failovers < policy.failovers
+            if not bound and (dropped or policy.should_fail_over(error, failovers)):
                 tried.append(replica)
                 other = self.set.pick(tried)
                 if other is not None:

@@ -5,8 +5,8 @@ with the asyncio client (linalgd.aio.Client); this class performs their I/O by
 blocking.
 
 Thread safety: a Client may be shared by threads; it holds one gRPC channel
-(plus the transfer connections and threads it opens on first use) and no
-per-call state.
+(plus the transfer connections and threads it opens on first use), or one per
+replica of a replica-set target (_routing.py), and no per-call state.
 
 Large tensors: an operand of stream_threshold bytes or more is uploaded first
 (in parallel parts over several connections, transfer.py) and named by id; a
