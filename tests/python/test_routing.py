@@ -92,6 +92,9 @@ def test_large_upload_parts_stay_on_one_replica(start_server):
             np.testing.assert_array_equal(c.get(t), x)
             y = c.matmul(x[:, :512], np.eye(512))  # a temporary upload, then the call
             np.testing.assert_allclose(y, x[:, :512])
+            # The upload of an operand goes where the call's remote operand is.
+            w = c.put(np.eye(1024) * 2.0)
+            np.testing.assert_allclose(c.matmul(x, w), 2.0 * x)
 
 
 def test_foreign_id_is_rerouted_to_its_owner(start_server):
@@ -132,6 +135,10 @@ def test_loss_of_a_replica(start_server, how):
         servers[victim].proc.wait()
         for i in range(30):
             np.testing.assert_allclose(c.matmul(np.eye(4), np.ones((4, 4))), 1.0)
+            if i % 5 == 0:  # new tensors go to the replicas that are left
+                t = c.put(np.eye(2))
+                assert _owner(t.id) != victim
+                t.delete()
         stop.set()
         for w in workers:
             w.join()
@@ -274,3 +281,21 @@ def test_owner_named_by_a_wrong_replica_is_learned_again(start_server):
         np.testing.assert_array_equal(c.get(t.id), np.eye(2))
         assert {s.replica_id: s.address for s in c.replicas()} == {
             "r1": f"ipv4:{a.target}", "r0": f"ipv4:{b.target}"}
+
+
+def test_an_owner_no_longer_resolved_is_gone(start_server):
+    servers, target = _three(start_server)
+    with linalgd.Client(target) as c:
+        tensors = [c.put(np.eye(2)) for _ in range(3)]
+        # A re-resolution (of a dns: target) that no longer lists r0's address.
+        r0 = f"ipv4:{servers['r0'].target}"
+        c._router.set.update([s.address for s in c.replicas() if s.address != r0])
+        for t in tensors:
+            if _owner(t.id) == "r0":
+                with pytest.raises(linalgd.ReplicaGone,
+                                   match=f"replica r0 \\({r0}\\) that owns id {t.id} is gone: "
+                                         "no longer among the addresses"):
+                    c.get(t)
+            else:
+                np.testing.assert_array_equal(c.get(t), np.eye(2))
+        assert all(_owner(c.put(np.eye(2)).id) != "r0" for _ in range(4))
