@@ -299,3 +299,10 @@ def test_an_owner_no_longer_resolved_is_gone(start_server):
             else:
                 np.testing.assert_array_equal(c.get(t), np.eye(2))
         assert all(_owner(c.put(np.eye(2)).id) != "r0" for _ in range(4))
+
+
+def test_dns_name_that_does_not_resolve_fails_calls_not_the_constructor():
+    with linalgd.Client("dns:///no-such-host.invalid:5000", timeout=5.0) as c:
+        assert c.replicas() == []
+        with pytest.raises(linalgd.Unavailable, match="resolving dns:///no-such-host.invalid"):
+            c.matmul(np.eye(2), np.eye(2))

@@ -120,7 +120,19 @@ class Router:
         self._refresh_interval = refresh_interval
         self._resolved_at = time.monotonic()
         self._learned = False
-        self.set = ReplicaSet(spec.resolve(), make_replica)
+        self._resolve_error = ""  # why the latest resolution failed, if it did
+        self.set = ReplicaSet(self._resolve() or (), make_replica)
+
+    def _resolve(self) -> Optional[list]:
+        """The target's addresses now; None when resolution fails (a dns: name
+        not known yet, say: the calls then fail naming the error)."""
+        try:
+            addresses = self._spec.resolve()
+        except OSError as e:
+            self._resolve_error = f"resolving {self._client.target}: {e}"
+            return None
+        self._resolve_error = "" if addresses else f"{self._client.target} resolves to nothing"
+        return addresses
 
     def close(self) -> list:
         """Closes the transfers; returns the calls' channels, for the client to close."""
@@ -170,10 +182,9 @@ class Router:
     def _refresh(self, deadline: Optional[float]) -> Op:
         self._resolved_at = time.monotonic()
         if not isinstance(self._spec, ListTarget):
-            try:
-                self.set.update(self._spec.resolve())
-            except OSError:
-                pass  # keep the addresses we have
+            addresses = self._resolve()
+            if addresses is not None:  # else keep the addresses we have
+                self.set.update(addresses)
         yield from self._readmit(deadline)
         yield from self._learn(deadline)
 
@@ -220,7 +231,7 @@ class Router:
             replica = self.set.pick(exclude) or self.set.pick()
         if replica is None:
             raise Unavailable(f"no usable replica of {self._client.target}: "
-                              f"{self.set.describe()}")
+                              f"{self.set.describe() or self._resolve_error}")
         return replica
 
     def owner(self, resource_id: str, deadline: Optional[float]) -> Op:
