@@ -322,9 +322,10 @@ def _solve_call(client, req, operands, timeout, factor) -> Op:
     except ReplicaGone:
         if not isinstance(factor, Factor) or factor._source is None:
             raise
-    source, options = factor._source
-    fresh = yield from factorize(client, source, timeout=timeout, recreate=True, **options)
-    factor._adopt(fresh)
+    if req.factor_id == factor.id:  # else another call has made it again already
+        source, options = factor._source
+        fresh = yield from factorize(client, source, timeout=timeout, recreate=True, **options)
+        factor._adopt(fresh)
     req.factor_id = factor.id
     return (yield from call_with_operands(client, "Solve", req, operands, timeout))
 
