@@ -15,6 +15,7 @@ namespace linalgd {
 
 bool RetryableOnCpu(const absl::Status& status) {
   switch (status.code()) {
+    case absl::StatusCode::kUnimplemented:  // e.g. a complex lstsq fallback (gpu_solve.cc)
     case absl::StatusCode::kResourceExhausted:
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnavailable:
@@ -126,8 +127,8 @@ absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
 }
 
 std::string CpuOnlyReason(DType dtype) {
-  if (!IsComplex(dtype)) return "";
-  return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex kernels; ran on cpu");
+  (void)dtype;  // every dense dtype runs on the GPU backend too, complex included
+  return "";
 }
 
 std::string SparseCpuOnlyReason(DType dtype) {

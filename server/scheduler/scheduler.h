@@ -91,7 +91,8 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 //   pieces run in sequence, a solve runs on the CPU.
 // - Inline: a tiny CPU job may run on the submitting thread (inline_max_run).
 // - Rollback: a GPU call failing with a retryable error (RESOURCE_EXHAUSTED,
-//   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED) or still running after
+//   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED, UNIMPLEMENTED: what the GPU
+//   backend has no path for, e.g. complex lstsq) or still running after
 //   op_timeout is rerun on the CPU; the response says why.
 // Every job is finished exactly once. Thread-safe.
 class Scheduler {

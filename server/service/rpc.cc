@@ -90,6 +90,9 @@ void Rpc::AddLoadMetadata() {
   if (!env_.replica_id.empty()) {
     context_->AddTrailingMetadata(kReplicaMetadata, std::string(env_.replica_id));
   }
+  if (env_.drain != nullptr && env_.drain->draining()) {
+    context_->AddTrailingMetadata(kDrainingMetadata, "1");
+  }
   if (env_.scheduler == nullptr) return;
   const Scheduler::Load load = env_.scheduler->CurrentLoad();
   context_->AddTrailingMetadata(kQueueDepthMetadata, absl::StrCat(load.queued));

@@ -22,6 +22,8 @@ namespace linalgd {
 inline constexpr char kReplicaMetadata[] = "linalgd-replica";
 inline constexpr char kQueueDepthMetadata[] = "linalgd-queue-depth";
 inline constexpr char kPredictedWaitMetadata[] = "linalgd-predicted-wait-us";
+// And, while the replica drains (--drain-grace), "1": send new work elsewhere.
+inline constexpr char kDrainingMetadata[] = "linalgd-draining";
 
 // One RPC of the Linalg service from receipt to finish: the request path
 // that every RPC passes through. Created when the call arrives; Authorize()
@@ -68,7 +70,7 @@ class Rpc {
       absl::FunctionRef<std::string()> detail = [] { return std::string(); });
 
  private:
-  // The load keys above, as trailing metadata of this call's response.
+  // The load keys above (and draining), as trailing metadata of this call's response.
   void AddLoadMetadata();
 
   CallEnv env_;
