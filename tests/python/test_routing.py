@@ -4,7 +4,9 @@ and the loss of a replica fails only the calls that need it, with an error that
 says so. Real servers on loopback ports, each with its own --replica-id."""
 import concurrent.futures
 import re
+import signal
 import threading
+import time
 
 import grpc
 import numpy as np
@@ -16,8 +18,8 @@ from linalgd import _replicas
 RNG = np.random.default_rng(23)
 
 
-def _three(start_server, *slow_flags):
-    servers = {rid: start_server("--replica-id", rid, *(slow_flags if rid == "r2" else ()))
+def _three(start_server, *r2_flags):
+    servers = {rid: start_server("--replica-id", rid, *(r2_flags if rid == "r2" else ()))
                for rid in ("r0", "r1", "r2")}
     target = "ipv4:" + ",".join(s.target for s in servers.values())
     return servers, target
@@ -310,3 +312,35 @@ def test_dns_name_that_does_not_resolve_fails_calls_not_the_constructor():
         assert c.replicas() == []
         with pytest.raises(linalgd.Unavailable, match="resolving dns:///no-such-host.invalid"):
             c.matmul(np.eye(2), np.eye(2))
+
+
+def test_a_draining_replica_gets_no_new_work_and_serves_its_ids(start_server):
+    servers, target = _three(start_server, "--drain-grace", "60")  # r2 drains on SIGTERM
+    with linalgd.Client(target, timeout=10.0, retries=0) as c:
+        tensors = [c.put(np.full((2, 2), float(i))) for i in range(3)]
+        mine = next(t for t in tensors if _owner(t.id) == "r2")
+        before = {s.replica_id: s for s in c.replicas()}["r2"].calls
+        servers["r2"].proc.send_signal(signal.SIGTERM)  # drains: health NOT_SERVING
+        assert wait_until_not_serving(servers["r2"])
+        # New work goes to the others (the first call r2 refuses fails over at once).
+        for _ in range(12):
+            np.testing.assert_allclose(c.matmul(np.eye(2), np.eye(2)), np.eye(2))
+            assert _owner(c.put(np.eye(2)).id) != "r2"
+        state = {s.replica_id: s for s in c.replicas()}["r2"]
+        assert state.draining and not state.usable and state.calls <= before + 1, state
+        # What r2 stores stays readable until its store is empty.
+        np.testing.assert_array_equal(c.get(mine), np.full((2, 2), float(tensors.index(mine))))
+        c.delete(mine)
+        servers["r2"].proc.wait(30)  # the store is empty: the drain ends
+        with pytest.raises(linalgd.ReplicaGone, match="replica r2 "):
+            c.get(mine)
+
+
+def wait_until_not_serving(server, timeout=10.0):
+    with linalgd.Client(server.target, retries=0) as c:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if c.health(timeout=1.0) == "NOT_SERVING":
+                return True
+            time.sleep(0.05)
+    return False
