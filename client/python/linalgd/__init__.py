@@ -14,9 +14,11 @@ from .enums import ComputeMode, DType, Epilogue, SolveMethod
 from .errors import (
     Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
     Internal, InvalidArgument, LinalgdError, NotFound, OutOfRange, PermissionDenied,
-    ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown, error_class)
+    ReplicaGone, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown,
+    error_class)
 from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
 from .remote import Factor, RemoteTensor
+from ._replicas import ReplicaState
 from .retry import RetryPolicy
 from .sparse import Preconditioner, SparseMethod, SparseSolveResult
 
@@ -26,8 +28,10 @@ __all__ = [
     "Client", "DEFAULT_TARGET", "ComputeMode", "DType", "Epilogue", "SolveMethod",
     "LinalgdError", "Aborted", "AlreadyExists", "Cancelled", "DataLoss", "DeadlineExceeded",
     "FailedPrecondition", "Internal", "InvalidArgument", "NotFound", "OutOfRange",
-    "PermissionDenied", "ResourceExhausted", "Unauthenticated", "Unavailable", "Unimplemented",
+    "PermissionDenied", "ReplicaGone", "ResourceExhausted", "Unauthenticated", "Unavailable",
+    "Unimplemented",
     "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
     "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
     "SparseMethod", "Preconditioner", "SparseSolveResult", "RemoteTensor", "Factor",
+    "ReplicaState",
 ]

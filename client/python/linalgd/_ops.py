@@ -7,7 +7,9 @@ effect by blocking (driver.run_sync), the asyncio client by awaiting; the two
 differ in nothing else. Effects:
 
     Invoke(method, request, timeout)  one RPC with retries -> its response
-    PutMany(items, deadline)          uploads (transfer.py) -> [TensorInfo]
+    PutMany(items, deadline, near)    uploads (transfer.py) -> [TensorInfo]; near:
+                                      the ids the same request names (with
+                                      replicas, the uploads go where they are)
     Get(tensor_id, deadline)          a resident tensor's (TensorInfo, raw bytes)
     Drop(ids)                         best-effort deletes; never raises
     Shm(args)                         the shared-memory path (sync client only)
@@ -27,7 +29,8 @@ from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, 
 from . import _health, shm, tensors
 from ._stubs import pb
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
-from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError
+from ._replicas import request_ids
+from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError, ReplicaGone
 from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, complex_b_for,
@@ -53,6 +56,7 @@ class Invoke(NamedTuple):
 class PutMany(NamedTuple):
     items: List[Tuple[Any, memoryview]]  # (PutTensorHeader, raw) from store.put_item
     deadline: Optional[float]  # time.monotonic() seconds
+    near: Sequence[str] = ()  # ids of the request the uploads are for
 
 
 class Get(NamedTuple):
@@ -122,7 +126,8 @@ def encode_operands(client, req, operands, timeout) -> Op:
             field.CopyFrom(tensors.encode_array(arr, wire, name))
     if not large:
         return []
-    infos = yield PutMany([item for _, item in large], _deadline(client, timeout))
+    infos = yield PutMany([item for _, item in large], _deadline(client, timeout),
+                          request_ids(req))
     for (name, _), info in zip(large, infos):
         getattr(req, name).resident_id = info.id
     return [info.id for info in infos]
@@ -294,7 +299,7 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     else:
         client._check_size(operands)
         req.keep_result = bool(keep) or client._large(b_arr.nbytes)
-        resp = yield from call_with_operands(client, "Solve", req, operands, timeout)
+        resp = yield from _solve_call(client, req, operands, timeout, factor)
         if keep:
             x = remote_result(client, resp.x, "x")
         else:
@@ -307,6 +312,22 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     if not return_info:
         return x
     return SolveResult.from_proto(x, resp, batch_shape)
+
+
+def _solve_call(client, req, operands, timeout, factor) -> Op:
+    """The Solve call; a Factor made with recreate=True whose replica is gone
+    is factorized again (on another replica) and the call made once more."""
+    try:
+        return (yield from call_with_operands(client, "Solve", req, operands, timeout))
+    except ReplicaGone:
+        if not isinstance(factor, Factor) or factor._source is None:
+            raise
+    if req.factor_id == factor.id:  # else another call has made it again already
+        source, options = factor._source
+        fresh = yield from factorize(client, source, timeout=timeout, recreate=True, **options)
+        factor._adopt(fresh)
+    req.factor_id = factor.id
+    return (yield from call_with_operands(client, "Solve", req, operands, timeout))
 
 
 def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None, **kwargs) -> Op:
@@ -401,18 +422,28 @@ def list_tensors(client, *, all_tenants: bool = False, timeout: Optional[float] 
 
 def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
               ttl: Optional[float] = None, allow_non_finite: bool = False,
-              timeout: Optional[float] = None) -> Op:
+              timeout: Optional[float] = None, recreate: bool = False) -> Op:
     """Factorizes square a (LU or Cholesky; an array or RemoteTensor) on the
     server; returns a Factor: f.solve(b), f.rcond, f.method, f.release(),
     `with`, released when collected. solve(None, b, factor=f or id) works too.
+    recreate: the Factor keeps a (an array, not a RemoteTensor) and, when the
+    replica that holds the factorization is gone, factorizes a again on
+    another replica and retries the solve once.
     """
+    if recreate and isinstance(a, RemoteTensor):
+        raise InvalidArgument(f"factorize: recreate=True needs an array a, not the remote "
+                              f"tensor {a.id} (it is gone with its replica)")
     req = pb.FactorizeRequest(method=int(parse(SolveMethod, method, "method")),
                               no_fallback=bool(no_fallback), ttl_seconds=float(ttl or 0),
                               allow_non_finite=bool(allow_non_finite))
     timeout = timeout or client.timeout
-    resp = yield from call_with_operands(client, "Factorize", req, {"a": client._arg(a, "a")},
-                                         timeout)
-    return client._factor(resp, ExecutionInfo.from_proto(resp.info))
+    operand = client._arg(a, "a")
+    resp = yield from call_with_operands(client, "Factorize", req, {"a": operand}, timeout)
+    factor = client._factor(resp, ExecutionInfo.from_proto(resp.info))
+    if recreate:
+        factor._source = (operand[0], dict(method=method, no_fallback=no_fallback, ttl=ttl,
+                                           allow_non_finite=allow_non_finite))
+    return factor
 
 
 def release_factor(client, factor: Union[str, Factor], *,

@@ -24,6 +24,9 @@ loop keeps running meanwhile. Such a transfer is not interrupted by a
 cancellation: it ends at its deadline or when it completes, and what it stored
 is then deleted in the background.
 
+Several replicas ("ipv4:A:P,B:Q" or "dns:///name:port") are routed as by
+linalgd.Client (_routing.py: the same code, its calls awaited here).
+
 Not here: shared memory (use linalgd.Client(use_shared_memory=True)) and a
 caller's channel= (the client makes its own channels: one grpc.aio channel for
 the calls, sync ones for large transfers).
@@ -37,13 +40,14 @@ from typing import Any, Optional
 
 import grpc
 
-from . import _health, _ops, remote
+from . import _health, _ops, _replicas, remote
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method,
                     with_operations)
 from ._base import channel_options as _channel_options
+from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from ._stubs import pb, pb_grpc
 from ._tls import tls_credentials
-from .client import DEFAULT_TARGET, Operand
+from .client import _ROUTED, DEFAULT_TARGET, Operand
 from .errors import from_rpc_error
 from .retry import RetryPolicy
 from .transfer import Transfer
@@ -99,7 +103,8 @@ class Client(ClientBase):
 
     Arguments as linalgd.Client's (target, timeout, retries, retry_policy,
     credentials, tls_ca, tls_cert, tls_key, metadata, max_message_bytes,
-    wait_for_ready, channel_options); no channel= and no shared memory.
+    wait_for_ready, channel_options, refresh_interval); no channel= and no
+    shared memory.
     Safe to share between the tasks of one event loop.
     """
 
@@ -112,7 +117,8 @@ class Client(ClientBase):
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, token: Optional[str] = None,
                  metadata: Any = (), max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 wait_for_ready: bool = False, channel_options: Any = ()) -> None:
+                 wait_for_ready: bool = False, channel_options: Any = (),
+                 refresh_interval: float = 30.0) -> None:
         self._init_options(target, timeout, retries, retry_policy, metadata, max_message_bytes,
                            wait_for_ready, token)
         tls = tls_credentials(tls_ca, tls_cert, tls_key)
@@ -120,6 +126,16 @@ class Client(ClientBase):
             raise ValueError("tls_ca/tls_cert/tls_key exclude credentials=")
         credentials = credentials or tls
         options = _channel_options(self.retry_policy, self.max_message_bytes, channel_options)
+        self._background = set()  # tasks no one awaits (releases and deletes)
+        replicas = _replicas.parse_target(target)
+        self._router = None
+        if replicas is not None:
+            if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
+                options.append(("grpc.ssl_target_name_override", replicas.host))
+            self._router = Router(self, replicas,
+                                  lambda address: self._replica(address, credentials, options),
+                                  refresh_interval)
+            return
         self._channel = (grpc.aio.secure_channel(target, credentials, options) if credentials
                          else grpc.aio.insecure_channel(target, options))
         self._stub = pb_grpc.LinalgStub(self._channel)
@@ -127,12 +143,26 @@ class Client(ClientBase):
             _health.CHECK_METHOD,
             request_serializer=_health.HealthCheckRequest.SerializeToString,
             response_deserializer=_health.HealthCheckResponse.FromString)
-        self._background = set()  # tasks no one awaits (releases and deletes)
 
         def factory(i, o=options, c=credentials):
             return _sync_channel(target, c, [*o, ("linalgd.transfer_connection", i)])
         self._transfer_channel = factory(0)
         self._transfer = Transfer(self, self._transfer_channel, factory)
+
+    def _replica(self, address: str, credentials: Any, options: Any) -> ChannelReplica:
+        """A replica of a replica-set target: a grpc.aio channel for the calls,
+        sync ones for its large transfers."""
+        def calls(a, i):
+            return (grpc.aio.secure_channel(a, credentials, options) if credentials
+                    else grpc.aio.insecure_channel(a, options))
+
+        def transfers(a, i):
+            return _sync_channel(a, credentials, [*options, ("linalgd.transfer_connection", i)])
+        return ChannelReplica(address, self, calls, transfers)
+
+    async def replicas(self) -> list:
+        """The replicas of a replica-set target (see linalgd.Client.replicas)."""
+        return [r.state() for r in self._router.set.all()] if self._router else []
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -141,6 +171,10 @@ class Client(ClientBase):
         if self._background:
             await asyncio.wait(list(self._background), timeout=1.0)
         self._closed = True
+        if self._router is not None:
+            for channel in self._router.close():
+                await channel.close()
+            return
         self._transfer.close()
         self._transfer_channel.close()
         await self._channel.close()
@@ -168,6 +202,15 @@ class Client(ClientBase):
         return value
 
     async def _perform(self, effect: Any) -> Any:
+        if self._router is not None and isinstance(effect, _ROUTED):
+            return await self._run(self._router.route(effect))
+        if isinstance(effect, Unary):
+            return await self._unary_on(effect)
+        if isinstance(effect, Upload):
+            return await self._put_many(effect.items, effect.deadline, effect.replica.transfer)
+        if isinstance(effect, Download):
+            return await asyncio.to_thread(effect.replica.transfer.get, effect.tensor_id,
+                                           effect.deadline)
         if isinstance(effect, _ops.Invoke):
             return await self._invoke(effect.method, effect.request, effect.timeout)
         if isinstance(effect, _ops.PutMany):
@@ -189,12 +232,23 @@ class Client(ClientBase):
             return await asyncio.sleep(effect.seconds)
         raise TypeError(f"linalgd.aio.Client cannot perform {effect!r}")
 
-    async def _put_many(self, items, deadline) -> Any:
+    async def _unary_on(self, effect: Unary) -> Any:
+        """One attempt of a routed unary call: (response, trailing metadata)."""
+        kwargs = self._call_kwargs(effect.deadline)
+        if effect.wait_for_ready is not None:
+            kwargs["wait_for_ready"] = effect.wait_for_ready
+        call = effect.replica.rpc(effect.method)(effect.request, **kwargs)
+        try:
+            return await call, await call.trailing_metadata()
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, effect.method) from None
+
+    async def _put_many(self, items, deadline, transfer=None) -> Any:
         """transfer.put_many on a worker thread. When the awaiting task is
         cancelled, the thread's uploads still complete (or fail); what they
         stored is then deleted, in the background."""
-        uploads = asyncio.ensure_future(asyncio.to_thread(self._transfer.put_many, items,
-                                                          deadline))
+        transfer = transfer or self._transfer
+        uploads = asyncio.ensure_future(asyncio.to_thread(transfer.put_many, items, deadline))
         try:
             return await asyncio.shield(uploads)
         except asyncio.CancelledError:
@@ -222,8 +276,12 @@ class Client(ClientBase):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        call = self._stub.ReleaseFactor(pb.ReleaseFactorRequest(factor_id=factor_id),
-                                        timeout=10.0, metadata=self._metadata or None)
+        stub = self._stub if self._router is None else getattr(
+            self._router.owner_known(factor_id), "stub", None)
+        if stub is None:
+            return  # its replica is unknown: the server's TTL frees it
+        call = stub.ReleaseFactor(pb.ReleaseFactorRequest(factor_id=factor_id),
+                                  timeout=10.0, metadata=self._metadata or None)
 
         async def wait():
             try:

@@ -5,8 +5,8 @@ with the asyncio client (linalgd.aio.Client); this class performs their I/O by
 blocking.
 
 Thread safety: a Client may be shared by threads; it holds one gRPC channel
-(plus the transfer connections and threads it opens on first use) and no
-per-call state.
+(plus the transfer connections and threads it opens on first use), or one per
+replica of a replica-set target (_routing.py), and no per-call state.
 
 Large tensors: an operand of stream_threshold bytes or more is uploaded first
 (in parallel parts over several connections, transfer.py) and named by id; a
@@ -27,10 +27,11 @@ from typing import Any, Union
 
 import grpc
 
-from . import _health, _ops, shm
+from . import _health, _ops, _replicas, shm
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, PROTOBUF_LIMIT, ClientBase, advance,
                     sync_method, with_operations)
 from ._base import channel_options as _channel_options
+from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from .remote import RemoteTensor
 from .transfer import Transfer
 from ._stubs import pb, pb_grpc
@@ -38,6 +39,8 @@ from .errors import from_rpc_error
 from ._tls import tls_credentials
 
 DEFAULT_TARGET = "localhost:50051"
+# The effects of _ops.py a client over several replicas routes (_routing.py).
+_ROUTED = (_ops.Invoke, _ops.PutMany, _ops.Get, _ops.Probe, _ops.Shm)
 # What an operand may be: a numpy array (or anything numpy.asarray takes), a
 # torch tensor (CPU or CUDA), or a RemoteTensor (put(), keep=True).
 Operand = Union[Any, RemoteTensor]
@@ -54,7 +57,11 @@ def _make_channel(target, credentials, options):
 class Client(ClientBase):
     """A connection to one linalgd server.
 
-    target: "host:port" (or any gRPC target string).
+    target: "host:port" (or any gRPC target string): one server. Several
+        replicas: "ipv4:HOST:PORT,HOST:PORT,..." or "dns:///NAME:PORT" (every
+        address NAME resolves to, again every refresh_interval seconds): calls
+        naming an id go to the replica that owns it, the others to the least
+        loaded one (_routing.py; replicas() shows the set).
     timeout: default deadline of a call in seconds, covering all its retries;
         None for no deadline. Every method takes timeout= to override it.
     retries: extra attempts on UNAVAILABLE / RESOURCE_EXHAUSTED (see
@@ -74,6 +81,8 @@ class Client(ClientBase):
         of failing fast with UNAVAILABLE.
     channel: an existing grpc.Channel to use instead of target (not closed by
         close()).
+    refresh_interval: seconds between resolutions of a dns: replica target
+        (and health checks of replicas that take no work).
     use_shared_memory: carry matmul/solve operands and results through a
         shared-memory region (a sealed memfd) of shared_memory_bytes handed to a
         same-host server (--allow-shm) over its Unix socket: shared_memory_socket,
@@ -89,7 +98,7 @@ class Client(ClientBase):
                  metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
-                 shared_memory_regions=1, shared_memory_socket=None):
+                 shared_memory_regions=1, shared_memory_socket=None, refresh_interval=30.0):
         self._init_options(target, timeout, retries, retry_policy, metadata, max_message_bytes,
                            wait_for_ready, token)
         self._background = set()  # grpc futures of calls no one waits for (remote.py)
@@ -98,6 +107,16 @@ class Client(ClientBase):
         if tls is not None and (credentials is not None or channel is not None):
             raise ValueError("tls_ca/tls_cert/tls_key exclude credentials= and channel=")
         credentials = credentials or tls
+        replicas = _replicas.parse_target(target) if channel is None else None
+        self._router = None
+        if replicas is not None:
+            if use_shared_memory:
+                raise ValueError("use_shared_memory needs one same-host server, not the "
+                                 f"replicas of {target!r}")
+            self._router = self._replica_router(replicas, credentials, channel_options,
+                                                refresh_interval)
+            self._shm = None
+            return
         if channel is None:
             options = _channel_options(self.retry_policy, self.max_message_bytes,
                                        channel_options)
@@ -117,6 +136,22 @@ class Client(ClientBase):
         self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes, shared_memory_regions)
                      if use_shared_memory else None)
 
+    def _replica_router(self, replicas, credentials, extra_options, refresh_interval):
+        options = _channel_options(self.retry_policy, self.max_message_bytes, extra_options)
+        if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
+            options.append(("grpc.ssl_target_name_override", replicas.host))
+
+        def make(address, i):
+            return _make_channel(address, credentials,
+                                 [*options, ("linalgd.transfer_connection", i)] if i else options)
+        return Router(self, replicas, lambda address: ChannelReplica(address, self, make),
+                      refresh_interval)
+
+    def replicas(self):
+        """The replicas of a replica-set target (ReplicaStates: address, replica
+        id, latest load, draining, reachable, calls); [] for one server."""
+        return [r.state() for r in self._router.set.all()] if self._router else []
+
     # -- lifecycle ---------------------------------------------------------
 
     @property
@@ -126,6 +161,10 @@ class Client(ClientBase):
 
     def close(self):
         self._closed = True
+        if self._router is not None:
+            for channel in self._router.close():
+                channel.close()
+            return
         if self._shm is not None:
             self._shm.close()
         self._transfer.close()
@@ -155,6 +194,14 @@ class Client(ClientBase):
         return value
 
     def _perform(self, effect: Any) -> Any:
+        if self._router is not None and isinstance(effect, _ROUTED):
+            return self._run(self._router.route(effect))
+        if isinstance(effect, Unary):
+            return self._unary_on(effect)
+        if isinstance(effect, Upload):
+            return effect.replica.transfer.put_many(effect.items, effect.deadline)
+        if isinstance(effect, Download):
+            return effect.replica.transfer.get(effect.tensor_id, effect.deadline)
         if isinstance(effect, _ops.Invoke):
             return self._invoke(effect.method, effect.request, effect.timeout)
         if isinstance(effect, _ops.PutMany):
@@ -176,6 +223,17 @@ class Client(ClientBase):
             return time.sleep(effect.seconds)
         raise TypeError(f"unknown effect {effect!r}")
 
+    def _unary_on(self, effect: Unary) -> Any:
+        """One attempt of a routed unary call: (response, trailing metadata)."""
+        kwargs = self._call_kwargs(effect.deadline)
+        if effect.wait_for_ready is not None:
+            kwargs["wait_for_ready"] = effect.wait_for_ready
+        try:
+            response, call = effect.replica.rpc(effect.method).with_call(effect.request, **kwargs)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e, effect.method) from None
+        return response, call.trailing_metadata()
+
     def _drop(self, ids):
         for i in ids:
             try:
@@ -185,8 +243,18 @@ class Client(ClientBase):
 
     def _release_in_background(self, factor_id: str) -> None:
         """ReleaseFactor without waiting (a Factor's finalizer, remote.py)."""
-        future = self._stub.ReleaseFactor.future(pb.ReleaseFactorRequest(factor_id=factor_id),
-                                                 timeout=10.0, metadata=self._metadata or None)
+        stub = self._stub
+        if self._router is not None:
+            replica = self._router.owner_known(factor_id)
+            if replica is None:
+                return  # the server's TTL frees it
+            stub = replica.stub
+        self._hold(stub.ReleaseFactor.future(
+            pb.ReleaseFactorRequest(factor_id=factor_id), timeout=10.0,
+            metadata=self._metadata or None))
+
+    def _hold(self, future):
+        """Keeps a grpc future no one waits for until it is done."""
         # A grpc future cancels its call when collected: hold it until it is done.
         self._background.add(future)
         future.add_done_callback(self._background.discard)

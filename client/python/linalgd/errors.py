@@ -96,6 +96,11 @@ class Unavailable(LinalgdError, ConnectionError):
     code = grpc.StatusCode.UNAVAILABLE
 
 
+class ReplicaGone(Unavailable):
+    """The replica that holds an id named by the call is unreachable or no
+    longer among the target's addresses (a client over several replicas)."""
+
+
 class DataLoss(LinalgdError):
     """Also raised when a response is malformed (wrong byte count)."""
     code = grpc.StatusCode.DATA_LOSS

@@ -108,8 +108,23 @@ class Factor:
         self.bytes = resp.bytes
         self.info = info
         self._released = False
-        self._finalizer = weakref.finalize(self, _release_quietly, weakref.ref(client), self._id)
-        self._finalizer.atexit = False  # no RPCs while the interpreter shuts down
+        self._source = None  # (a, factorize options) with recreate=True
+        self._finalizer = self._release_on_collection()
+
+    def _release_on_collection(self):
+        finalizer = weakref.finalize(self, _release_quietly, weakref.ref(self._client), self._id)
+        finalizer.atexit = False  # no RPCs while the interpreter shuts down
+        return finalizer
+
+    def _adopt(self, other: "Factor") -> None:
+        """Becomes other, a new factorization of the same a (recreate=True):
+        its id and fields; other no longer releases it, this object does."""
+        other._finalizer.detach()
+        self._finalizer.detach()  # the old one went with its replica
+        for name in ("_id", "method", "n", "wire", "rcond", "fallback", "placement", "bytes",
+                     "info"):
+            setattr(self, name, getattr(other, name))
+        self._finalizer = self._release_on_collection()
 
     @property
     def id(self) -> str:

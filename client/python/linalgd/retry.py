@@ -5,6 +5,10 @@ UNAVAILABLE and RESOURCE_EXHAUSTED), attempts remain, and the next attempt can
 start before the call's deadline. The server's `retry-after-ms` trailing
 metadata, when present, replaces the computed delay. Errors produced by the
 client itself (e.g. a message over the size limit) are never retried.
+
+With several replicas (an ipv4: list or a dns: target), a stateless call that
+fails with a code in `failover_codes` is first retried at once on another
+replica (failovers of them per call), then backs off as above.
 """
 import dataclasses
 import random
@@ -25,6 +29,8 @@ class RetryPolicy:
     multiplier: float = 2.0
     jitter: float = 0.2  # +- fraction applied to the computed delay
     codes: frozenset = DEFAULT_CODES
+    failover_codes: frozenset = frozenset({grpc.StatusCode.UNAVAILABLE})
+    failovers: int = 1  # immediate retries on another replica, per call
 
     def __post_init__(self):
         if self.retries < 0:
@@ -38,6 +44,10 @@ class RetryPolicy:
             return False
         msg = (error.message or "").lower()
         return not any(s in msg for s in _LOCAL_SIZE_ERRORS)
+
+    def should_fail_over(self, error, failovers_done):
+        """Whether a stateless call retries at once on another replica."""
+        return failovers_done < self.failovers and error.code in self.failover_codes
 
     def delay(self, attempt, retry_after=None, rng=random):
         """Seconds to wait before attempt + 1."""
