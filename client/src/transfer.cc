@@ -163,9 +163,9 @@ absl::StatusOr<StoreListing> Transfer::List(const CallOptions& call) {
 }
 
 absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOptions& call) {
-  std::vector<std::string> uploaded;
-  absl::Status up = UploadLarge({&args.a}, {&args.a_resident_id}, call, uploaded);
-  if (!up.ok()) return up;
+  Uploads up;
+  if (absl::Status s = UploadLarge({&args.a}, {&args.a_resident_id}, call, up); !s.ok()) return s;
+  const std::future<void> freed = FreeInBackground(std::move(up.spent));
   v1::FactorizeRequest request;
   if (args.a_resident_id.empty()) {
     ToProto(std::move(args.a), request.mutable_a());
@@ -181,7 +181,7 @@ absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOpt
   deadline_(call, context);
   v1::FactorizeResponse response;
   const grpc::Status status = stub_.Factorize(&context, request, &response);
-  DeleteAll(uploaded);
+  DeleteAll(up.ids);
   if (!status.ok()) return FromGrpc(status);
   FactorInfo f;
   f.factor_id = response.factor_id();
@@ -206,7 +206,7 @@ absl::Status Transfer::ReleaseFactor(const std::string& id, const CallOptions& c
 }
 
 absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std::string*> ids,
-                                   const CallOptions& call, std::vector<std::string>& uploaded) {
+                                   const CallOptions& call, Uploads& up) {
   std::vector<std::pair<size_t, std::future<absl::StatusOr<TensorInfo>>>> pending;
   PutOptions put;
   put.ttl = kTemporaryTtl;
@@ -218,18 +218,31 @@ absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std
         i, std::async(std::launch::async, [this, t, put, call] { return Put(*t, put, call); }));
   }
   absl::Status first_error;
+  std::vector<std::pair<size_t, std::string>> done;
   for (auto& [i, f] : pending) {
     absl::StatusOr<TensorInfo> info = f.get();
     if (!info.ok()) {
       if (first_error.ok()) first_error = info.status();
       continue;
     }
-    *ids[i] = info->id;
-    *tensors[i] = Tensor();  // its bytes are on the server now
-    uploaded.push_back(info->id);
+    done.emplace_back(i, info->id);
+    up.ids.push_back(info->id);
   }
-  if (!first_error.ok()) DeleteAll(uploaded);
-  return first_error;
+  if (!first_error.ok()) {
+    DeleteAll(up.ids);
+    up.ids.clear();
+    return first_error;
+  }
+  for (auto& [i, id] : done) {
+    *ids[i] = std::move(id);
+    up.spent.push_back(tensors[i]->ReleaseBytes());  // its bytes are on the server now
+  }
+  return absl::OkStatus();
+}
+
+std::future<void> Transfer::FreeInBackground(std::vector<std::string> spent) {
+  if (spent.empty()) return {};
+  return std::async(std::launch::async, [spent = std::move(spent)]() mutable { spent.clear(); });
 }
 
 void Transfer::DeleteAll(const std::vector<std::string>& ids) {
@@ -242,12 +255,13 @@ void Transfer::DeleteAll(const std::vector<std::string>& ids) {
 
 absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions& call) {
   const bool auto_keep = !args.keep_result && Large(MatmulOutBytes(args));
-  std::vector<std::string> uploaded;
-  absl::Status up = UploadLarge(
+  Uploads up;
+  absl::Status uploaded = UploadLarge(
       {&args.a, &args.b, args.c ? &*args.c : nullptr, args.bias ? &*args.bias : nullptr},
       {&args.a_resident_id, &args.b_resident_id, &args.c_resident_id, &args.bias_resident_id}, call,
-      uploaded);
-  if (!up.ok()) return up;
+      up);
+  if (!uploaded.ok()) return uploaded;
+  const std::future<void> freed = FreeInBackground(std::move(up.spent));
   if (auto_keep) {
     args.keep_result = true;
     args.result_ttl = kTemporaryTtl;
@@ -257,7 +271,7 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
-  DeleteAll(uploaded);
+  DeleteAll(up.ids);
   if (!status.ok()) return FromGrpc(status);
   absl::StatusOr<MatmulResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
@@ -272,10 +286,11 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
 absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& call) {
   const int64_t x_bytes = static_cast<int64_t>(args.b.bytes().size());  // x is b-shaped (square a)
   const bool auto_keep = !args.keep_result && Large(x_bytes);
-  std::vector<std::string> uploaded;
-  absl::Status up = UploadLarge({args.factor_id.empty() ? &args.a : nullptr, &args.b},
-                                {&args.a_resident_id, &args.b_resident_id}, call, uploaded);
-  if (!up.ok()) return up;
+  Uploads up;
+  absl::Status uploaded = UploadLarge({args.factor_id.empty() ? &args.a : nullptr, &args.b},
+                                      {&args.a_resident_id, &args.b_resident_id}, call, up);
+  if (!uploaded.ok()) return uploaded;
+  const std::future<void> freed = FreeInBackground(std::move(up.spent));
   if (auto_keep) {
     args.keep_result = true;
     args.result_ttl = kTemporaryTtl;
@@ -285,7 +300,7 @@ absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& c
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
-  DeleteAll(uploaded);
+  DeleteAll(up.ids);
   if (!status.ok()) return FromGrpc(status);
   absl::StatusOr<SolveResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;

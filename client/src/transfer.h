@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -58,10 +59,22 @@ class Transfer {
   absl::StatusOr<SolveResult> Solve(SolveArgs args, const CallOptions& call);
 
  private:
+  // What UploadLarge did: the temporaries' ids (deleted after the call) and
+  // the uploaded operands' bytes (`spent`: freed in the background).
+  struct Uploads {
+    std::vector<std::string> ids;
+    std::vector<std::string> spent;
+  };
   // Uploads the operands of `tensors` whose `ids` are empty and size is at or
-  // above the threshold, setting their ids; `uploaded` collects the new ids.
+  // above the threshold, setting their ids and moving their bytes to
+  // `up.spent` (the tensors are left empty); on failure deletes what it
+  // uploaded and leaves every tensor as it was.
   absl::Status UploadLarge(std::vector<Tensor*> tensors, std::vector<std::string*> ids,
-                           const CallOptions& call, std::vector<std::string>& uploaded);
+                           const CallOptions& call, Uploads& up);
+  // Frees `spent` on another thread, so that freeing large operands (a
+  // 512 MiB free takes tens of ms) overlaps the call's RPC; the future waits
+  // for it when destroyed. An empty `spent`: nothing started.
+  static std::future<void> FreeInBackground(std::vector<std::string> spent);
   void DeleteAll(const std::vector<std::string>& ids);
   bool Large(int64_t bytes) const {
     return options_.stream_threshold_bytes > 0 && bytes >= options_.stream_threshold_bytes;

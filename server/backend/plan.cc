@@ -60,7 +60,9 @@ absl::Status CheckPlanSize(const Shape& batch, int64_t rows, int64_t cols, const
   LINALGD_RETURN_IF_ERROR(CheckedCount(batch, limits.max_batch, "a, b: broadcast batch dims",
                                        "matrices, the batch limit (--max-batch-matrices)")
                               .status());
-  Shape full = batch;
+  Shape full;
+  full.reserve(batch.size() + 2);
+  full = batch;
   full.push_back(rows);
   full.push_back(cols);
   return CheckedCount(full, limits.max_out_elements, absl::StrCat(out, ".shape"),
@@ -232,6 +234,7 @@ absl::StatusOr<MatmulPlan> PlanMatmul(const MatmulOp& op, const PlanLimits& limi
   plan.batch = NumElements(batch);
   plan.a_offsets = BatchOffsets(ab, batch, ar * ac);
   plan.b_offsets = BatchOffsets(bb, batch, br * bc);
+  plan.out_shape.reserve(batch.size() + 2);
   plan.out_shape = batch;
   plan.out_shape.push_back(plan.m);
   plan.out_shape.push_back(plan.n);
@@ -270,6 +273,7 @@ absl::StatusOr<SolvePlan> PlanSolve(const SolveOp& op, const PlanLimits& limits)
   plan.batch = NumElements(batch);
   plan.a_offsets = BatchOffsets(ab, batch, plan.m * plan.n);
   plan.b_offsets = BatchOffsets(bb, batch, plan.m * plan.k);
+  plan.x_shape.reserve(batch.size() + 2);
   plan.x_shape = batch;
   plan.x_shape.push_back(plan.n);
   plan.x_shape.push_back(plan.k);

@@ -59,6 +59,8 @@ absl::StatusOr<std::shared_ptr<const void>> MakeDeviceResident(GpuBackend& backe
       backend.RunJob<DeviceBuffer>([&](GpuContext& ctx) -> absl::StatusOr<DeviceBuffer> {
         LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(bytes));
         LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, host, static_cast<size_t>(bytes), d.data()));
+        // Other jobs' streams read the copy: it is complete before it is registered.
+        LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
         return d;
       }));
   return std::shared_ptr<const void>(

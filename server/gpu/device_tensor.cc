@@ -13,7 +13,8 @@ absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t) {
         cudaMemcpyAsync(d.data(), r, t.num_bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
     return d;
   }
-  LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, t.data, t.num_bytes(), d.data()));
+  // A job's operand lives until the job has synchronized its stream.
+  LINALGD_RETURN_IF_ERROR(EnqueueToDevice(ctx, t.data, t.num_bytes(), d.data()));
   return d;
 }
 

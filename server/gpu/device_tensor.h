@@ -14,7 +14,9 @@ namespace linalgd::gpu {
 // A copy of `t`'s bytes on the device (staged through pinned memory; one
 // direct copy from page-locked memory; a device-to-device copy when `t` is a
 // stored tensor resident on ctx's device, ctx.residents). The caller may
-// write to it.
+// write to it. The copy is only queued (EnqueueToDevice): `t`'s bytes stay
+// valid and unchanged until ctx.hs.stream has synchronized, as a job's
+// operands do.
 absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const TensorView& t);
 
 // A read-only operand on the device: the resident copy itself when `t` is a

@@ -1,11 +1,14 @@
 #ifndef LINALGD_SERVER_GPU_PINNED_POOL_H_
 #define LINALGD_SERVER_GPU_PINNED_POOL_H_
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 
 namespace linalgd::gpu {
@@ -17,8 +20,9 @@ class PinnedPool;
 class PinnedBlock {
  public:
   PinnedBlock(PinnedBlock&& other) noexcept
-      : pool_(other.pool_), data_(other.data_), size_(other.size_) {
+      : pool_(other.pool_), data_(other.data_), size_(other.size_), ready_(other.ready_) {
     other.pool_ = nullptr;
+    other.ready_ = nullptr;
   }
   PinnedBlock& operator=(PinnedBlock&& other) noexcept;
   PinnedBlock(const PinnedBlock&) = delete;
@@ -27,16 +31,29 @@ class PinnedBlock {
   void* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // Stream-ordered release: the block is reused (handed out by the pool
+  // again) only once the work queued on `stream` so far, e.g. a DMA that
+  // reads the block, has completed; the caller does not wait for it. Records
+  // an event on `stream` (created on the current device). An error leaves
+  // the block to be waited for as before (the pool synchronizes any event
+  // it holds before reuse).
+  absl::Status ReleaseAfter(cudaStream_t stream);
+
  private:
   friend class PinnedPool;
   PinnedBlock(PinnedPool* pool, void* data, size_t size) : pool_(pool), data_(data), size_(size) {}
   PinnedPool* pool_;
   void* data_;
   size_t size_;
+  cudaEvent_t ready_ = nullptr;  // recorded by ReleaseAfter; owned
 };
 
 // Host staging buffers for DMA-speed copies, allocated lazily (cudaHostAlloc)
-// up to `max_blocks` and reused. Thread-safe.
+// up to `max_blocks` and reused. A block returned with a pending event
+// (PinnedBlock::ReleaseAfter) is handed out again only after that event has
+// completed: TryAcquire prefers a free block whose event has completed, then
+// a new block, and waits for the oldest pending one only when it has no
+// other. Thread-safe.
 // REQUIRES: every PinnedBlock is destroyed before the pool.
 class PinnedPool {
  public:
@@ -52,12 +69,19 @@ class PinnedPool {
 
  private:
   friend class PinnedBlock;
-  void Return(void* data) ABSL_LOCKS_EXCLUDED(mu_);
+  struct Free {
+    void* data = nullptr;
+    cudaEvent_t ready = nullptr;  // null: reusable now
+  };
+  void Return(void* data, cudaEvent_t ready) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes and returns a free block whose event has completed (or that has
+  // none); nullopt when there is none.
+  std::optional<Free> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t block_bytes_;
   const int max_blocks_;
   absl::Mutex mu_;
-  std::vector<void*> free_ ABSL_GUARDED_BY(mu_);
+  std::vector<Free> free_ ABSL_GUARDED_BY(mu_);  // oldest first
   int allocated_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -48,22 +48,13 @@ bool IsPinnedHost(const void* p, size_t bytes) {
   return IsPinnedByte(c) && IsPinnedByte(c + bytes - 1);
 }
 
-absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst) {
-  if (bytes == 0) return absl::OkStatus();
-  HandleSet& hs = ctx.hs;
-  PinnedPool& pinned = ctx.pinned;
-  TransferCounters& n = ctx.transfers;
-  n.h2d_copies.fetch_add(1);
-  n.h2d_bytes.fetch_add(static_cast<int64_t>(bytes));
-  if (bytes >= kDirectCopyBytes && IsPinnedHost(src, bytes)) {
-    n.h2d_pinned_direct.fetch_add(1);
-    return CopyWhole(hs, dst, src, bytes, cudaMemcpyHostToDevice);
-  }
-  Staging st = AcquireStaging(pinned, bytes);
-  if (!st.ok()) return CopyWhole(hs, dst, src, bytes, cudaMemcpyHostToDevice);
-  const size_t chunk = pinned.block_bytes();
-  const auto* in = static_cast<const char*>(src);
-  auto* out = static_cast<char*>(dst);
+namespace {
+
+// The staged upload: chunk i goes through block i % 2 (its host memcpy
+// overlaps the DMA of the other block's chunk); the blocks go back to the
+// pool stream-ordered, so the call returns once the last chunk is queued.
+absl::Status StagedToDevice(HandleSet& hs, Staging& st, size_t chunk, const char* in, size_t bytes,
+                            char* out) {
   for (size_t off = 0, i = 0; off < bytes; off += chunk, ++i) {
     const size_t len = std::min(chunk, bytes - off);
     const int slot = static_cast<int>(i % 2);
@@ -73,10 +64,45 @@ absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* 
                                       cudaMemcpyHostToDevice, hs.stream));
     LINALGD_GPU_CHECK(cudaEventRecord(hs.copy_events[slot], hs.stream));
   }
-  // The blocks go back to the pool: their last copies must have finished.
-  LINALGD_GPU_CHECK(cudaEventSynchronize(hs.copy_events[0]));
-  LINALGD_GPU_CHECK(cudaEventSynchronize(hs.copy_events[1]));
   return absl::OkStatus();
+}
+
+// `wait_for_src`: return only once `src` may be reused (the direct copies
+// from page-locked or small ranges are then waited for).
+absl::Status ToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst,
+                      bool wait_for_src) {
+  if (bytes == 0) return absl::OkStatus();
+  HandleSet& hs = ctx.hs;
+  TransferCounters& n = ctx.transfers;
+  n.h2d_copies.fetch_add(1);
+  n.h2d_bytes.fetch_add(static_cast<int64_t>(bytes));
+  const bool pinned = bytes >= kDirectCopyBytes && IsPinnedHost(src, bytes);
+  if (pinned) n.h2d_pinned_direct.fetch_add(1);
+  Staging st = pinned ? Staging() : AcquireStaging(ctx.pinned, bytes);
+  if (!st.ok()) {
+    if (wait_for_src) return CopyWhole(hs, dst, src, bytes, cudaMemcpyHostToDevice);
+    return CheckCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream),
+                     "cudaMemcpyAsync", __FILE__, __LINE__);
+  }
+  absl::Status s = StagedToDevice(hs, st, ctx.pinned.block_bytes(), static_cast<const char*>(src),
+                                  bytes, static_cast<char*>(dst));
+  // Each block is reused once the stream is past its last copy; on an error
+  // ReleaseAfter waits for the stream instead.
+  for (std::optional<PinnedBlock>& b : st.blocks) {
+    absl::Status r = b->ReleaseAfter(hs.stream);
+    if (s.ok()) s = r;
+  }
+  return s;
+}
+
+}  // namespace
+
+absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst) {
+  return ToDevice(ctx, src, bytes, dst, /*wait_for_src=*/true);
+}
+
+absl::Status EnqueueToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst) {
+  return ToDevice(ctx, src, bytes, dst, /*wait_for_src=*/false);
 }
 
 absl::Status CopyManyAsync(GpuContext& ctx, const std::vector<void*>& dsts,

@@ -19,7 +19,17 @@ namespace linalgd::gpu {
 // is counted in `ctx.transfers`.
 // Both return once `src` may be reused (CopyToDevice) or `dst` holds the data
 // (CopyToHost). Work queued earlier on the stream stays ordered before.
+// CopyToDevice's copy itself may still be in flight: work on other streams
+// (or the host) that reads `dst` waits for ctx.hs.stream first. Staging
+// blocks go back to the pool stream-ordered (PinnedBlock::ReleaseAfter).
 absl::Status CopyToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst);
+// As CopyToDevice, but returns once the copy is queued: a page-locked `src`
+// (copied by DMA straight from it) is not waited for, so one operand's copy
+// overlaps the host work of the next. REQUIRES: `src` stays valid and
+// unchanged until ctx.hs.stream has synchronized (a job's operands do: every
+// job synchronizes its stream before it returns, GpuBackend::FinishJob on
+// failure).
+absl::Status EnqueueToDevice(GpuContext& ctx, const void* src, size_t bytes, void* dst);
 absl::Status CopyToHost(GpuContext& ctx, const void* src, size_t bytes, void* dst);
 
 // Many cudaMemcpyAsync of `bytes` each (srcs[i] -> dsts[i], all one `kind`)

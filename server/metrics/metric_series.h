@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_METRICS_METRIC_SERIES_H_
 #define LINALGD_SERVER_METRICS_METRIC_SERIES_H_
 
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <string>
@@ -8,9 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -53,9 +58,40 @@ class Series {
   }
 
   // The series with `values` (one per label name, in order), created at zero
-  // on first use. Thread-safe (prometheus-cpp locks the family). Requires a
-  // successful Register() and values.size() == the number of label names.
+  // on first use. Thread-safe. Requires a successful Register() and
+  // values.size() == the number of label names. Once a series exists, a
+  // call finds it without allocating (the request path updates a dozen
+  // series per call): prometheus-cpp's own lookup builds a std::map of
+  // label strings each time.
   T& With(std::initializer_list<absl::string_view> values) {
+    const Key key = KeyOf(values);
+    const absl::string_view k(key.data(), key.size());
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      if (auto it = series_.find(k); it != series_.end()) return *it->second;
+    }
+    T& series = Add(values);
+    absl::MutexLock lock(&mu_);
+    series_.try_emplace(k, &series);
+    return series;
+  }
+
+ private:
+  // The label values, each as its 4-byte length and its bytes (so no two
+  // value lists share a key); inline up to 256 bytes.
+  using Key = absl::InlinedVector<char, 256>;
+  static Key KeyOf(std::initializer_list<absl::string_view> values) {
+    Key key;
+    for (absl::string_view v : values) {
+      const uint32_t n = static_cast<uint32_t>(v.size());
+      const char* len = reinterpret_cast<const char*>(&n);
+      key.insert(key.end(), len, len + sizeof(n));
+      key.insert(key.end(), v.begin(), v.end());
+    }
+    return key;
+  }
+
+  T& Add(std::initializer_list<absl::string_view> values) {
     prometheus::Labels labels;
     auto value = values.begin();
     for (const std::string& name : label_names_) {
@@ -68,7 +104,6 @@ class Series {
     }
   }
 
- private:
   static auto Builder() {
     if constexpr (std::is_same_v<T, prometheus::Counter>) {
       return prometheus::BuildCounter();
@@ -98,6 +133,10 @@ class Series {
   prometheus::Family<T>* family_ = nullptr;
   std::vector<std::string> label_names_;
   prometheus::Histogram::BucketBoundaries buckets_;
+  absl::Mutex mu_;
+  // Series by KeyOf(values); prometheus-cpp keeps a series until it is
+  // removed, and nothing here removes one.
+  absl::flat_hash_map<std::string, T*> series_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace linalgd::metrics

@@ -277,6 +277,29 @@ TEST_F(ParallelTransferTest, ClientPutGetAndMatmulGoInPartsOverSeveralConnection
   EXPECT_EQ(c->ListTensors()->objects.size(), 1u);  // only `put`: temporaries deleted
 }
 
+// With the default options an operand of a few MiB (16 MiB here) is
+// uploaded in parts rather than sent inline: one large unary message is the
+// slow path (ClientOptions::stream_threshold_bytes).
+TEST_F(ParallelTransferTest, DefaultOptionsUploadAMediumOperandInParts) {
+  Start();
+  std::vector<std::string> log;
+  client::ClientOptions co;
+  co.target = target();
+  co.debug_log = [&log](absl::string_view line) { log.emplace_back(line); };
+  std::unique_ptr<Client> c = Client::Create(co).value();
+  constexpr int64_t kN = 2048;  // a: 16 MiB of f32
+  std::vector<float> a(kN * kN);
+  for (int64_t i = 0; i < kN * kN; ++i) a[i] = static_cast<float>((i * 7919) % 101) / 101.0f;
+  for (int64_t i = 0; i < kN; ++i) a[i * kN + i] += 2.0f * kN;  // diagonally dominant
+  client::SolveArgs args;
+  args.a = Tensor::FromVector<float>({kN, kN}, a).value();
+  args.b = RandomTensor<float>({kN, 1}, 9);
+  auto x = c->Solve(args);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr("PutTensor: 16777216 bytes in 2 parts")));
+  EXPECT_TRUE(c->ListTensors()->objects.empty());  // the temporary is deleted
+}
+
 // An older server: PutTensor and GetTensor only (no StartUpload, ranges
 // ignored), as the client must still talk to.
 class OldServer final : public v1::Linalg::Service {
