@@ -277,6 +277,7 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response) {
   out.limits = FromProto(response.limits());
   out.gpu_status = response.gpu_status();
   out.shm_socket = response.shm_socket();
+  out.replica_id = response.replica_id();
   return out;
 }
 
