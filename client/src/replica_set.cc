@@ -41,6 +41,10 @@ absl::StatusOr<std::unique_ptr<ReplicaSet>> ReplicaSet::Create(
 
 absl::Status ReplicaSet::Refresh() {
   absl::MutexLock refreshing(&refresh_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Now() - resolved_at_ < kMinRefresh) return absl::OkStatus();  // just done
+  }
   std::vector<std::string> addresses = target_.addresses;
   if (target_.kind == ReplicaTarget::Kind::kDns) {
     absl::StatusOr<std::vector<std::string>> found = ResolveAddresses(target_.host, target_.port);

@@ -37,6 +37,8 @@ class ReplicaSet {
  public:
   // A dns target is re-resolved this often, and when no replica is usable.
   static constexpr absl::Duration kRefresh = absl::Seconds(30);
+  // ... but not more often than this (calls waiting for one share it).
+  static constexpr absl::Duration kMinRefresh = absl::Seconds(1);
 
   // REQUIRES: target.kind is kList or kDns. UNAVAILABLE when a dns target
   // does not resolve.
