@@ -21,8 +21,11 @@ exists; "" skips it) this script runs that workload itself with --data-n
 times the same round trip through the Python client (f32, every operand and the
 result streamed, the mean of --repeat calls after one untimed call, as
 linalgd-bench does) and prints both clients' bytes/s and their ratio, end to
-end and without the server's run time. linalgd-bench's data workload serves
-from a server in its own process; this script's from --server / --target.
+end and without the server's run time, then where the Python client's round
+trip went (upload, the Matmul call, download, deletes: ms per call) and its
+process's CPU time, for --connections x --chunk-mib and each --sweep setting.
+linalgd-bench's data workload serves from a server in its own process; this
+script's from --server / --target.
 """
 import argparse
 import json
@@ -39,7 +42,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
 
 import linalgd  # noqa: E402
-from linalgd import _crc32c  # noqa: E402
+from linalgd import _crc32c, transfer  # noqa: E402
 
 
 def best_of(repeat, fn):
@@ -75,26 +78,113 @@ def start_server(binary):
     return proc, target
 
 
-def streamed_matmul(c, n, repeat):
-    """(mean seconds, mean server run seconds, bytes) of an f32 n x n matmul with
-    a, b and the result streamed, after one untimed call (linalgd-bench's data
-    workload, "streaming" path)."""
+class Phases:
+    """Wall seconds a Client spends in each kind of step of its calls (upload,
+    the call itself, download, deletes), by wrapping its _perform."""
+
+    NAMES = {"PutMany": "upload", "Invoke": "call", "Get": "download", "Drop": "deletes"}
+
+    def __init__(self, c):
+        self.seconds = dict.fromkeys(self.NAMES.values(), 0.0)
+        self._client, self._perform = c, c._perform
+
+        def perform(effect):
+            t = time.perf_counter()
+            try:
+                return self._perform(effect)
+            finally:
+                name = self.NAMES.get(type(effect).__name__)
+                if name is not None:
+                    self.seconds[name] += time.perf_counter() - t
+        c._perform = perform
+
+    def close(self):
+        del self._client._perform  # the class's method again
+
+
+class Steps:
+    """Seconds (summed over the transfer threads) the Python client's transfers
+    spend waiting for a GetTensor message (grpc's receive, GIL included),
+    copying chunks into the result, in CRC32C, and building chunk messages,
+    by wrapping those functions of linalgd.transfer for as long as it is open.
+    The rest of an upload's time is grpc sending the messages."""
+
+    def __init__(self):
+        self.seconds = {"wait for a message": [], "copy into the result": [], "CRC32C": [],
+                        "build a chunk message": []}
+        self._saved = [(transfer, "copy_into"), (transfer, "_chunk_message"),
+                       (_crc32c, "extend"), (transfer.Transfer, "_stream")]
+        self._saved = [(owner, name, getattr(owner, name)) for owner, name in self._saved]
+        timed = self._timed
+        transfer.copy_into = timed("copy into the result", transfer.copy_into)
+        transfer._chunk_message = timed("build a chunk message", transfer._chunk_message)
+        _crc32c.extend = timed("CRC32C", _crc32c.extend)
+        stream, steps = transfer.Transfer._stream, self
+
+        class Timed:
+            def __init__(self, it):
+                self._it = it
+                self.cancel = it.cancel
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                t = time.perf_counter()
+                try:
+                    return next(self._it)
+                finally:
+                    steps.seconds["wait for a message"].append(time.perf_counter() - t)
+
+        transfer.Transfer._stream = lambda self, *a: Timed(stream(self, *a))
+
+    def _timed(self, name, fn):
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[name].append(time.perf_counter() - t)
+        return wrapper
+
+    def close(self):
+        for owner, name, value in self._saved:
+            setattr(owner, name, value)
+
+
+def streamed_matmul(c, n, repeat, with_steps=False):
+    """(mean seconds, mean server run seconds, bytes, {phase: mean seconds},
+    client CPU seconds per call, {step: (thread-seconds, count) per call} or
+    None) of an f32 n x n matmul with a, b and the result streamed, after one
+    untimed call (linalgd-bench's data workload, "streaming" path)."""
     rng = np.random.default_rng(1)
     a = rng.standard_normal((n, n)).astype(np.float32)
     b = rng.standard_normal((n, n)).astype(np.float32)
     threshold = c.stream_threshold
     c.stream_threshold = 1
+    phases = steps = None
     try:
         c.matmul(a, b)
         seconds, run = [], []
+        phases = Phases(c)
+        steps = Steps() if with_steps else None
+        cpu = time.process_time()
         for _ in range(repeat):
             t = time.perf_counter()
             r = c.matmul(a, b, return_info=True)
             seconds.append(time.perf_counter() - t)
             run.append(r.info.run_time)
+        cpu = time.process_time() - cpu
     finally:
         c.stream_threshold = threshold
-    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes
+        if phases is not None:
+            phases.close()
+        if steps is not None:
+            steps.close()
+    mean = {k: v / repeat for k, v in phases.seconds.items()}
+    per_call = None if steps is None else {
+        k: (sum(v) / repeat, len(v) / repeat) for k, v in steps.seconds.items()}
+    return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat, per_call
 
 
 def cpp_streaming(binary, n, connections, iterations):
@@ -112,17 +202,61 @@ def cpp_streaming(binary, n, connections, iterations):
     return found["streaming.rate"], found["streaming.rate_without_compute"]
 
 
+def parse_setting(item):
+    """(connections, chunk MiB, options) of a --sweep item: 8x2, 8x2b, 8x2br
+    (b: build upload chunks ahead, r: place downloaded chunks behind)."""
+    options = item[len(item.rstrip("br")):]
+    connections, chunk_mib = item[:len(item) - len(options)].split("x")
+    return int(connections), float(chunk_mib), options
+
+
+def apply_setting(c, setting):
+    connections, chunk_mib, options = setting
+    c.transfer_connections, c.chunk_bytes = connections, int(chunk_mib * (1 << 20))
+    c._transfer.build_ahead = "b" in options
+    c._transfer.place_behind = "r" in options
+
+
 def comparison(c, args):
-    """Markdown lines: the Python and C++ clients' streamed round trip, and the ratio."""
-    seconds, run, nbytes = streamed_matmul(c, args.matmul_n, args.repeat)
-    py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
+    """Markdown lines: the Python and C++ clients' streamed round trip, and the
+    ratio; then where the Python client's time went, for each --sweep setting."""
     cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
+    settings = [(args.connections, args.chunk_mib, "")] + [
+        parse_setting(item) for item in (args.sweep.split(",") if args.sweep else [])]
+    python = []
+    for setting in settings:
+        apply_setting(c, setting)
+        python.append(streamed_matmul(c, args.matmul_n, args.repeat))
+    apply_setting(c, settings[0])
+    steps = streamed_matmul(c, args.matmul_n, args.repeat, with_steps=True)[5]
+    seconds, run, nbytes = python[0][:3]
+    py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
     lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} f32 matmul round trip, "
              f"a, b and the result streamed over {args.connections} connections, mean of "
              f"{args.repeat} (linalgd-bench --workloads data, path streaming)\n",
              "| client | GB/s | GB/s without the server's run time |", "| --- | --- | --- |",
              f"| Python | {py[0]:.2f} | {py[1]:.2f} |", f"| C++ | {cpp[0]:.2f} | {cpp[1]:.2f} |",
-             f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |"]
+             f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |",
+             "\nThe Python client's round trip, ms per call (mean): upload (a and b), the "
+             "Matmul call (server run time in brackets), download, deletes; its process's "
+             "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
+             "| connections x chunk MiB (b: build ahead, r: place behind) | upload | "
+             "call (run) | download | "
+             "deletes | CPU | "
+             "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (connections, chunk_mib, options), (seconds, run, nbytes, phase, cpu, _) in zip(
+            settings, python):
+        rate = nbytes / seconds / 1e9
+        lines.append(f"| {connections} x {chunk_mib:g}{options} | "
+                     f"{phase['upload'] * 1e3:.1f} | "
+                     f"{phase['call'] * 1e3:.1f} ({run * 1e3:.1f}) | "
+                     f"{phase['download'] * 1e3:.1f} | {phase['deletes'] * 1e3:.1f} | "
+                     f"{cpu * 1e3:.0f} | {rate:.2f} | {rate / cpp[0]:.2f} |")
+    lines += [f"\nInside the transfers ({args.connections} x {args.chunk_mib:g}, timed again "
+              "with these functions wrapped): thread-seconds per call summed over the "
+              "transfer threads, and how many calls\n",
+              "| step | ms per call | calls per call |", "| --- | --- | --- |"]
+    lines += [f"| {name} | {sec * 1e3:.1f} | {count:.0f} |" for name, (sec, count) in steps.items()]
     return lines
 
 
@@ -169,6 +303,11 @@ def main():
                    help="Client.stream_threshold; lower it to take the parallel path at small sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
+    p.add_argument("--sweep", default="",
+                   help="more Python client settings for the streamed round trip, "
+                        "CONNECTIONSxCHUNK_MIB[b][r],... (e.g. 4x2,16x2,8x1,8x4,8x2br); b: "
+                        "uploads build each chunk message ahead on a helper thread, r: "
+                        "downloads copy and checksum each chunk on one while the next arrives")
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")

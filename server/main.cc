@@ -67,6 +67,7 @@ struct Flags {
   bool no_cpu_fallback = false;
   std::string max_connection_age = "5m";
   std::string shutdown_grace = "30s";
+  std::string drain_grace = "0";
   std::string devices;
   std::string log_level = "info";
   std::string store_ttl = "1h";
@@ -244,6 +245,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--shutdown-grace", f.shutdown_grace,
                  "on SIGTERM/SIGINT, how long calls in flight may finish")
       ->capture_default_str();
+  app.add_option("--drain-grace", f.drain_grace,
+                 "on SIGTERM/SIGINT, first drain for up to this long: health NOT_SERVING, new "
+                 "work refused (UNAVAILABLE), stored objects still readable until the store is "
+                 "empty; a second signal ends it; then --shutdown-grace. 0: no drain")
+      ->capture_default_str();
   app.add_option("--store-bytes", o.store_bytes,
                  "resident tensors and factors: LRU eviction beyond this many bytes")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50))
@@ -320,8 +326,14 @@ bool ParseCpuThreshold(const std::string& v, linalgd::ServerOptions& o) {
   return true;
 }
 
+// How the process stops on SIGTERM/SIGINT.
+struct StopTimes {
+  absl::Duration drain;     // --drain-grace (zero: no drain)
+  absl::Duration shutdown;  // --shutdown-grace
+};
+
 // Applies the string flags; prints and returns false on a bad value.
-bool Finalize(Flags& f, absl::Duration* grace) {
+bool Finalize(Flags& f, StopTimes* stop) {
   auto& o = f.options;
   auto bad = [](const std::string& flag, const std::string& v) {
     std::cerr << "linalgd: " << flag << ": cannot parse '" << v << "' as a duration\n";
@@ -336,7 +348,12 @@ bool Finalize(Flags& f, absl::Duration* grace) {
   o.cpu_fallback = !f.no_cpu_fallback;
   if (!ParseSeconds(f.max_connection_age, &o.max_connection_age))
     return bad("--max-connection-age", f.max_connection_age);
-  if (!ParseSeconds(f.shutdown_grace, grace)) return bad("--shutdown-grace", f.shutdown_grace);
+  if (!ParseSeconds(f.shutdown_grace, &stop->shutdown)) {
+    return bad("--shutdown-grace", f.shutdown_grace);
+  }
+  if (!ParseSeconds(f.drain_grace, &stop->drain) || stop->drain == absl::InfiniteDuration()) {
+    return bad("--drain-grace", f.drain_grace);
+  }
   if (!ParseSeconds(f.store_ttl, &o.store_ttl) || o.store_ttl <= absl::ZeroDuration()) {
     return bad("--store-ttl", f.store_ttl);
   }
@@ -373,6 +390,40 @@ bool Finalize(Flags& f, absl::Duration* grace) {
   return log.ok();
 }
 
+// Blocks until the signal handler writes a signal number; returns it.
+int NextSignal() {
+  unsigned char sig = 0;
+  while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+  }
+  return sig;
+}
+
+// The first SIGTERM/SIGINT: drain (--drain-grace; a second signal ends it),
+// then shut down within --shutdown-grace, or exit hard kHardStopMargin later.
+void StopOnSignal(linalgd::Server& server, StopTimes stop) {
+  spdlog::info("signal {} received", NextSignal());
+  if (stop.drain > absl::ZeroDuration()) {
+    std::thread([&server] {
+      spdlog::info("signal {} received: ending the drain now", NextSignal());
+      server.EndDrain();
+    }).detach();
+    server.Drain(stop.drain);
+  }
+  // At the grace's end gRPC cancels the calls still running, and their
+  // jobs stop at their next check; a computation that cannot be stopped
+  // (one LAPACK call, an abandoned GPU call) must not keep the process.
+  const absl::Duration grace = stop.shutdown;
+  std::thread([grace] {
+    absl::SleepFor(grace + kHardStopMargin);
+    spdlog::critical("still running {} after the shutdown began (--shutdown-grace + {}); exiting",
+                     absl::FormatDuration(grace + kHardStopMargin),
+                     absl::FormatDuration(kHardStopMargin));
+    spdlog::shutdown();
+    std::_Exit(1);
+  }).detach();
+  server.Shutdown(grace);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -386,8 +437,8 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   app.set_version_flag("--version", "linalgd " + linalgd::LinalgdVersionString());
   CLI11_PARSE(app, argc, argv);
-  absl::Duration grace;
-  if (!Finalize(flags, &grace)) return 2;
+  StopTimes stop;
+  if (!Finalize(flags, &stop)) return 2;
 
   // Libraries start threads before main (OpenBLAS's pool), so signals cannot
   // be masked for one sigwait thread: a handler writes the signal number to a
@@ -407,24 +458,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", server.status().ToString());
     return 1;
   }
-  std::thread([&] {
-    unsigned char sig = 0;
-    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
-    spdlog::info("signal {} received", static_cast<int>(sig));
-    // At the grace's end gRPC cancels the calls still running, and their
-    // jobs stop at their next check; a computation that cannot be stopped
-    // (one LAPACK call, an abandoned GPU call) must not keep the process.
-    std::thread([grace] {
-      absl::SleepFor(grace + kHardStopMargin);
-      spdlog::critical("still running {} after the signal (--shutdown-grace + {}); exiting",
-                       absl::FormatDuration(grace + kHardStopMargin),
-                       absl::FormatDuration(kHardStopMargin));
-      spdlog::shutdown();
-      std::_Exit(1);
-    }).detach();
-    (*server)->Shutdown(grace);
-  }).detach();
+  std::thread([&server = **server, stop] { StopOnSignal(server, stop); }).detach();
   (*server)->Wait();
   return 0;
 }

@@ -28,18 +28,37 @@ cudaDataType_t CudaType(DType t) {
   return CUDA_R_32F;
 }
 
+BlasScalar MakeBlasScalar(DType t, double re, double im) {
+  BlasScalar s;
+  switch (t) {
+    case DType::kF64:
+      s.d = re;
+      break;
+    case DType::kC64:
+      s.c = make_cuComplex(static_cast<float>(re), static_cast<float>(im));
+      break;
+    case DType::kC128:
+      s.z = make_cuDoubleComplex(re, im);
+      break;
+    default:
+      s.f = static_cast<float>(re);
+      break;
+  }
+  return s;
+}
+
+cublasComputeType_t BlasComputeType(DType t) {
+  return RealPart(t) == DType::kF64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+}
+
 absl::Status Gemm(HandleSet& hs, DType t, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
                   int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb,
                   void* c, int64_t ldc, double alpha, double beta) {
   if (m == 0 || n == 0) return absl::OkStatus();
-  const float af = static_cast<float>(alpha), bf = static_cast<float>(beta);
-  const bool f64 = t == DType::kF64;
-  const void* pa = f64 ? static_cast<const void*>(&alpha) : &af;
-  const void* pb = f64 ? static_cast<const void*>(&beta) : &bf;
-  LINALGD_GPU_CHECK(cublasGemmEx(hs.blas, ta, tb, I32(m), I32(n), I32(k), pa, a, CudaType(t),
-                                 I32(lda), b, CudaType(t), I32(ldb), pb, c, CudaType(t), I32(ldc),
-                                 f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT));
+  const BlasScalar pa = MakeBlasScalar(t, alpha), pb = MakeBlasScalar(t, beta);
+  LINALGD_GPU_CHECK(cublasGemmEx(hs.blas, ta, tb, I32(m), I32(n), I32(k), &pa, a, CudaType(t),
+                                 I32(lda), b, CudaType(t), I32(ldb), &pb, c, CudaType(t), I32(ldc),
+                                 BlasComputeType(t), CUBLAS_GEMM_DEFAULT));
   return absl::OkStatus();
 }
 

@@ -1,9 +1,9 @@
 #ifndef LINALGD_SERVER_GPU_BLAS_CALLS_H_
 #define LINALGD_SERVER_GPU_BLAS_CALLS_H_
 
-// Small dtype-dispatching wrappers (F32/F64) over the cuBLAS/cuSOLVER calls
-// that have no generic-type form, plus layout helpers. All on hs.stream,
-// column-major as the libraries unless the name says row-major.
+// Small dtype-dispatching wrappers (F32/F64; Gemm complex too) over the cuBLAS/cuSOLVER
+// calls that have no generic-type form, plus layout helpers. All on hs.stream, column-major as the
+// libraries unless the name says row-major.
 
 #include <cublas_v2.h>
 #include <cusolverDn.h>
@@ -18,7 +18,21 @@ namespace linalgd::gpu {
 
 cudaDataType_t CudaType(DType t);
 
-// C = alpha * op(A) op(B) + beta * C (cublasGemmEx, full fp32/fp64 compute).
+// A cuBLAS scalar (alpha, beta) in host memory, of the scale type of t's
+// compute type: float, double, cuComplex (C64) or cuDoubleComplex (C128).
+union BlasScalar {
+  float f;
+  double d;
+  cuComplex c;
+  cuDoubleComplex z;
+};
+BlasScalar MakeBlasScalar(DType t, double re, double im = 0.0);
+// CUBLAS_COMPUTE_64F for F64 and C128, CUBLAS_COMPUTE_32F otherwise.
+cublasComputeType_t BlasComputeType(DType t);
+
+// C = alpha * op(A) op(B) + beta * C (cublasGemmEx, full fp32/fp64 compute;
+// complex t: CUBLAS_OP_T is the plain transpose, CUBLAS_OP_C the conjugate
+// one).
 absl::Status Gemm(HandleSet& hs, DType t, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
                   int64_t n, int64_t k, const void* a, int64_t lda, const void* b, int64_t ldb,
                   void* c, int64_t ldc, double alpha = 1.0, double beta = 0.0);

@@ -109,8 +109,8 @@ absl::Status InitIrs(IrsObjects& irs) {
 }  // namespace
 
 double MachineEps(DType t) {
-  return t == DType::kF64 ? std::numeric_limits<double>::epsilon()
-                          : std::numeric_limits<float>::epsilon();
+  return RealPart(t) == DType::kF64 ? std::numeric_limits<double>::epsilon()
+                                    : std::numeric_limits<float>::epsilon();
 }
 
 SolveFailure CheckCondition(DType t, int64_t n, double rcond_factor, double rcond) {
@@ -144,7 +144,10 @@ absl::StatusOr<int> ReadDeviceInt(HandleSet& hs, const int* d_value) {
 }
 
 // The row-major buffer of a symmetric a is a itself in column-major order;
-// the lower triangle (column-major) is factored.
+// the lower triangle (column-major) is factored. For a Hermitian a the
+// buffer read column-major is a^T = conj(a): the factor is conj(a)'s, and
+// conj(a) conj(x) = conj(b) is what potrs solves (b and x conjugated around
+// it), as the CPU backend's cached factors do.
 absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
                                            const void* a_rm, const void* b_rm, void* x_rm,
                                            ConditionCheck* cond) {
@@ -172,14 +175,17 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
   }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
   LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
+  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));  // complex only
   LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
                                      w.data(), n, ct, xc.data(), n, info.as<int>()));
+  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));
   LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
   return SolveFailure();
 }
 
 // The row-major buffer of a is a^T in column-major order: getrf factors a^T
-// and getrs with CUBLAS_OP_T solves (a^T)^T x = b.
+// and getrs with CUBLAS_OP_T solves (a^T)^T x = b (the plain transpose for
+// complex a too).
 absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_t k,
                                      const void* a_rm, const void* b_rm, void* x_rm,
                                      ConditionCheck* cond) {

@@ -4,8 +4,9 @@
 // One dense system on the device, by one method (cuSOLVER 64-bit API where it
 // exists). Every routine reads a_rm (row-major m x n) and b_rm (row-major
 // m x k) without changing them and writes x_rm (row-major n x k), all on
-// ctx.hs.stream. F32 or F64. The devInfo of each factorization is read
-// (the stream is synchronized for it).
+// ctx.hs.stream. F32 or F64; CholeskySolve and LuSolve also C64 and C128
+// (Cholesky: a Hermitian positive definite). The devInfo of each
+// factorization is read (the stream is synchronized for it).
 //
 // A routine returns a SolveFailure saying why the method does not apply
 // (ok() when x_rm holds the solution); the fallback chain acts on it.
@@ -36,6 +37,7 @@ struct SolveFailure {
   bool ok() const { return kind == Kind::kNone; }
 };
 
+// eps of t's real part (f32's for C64, f64's for C128).
 double MachineEps(DType t);
 
 // The condition check of LuSolve and CholeskySolve (server/backend/

@@ -8,6 +8,7 @@
 // transposes, O(n^2) each beside the O(n^3) factorization. Used by the dense
 // solves (single and batched) and by cached factors alike.
 
+#include <complex>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -31,15 +32,29 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
                                                   const std::vector<double>& anorm, void* scratch,
                                                   const DeviceVectorSolve& solve);
 
+// Solves in place one complex vector v of n values: a^-1 v, or a^-H v (the
+// conjugate transpose) when conj_transposed.
+using ComplexVectorSolve =
+    std::function<absl::Status(std::vector<std::complex<double>>& v, bool conj_transposed)>;
+
+// Hager's estimate of ||a^-1||_1 for a complex a: LAPACK's zlacn2 (Higham,
+// ACM TOMS 14 (1988), the complex form of algorithm 2.1: sign(y) = y / |y|,
+// the next unit vector at the largest |z_i| of z = a^-H sign(y), at most five
+// iterations, then the alternating-sign safeguard), keeping the largest norm
+// met. A non-finite solve gives +inf. Host code: `solve` does the device work.
+absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& solve);
+
 // One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower
-// Cholesky factor of a (Xpotrf; pivots null).
+// Cholesky factor of a (Xpotrf; pivots null). Complex dtypes (C64, C128):
+// the Cholesky factor is that of conj(a) (the buffer read column-major, a
+// Hermitian), and the estimate is ComplexInverseNorm1's.
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm);
 
 // Per matrix of `batch` row-major n x n matrices (contiguous on the device).
 struct MatrixNorms {
-  std::vector<double> asym;   // max |a[i,j] - a[j,i]|
+  std::vector<double> asym;   // max |a[i,j] - a[j,i]| (complex: - conj(a[j,i]))
   std::vector<double> norm1;  // ||a||_1
 };
 // Synchronizes.

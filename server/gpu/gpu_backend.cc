@@ -98,21 +98,12 @@ absl::Status GpuBackend::FinishJob(HandleSet& hs, absl::Status status) {
 
 // Ops with a zero dimension never reach a CUDA library (empty_work.h); the
 // scheduler sends them to the CPU, so these answer only direct callers.
-absl::Status GpuBackend::RefuseComplex(DType dtype, absl::string_view op) const {
-  if (!IsComplex(dtype)) return absl::OkStatus();
-  return absl::UnimplementedError(
-      absl::StrCat(name_, ": ", op, " of ", DTypeName(dtype),
-                   " has no GPU kernel; complex dtypes run on the cpu"));
-}
-
 absl::StatusOr<Tensor> GpuBackend::Matmul(const MatmulOp& op, const MatmulPlan& plan) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
   return RunJob<Tensor>([&](GpuContext& ctx) { return RunMatmul(ctx, op, plan); });
 }
 
 absl::StatusOr<SolveResult> GpuBackend::Solve(const SolveOp& op, const SolvePlan& plan) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "solve"));
   if (IsEmptyWork(plan)) return EmptySolve(op, plan);
   return RunJob<SolveResult>([&](GpuContext& ctx) { return RunSolve(ctx, op, plan); });
 }

@@ -93,10 +93,6 @@ class GpuBackend : public Backend {
  private:
   GpuBackend(const GpuBackendConfig& config, std::unique_ptr<DeviceMemory> memory,
              std::unique_ptr<HandlePool> handles);
-  // UNIMPLEMENTED naming the dtype and `op` for complex dtypes (the
-  // scheduler runs them on the CPU, JobSpec::cpu_only); ok otherwise.
-  absl::Status RefuseComplex(DType dtype, absl::string_view op) const;
-
   // MatmulBatch of page-locked operands, gathered on the device (gpu_batch.cc).
   absl::Status MatmulBatchOnDevice(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                    std::vector<Tensor>* outs);

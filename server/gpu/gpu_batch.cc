@@ -138,7 +138,6 @@ absl::Status GpuBackend::MatmulBatchOnDevice(absl::Span<const MatmulOp* const> o
 
 absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                                      std::vector<Tensor>* outs) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "matmul"));
   if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);  // one by one
   if (CanGatherOnDevice(ops)) return MatmulBatchOnDevice(ops, plan, outs);
   auto stacked = StackMatmuls(ops, host_alloc_);
@@ -151,7 +150,6 @@ absl::Status GpuBackend::MatmulBatch(absl::Span<const MatmulOp* const> ops, cons
 
 absl::Status GpuBackend::SolveBatch(absl::Span<const SolveOp* const> ops, const SolvePlan& plan,
                                     std::vector<SolveResult>* outs) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(ops[0]->a.dtype, "solve"));
   if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);  // one by one
   LINALGD_ASSIGN_OR_RETURN(auto stacked, StackSolves(ops, host_alloc_));
   LINALGD_ASSIGN_OR_RETURN(SolveResult r, Solve(stacked->op, stacked->plan));

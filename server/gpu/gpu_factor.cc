@@ -25,7 +25,7 @@ int64_t RoundUp256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 // What Factorize knows about a before factoring it.
 struct MatrixStats {
   double anorm = 0;    // ||a||_1
-  double asym = 0;     // max |a[i,j] - a[j,i]|
+  double asym = 0;     // max |a[i,j] - a[j,i]| (complex: - conj(a[j,i]))
   double sym_tol = 0;  // 100 eps ||a||_1
 };
 
@@ -59,15 +59,18 @@ absl::StatusOr<int> ReadInfo(HandleSet& hs, const DeviceBuffer& info, const char
 }
 
 // x (column-major n x nrhs) = a^-1 x, or a^-T x when `transposed`. Queued on
-// the stream; *d_info gets getrs / potrs's devInfo.
+// the stream; *d_info gets getrs / potrs's devInfo. A complex Cholesky
+// factor is conj(a)'s (the buffer read column-major, a Hermitian): x is
+// conjugated around potrs, conj(a) conj(x) = conj(b).
 absl::Status SolveInPlace(HandleSet& hs, DType t, SolveMethod method, int64_t n, int64_t nrhs,
                           const void* factors, const int64_t* pivots, void* x, bool transposed,
                           int* d_info) {
   const cudaDataType_t ct = CudaType(t);
   if (method == SolveMethod::kCholesky) {  // a symmetric: a^-T = a^-1
+    LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, x, n * nrhs, hs.stream));  // complex only
     LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, nrhs,
                                        ct, factors, n, ct, x, n, d_info));
-    return absl::OkStatus();
+    return ConjugateInPlace(t, x, n * nrhs, hs.stream);
   }
   // The factors are those of a^T: OP_T solves a x = b, OP_N solves a^T x = b.
   const cublasOperation_t op = transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
@@ -83,6 +86,10 @@ absl::StatusOr<double> Rcond(Work& w, SolveMethod method, double anorm) {
 // Empty: w holds the Cholesky factor. Else why Cholesky does not apply.
 absl::StatusOr<std::string> TryCholesky(Work& w, const MatrixStats& s) {
   if (!(s.asym <= s.sym_tol)) {
+    if (IsComplex(w.t)) {
+      return absl::StrCat("cholesky: a is not Hermitian (max |a[i,j] - conj(a[j,i])| = ", s.asym,
+                          " exceeds 100*eps*||a||_1 = ", s.sym_tol, ")");
+    }
     return absl::StrCat("cholesky: a is not symmetric (max |a[i,j] - a[j,i]| = ", s.asym,
                         " exceeds 100*eps*||a||_1 = ", s.sym_tol, ")");
   }
@@ -179,9 +186,10 @@ absl::Status CheckFactorizeOp(const FactorizeOp& op) {
     return absl::InvalidArgumentError(
         absl::StrCat("a.shape: ", ShapeString(op.a.shape), " is not one square matrix"));
   }
-  if (op.a.dtype != DType::kF32 && op.a.dtype != DType::kF64) {
+  const DType t = op.a.dtype;
+  if (t != DType::kF32 && t != DType::kF64 && !IsComplex(t)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a.dtype: ", DTypeName(op.a.dtype), "; factorizations take f32 or f64"));
+        absl::StrCat("a.dtype: ", DTypeName(t), "; factorizations take f32, f64, c64 or c128"));
   }
   if (op.a.rows() == 0) {
     return absl::InvalidArgumentError("a.shape: [0, 0]; an empty matrix has no factorization");
@@ -270,7 +278,6 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
 }
 
 absl::StatusOr<FactorizeResult> GpuBackend::Factorize(const FactorizeOp& op) {
-  LINALGD_RETURN_IF_ERROR(RefuseComplex(op.a.dtype, "factorize"));
   LINALGD_RETURN_IF_ERROR(CheckFactorizeOp(op));
   MemoryBudget* budget = memory_budget();
   return RunJob<FactorizeResult>(

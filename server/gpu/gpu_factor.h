@@ -11,7 +11,9 @@
 //
 // Layout: the row-major a is the column-major a^T, so LU factors a^T
 // (cusolverDnXgetrf) and solves use getrs with CUBLAS_OP_T; Cholesky factors
-// the lower triangle (cusolverDnXpotrf) of the symmetric a. The pivots stay
+// the lower triangle (cusolverDnXpotrf) of the symmetric a (complex: of
+// conj(a), the Hermitian a's buffer read column-major; solves conjugate b
+// and x around potrs, as the CPU backend does). The pivots stay
 // on the device (int64, 1-based, as the 64-bit API writes them).
 //
 // rcond: FactorRcond (factor_rcond.h), the estimator behind LAPACK's gecon /
@@ -39,7 +41,8 @@ class GpuFactor : public Factor {
   ~GpuFactor() override;
 
   int device() const { return device_; }
-  // Column-major n x n: the LU of a^T, or the Cholesky factor L (lower).
+  // Column-major n x n: the LU of a^T, or the Cholesky factor L (lower; for
+  // complex dtypes, that of conj(a)).
   const void* factors() const { return factors_.data(); }
   // LU only (null for Cholesky): n pivots.
   const int64_t* pivots() const { return pivots_.as<int64_t>(); }
@@ -53,7 +56,7 @@ class GpuFactor : public Factor {
 
 // One Factorize on ctx's device. `budget` (may be null) is charged with the
 // factor's bytes for its lifetime (RESOURCE_EXHAUSTED when they do not fit).
-// REQUIRES: op.a is one square F32/F64 matrix (CheckFactorizeOp); ctx's
+// REQUIRES: op.a is one square F32/F64/C64/C128 matrix (CheckFactorizeOp); ctx's
 // device is current; `owner` is the GpuBackend of ctx.
 absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op, Backend* owner,
                                              MemoryBudget* budget);

@@ -1,11 +1,15 @@
 // Matmul on one device: operands uploaded as they are (row-major, broadcast
 // batches unexpanded), one strided-batched cuBLASLt call when every operand
-// has a uniform batch stride, else one call per batch element.
+// has a uniform batch stride, else one call per batch element. Complex
+// dtypes (C64, C128) take plain cuBLAS instead (ComplexGemm below).
+#include <climits>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "server/backend/trace_names.h"
 #include "server/common/status_macros.h"
 #include "server/common/trace.h"
+#include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/device_tensor.h"
 #include "server/gpu/gpu_ops.h"
@@ -62,6 +66,71 @@ LtMatmulArgs BaseArgs(const MatmulOp& op, const MatmulPlan& plan) {
   return x;
 }
 
+int I32(int64_t v) { return static_cast<int>(v); }
+
+// cuBLAS takes int sizes: m, n, k, the batch and the strides' products.
+absl::Status CheckComplexLimits(const MatmulPlan& plan) {
+  for (const auto& [name, v] : {std::pair{"m", plan.m}, std::pair{"n", plan.n},
+                                std::pair{"k", plan.k}, std::pair{"batch", plan.batch}}) {
+    if (v > INT_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat("matmul: dimension ", name, " = ", v,
+                                                     " exceeds the cuBLAS limit ", INT_MAX));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `batch` complex products d[i] = alpha op(a[i]) op(b[i]) + beta d[i]
+// (beta only when use_c: d holds c), a[i] and b[i] a_stride and b_stride
+// elements apart (0: broadcast), d contiguous. Row-major d read
+// column-major is d^T = op(b)^T op(a)^T, plain transposes as the CPU's
+// cblas calls take (no conjugation): b's buffer read column-major is b^T
+// (n x k, ld n), or op(b) itself when b is stored n x k (trans_b; ld k),
+// whence CUBLAS_OP_T; a's likewise (a^T: k x m, ld k; trans_a: ld m).
+absl::Status ComplexGemm(HandleSet& hs, const MatmulOp& op, const MatmulPlan& plan, const void* a,
+                         int64_t a_stride, const void* b, int64_t b_stride, void* d, int64_t batch,
+                         bool use_c) {
+  const DType t = op.a.dtype;
+  const cudaDataType_t ct = CudaType(t);
+  const int64_t m = plan.m, n = plan.n, k = plan.k;
+  const BlasScalar alpha = MakeBlasScalar(t, op.alpha, op.alpha_imag);
+  const BlasScalar beta = use_c ? MakeBlasScalar(t, op.beta, op.beta_imag) : MakeBlasScalar(t, 0);
+  const cublasOperation_t op_b = op.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_a = op.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t ld_b = op.trans_b ? k : n, ld_a = op.trans_a ? m : k;
+  LINALGD_GPU_CHECK(cublasGemmStridedBatchedEx(hs.blas, op_b, op_a, I32(n), I32(m), I32(k), &alpha,
+                                               b, ct, I32(ld_b), b_stride, a, ct, I32(ld_a),
+                                               a_stride, &beta, d, ct, I32(n), m * n, I32(batch),
+                                               BlasComputeType(t), CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
+// LaunchMatmul for complex dtypes: one strided-batched call when a and b
+// have uniform batch strides, else one per element; then the bias (per
+// column or per row) by a kernel over the whole contiguous d.
+absl::Status LaunchComplexMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan,
+                                 const void* a, const void* b, const void* bias, void* d,
+                                 bool use_c) {
+  LINALGD_RETURN_IF_ERROR(CheckComplexLimits(plan));
+  const int64_t mn = plan.m * plan.n;
+  const size_t es = DTypeSize(op.a.dtype);
+  const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
+  const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
+  if (sa && sb) {
+    LINALGD_RETURN_IF_ERROR(ComplexGemm(ctx.hs, op, plan, a, *sa, b, *sb, d, plan.batch, use_c));
+  } else {
+    for (int64_t i = 0; i < plan.batch; ++i) {
+      LINALGD_RETURN_IF_ERROR(ComplexGemm(ctx.hs, op, plan,
+                                          static_cast<const char*>(a) + plan.a_offsets[i] * es, 0,
+                                          static_cast<const char*>(b) + plan.b_offsets[i] * es, 0,
+                                          static_cast<char*>(d) + i * mn * es, 1, use_c));
+    }
+  }
+  if (bias == nullptr) return absl::OkStatus();
+  return ApplyEpilogue(op.out_dtype, d, plan.batch, plan.m, plan.n, bias, plan.bias_per_row,
+                       Activation::kNone, ctx.hs.stream);
+}
+
 // The operands of a matmul scanned on the device, in CheckMatmulInputsFinite's
 // order (c, uploaded reshaped, is scanned on the host).
 enum CheckSlot { kSlotA, kSlotB, kSlotBias };
@@ -71,15 +140,15 @@ enum CheckSlot { kSlotA, kSlotB, kSlotBias };
 absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
   if (!op.check_finite) return absl::OkStatus();
   constexpr unsigned long long kNone = ~0ull;
-  if (hs.check_host[kSlotA] != kNone) {
-    return NonFiniteError(op.a, "a", static_cast<int64_t>(hs.check_host[kSlotA]));
-  }
-  if (hs.check_host[kSlotB] != kNone) {
-    return NonFiniteError(op.b, "b", static_cast<int64_t>(hs.check_host[kSlotB]));
-  }
+  // A complex tensor was scanned as its real and imaginary parts.
+  auto element = [&](int slot) {
+    return static_cast<int64_t>(hs.check_host[slot]) / (IsComplex(op.a.dtype) ? 2 : 1);
+  };
+  if (hs.check_host[kSlotA] != kNone) return NonFiniteError(op.a, "a", element(kSlotA));
+  if (hs.check_host[kSlotB] != kNone) return NonFiniteError(op.b, "b", element(kSlotB));
   if (op.c) LINALGD_RETURN_IF_ERROR(CheckFinite(*op.c, "c"));
   if (op.bias && hs.check_host[kSlotBias] != kNone) {
-    return NonFiniteError(*op.bias, "bias", static_cast<int64_t>(hs.check_host[kSlotBias]));
+    return NonFiniteError(*op.bias, "bias", element(kSlotBias));
   }
   return absl::OkStatus();
 }
@@ -92,12 +161,15 @@ absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void
   HandleSet& hs = ctx.hs;
   const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
   LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
+  // A complex tensor is scanned as 2x its elements of its parts' dtype.
+  const DType part = RealPart(op.a.dtype);
+  const int64_t parts = IsComplex(op.a.dtype) ? 2 : 1;
   LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(op.a.dtype, a, op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
+      FirstNonFinite(part, a, parts * op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
   LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(op.b.dtype, b, op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
+      FirstNonFinite(part, b, parts * op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
   if (op.bias) {
-    LINALGD_RETURN_IF_ERROR(FirstNonFinite(op.bias->dtype, bias, op.bias->num_elements(),
+    LINALGD_RETURN_IF_ERROR(FirstNonFinite(part, bias, parts * op.bias->num_elements(),
                                            hs.check_device + kSlotBias, hs.stream));
   }
   LINALGD_GPU_CHECK(
@@ -115,6 +187,7 @@ bool FoundNonFinite(const HandleSet& hs, const MatmulOp& op) {
 
 absl::Status LaunchMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan,
                           const void* a, const void* b, const void* bias, void* d, bool use_c) {
+  if (IsComplex(op.a.dtype)) return LaunchComplexMatmul(ctx, op, plan, a, b, bias, d, use_c);
   const int64_t mn = plan.m * plan.n;
   const size_t in_es = DTypeSize(op.a.dtype), out_es = DTypeSize(op.out_dtype);
   LtMatmulArgs x = BaseArgs(op, plan);
@@ -155,7 +228,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand a, UploadOperand(ctx, op.a));
   LINALGD_ASSIGN_OR_RETURN(DeviceOperand b, UploadOperand(ctx, op.b));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(plan.batch * mn * out_es));
-  const bool use_c = op.c.has_value() && op.beta != 0;
+  const bool use_c = op.c.has_value() && (op.beta != 0 || op.beta_imag != 0);
   if (use_c) LINALGD_RETURN_IF_ERROR(FillFromC(ctx, op, plan, d.data()));
   DeviceOperand bias;
   if (op.bias) {

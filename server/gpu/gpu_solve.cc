@@ -3,7 +3,9 @@
 // square a, QR otherwise; fallbacks cholesky -> lu -> lstsq and qr -> lstsq,
 // a numerically singular a (rcond from FactorRcond below the threshold)
 // straight to lstsq; the same failure messages; the residual computed on the
-// device.
+// device. Complex dtypes (C64, C128) run Cholesky (Hermitian a) and LU here,
+// one system at a time; their QR and lstsq (explicit, or as a fallback) are
+// UNIMPLEMENTED, which the scheduler reruns on the CPU (RetryableOnCpu).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -69,6 +71,7 @@ class SolveJob {
   // LU or Cholesky with the condition check; the estimate noted.
   absl::StatusOr<SolveFailure> RunFactored(SolveMethod m, int64_t i);
   absl::StatusOr<SolveFailure> RunSvd(int64_t i);
+  absl::Status NoComplexPath(SolveMethod m, int64_t i) const;
   absl::StatusOr<SolveMethod> AfterFailure(int64_t i, SolveMethod m, const SolveFailure& f);
   absl::Status Chain(int64_t i, SolveMethod m);
   absl::Status RunBatched();
@@ -142,8 +145,10 @@ absl::StatusOr<SolveFailure> SolveJob::RunMethod(SolveMethod m, int64_t i) {
       }
       return RunFactored(m, i);
     case SolveMethod::kQr:
+      if (IsComplex(t_)) return NoComplexPath(m, i);
       return QrSolve(ctx_, t_, mm, n, k, a_at(i), b_at(i), x_at(i));
     default:
+      if (IsComplex(t_)) return NoComplexPath(m, i);
       return RunSvd(i);
   }
 }
@@ -168,6 +173,14 @@ absl::StatusOr<SolveFailure> SolveJob::RunSvd(int64_t i) {
   return f;
 }
 
+absl::Status SolveJob::NoComplexPath(SolveMethod m, int64_t i) const {
+  const std::vector<std::string>& before = out_[i].failures;
+  return absl::UnimplementedError(
+      absl::StrCat(before.empty() ? "" : absl::StrCat(absl::StrJoin(before, "; "), "; then "),
+                   SolveMethodName(m), " of ", DTypeName(t_),
+                   " has no GPU path (complex qr and lstsq run on the cpu)"));
+}
+
 std::string SolveJob::NameOfA(int64_t i) const {
   if (op_.a.shape.size() <= 2) return "a";
   return absl::StrCat("a[", plan_.a_offsets[i] / (plan_.m * plan_.n), "]");
@@ -178,6 +191,11 @@ std::string SolveJob::Describe(SolveMethod m, const SolveFailure& f, int64_t i) 
   using K = SolveFailure::Kind;
   switch (f.kind) {
     case K::kNotSymmetric:
+      if (IsComplex(t_)) {
+        return absl::StrCat("cholesky: ", a,
+                            " is not Hermitian (max |a[i,j] - conj(a[j,i])| = ", f.value,
+                            " exceeds 100*eps*||a||_1 = ", f.reference, ")");
+      }
       return absl::StrCat("cholesky: ", a, " is not symmetric (max |a[i,j] - a[j,i]| = ", f.value,
                           " exceeds 100*eps*||a||_1 = ", f.reference, ")");
     case K::kNotPositiveDefinite:
@@ -274,17 +292,13 @@ absl::StatusOr<double> SolveJob::Residual() {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer r, ctx_.Alloc(batch * m * k * es_));
   LINALGD_GPU_CHECK(cudaMemcpyAsync(r.data(), b_.data(), batch * m * k * es_,
                                     cudaMemcpyDeviceToDevice, hs.stream));
-  const bool f64 = t_ == DType::kF64;
-  const double one = 1, minus_one = -1;
-  const float onef = 1, minus_onef = -1;
+  const BlasScalar one = MakeBlasScalar(t_, 1), minus_one = MakeBlasScalar(t_, -1);
   const cudaDataType_t ct = CudaType(t_);
   LINALGD_GPU_CHECK(cublasGemmStridedBatchedEx(
       hs.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(k), static_cast<int>(m),
-      static_cast<int>(n), f64 ? static_cast<const void*>(&one) : &onef, x_.data(), ct,
-      static_cast<int>(k), n * k, a_.data(), ct, static_cast<int>(n), m * n,
-      f64 ? static_cast<const void*>(&minus_one) : &minus_onef, r.data(), ct, static_cast<int>(k),
-      m * k, static_cast<int>(batch), f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
+      static_cast<int>(n), &one, x_.data(), ct, static_cast<int>(k), n * k, a_.data(), ct,
+      static_cast<int>(n), m * n, &minus_one, r.data(), ct, static_cast<int>(k), m * k,
+      static_cast<int>(batch), BlasComputeType(t_), CUBLAS_GEMM_DEFAULT));
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer sq, ctx_.Alloc(4 * batch * sizeof(double)));
   LINALGD_GPU_CHECK(cudaMemsetAsync(sq.data(), 0, 4 * batch * sizeof(double), hs.stream));
   double* s = sq.as<double>();
@@ -365,7 +379,9 @@ absl::StatusOr<SolveResult> SolveJob::Run() {
   phase.emplace([&] { return SolveRangeName(op_, plan_, "compute"); });
   // Symmetry (AUTO, CHOLESKY) and ||a||_1 (every condition estimate).
   if (!refine()) LINALGD_RETURN_IF_ERROR(ComputeSymmetry());
+  // Complex systems run one at a time (BatchedSmallSolve is real-only).
   const bool batched = square() && plan_.n <= kBatchedMaxN && batch >= 2 && !refine() &&
+                       !IsComplex(t_) &&
                        (op_.method == SolveMethod::kAuto || op_.method == SolveMethod::kLu ||
                         op_.method == SolveMethod::kCholesky);
   if (batched) {

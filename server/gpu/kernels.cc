@@ -16,9 +16,10 @@ impl::Elem ToElem(DType t) {
       return impl::Elem::kF16;
     case DType::kBF16:
       return impl::Elem::kBF16;
-    case DType::kC64:  // no GPU kernel takes complex (GpuBackend::RefuseComplex)
+    case DType::kC64:  // the kernels that take complex say so (kernels.h)
+      return impl::Elem::kC64;
     case DType::kC128:
-      break;
+      return impl::Elem::kC128;
   }
   return impl::Elem::kF32;
 }
@@ -66,6 +67,11 @@ absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t el
 
 absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride, int64_t batch,
                              double* out, cudaStream_t stream) {
+  if (IsComplex(t)) {  // |x|^2 is the sum of its parts' squares
+    LINALGD_GPU_CHECK(
+        impl::SquaredNorms(ToElem(RealPart(t)), x, 2 * elems, 2 * stride, batch, out, stream));
+    return absl::OkStatus();
+  }
   LINALGD_GPU_CHECK(impl::SquaredNorms(ToElem(t), x, elems, stride, batch, out, stream));
   return absl::OkStatus();
 }
@@ -91,6 +97,12 @@ absl::Status SymmetrizeAndShift(DType t, void* a, int64_t n, int64_t batch, doub
 absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t stride, int64_t batch,
                        double* out, cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::Diagonal(ToElem(t), a, n, ld, stride, batch, out, stream));
+  return absl::OkStatus();
+}
+
+absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stream) {
+  if (!IsComplex(t)) return absl::OkStatus();
+  LINALGD_GPU_CHECK(impl::Conjugate(ToElem(t), x, count, stream));
   return absl::OkStatus();
 }
 

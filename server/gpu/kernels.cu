@@ -57,6 +57,24 @@ __device__ double Load<double>(const double* p) {
   return *p;
 }
 
+// Magnitudes for the symmetry statistics: |v|, and |a - b| for real
+// elements, |a - conj(b)| (the Hermitian defect) for complex pairs.
+__device__ double Mag(float v) { return fabs(static_cast<double>(v)); }
+__device__ double Mag(double v) { return fabs(v); }
+__device__ double Mag(float2 v) {
+  return hypot(static_cast<double>(v.x), static_cast<double>(v.y));
+}
+__device__ double Mag(double2 v) { return hypot(v.x, v.y); }
+__device__ double AsymDiff(float a, float b) {
+  return fabs(static_cast<double>(a) - static_cast<double>(b));
+}
+__device__ double AsymDiff(double a, double b) { return fabs(a - b); }
+__device__ double AsymDiff(float2 a, float2 b) {
+  return hypot(static_cast<double>(a.x) - static_cast<double>(b.x),
+               static_cast<double>(a.y) + static_cast<double>(b.y));
+}
+__device__ double AsymDiff(double2 a, double2 b) { return hypot(a.x - b.x, a.y + b.y); }
+
 template <typename T>
 __global__ void TransposeKernel(const T* src, int64_t rows, int64_t cols, int64_t src_ld,
                                 int64_t src_stride, T* dst, int64_t dst_ld, int64_t dst_stride,
@@ -101,9 +119,32 @@ __global__ void EpilogueKernel(T* d, int64_t total, int64_t m, int64_t n, const 
   }
 }
 
+// d[i] += bias[column of i] (or [row of i]) for complex d: element i is the
+// pair of R at 2i (real part) and 2i + 1 (imaginary part), as is bias's.
+template <typename R>
+__global__ void ComplexBiasKernel(R* d, int64_t total, int64_t m, int64_t n, const R* bias,
+                                  bool per_row) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t at = per_row ? (i / n) % m : i % n;
+    d[2 * i] += bias[2 * at];
+    d[2 * i + 1] += bias[2 * at + 1];
+  }
+}
+
+// x[i] = conj(x[i]) for `count` complex elements (pairs of R).
+template <typename R>
+__global__ void ConjugateKernel(R* x, int64_t count) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    x[2 * i + 1] = -x[2 * i + 1];
+  }
+}
+
 // Block (bx, by) compares tile (by, bx) of a with the transpose of tile
-// (bx, by): asym = max |a[i,j] - a[j,i]| (as the bits of a non-negative
-// double, which order like the values).
+// (bx, by): asym = max |a[i,j] - a[j,i]| (complex: max |a[i,j] -
+// conj(a[j,i])|, the diagonal's imaginary parts included), as the bits of a
+// non-negative double, which order like the values.
 template <typename T>
 __global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch, unsigned long long* asym) {
   __shared__ T t1[kTile][kTile + 1], t2[kTile][kTile + 1];
@@ -116,14 +157,13 @@ __global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch, unsigned l
       const int64_t r0 = (t / tiles) * kTile, c0 = (t % tiles) * kTile;
       for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
         const int64_t r = r0 + i, c = c0 + threadIdx.x;
-        t1[i][threadIdx.x] = (r < n && c < n) ? m[r * n + c] : T(0);
+        t1[i][threadIdx.x] = (r < n && c < n) ? m[r * n + c] : T{};
         const int64_t r2 = c0 + i, c2 = r0 + threadIdx.x;
-        t2[i][threadIdx.x] = (r2 < n && c2 < n) ? m[r2 * n + c2] : T(0);
+        t2[i][threadIdx.x] = (r2 < n && c2 < n) ? m[r2 * n + c2] : T{};
       }
       __syncthreads();
       for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
-        const double d =
-            fabs(static_cast<double>(t1[i][threadIdx.x]) - static_cast<double>(t2[threadIdx.x][i]));
+        const double d = AsymDiff(t1[i][threadIdx.x], t2[threadIdx.x][i]);
         w = d > w ? d : w;
       }
       __syncthreads();
@@ -141,7 +181,8 @@ __global__ void AsymmetryKernel(const T* a, int64_t n, int64_t batch, unsigned l
   }
 }
 
-// colsum[b * n + j] += sum over a chunk of rows of |a[i, j]|.
+// colsum[b * n + j] += sum over a chunk of rows of |a[i, j]| (complex: the
+// modulus).
 template <typename T>
 __global__ void ColumnAbsSumKernel(const T* a, int64_t n, int64_t batch, int64_t rows_per,
                                    double* colsum) {
@@ -152,7 +193,7 @@ __global__ void ColumnAbsSumKernel(const T* a, int64_t n, int64_t batch, int64_t
       for (int64_t r0 = blockIdx.y * rows_per; r0 < n; r0 += gridDim.y * rows_per) {
         double s = 0;
         for (int64_t i = r0; i < r0 + rows_per && i < n; ++i) {
-          s += fabs(static_cast<double>(m[i * n + j]));
+          s += Mag(m[i * n + j]);
         }
         atomicAdd(colsum + b * n + j, s);
       }
@@ -302,6 +343,37 @@ cudaError_t Dispatch(Elem t, bool halves, F&& f) {
       if (!halves) return cudaErrorInvalidValue;
       f(static_cast<__nv_bfloat16*>(nullptr));
       break;
+    case Elem::kC64:  // arithmetic kernels are real; see DispatchComplexToo
+    case Elem::kC128:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+// Dispatch, and the complex dtypes as their pairs (float2, double2): for the
+// kernels that only move elements or take magnitudes (Mag, AsymDiff).
+template <typename F>
+cudaError_t DispatchComplexToo(Elem t, bool halves, F&& f) {
+  if (t == Elem::kC64) {
+    f(static_cast<float2*>(nullptr));
+    return cudaGetLastError();
+  }
+  if (t == Elem::kC128) {
+    f(static_cast<double2*>(nullptr));
+    return cudaGetLastError();
+  }
+  return Dispatch(t, halves, f);
+}
+
+// The real type of a complex Elem's parts, for the pair kernels.
+template <typename F>
+cudaError_t DispatchComplexParts(Elem t, F&& f) {
+  if (t == Elem::kC64) {
+    f(static_cast<float*>(nullptr));
+  } else if (t == Elem::kC128) {
+    f(static_cast<double*>(nullptr));
+  } else {
+    return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
@@ -316,7 +388,7 @@ cudaError_t Transpose(Elem t, const void* src, int64_t rows, int64_t cols, int64
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20)), 1,
                   static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
   const dim3 block(kTile, 8);
-  return Dispatch(t, false, [&](auto* p) {
+  return DispatchComplexToo(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     TransposeKernel<T><<<grid, block, 0, stream>>>(static_cast<const T*>(src), rows, cols, src_ld,
                                                    src_stride, static_cast<T*>(dst), dst_ld,
@@ -328,6 +400,15 @@ cudaError_t Epilogue(Elem t, void* d, int64_t batch, int64_t m, int64_t n, const
                      bool bias_per_row, int act, cudaStream_t stream) {
   const int64_t total = batch * m * n;
   if (total == 0) return cudaSuccess;
+  if (t == Elem::kC64 || t == Elem::kC128) {  // a bias only: no complex activation
+    if (act != 0) return cudaErrorInvalidValue;
+    if (bias == nullptr) return cudaSuccess;
+    return DispatchComplexParts(t, [&](auto* p) {
+      using R = std::remove_pointer_t<decltype(p)>;
+      ComplexBiasKernel<R><<<Blocks(total, 256), 256, 0, stream>>>(
+          static_cast<R*>(d), total, m, n, static_cast<const R*>(bias), bias_per_row);
+    });
+  }
   return Dispatch(t, true, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     EpilogueKernel<T><<<Blocks(total, 256), 256, 0, stream>>>(
@@ -341,7 +422,7 @@ cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, doubl
   const int64_t tiles = ((n + kTile - 1) / kTile) * ((n + kTile - 1) / kTile);
   const unsigned z = static_cast<unsigned>(std::min<int64_t>(batch, 65535));
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, 4096)), 1, z);
-  cudaError_t e = Dispatch(t, false, [&](auto* p) {
+  cudaError_t e = DispatchComplexToo(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     AsymmetryKernel<T><<<grid, dim3(kTile, 8), 0, stream>>>(
         static_cast<const T*>(a), n, batch, reinterpret_cast<unsigned long long*>(asym));
@@ -349,7 +430,7 @@ cudaError_t SymmetryStats(Elem t, const void* a, int64_t n, int64_t batch, doubl
   if (e != cudaSuccess) return e;
   const int64_t rows_per = 256;
   const dim3 grid2(Blocks(n, 256), static_cast<unsigned>((n + rows_per - 1) / rows_per), z);
-  return Dispatch(t, false, [&](auto* p) {
+  return DispatchComplexToo(t, false, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     ColumnAbsSumKernel<T>
         <<<grid2, 256, 0, stream>>>(static_cast<const T*>(a), n, batch, rows_per, colsum);
@@ -381,7 +462,7 @@ cudaError_t Gather(Elem t, const void* src, const int64_t* offsets, int64_t elem
                    void* dst, cudaStream_t stream) {
   if (elems == 0 || batch == 0) return cudaSuccess;
   const dim3 grid(Blocks(elems, 256), GridY(batch));
-  return Dispatch(t, true, [&](auto* p) {
+  return DispatchComplexToo(t, true, [&](auto* p) {
     using T = std::remove_pointer_t<decltype(p)>;
     GatherKernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(src), offsets, elems, batch,
                                               static_cast<T*>(dst));
@@ -452,8 +533,19 @@ cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long l
     case Elem::kBF16:
       launch(uint16_t{0x7f80});
       break;
+    case Elem::kC64:  // callers scan the real parts (twice the count)
+    case Elem::kC128:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
+}
+
+cudaError_t Conjugate(Elem t, void* x, int64_t count, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  return DispatchComplexParts(t, [&](auto* p) {
+    using R = std::remove_pointer_t<decltype(p)>;
+    ConjugateKernel<R><<<Blocks(count, 256), 256, 0, stream>>>(static_cast<R*>(x), count);
+  });
 }
 
 cudaError_t IllegalAddress(cudaStream_t stream) {

@@ -16,7 +16,7 @@ namespace linalgd::gpu {
 
 // dst (row-major cols x rows, ld dst_ld) = transpose of src (row-major
 // rows x cols, ld src_ld), for `batch` matrices at the given strides.
-// F32 or F64.
+// F32, F64, C64 or C128 (the plain transpose: no conjugation).
 absl::Status Transpose(DType t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
                        int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
                        int64_t batch, cudaStream_t stream);
@@ -24,13 +24,15 @@ absl::Status Transpose(DType t, const void* src, int64_t rows, int64_t cols, int
 enum class Activation { kNone, kRelu, kGelu };
 
 // d (row-major [batch, m, n], dtype t) = act(d + bias), bias one value per
-// column ([n]) or per row ([m]); bias may be null. Any dtype.
+// column ([n]) or per row ([m]); bias may be null. Any dtype; complex ones
+// take a bias only (act kNone, else an error).
 absl::Status ApplyEpilogue(DType t, void* d, int64_t batch, int64_t m, int64_t n, const void* bias,
                            bool bias_per_row, Activation act, cudaStream_t stream);
 
 // For a[i] (n x n, contiguous batch): asym[i] = max |a[r,c] - a[c,r]| and
-// colsum[i * n + j] = sum_r |a[r, j]| (for the 1-norm). REQUIRES: asym and
-// colsum zeroed by the caller. F32 or F64.
+// colsum[i * n + j] = sum_r |a[r, j]| (for the 1-norm). Complex (C64, C128):
+// asym[i] = max |a[r,c] - conj(a[c,r])| (the Hermitian defect) and |.| the
+// modulus. REQUIRES: asym and colsum zeroed by the caller.
 absl::Status SymmetryStats(DType t, const void* a, int64_t n, int64_t batch, double* asym,
                            double* colsum, cudaStream_t stream);
 
@@ -44,12 +46,13 @@ absl::Status ScaleRows(DType t, void* x, int64_t rows, int64_t cols, int64_t ld,
                        cudaStream_t stream);
 
 // dst[i] = src[offsets[i] .. + elems) for batch i (offsets in elements,
-// device array); dst contiguous. Any dtype.
+// device array); dst contiguous. Any dtype, complex included.
 absl::Status Gather(DType t, const void* src, const int64_t* offsets, int64_t elems, int64_t batch,
                     void* dst, cudaStream_t stream);
 
 // out[i] += sum of squares of x[i * stride .. + elems) for each batch i
-// (out: device doubles, zeroed by the caller). F32 or F64.
+// (out: device doubles, zeroed by the caller). F32, F64, or complex (sum of
+// |x|^2; elems and stride count complex elements).
 absl::Status AddSquaredNorms(DType t, const void* x, int64_t elems, int64_t stride, int64_t batch,
                              double* out, cudaStream_t stream);
 
@@ -70,6 +73,10 @@ absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t st
 // NaN or Inf among x[0, count)), or unchanged when there is none. Any dtype.
 absl::Status FirstNonFinite(DType t, const void* x, int64_t count, unsigned long long* slot,
                             cudaStream_t stream);
+
+// x[i] = conj(x[i]) for `count` elements of a complex dtype; nothing for a
+// real one.
+absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stream);
 
 // Test hook: a kernel that writes through an invalid device address, leaving
 // the context with cudaErrorIllegalAddress (sticky).

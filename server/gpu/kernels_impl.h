@@ -11,7 +11,7 @@
 
 namespace linalgd::gpu::impl {
 
-enum class Elem { kF32, kF64, kF16, kBF16 };
+enum class Elem { kF32, kF64, kF16, kBF16, kC64, kC128 };
 
 cudaError_t Transpose(Elem t, const void* src, int64_t rows, int64_t cols, int64_t src_ld,
                       int64_t src_stride, void* dst, int64_t dst_ld, int64_t dst_stride,
@@ -36,6 +36,7 @@ cudaError_t Diagonal(Elem t, const void* a, int64_t n, int64_t ld, int64_t strid
                      double* out, cudaStream_t stream);
 cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long long* slot,
                            cudaStream_t stream);
+cudaError_t Conjugate(Elem t, void* x, int64_t count, cudaStream_t stream);
 cudaError_t IllegalAddress(cudaStream_t stream);
 
 }  // namespace linalgd::gpu::impl

@@ -135,8 +135,14 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version,
   LINALGD_RETURN_IF_ERROR(insecure_listen_.Register(
       r, "linalgd_insecure_listen",
       "1 while gRPC is served in plaintext on an address other hosts can reach (--insecure).", {}));
+  LINALGD_RETURN_IF_ERROR(draining_.Register(
+      r, "linalgd_draining",
+      "1 while the replica drains (--drain-grace): NOT_SERVING, new work refused, stored "
+      "objects still readable.",
+      {}));
   build_info_.With({version, commit}).Set(1);
   insecure_listen_.With({}).Set(0);
+  draining_.With({}).Set(0);
   store_bytes_.With({}).Set(0);
   store_objects_.With({}).Set(0);
   return absl::OkStatus();
@@ -240,6 +246,8 @@ void LinalgdMetrics::SetInsecureListen(bool insecure) {
   insecure_listen_.With({}).Set(insecure ? 1 : 0);
 }
 
+void LinalgdMetrics::SetDraining(bool draining) { draining_.With({}).Set(draining ? 1 : 0); }
+
 std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
   return {requests_.header(),
           request_seconds_.header(),
@@ -261,7 +269,8 @@ std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
           store_bytes_.header(),
           store_objects_.header(),
           build_info_.header(),
-          insecure_listen_.header()};
+          insecure_listen_.header(),
+          draining_.header()};
 }
 
 }  // namespace linalgd

@@ -108,6 +108,9 @@ class LinalgdMetrics {
   void SetResidentStore(int64_t bytes, int64_t objects);
   // 1 while gRPC is served in plaintext on an address other hosts can reach.
   void SetInsecureListen(bool insecure);
+  // 1 while the replica drains (--drain-grace): health NOT_SERVING, new work
+  // refused, stored objects still readable.
+  void SetDraining(bool draining);
 
  private:
   explicit LinalgdMetrics(prometheus::Registry* registry) : registry_(registry) {}
@@ -142,6 +145,7 @@ class LinalgdMetrics {
   GaugeSeries store_objects_;
   GaugeSeries build_info_;
   GaugeSeries insecure_listen_;
+  GaugeSeries draining_;
   GaugeSeries cpu_threshold_;
 };
 

@@ -24,8 +24,11 @@ struct ExecutionInfo {
 
 enum class OpKind { kMatmul, kSolve };
 
-// JobSpec::cpu_only for an op on `dtype`: empty for real dtypes; for complex
-// ones, that the GPU backend has no complex kernels.
+// JobSpec::cpu_only for a dense op (matmul, solve, factorization) on
+// `dtype`: empty for every dtype, since the GPU backend runs them all
+// (complex: cuBLAS products, cuSOLVER LU and Cholesky; a complex qr or lstsq
+// step is rerun on the CPU, RetryableOnCpu). The one place a CPU-only dense
+// dtype would be named.
 std::string CpuOnlyReason(DType dtype);
 // JobSpec::cpu_only for a sparse solve: complex ones run on the CPU alone
 // (UMFPACK; cuSOLVER/cuSPARSE paths are real-only here).

@@ -15,6 +15,7 @@ namespace linalgd {
 
 bool RetryableOnCpu(const absl::Status& status) {
   switch (status.code()) {
+    case absl::StatusCode::kUnimplemented:  // e.g. a complex lstsq fallback (gpu_solve.cc)
     case absl::StatusCode::kResourceExhausted:
     case absl::StatusCode::kInternal:
     case absl::StatusCode::kUnavailable:
@@ -126,8 +127,8 @@ absl::Duration Scheduler::PredictedWait(const Lane& lane) const {
 }
 
 std::string CpuOnlyReason(DType dtype) {
-  if (!IsComplex(dtype)) return "";
-  return absl::StrCat(DTypeName(dtype), ": the GPU backend has no complex kernels; ran on cpu");
+  (void)dtype;  // every dense dtype runs on the GPU backend too, complex included
+  return "";
 }
 
 std::string SparseCpuOnlyReason(DType dtype) {
@@ -342,6 +343,17 @@ std::vector<std::pair<std::string, std::string>> Scheduler::FencedLanes() const 
     if (Fenced(*lane)) out.emplace_back(lane->backend->name(), FencedStatus(*lane).message());
   }
   return out;
+}
+
+Scheduler::Load Scheduler::CurrentLoad() const {
+  Load load;
+  load.predicted_wait = absl::InfiniteDuration();
+  for (const auto& lane : lanes_) {
+    load.queued += lane->queue->size();
+    if (Fenced(*lane)) continue;
+    load.predicted_wait = std::min(load.predicted_wait, PredictedWait(*lane));
+  }
+  return load;
 }
 
 std::vector<std::pair<std::string, int>> Scheduler::QueueDepths() const {

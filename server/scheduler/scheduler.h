@@ -91,7 +91,8 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 //   pieces run in sequence, a solve runs on the CPU.
 // - Inline: a tiny CPU job may run on the submitting thread (inline_max_run).
 // - Rollback: a GPU call failing with a retryable error (RESOURCE_EXHAUSTED,
-//   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED) or still running after
+//   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED, UNIMPLEMENTED: what the GPU
+//   backend has no path for, e.g. complex lstsq) or still running after
 //   op_timeout is rerun on the CPU; the response says why.
 // Every job is finished exactly once. Thread-safe.
 class Scheduler {
@@ -124,6 +125,15 @@ class Scheduler {
 
   // Jobs queued (not running) on each backend, by backend name.
   std::vector<std::pair<std::string, int>> QueueDepths() const;
+
+  // What a new job would meet now, for clients that balance over replicas:
+  // the jobs queued on every lane, and the predicted wait of the least
+  // loaded lane that is not fenced (the CPU lane when every GPU is).
+  struct Load {
+    int64_t queued = 0;
+    absl::Duration predicted_wait;
+  };
+  Load CurrentLoad() const;
 
  private:
   struct Lane {

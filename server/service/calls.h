@@ -10,6 +10,7 @@
 #include "server/scheduler/scheduler.h"
 #include "server/service/authenticator.h"
 #include "server/service/convert.h"
+#include "server/service/draining.h"
 #include "server/service/idle_streams.h"
 #include "server/service/inflight_budget.h"
 #include "server/service/tensor_sources.h"
@@ -25,13 +26,19 @@ struct CallEnv {
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   TensorSources sources;                // resident tensors and shared memory
   int64_t max_message_bytes = int64_t{1} << 30;
-  int max_priority = 10;                 // callers' priorities are clamped to [-this, this]
-  InflightBudget* inflight = nullptr;    // request bytes held by jobs; null: unlimited
-  IdleStreams* idle_streams = nullptr;   // cancels stalled PutTensor/GetTensor; null: none
-  Authenticator* auth = nullptr;         // null: every caller is "default", unlimited
+  int max_priority = 10;                // callers' priorities are clamped to [-this, this]
+  InflightBudget* inflight = nullptr;   // request bytes held by jobs; null: unlimited
+  IdleStreams* idle_streams = nullptr;  // cancels stalled PutTensor/GetTensor; null: none
+  Authenticator* auth = nullptr;        // null: every caller is "default", unlimited
+  // Set while the replica drains (--drain-grace): responses say so, new work
+  // is refused; null: never drains.
+  const DrainState* drain = nullptr;
   std::shared_ptr<const Tenant> tenant;  // the caller, after Rpc::Authorize
   // The tenant's request bytes queued or running (null: not counted).
   std::shared_ptr<std::atomic<int64_t>> tenant_queued_bytes;
+  // --replica-id (empty: none), named in every response's trailing
+  // metadata; the server's options own it.
+  absl::string_view replica_id;
 };
 
 // The tenant's quota max_message_bytes against a request of `bytes`:
@@ -57,6 +64,11 @@ auto Admitted(const CallEnv& env, const Request& request, absl::string_view op, 
   auto prepared = prepare(env);
   if (prepared.ok()) prepared->leases.held.push_back(*std::move(token));
   return prepared;
+}
+
+// OK unless the replica drains (env.drain); then UNAVAILABLE naming it.
+inline absl::Status RefuseWhileDraining(const CallEnv& env) {
+  return env.drain == nullptr ? absl::OkStatus() : env.drain->RefuseNewWork();
 }
 
 // The caller's `priority` clamped to [-m, m], m the lesser of

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/service/status_map.h"
 #include "spdlog/spdlog.h"
 
@@ -80,7 +81,23 @@ grpc::Status Rpc::End(const absl::Status& status, absl::string_view backend,
                   absl::ToInt64Microseconds(took));
   }
   inflight_.reset();
+  AddLoadMetadata();
   return ToGrpcStatus(status, context_);
+}
+
+void Rpc::AddLoadMetadata() {
+  if (context_ == nullptr) return;
+  if (!env_.replica_id.empty()) {
+    context_->AddTrailingMetadata(kReplicaMetadata, std::string(env_.replica_id));
+  }
+  if (env_.drain != nullptr && env_.drain->draining()) {
+    context_->AddTrailingMetadata(kDrainingMetadata, "1");
+  }
+  if (env_.scheduler == nullptr) return;
+  const Scheduler::Load load = env_.scheduler->CurrentLoad();
+  context_->AddTrailingMetadata(kQueueDepthMetadata, absl::StrCat(load.queued));
+  context_->AddTrailingMetadata(kPredictedWaitMetadata,
+                                absl::StrCat(absl::ToInt64Microseconds(load.predicted_wait)));
 }
 
 }  // namespace linalgd

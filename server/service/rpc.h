@@ -15,6 +15,16 @@
 
 namespace linalgd {
 
+// Trailing metadata of every response, for clients that balance over
+// replicas: the replica's id (with --replica-id), the jobs queued on all its
+// lanes and the predicted wait of a new job on its least loaded lane
+// (decimal integers).
+inline constexpr char kReplicaMetadata[] = "linalgd-replica";
+inline constexpr char kQueueDepthMetadata[] = "linalgd-queue-depth";
+inline constexpr char kPredictedWaitMetadata[] = "linalgd-predicted-wait-us";
+// And, while the replica drains (--drain-grace), "1": send new work elsewhere.
+inline constexpr char kDrainingMetadata[] = "linalgd-draining";
+
 // One RPC of the Linalg service from receipt to finish: the request path
 // that every RPC passes through. Created when the call arrives; Authorize()
 // is the hook every RPC passes before its own validation; End() is called
@@ -60,6 +70,9 @@ class Rpc {
       absl::FunctionRef<std::string()> detail = [] { return std::string(); });
 
  private:
+  // The load keys above (and draining), as trailing metadata of this call's response.
+  void AddLoadMetadata();
+
   CallEnv env_;
   std::shared_ptr<const void> inflight_;  // the tenant's call in flight
   absl::string_view op_;

@@ -11,6 +11,7 @@
 #include "server/scheduler/job.h"
 #include "server/service/call_reactor.h"
 #include "server/service/calls.h"
+#include "server/service/draining.h"
 #include "server/service/rpc.h"
 
 namespace linalgd {
@@ -59,6 +60,8 @@ grpc::ServerUnaryReactor* SubmitRpc(const CallEnv& env, absl::string_view op,
   auto* reactor = new CallReactor();
   absl::Status allowed = rpc.Authorize();
   const CallEnv& mine = rpc.env();  // the caller's tenant
+  // A draining replica serves reads of what it stores, no new work.
+  if (allowed.ok() && !ReadsStoredObjectsOnly(request)) allowed = RefuseWhileDraining(mine);
   decltype(prepare(mine)) prepared =
       allowed.ok() ? Admitted(mine, request, op, prepare) : decltype(prepare(mine))(allowed);
   if (!prepared.ok()) {

@@ -19,6 +19,7 @@
 #include "server/metrics/metrics_endpoint.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/convert.h"
+#include "server/service/draining.h"
 #include "server/service/inflight_budget.h"
 #include "server/service/linalg_service.h"
 #include "server/store/resident_store.h"
@@ -72,6 +73,8 @@ class ServerImpl : public Server {
   std::vector<GpuLane> GpuLanes(const std::vector<Backend*>& gpus);
   int port() const override { return port_; }
   int metrics_port() const override { return exposer_ ? exposer_->port() : 0; }
+  void Drain(absl::Duration grace) override;
+  void EndDrain() override { drain_.EndGrace(); }
   void Shutdown(absl::Duration grace) override;
   void Wait() override { done_.WaitForNotification(); }
 
@@ -93,6 +96,8 @@ class ServerImpl : public Server {
 
   const ServerOptions options_;
   const GpuEngineStarter start_gpu_;
+  // Read by every call (CallEnv::drain); outlives the service.
+  DrainState drain_{options_.replica_id};
   // Shared with the endpoint, which keeps it alive while serving.
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<LinalgdMetrics> metrics_;
@@ -165,6 +170,7 @@ absl::Status ServerImpl::Init() {
   env.limits.max_ttl = options_.max_ttl;
   env.sparse_dense_threshold = options_.sparse_dense_threshold;
   env.max_message_bytes = options_.max_message_bytes;
+  env.replica_id = options_.replica_id;
   inflight_ = std::make_unique<InflightBudget>(options_.max_inflight_bytes);
   env.inflight = inflight_.get();
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
@@ -172,6 +178,7 @@ absl::Status ServerImpl::Init() {
   LINALGD_RETURN_IF_ERROR(InitStore(env.sources));
   LINALGD_RETURN_IF_ERROR(InitAuth());
   env.auth = auth_.get();
+  env.drain = &drain_;
   service_ = std::make_unique<LinalgService>(
       env, [this](v1::GetServerInfoResponse* out) { ServerInfo(out); });
   LINALGD_RETURN_IF_ERROR(StartMetrics());
@@ -345,6 +352,27 @@ absl::Status ServerImpl::StartGrpc() {
   return absl::OkStatus();
 }
 
+void ServerImpl::Drain(absl::Duration grace) {
+  if (!drain_.Start()) return;
+  metrics_->SetDraining(true);
+  if (grpc_) {
+    auto* health = grpc_->GetHealthCheckService();
+    health->SetServingStatus("", false);
+    health->SetServingStatus(kServiceName, false);
+  }
+  const size_t stored = store_->List(kDefaultTenant, /*all=*/true).size();
+  spdlog::info(
+      "draining: health NOT_SERVING, new work refused; {} stored objects ({} bytes) stay "
+      "readable for up to {} s or until the store is empty",
+      stored, store_->used_bytes(), absl::ToDoubleSeconds(grace));
+  const absl::Time start = absl::Now();
+  const DrainEnd end =
+      drain_.WaitForEnd(grace, [&] { return store_->List(kDefaultTenant, true).empty(); });
+  spdlog::info("drain over after {} s: {}; {} stored objects left",
+               absl::ToDoubleSeconds(absl::Now() - start), DrainEndName(end),
+               store_->List(kDefaultTenant, true).size());
+}
+
 void ServerImpl::Shutdown(absl::Duration grace) {
   std::call_once(shutdown_once_, [&] {
     if (grpc_) {
@@ -383,6 +411,7 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
   out->set_gpu_status(gpu_->status());
   if (shm_listener_) out->set_shm_socket(shm_listener_->path());
   out->set_replica_id(options_.replica_id);
+  out->set_draining(drain_.draining());
   auto* limits = out->mutable_limits();
   limits->set_max_message_bytes(options_.max_message_bytes);
   limits->set_cpu_threshold(thresholds_measured_ ? thresholds_.For(OpKind::kMatmul, DType::kF32)

@@ -118,6 +118,18 @@ class Server {
   // The bound metrics port, or 0 when disabled.
   virtual int metrics_port() const = 0;
 
+  // Draining, before Shutdown when the server is one of several replicas
+  // (--drain-grace): health NOT_SERVING at once, every response carries
+  // trailing metadata linalgd-draining: 1, new work (stateless compute and
+  // anything that stores) is refused UNAVAILABLE, and reads of stored
+  // objects (GetTensor, ListTensors, solves with a factor, compute naming
+  // resident operands, deletes) go on. Blocks until the store is empty,
+  // `grace` has passed or EndDrain() is called; calls already accepted run
+  // on. Thread-safe; a second call returns at once.
+  virtual void Drain(absl::Duration grace) = 0;
+  // Ends a Drain in progress at once (a second SIGTERM). Thread-safe.
+  virtual void EndDrain() = 0;
+
   // Graceful shutdown: health NOT_SERVING, new calls refused, calls in flight
   // finish (up to `grace`, then they are cancelled). Idempotent, thread-safe.
   virtual void Shutdown(absl::Duration grace) = 0;

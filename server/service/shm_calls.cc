@@ -20,6 +20,7 @@ grpc::ServerUnaryReactor* RegisterSharedMemory(const CallEnv& env,
                                                const v1::RegisterSharedMemoryRequest* request,
                                                v1::RegisterSharedMemoryResponse*) {
   return HandleUnary(env, "RegisterSharedMemory", context, *request, [&](Rpc&) -> absl::Status {
+    LINALGD_RETURN_IF_ERROR(RefuseWhileDraining(env));
     LINALGD_RETURN_IF_ERROR(NeedShm(env));
     return absl::UnimplementedError(
         "RegisterSharedMemory by name was withdrawn: a caller could map memory it did not "

@@ -117,6 +117,7 @@ absl::Status PutTensorReactor::OnHeader() {
     LINALGD_ASSIGN_OR_RETURN(part_, UploadPartWriter::Open(env_, header_));
     return absl::OkStatus();
   }
+  LINALGD_RETURN_IF_ERROR(RefuseWhileDraining(env_));  // a new tensor; parts above finish
   LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
   LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_, env_.sources.owner));

@@ -13,6 +13,7 @@ namespace {
 
 absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header,
                            v1::StartUploadResponse* response) {
+  LINALGD_RETURN_IF_ERROR(RefuseWhileDraining(env));
   LINALGD_ASSIGN_OR_RETURN(TensorView view, CheckPutHeader(env, header));
   if (header.has_crc32()) {
     return absl::InvalidArgumentError(

@@ -170,6 +170,13 @@ TEST(ConvertTest, ServerInfoCopiesEverything) {
   EXPECT_EQ(info.limits.cpu_thresholds[0].threshold, 256);
 }
 
+TEST(ConvertTest, ServerInfoSaysWhetherTheReplicaDrains) {
+  v1::GetServerInfoResponse resp;
+  EXPECT_FALSE(FromProto(resp).draining);
+  resp.set_draining(true);
+  EXPECT_TRUE(FromProto(resp).draining);
+}
+
 TEST(ConvertTest, GrpcStatusKeepsCodeAndMessage) {
   EXPECT_TRUE(FromGrpc(grpc::Status::OK).ok());
   const absl::Status s =

@@ -87,6 +87,34 @@ function checkProbes(pod, c) {
         !!volume?.secret?.secretName && !mount.subPath);
 }
 
+// linalgd's hard stop: it exits this long after --shutdown-grace began.
+const HARD_STOP_MARGIN_S = 5;
+
+// SIGTERM starts the drain (--drain-grace: NOT_SERVING, new work refused,
+// stored objects readable), then calls in flight finish (--shutdown-grace);
+// the pod must be given all of it, the readiness probe must see the drain
+// well before it ends, and the liveness probe must not restart a draining
+// pod.
+function checkStopping(pod, c) {
+  const drain = seconds(flag(c.args, "drain-grace"));
+  const grace = seconds(flag(c.args, "shutdown-grace"));
+  const preStop = Number(c.lifecycle?.preStop?.exec?.command?.at(-1));
+  const stop = preStop + drain + grace + HARD_STOP_MARGIN_S;
+  check("--drain-grace set (replicas drain before they stop)", drain > 0, `${drain}`);
+  check("preStop delay before SIGTERM", preStop > 0);
+  check("terminationGracePeriodSeconds > preStop + --drain-grace + --shutdown-grace + 5 s",
+        pod.terminationGracePeriodSeconds > stop,
+        `${pod.terminationGracePeriodSeconds} vs ${preStop} + ${drain} + ${grace} + ${HARD_STOP_MARGIN_S}`);
+  const ready = c.readinessProbe;
+  check("readiness sees the drain within half of --drain-grace",
+        ready.periodSeconds * ready.failureThreshold <= drain / 2,
+        `${ready.periodSeconds} x ${ready.failureThreshold} vs ${drain}`);
+  const live = c.livenessProbe;
+  check("liveness outlasts the drain and the shutdown",
+        live.periodSeconds * live.failureThreshold > stop,
+        `${live.periodSeconds} x ${live.failureThreshold} vs ${stop}`);
+}
+
 function checkDeployment(dep, variant) {
   const pod = dep.spec.template.spec;
   const c = pod.containers.find((x) => x.name === "linalgd");
@@ -109,14 +137,7 @@ function checkDeployment(dep, variant) {
   check("--auth-tokens reads a file of a mounted Secret (a directory: updates reach it)",
         !!volume?.secret?.secretName && !mount.subPath);
   check("--max-connection-age set", seconds(flag(c.args, "max-connection-age")) > 0);
-  const grace = seconds(flag(c.args, "shutdown-grace"));
-  const preStop = Number(c.lifecycle?.preStop?.exec?.command?.at(-1));
-  check("preStop delay before SIGTERM", preStop > 0);
-  check("terminationGracePeriodSeconds > preStop + --shutdown-grace",
-        pod.terminationGracePeriodSeconds > preStop + grace,
-        `${pod.terminationGracePeriodSeconds} vs ${preStop} + ${grace}`);
-  const live = c.livenessProbe;
-  check("liveness outlasts the drain", live.periodSeconds * live.failureThreshold > preStop + grace);
+  checkStopping(pod, c);
   check("cpu and memory requested", !!c.resources?.requests?.cpu && !!c.resources?.requests?.memory);
   const gpus = Number(c.resources?.limits?.["nvidia.com/gpu"] ?? 0);
   const disabled = (c.env ?? []).some((e) => e.name === "LINALGD_DISABLE_GPU" && e.value === "1");
@@ -165,7 +186,10 @@ function checkObjects(objects, variant) {
   check("one Deployment", deps.length === 1);
   if (deps.length) checkDeployment(deps[0], variant);
   const services = of("Service");
-  check("a headless Service", services.some((s) => s.spec.clusterIP === "None"));
+  const headless = services.find((s) => s.spec.clusterIP === "None");
+  check("a headless Service", !!headless);
+  check("the headless Service resolves to ready pods only (a draining one leaves it)",
+        headless?.spec.publishNotReadyAddresses !== true);
   check("a ClusterIP Service", services.some((s) => (s.spec.type ?? "ClusterIP") === "ClusterIP" &&
         s.spec.clusterIP !== "None"));
   // Plain overlays apply on a plain cluster (built-in kinds only); the
@@ -176,7 +200,11 @@ function checkObjects(objects, variant) {
   } else {
     checkOperatorObjects(objects, services, deps);
   }
-  check("a PodDisruptionBudget", of("PodDisruptionBudget").length === 1);
+  const pdbs = of("PodDisruptionBudget");
+  check("a PodDisruptionBudget", pdbs.length === 1);
+  check("the PodDisruptionBudget drains one linalgd pod at a time",
+        pdbs[0]?.spec.selector?.matchLabels?.["app.kubernetes.io/name"] === "linalgd" &&
+        pdbs[0]?.spec.maxUnavailable === 1);
   checkNetworkPolicy(objects);
   check("every object in one namespace", new Set(objects.map((o) => o.metadata.namespace)).size === 1);
 }

@@ -242,32 +242,6 @@ TEST_F(GpuMatmulTest, EmptyOutput) {
   EXPECT_EQ(out->shape(), (Shape{0, 5}));
 }
 
-// The scheduler runs complex ops on the CPU (JobSpec::cpu_only); a direct
-// call is refused by name, never computed on a real type's kernels.
-TEST_F(GpuMatmulTest, ComplexOpsAreRefusedNamingTheDtype) {
-  LINALGD_REQUIRE_GPU();
-  gpu::GpuBackend& gpu = *gpu_test::FirstGpu();
-  const Tensor a(DType::kC128, {4, 4}), b(DType::kC128, {4, 2});
-  MatmulOp mm;
-  mm.a = a.view();
-  mm.b = b.view();
-  mm.out_dtype = DType::kC128;
-  auto mplan = PlanMatmul(mm);
-  ASSERT_TRUE(mplan.ok()) << mplan.status();
-  const absl::Status m = gpu.Matmul(mm, *mplan).status();
-  EXPECT_EQ(m.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(m.message(), ::testing::HasSubstr("matmul of c128 has no GPU kernel"));
-  SolveOp so;
-  so.a = a.view();
-  so.b = b.view();
-  auto splan = PlanSolve(so);
-  ASSERT_TRUE(splan.ok()) << splan.status();
-  EXPECT_EQ(gpu.Solve(so, *splan).status().code(), absl::StatusCode::kUnimplemented);
-  FactorizeOp fo;
-  fo.a = a.view();
-  EXPECT_EQ(gpu.Factorize(fo).status().code(), absl::StatusCode::kUnimplemented);
-}
-
 TEST_F(GpuMatmulTest, OverTheMemoryBudgetIsResourceExhaustedAndTheDeviceStaysUsable) {
   LINALGD_REQUIRE_GPU();
   gpu::PinnedPool pinned(8 << 20, 4);

@@ -3,6 +3,7 @@
 // results against float64 references. Skips without a GPU.
 #include <atomic>
 #include <cmath>
+#include <complex>
 #include <random>
 #include <string>
 #include <thread>
@@ -31,6 +32,41 @@ client::Tensor Random(std::vector<int64_t> shape, unsigned seed, double diag = 0
     for (int64_t i = 0; i < m; ++i) v[i * m + i] += diag;
   }
   return client::Tensor::FromVector<double>(std::move(shape), absl::MakeConstSpan(v)).value();
+}
+
+using Cplx = std::complex<double>;
+
+std::vector<Cplx> ComplexValues(const client::Tensor& t) {
+  const absl::Span<const Cplx> v = t.as<Cplx>();
+  return std::vector<Cplx>(v.begin(), v.end());
+}
+
+// A c128 tensor of uniform (-1, 1) parts, plus `diag` on the diagonal.
+client::Tensor RandomComplex(std::vector<int64_t> shape, unsigned seed, double diag = 0) {
+  const std::vector<double> re = Random(shape, seed, diag).ToVector<double>();
+  const std::vector<double> im = Random(shape, seed + 7919).ToVector<double>();
+  std::vector<Cplx> v(re.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = Cplx(re[i], im[i]);
+  return client::Tensor::FromVector<Cplx>(std::move(shape), absl::MakeConstSpan(v)).value();
+}
+
+// max |out - alpha a b| / max |alpha a b| over rows `rows` of a c128
+// product, against a naive reference.
+double ComplexMatmulError(const client::Tensor& a, const client::Tensor& b,
+                          const client::Tensor& out, Cplx alpha, const std::vector<int64_t>& rows) {
+  const int64_t k = a.shape()[1], n = b.shape()[1];
+  const auto av = ComplexValues(a), bv = ComplexValues(b), ov = ComplexValues(out);
+  double err = 0, ref_max = 0;
+  for (int64_t i : rows) {
+    for (int64_t j = 0; j < n; ++j) {
+      Cplx ref = 0;
+      for (int64_t p = 0; p < k; ++p) ref += av[i * k + p] * bv[p * n + j];
+      ref *= alpha;
+      err = std::max(err, std::abs(ov[i * n + j] - ref));
+      ref_max = std::max(ref_max, std::abs(ref));
+    }
+  }
+  return err / ref_max;
 }
 
 // max |x - ref| / max |ref| of an f64 [m,n] product against a naive reference.
@@ -186,6 +222,72 @@ TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->info.backend, "gpu:0");
   EXPECT_LT(r->residual, 1e-15);
+}
+
+// Complex products, solves and factorizations above --cpu-threshold run on
+// the GPU (ExecutionInfo names it), with no fallback.
+TEST_F(GpuServerTest, ComplexMatmulSolveAndFactorizeRunOnGpu) {
+  START_OR_SKIP(ServerOptions{});
+  client::MatmulArgs mm;
+  mm.a = RandomComplex({1024, 600}, 31);
+  mm.b = RandomComplex({600, 700}, 32);
+  mm.alpha = 0.5;
+  mm.alpha_imag = -1;
+  auto r = client_->Matmul(mm);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "gpu:0");
+  EXPECT_EQ(r->info.fallback_reason, "");
+  EXPECT_LT(ComplexMatmulError(mm.a, mm.b, r->out, Cplx(0.5, -1), {0, 1, 511, 1023}), 1e-12);
+
+  client::SolveArgs s;
+  s.a = RandomComplex({1024, 1024}, 33, 1024);
+  s.b = RandomComplex({1024, 2}, 34);
+  auto x = client_->Solve(s);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->info.backend, "gpu:0");
+  EXPECT_EQ(x->info.fallback_reason, "");
+  EXPECT_EQ(x->method_used, client::SolveMethod::kLu);
+  EXPECT_LT(x->residual, 1e-14);
+
+  client::FactorizeArgs f;
+  f.a = s.a;
+  auto factor = client_->Factorize(f);
+  ASSERT_TRUE(factor.ok()) << factor.status();
+  EXPECT_EQ(factor->placement, "gpu:0");
+  EXPECT_EQ(factor->info.backend, "gpu:0");
+  EXPECT_EQ(factor->method, client::SolveMethod::kLu);
+  client::SolveArgs with_factor;
+  with_factor.factor_id = factor->factor_id;
+  with_factor.b = s.b;
+  auto y = client_->Solve(with_factor);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(y->info.backend, "gpu:0");
+  const auto xv = ComplexValues(x->x), yv = ComplexValues(y->x);
+  double diff = 0;
+  for (size_t i = 0; i < xv.size(); ++i) diff = std::max(diff, std::abs(xv[i] - yv[i]));
+  EXPECT_LT(diff, 1e-12);
+}
+
+// A singular complex system: the GPU's LU sees it, the GPU has no complex
+// lstsq, so the job is rerun on the CPU, which answers by lstsq and says why.
+TEST_F(GpuServerTest, SingularComplexSolveTakesItsLeastSquaresOnCpu) {
+  START_OR_SKIP(ServerOptions{});
+  const int64_t n = 600;
+  std::vector<Cplx> av = ComplexValues(RandomComplex({n, n}, 35));
+  for (int64_t j = 0; j < n; ++j) av[7 * n + j] = av[1 * n + j];
+  client::SolveArgs s;
+  s.a = client::Tensor::FromVector<Cplx>({n, n}, absl::MakeConstSpan(av)).value();
+  s.b = RandomComplex({n, 1}, 36);
+  auto x = client_->Solve(s);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->method_used, client::SolveMethod::kLstsq);
+  EXPECT_EQ(x->info.backend, "cpu");
+  EXPECT_THAT(x->info.fallback_reason, HasSubstr("gpu:0"));
+  EXPECT_THAT(x->info.fallback_reason, HasSubstr("no GPU path"));
+  EXPECT_FALSE(x->fallback.empty());
+  s.no_fallback = true;
+  auto refused = client_->Solve(s);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
 }
 
 TEST_F(GpuServerTest, DeviceFailureIsRerunOnCpuWithReason) {

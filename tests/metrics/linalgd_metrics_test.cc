@@ -79,6 +79,7 @@ TEST_F(LinalgdMetricsTest, FamilyNamesAndTypes) {
       {"linalgd_resident_store_objects", MetricType::Gauge},
       {"linalgd_build_info", MetricType::Gauge},
       {"linalgd_insecure_listen", MetricType::Gauge},
+      {"linalgd_draining", MetricType::Gauge},
   };
   EXPECT_EQ(families, expected);
 }
@@ -126,6 +127,14 @@ TEST_F(LinalgdMetricsTest, CreateTwiceInOneRegistryFails) {
 TEST_F(LinalgdMetricsTest, BuildInfoAndStoreStartExported) {
   EXPECT_TRUE(Has("linalgd_build_info{commit=\"0123456789ab\",version=\"1.2.3\"} 1"));
   EXPECT_TRUE(Has("linalgd_resident_store_bytes 0"));
+}
+
+TEST_F(LinalgdMetricsTest, DrainingStartsAtZeroAndFollowsTheServer) {
+  EXPECT_TRUE(Has("linalgd_draining 0"));
+  metrics_->SetDraining(true);
+  EXPECT_TRUE(Has("linalgd_draining 1"));
+  metrics_->SetDraining(false);
+  EXPECT_TRUE(Has("linalgd_draining 0"));
 }
 
 TEST_F(LinalgdMetricsTest, RecordRequest) {

@@ -1,5 +1,6 @@
 """Parallel multi-part uploads and ranged downloads of the Python client (transfer.py)."""
 import random
+import threading
 import zlib
 
 import numpy as np
@@ -159,7 +160,9 @@ def test_failing_part_surfaces_its_error(small_parts, monkeypatch):
     assert e.value.method == "PutTensor" or e.value.method == "FinishUpload"
 
 
-def test_corrupted_download_is_data_loss(small_parts, monkeypatch):
+@pytest.mark.parametrize("place_behind", [False, True])
+def test_corrupted_download_is_data_loss(small_parts, monkeypatch, place_behind):
+    small_parts._transfer.place_behind = place_behind
     x = np.random.default_rng(5).standard_normal((200, 300))
     t = small_parts.put(x)
     real = transfer.parse_get_response
@@ -272,3 +275,106 @@ def test_chunk_message_is_a_put_tensor_request(n):
     assert parsed.WhichOneof("part") == "chunk"
     assert parsed.chunk == data[3:].tobytes()
     assert msg == linalgd._stubs.pb.PutTensorRequest(chunk=data[3:].tobytes()).SerializeToString()
+
+
+def _items(*arrays):
+    return [linalgd.store.put_item(*linalgd.tensors.to_numpy(x, "x")) for x in arrays]
+
+
+def test_several_uploads_start_and_finish_at_once(small_parts, monkeypatch):
+    """StartUpload and FinishUpload of the tensors of one call are in flight
+    together (each waits at a barrier for the other), not one after another."""
+    xs = [np.random.default_rng(s).standard_normal((150, 200)) for s in (11, 12)]
+    barriers = {name: threading.Barrier(2, timeout=20.0) for name in ("StartUpload",
+                                                                      "FinishUpload")}
+    unary = transfer.Transfer._unary
+
+    def meeting(self, name, request, response_type, deadline):
+        if name in barriers:
+            barriers[name].wait()  # broken (an error) unless both calls get here
+        return unary(self, name, request, response_type, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "_unary", meeting)
+    infos = small_parts._transfer.put_many(_items(*xs), None)
+    monkeypatch.undo()
+    for x, info in zip(xs, infos):
+        np.testing.assert_array_equal(small_parts.get(info.id), x)
+        small_parts.delete(info.id)
+
+
+def test_a_failing_start_aborts_the_uploads_that_started(small_parts, monkeypatch):
+    xs = [np.random.default_rng(s).standard_normal((150, 200)) for s in (13, 14)]
+    unary, abort = transfer.Transfer._unary, transfer.Transfer._abort
+    starts, aborted = [], []
+
+    def second_start_fails(self, name, request, response_type, deadline):
+        if name == "StartUpload":
+            with lock:
+                starts.append(request.header.total_bytes)
+                if len(starts) == 2:
+                    raise linalgd.Unavailable("StartUpload: refused by the test", method="StartUpload")
+        return unary(self, name, request, response_type, deadline)
+
+    lock = threading.Lock()
+    monkeypatch.setattr(transfer.Transfer, "_unary", second_start_fails)
+    monkeypatch.setattr(transfer.Transfer, "_abort",
+                        lambda self, upload_id: (aborted.append(upload_id),
+                                                 abort(self, upload_id)))
+    before = {t.id for t in small_parts.list_tensors()}
+    with pytest.raises(linalgd.Unavailable, match="refused by the test"):
+        small_parts._transfer.put_many(_items(*xs), None)
+    assert len(starts) == 2 and len(aborted) == 1  # the one that started, and only it
+    monkeypatch.undo()
+    assert {t.id for t in small_parts.list_tensors()} == before
+
+
+def test_build_ahead_sends_the_same_bytes_from_helper_threads(small_parts, monkeypatch):
+    small_parts._transfer.build_ahead = True
+    x = np.random.default_rng(15).standard_normal((257, 301))
+    real, built = transfer._chunk_message, []
+
+    def chunk_message(data, *rest):
+        built.append((threading.current_thread().name, len(data)))
+        return real(data, *rest)
+
+    monkeypatch.setattr(transfer, "_chunk_message", chunk_message)
+    t = small_parts.put(x)
+    assert sum(n for _, n in built) == x.nbytes
+    assert len(built) > 4 and all(name.startswith("linalgd-chunks") for name, _ in built)
+    monkeypatch.undo()
+    assert small_parts.get(t).tobytes() == x.tobytes()
+
+
+def test_build_ahead_corrupted_chunk_is_data_loss(small_parts, monkeypatch):
+    small_parts._transfer.build_ahead = True
+    x = np.random.default_rng(16).standard_normal((200, 300))
+    real, hits = transfer._chunk_message, []
+
+    def corrupt(data, *rest):
+        if not hits:
+            hits.append(1)
+            data = bytes(data)
+            data = bytes([data[0] ^ 1]) + data[1:]
+        return real(data, *rest)
+
+    monkeypatch.setattr(transfer, "_chunk_message", corrupt)
+    with pytest.raises(linalgd.DataLoss, match="CRC32C of the part"):
+        small_parts.put(x)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(small_parts.put(x).get(), x)
+
+
+def test_place_behind_writes_every_chunk_from_helper_threads(small_parts, monkeypatch):
+    x = np.random.default_rng(17).standard_normal((257, 301))
+    t = small_parts.put(x)
+    small_parts._transfer.place_behind = True
+    real, placed = transfer.copy_into, []
+
+    def copy_into(dest, data):
+        placed.append((threading.current_thread().name, len(data)))
+        real(dest, data)
+
+    monkeypatch.setattr(transfer, "copy_into", copy_into)
+    assert small_parts.get(t).tobytes() == x.tobytes()
+    assert sum(n for _, n in placed) == x.nbytes
+    assert len(placed) > 4 and all(name.startswith("linalgd-chunks") for name, _ in placed)

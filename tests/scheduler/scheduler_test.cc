@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/test_jobs.h"
@@ -98,15 +99,16 @@ TEST(SchedulerTest, EmptyWorkRunsOnCpuWhateverItsSize) {
   EXPECT_EQ(gpu.calls(), 1);
 }
 
-// A complex job (JobSpec::cpu_only) goes to the CPU lane even when large,
-// and says why; a small one stays on the CPU without a reason.
+// A complex sparse job (JobSpec::cpu_only) goes to the CPU lane even when
+// large, and says why; a small one stays on the CPU without a reason. Dense
+// complex ops are not CPU-only.
 TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
   {
     Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
     JobSpec large = Spec(4096), small = Spec(64);
-    large.cpu_only = small.cpu_only = CpuOnlyReason(DType::kC128);
+    large.cpu_only = small.cpu_only = SparseCpuOnlyReason(DType::kC128);
     s.Submit(std::make_unique<TestJob>(1, large, &out));
     s.Submit(std::make_unique<TestJob>(2, small, &out));
     ASSERT_TRUE(out.WaitFor(2));
@@ -117,11 +119,13 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
     EXPECT_EQ(out.infos[i].backend, "cpu");
     EXPECT_EQ(out.infos[i].fallback_reason,
               out.finished[i].first == 1
-                  ? "c128: the GPU backend has no complex kernels; ran on cpu"
+                  ? "c128: the GPU backend has no complex sparse solvers; ran on cpu"
                   : "");
   }
   EXPECT_EQ(gpu.calls(), 0);
   EXPECT_EQ(CpuOnlyReason(DType::kF64), "");
+  EXPECT_EQ(CpuOnlyReason(DType::kC64), "");  // complex matmuls and solves run on the GPU
+  EXPECT_EQ(CpuOnlyReason(DType::kC128), "");
   EXPECT_EQ(SparseCpuOnlyReason(DType::kF32), "");
   EXPECT_EQ(SparseCpuOnlyReason(DType::kC64),
             "c64: the GPU backend has no complex sparse solvers; ran on cpu");
@@ -137,19 +141,28 @@ TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
   EXPECT_EQ(out.infos[0].backend, "cpu");
 }
 
+// Out of memory, and what the GPU backend has no path for (a complex lstsq
+// fallback: the CPU then makes the whole decision itself).
 TEST(SchedulerTest, RetryableGpuErrorRerunsOnCpuWithReason) {
-  FakeBackend cpu("cpu"), gpu("gpu:0");
-  gpu.SetBehaviour(absl::ZeroDuration(), absl::ResourceExhaustedError("out of memory"));
-  Outcome out;
-  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
-  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
-  ASSERT_TRUE(out.WaitFor(1));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_TRUE(out.finished[0].second.ok());
-  EXPECT_EQ(out.infos[0].backend, "cpu");
-  EXPECT_EQ(out.infos[0].fallback_reason, "gpu:0: out of memory; ran on cpu");
-  EXPECT_EQ(gpu.calls(), 1);
-  EXPECT_EQ(cpu.calls(), 1);
+  for (const absl::Status& error : {absl::ResourceExhaustedError("out of memory"),
+                                    absl::UnimplementedError("lstsq of c128 has no GPU path")}) {
+    SCOPED_TRACE(error.ToString());
+    FakeBackend cpu("cpu"), gpu("gpu:0");
+    gpu.SetBehaviour(absl::ZeroDuration(), error);
+    Outcome out;
+    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
+    ASSERT_TRUE(out.WaitFor(1));
+    absl::MutexLock lock(&out.mu);
+    EXPECT_TRUE(out.finished[0].second.ok());
+    EXPECT_EQ(out.infos[0].backend, "cpu");
+    EXPECT_EQ(out.infos[0].fallback_reason,
+              absl::StrCat("gpu:0: ", error.message(), "; ran on cpu"));
+    EXPECT_EQ(gpu.calls(), 1);
+    EXPECT_EQ(cpu.calls(), 1);
+    EXPECT_TRUE(RetryableOnCpu(error));
+  }
+  EXPECT_FALSE(RetryableOnCpu(absl::InvalidArgumentError("x")));
 }
 
 TEST(SchedulerTest, WithoutCpuFallbackTheGpuErrorIsReturned) {

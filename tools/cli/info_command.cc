@@ -60,6 +60,7 @@ std::string InfoJson(const client::ServerInfo& info) {
       .Raw("backends", JsonArray(backends))
       .Raw("devices", JsonArray(devices))
       .Str("gpu_status", info.gpu_status)
+      .Bool("draining", info.draining)
       .Raw("limits", limits)
       .str();
 }
@@ -76,6 +77,7 @@ int RunInfo(Client& client, const client::CallOptions& call, const Output& out) 
   std::cout << "version: " << info->version << "\n";
   std::cout << "backends: " << absl::StrJoin(info->backends, ", ") << "\n";
   PrintDevices(*info);
+  if (info->draining) std::cout << "draining: yes (new work goes to other replicas)\n";
   const client::ServerLimits& l = info->limits;
   std::cout << absl::StrFormat(
       "limits: max_message_bytes=%d cpu_threshold=%d op_timeout=%gs gpu_memory_fraction=%g "

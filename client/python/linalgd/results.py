@@ -120,6 +120,7 @@ class ServerInfo:
     gpu_status: str
     shm_socket: str = ""  # the shared-memory Unix socket (--allow-shm), else ""
     replica_id: str = ""  # --replica-id: the prefix of the ids this server mints, else ""
+    draining: bool = False  # the replica drains (--drain-grace): send new work elsewhere
     raw: Any = dataclasses.field(repr=False, compare=False, default=None)  # the proto
 
     @classmethod
@@ -132,4 +133,5 @@ class ServerInfo:
                         lim.gpu_memory_fraction, lim.cpu_threads, lim.max_elements,
                         thresholds, lim.cpu_thresholds_measured)
         return cls(m.version, tuple(m.backends), devices, limits, m.gpu_status,
-                   shm_socket=m.shm_socket, replica_id=m.replica_id, raw=m)
+                   shm_socket=m.shm_socket, replica_id=m.replica_id, draining=m.draining,
+                   raw=m)

@@ -19,9 +19,19 @@ server's.
 Zero copy where Python allows: chunks are sliced from the caller's array with
 memoryview (one copy into each message, none of the whole tensor), received
 chunks are copied once into the result (ctypes.memmove, without the GIL), and
-neither direction goes through protobuf objects for the bulk bytes. grpc releases the GIL while it sends and
-receives, so the parts of one tensor, and the tensors of one call, move on
-threads at once.
+neither direction goes through protobuf objects for the bulk bytes. grpc
+releases the GIL while it waits on the network, so the parts of one tensor,
+and the tensors of one call, move on threads at once; but grpcio copies every
+sent message once and builds every received one with the GIL held (a bytes
+object per received slice, about 64 KiB each, then one joined copy): per byte
+one GIL-held copy up and two down, the part of a transfer no number of
+threads spreads out.
+
+build_ahead and place_behind (off by default, bench/python_transfer.py
+--sweep times them) take this module's own copy of each chunk off a stream's
+path: the next upload message is built on a helper thread while grpc sends
+the one before, and a received chunk is copied and checksummed on one while
+the stream waits for the next.
 
 Thread safety: one Transfer per Client, shared by its threads.
 """
@@ -113,6 +123,21 @@ def _chunk_message(data):
     return out
 
 
+def _built_ahead(builder, views):
+    """_chunk_message of each view, in order, each built on the builder
+    executor while the message before it is out with grpc: a stream asks for
+    its next message only once the previous one was sent, so building it then
+    (one copy of the chunk) leaves the connection idle for that long."""
+    pending = None
+    for view in views:
+        following = builder.submit(_chunk_message, view)
+        if pending is not None:
+            yield pending.result()
+        pending = following
+    if pending is not None:
+        yield pending.result()
+
+
 def _read_varint(mv, i):
     shift = result = 0
     while True:
@@ -153,6 +178,33 @@ def parse_get_response(buf):
     return info, chunk, offset
 
 
+class _Placed:
+    """Chunks copied into dest at their offsets and checksummed in order: at
+    once, or (helper: an executor) each on the helper while the caller
+    receives the next; at most one is in flight, so the CRC32C chains."""
+
+    def __init__(self, dest, helper):
+        self._dest, self._helper = dest, helper
+        self._crc, self._pending = 0, None
+
+    def _place(self, crc, at, data):
+        copy_into(self._dest[at:at + len(data)], data)
+        return _crc32c.extend(crc, data)
+
+    def add(self, at, data):
+        if self._helper is None:
+            self._crc = self._place(self._crc, at, data)
+            return
+        crc = self.crc()
+        self._pending = self._helper.submit(self._place, crc, at, data)
+
+    def crc(self):
+        """The CRC32C of every chunk added, once they are all in place."""
+        if self._pending is not None:
+            self._crc, self._pending = self._pending.result(), None
+        return self._crc
+
+
 class _NoRanges(Exception):
     """The server ignored a GetTensor range (an older server)."""
 
@@ -174,6 +226,13 @@ class Transfer:
         self._pool = None  # guarded by _lock
         self.multipart = True  # False once the server refused StartUpload
         self.ranged = True  # False once the server ignored a range
+        # Upload streams build chunk message k + 1 on a helper thread while
+        # grpc sends message k (see _built_ahead); off by default until measured.
+        self.build_ahead = False
+        # Downloads copy and checksum chunk k on a helper thread while they wait
+        # for chunk k + 1 (see _Placed); off by default until measured.
+        self.place_behind = False
+        self._builders = None  # guarded by _lock
 
     # -- plumbing ------------------------------------------------------------
 
@@ -194,12 +253,20 @@ class Transfer:
                                                   response_deserializer=de)
 
     def _executor(self):
+        """The transfer threads (parts, CRCs, unary calls of several tensors)."""
+        return self._threads("_pool", "linalgd-transfer")
+
+    def _builder(self):
+        """The threads that build upload chunk messages ahead (build_ahead) and
+        place downloaded chunks (place_behind)."""
+        return self._threads("_builders", "linalgd-chunks")
+
+    def _threads(self, attr, prefix):
         with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=max(4, 2 * self.connections()),
-                    thread_name_prefix="linalgd-transfer")
-            return self._pool
+            if getattr(self, attr) is None:
+                setattr(self, attr, concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(4, 2 * self.connections()), thread_name_prefix=prefix))
+            return getattr(self, attr)
 
     def run_all(self, fns: Sequence[Callable[[], object]]):
         """Runs fns at once on the transfer threads; their results in order, or
@@ -215,11 +282,13 @@ class Transfer:
 
     def close(self):
         with self._lock:
-            pool, self._pool = self._pool, None
+            pools = (self._pool, self._builders)
+            self._pool = self._builders = None
             owned, self._owned = self._owned, []
             self._channels = {0: self._channels[0]}
-        if pool is not None:
-            pool.shutdown(wait=False)
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=False)
         for channel in owned:
             channel.close()
 
@@ -234,10 +303,15 @@ class Transfer:
     def _stream_put(self, index, header, raw, begin, end, deadline):
         chunk = max(1, int(self._client.chunk_bytes))
 
+        views = (raw[off:min(off + chunk, end)] for off in range(begin, end, chunk))
+        builder = self._builder() if self.build_ahead else None
+
         def messages():
             yield pb.PutTensorRequest(header=header).SerializeToString()
-            for off in range(begin, end, chunk):
-                yield _chunk_message(raw[off:min(off + chunk, end)])
+            if builder is None:
+                yield from (_chunk_message(view) for view in views)
+            else:
+                yield from _built_ahead(builder, views)
 
         put = self._rpc(index, "stream_unary", "PutTensor", _identity,
                         pb.PutTensorResponse.FromString)
@@ -272,13 +346,7 @@ class Transfer:
         part_crc = dict(zip(jobs, crcs))
         uploads = {}
         try:
-            for j, ranges in enumerate(plans):
-                if len(ranges) > 1:
-                    uploads[j] = self._start(items[j][0], ranges, part_crc, j, deadline)
-                    if uploads[j] is None:  # no multi-part uploads: one stream
-                        del uploads[j]
-                        plans[j] = [(0, len(items[j][1]))]
-                        part_crc[(j, plans[j][0])] = None
+            self._start_all(items, plans, part_crc, uploads, deadline)
             sends = []
             for j, ranges in enumerate(plans):
                 for i, r in enumerate(ranges):
@@ -287,19 +355,45 @@ class Transfer:
             order = _schedule(sends)
             results = dict(zip((key for key, _ in order),
                                self.run_all([fn for _, fn in order])))
-            out = []
-            for j, ranges in enumerate(plans):
-                if j in uploads:
-                    resp = self._unary("FinishUpload",
-                                       pb.FinishUploadRequest(upload_id=uploads.pop(j)),
-                                       pb.PutTensorResponse, deadline)
-                    out.append(resp.tensor)
-                else:
-                    out.append(results[(j, ranges[0])].tensor)
-            return out
+            finished = dict(zip(list(uploads), self.run_all(
+                [self._finish_job(uploads, j, deadline) for j in list(uploads)])))
+            return [finished[j] if j in finished else results[(j, ranges[0])].tensor
+                    for j, ranges in enumerate(plans)]
         finally:
             for upload_id in uploads.values():
                 self._abort(upload_id)
+
+    def _start_all(self, items, plans, part_crc, uploads, deadline):
+        """StartUpload for every tensor of several parts, at once; fills
+        uploads {tensor index: upload id}. A server without multi-part uploads
+        gets those tensors in one stream each (plans and part_crc change to
+        match). Raises the first error after every call has ended, with the
+        uploads that did start in `uploads` (to be aborted)."""
+        multi = [j for j, ranges in enumerate(plans) if len(ranges) > 1]
+
+        def job(j):
+            try:
+                return self._start(items[j][0], plans[j], part_crc, j, deadline)
+            except Exception as e:  # noqa: BLE001  raised below, once the others are in
+                return e
+        started = self.run_all([lambda j=j: job(j) for j in multi])
+        for j, upload_id in zip(multi, started):
+            if isinstance(upload_id, str):
+                uploads[j] = upload_id
+            elif upload_id is None:  # no multi-part uploads: one stream
+                plans[j] = [(0, len(items[j][1]))]
+                part_crc[(j, plans[j][0])] = None
+        for error in started:
+            if isinstance(error, Exception):
+                raise error
+
+    def _finish_job(self, uploads, j, deadline):
+        def job():
+            resp = self._unary("FinishUpload", pb.FinishUploadRequest(upload_id=uploads[j]),
+                               pb.PutTensorResponse, deadline)
+            del uploads[j]  # committed: nothing left to abort
+            return resp.tensor
+        return job
 
     def _crc_job(self, raw, r, nparts):
         def job():
@@ -408,27 +502,28 @@ class Transfer:
         except grpc.RpcError as e:
             raise from_rpc_error(e, "GetTensor") from None
 
-    @staticmethod
-    def _place_all(stream, data, dest, to_end, what):
+    def _place_all(self, stream, data, dest, to_end, what):
         """Writes data, then the stream's further chunks, into dest; returns their
         CRC32C. to_end: the stream must end exactly when dest is full; else it is
-        read only until dest is full."""
-        got, crc, size = 0, 0, len(dest)
+        read only until dest is full. With place_behind, chunk k is copied and
+        checksummed on a helper thread while this one waits for chunk k + 1."""
+        helper = self._builder() if self.place_behind else None
+        placed = _Placed(dest, helper)
+        got, size = 0, len(dest)
         while True:
             n = len(data)
             if not to_end and got + n > size:  # the first stream's last chunk runs past its range
                 data, n = data[:size - got], size - got
             if got + n > size:
                 raise DataLoss(f"GetTensor: {what} carried more than its {size} bytes")
-            copy_into(dest[got:got + n], data)
-            crc = _crc32c.extend(crc, data)
+            placed.add(got, data)
             got += n
             if got == size and not to_end:
-                return crc
+                return placed.crc()
             try:
                 data = parse_get_response(next(stream))[1]
             except StopIteration:
                 break
         if got != size:
             raise DataLoss(f"GetTensor: {what} carried {got} bytes, expected {size}")
-        return crc
+        return placed.crc()

@@ -1,0 +1,121 @@
+// ComplexInverseNorm1 (factor_rcond.h), the complex Hager estimator of the
+// GPU's condition estimates, is host code: checked here without a GPU,
+// against ||a^-1||_1 of explicit inverses computed in complex<double>.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/gpu/factor_rcond.h"
+
+namespace linalgd::gpu {
+namespace {
+
+using C = std::complex<double>;
+using Mat = std::vector<C>;  // row-major n x n
+
+// a^-1 by Gauss-Jordan elimination with partial pivoting.
+Mat Inverse(Mat a, int n) {
+  Mat inv(size_t{1} * n * n);
+  for (int i = 0; i < n; ++i) inv[i * n + i] = 1;
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(a[r * n + c]) > std::abs(a[p * n + c])) p = r;
+    }
+    for (int j = 0; j < n; ++j) {
+      std::swap(a[c * n + j], a[p * n + j]);
+      std::swap(inv[c * n + j], inv[p * n + j]);
+    }
+    const C d = a[c * n + c];
+    for (int j = 0; j < n; ++j) a[c * n + j] /= d, inv[c * n + j] /= d;
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const C f = a[r * n + c];
+      for (int j = 0; j < n; ++j)
+        a[r * n + j] -= f * a[c * n + j], inv[r * n + j] -= f * inv[c * n + j];
+    }
+  }
+  return inv;
+}
+
+double Norm1(const Mat& a, int n) {
+  double best = 0;
+  for (int j = 0; j < n; ++j) {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += std::abs(a[i * n + j]);
+    best = std::max(best, s);
+  }
+  return best;
+}
+
+// v <- m v, or m^H v when conj_transposed; counts the calls.
+ComplexVectorSolve MultiplyBy(const Mat& m, int n, int* calls) {
+  return [&m, n, calls](std::vector<C>& v, bool conj_transposed) -> absl::Status {
+    ++*calls;
+    std::vector<C> out(n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        out[i] += conj_transposed ? std::conj(m[j * n + i]) * v[j] : m[i * n + j] * v[j];
+      }
+    }
+    v = out;
+    return absl::OkStatus();
+  };
+}
+
+TEST(ComplexInverseNorm1Test, IsALowerBoundCloseToTheExactNormOfRandomMatrices) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  int exact = 0, total = 0;
+  for (int n = 1; n <= 24; ++n) {
+    for (int trial = 0; trial < 4; ++trial) {
+      Mat a(size_t{1} * n * n);
+      for (C& z : a) z = C(u(rng), u(rng));
+      const Mat inv = Inverse(a, n);
+      const double want = Norm1(inv, n);
+      int calls = 0;
+      absl::StatusOr<double> est = ComplexInverseNorm1(n, MultiplyBy(inv, n, &calls));
+      ASSERT_TRUE(est.ok()) << est.status();
+      EXPECT_LE(*est, want * (1 + 1e-10)) << "n " << n;
+      EXPECT_GE(*est, want / 3) << "n " << n;
+      EXPECT_LE(calls, 2 * 5 + 1) << "n " << n;  // five iterations, then the safeguard
+      exact += *est >= want * (1 - 1e-10);
+      ++total;
+    }
+  }
+  EXPECT_GE(exact, total * 3 / 4);  // Hager's estimate is usually the norm itself
+}
+
+TEST(ComplexInverseNorm1Test, IsExactForDiagonalMatrices) {
+  const int n = 5;
+  const std::vector<double> mags = {2, 0.5, 4, 1, 0.25};
+  Mat inv(size_t{1} * n * n);
+  for (int i = 0; i < n; ++i) inv[i * n + i] = std::polar(1 / mags[i], 0.9 * i);
+  int calls = 0;
+  absl::StatusOr<double> est = ComplexInverseNorm1(n, MultiplyBy(inv, n, &calls));
+  ASSERT_TRUE(est.ok()) << est.status();
+  EXPECT_NEAR(*est, 4.0, 1e-12);
+}
+
+TEST(ComplexInverseNorm1Test, EmptyOneByOneAndNonFinite) {
+  int calls = 0;
+  const Mat none;
+  EXPECT_EQ(ComplexInverseNorm1(0, MultiplyBy(none, 0, &calls)).value(), 0.0);
+  EXPECT_EQ(calls, 0);
+  const Mat one = {C(0, -0.5)};
+  EXPECT_NEAR(ComplexInverseNorm1(1, MultiplyBy(one, 1, &calls)).value(), 0.5, 1e-15);
+  const Mat bad = {C(1, 0), C(std::nan(""), 0), C(0, 0), C(1, 0)};
+  EXPECT_EQ(ComplexInverseNorm1(2, MultiplyBy(bad, 2, &calls)).value(),
+            std::numeric_limits<double>::infinity());
+  auto failing = [](std::vector<C>&, bool) -> absl::Status {
+    return absl::InternalError("trsv failed");
+  };
+  EXPECT_EQ(ComplexInverseNorm1(3, failing).status().code(), absl::StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace linalgd::gpu
