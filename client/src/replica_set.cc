@@ -61,6 +61,7 @@ absl::Status ReplicaSet::Refresh() {
   {
     absl::MutexLock lock(&mu_);
     old = replicas_;
+    old.insert(old.end(), retired_.begin(), retired_.end());
   }
   std::vector<std::shared_ptr<Replica>> next;
   for (const std::string& address : addresses) {
@@ -73,6 +74,13 @@ absl::Status ReplicaSet::Refresh() {
   absl::MutexLock lock(&mu_);
   if (next.size() != replicas_.size() || !std::equal(next.begin(), next.end(), replicas_.begin())) {
     DebugLog(options_, absl::StrCat("replicas: ", addresses.size(), " addresses"));
+  }
+  retired_.clear();
+  for (const auto& r : old) {
+    if (std::find(next.begin(), next.end(), r) == next.end()) retired_.push_back(r);
+  }
+  if (retired_.size() > kMaxRetired) {  // the longest retired go first
+    retired_.erase(retired_.begin(), retired_.end() - kMaxRetired);
   }
   replicas_ = std::move(next);
   resolved_at_ = absl::Now();
@@ -138,11 +146,22 @@ void ReplicaSet::Remember(const Replica& replica) {
   seen_[std::move(id)] = replica.state->address();
 }
 
+std::vector<std::shared_ptr<Replica>> ReplicaSet::Retired() {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [&](const auto& r) { return r->state->Unreachable(now); }),
+                 retired_.end());
+  return retired_;
+}
+
 std::shared_ptr<Replica> ReplicaSet::Find(absl::string_view replica_id) {
-  for (const auto& r : Current()) {
-    if (r->state->id() == replica_id) {
-      Remember(*r);
-      return r;
+  for (const auto& list : {Current(), Retired()}) {
+    for (const auto& r : list) {
+      if (r->state->id() == replica_id) {
+        Remember(*r);
+        return r;
+      }
     }
   }
   return nullptr;

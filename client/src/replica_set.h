@@ -39,6 +39,8 @@ class ReplicaSet {
   static constexpr absl::Duration kRefresh = absl::Seconds(30);
   // ... but not more often than this (calls waiting for one share it).
   static constexpr absl::Duration kMinRefresh = absl::Seconds(1);
+  // Replicas no longer resolved that are kept for calls naming their ids.
+  static constexpr size_t kMaxRetired = 64;
 
   // REQUIRES: target.kind is kList or kDns. UNAVAILABLE when a dns target
   // does not resolve.
@@ -75,7 +77,9 @@ class ReplicaSet {
   absl::Status Refresh() ABSL_LOCKS_EXCLUDED(mu_);
   // Asks each reachable replica of unknown id for it.
   void LearnIds(const std::vector<std::shared_ptr<Replica>>& replicas) ABSL_LOCKS_EXCLUDED(mu_);
+  // Among the replicas resolved now, then the retired ones that still answer.
   std::shared_ptr<Replica> Find(absl::string_view replica_id) ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::shared_ptr<Replica>> Retired() ABSL_LOCKS_EXCLUDED(mu_);
   void Remember(const Replica& replica) ABSL_LOCKS_EXCLUDED(mu_);
 
   const ClientOptions options_;
@@ -85,6 +89,9 @@ class ReplicaSet {
   absl::Mutex refresh_mu_;  // one resolution at a time
   mutable absl::Mutex mu_;
   std::vector<std::shared_ptr<Replica>> replicas_ ABSL_GUARDED_BY(mu_);
+  // Replicas no longer resolved (a draining pod leaves DNS first): calls
+  // naming their ids still go there while they answer; no other work does.
+  std::vector<std::shared_ptr<Replica>> retired_ ABSL_GUARDED_BY(mu_);
   absl::Time resolved_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::flat_hash_map<std::string, std::string> seen_ ABSL_GUARDED_BY(mu_);  // id -> address
 };

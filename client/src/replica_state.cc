@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 
@@ -50,8 +51,9 @@ class ObserverFactory : public grpc::experimental::ClientInterceptorFactoryInter
 ResponseMeta ParseResponseMeta(grpc::StatusCode code,
                                const std::multimap<grpc::string_ref, grpc::string_ref>& trailing) {
   ResponseMeta meta;
-  meta.unreachable = code == grpc::StatusCode::UNAVAILABLE;
+  bool answered = false;  // the server's own metadata: it was reached
   for (const auto& [key, value] : trailing) {
+    if (absl::StartsWith(absl::string_view(key.data(), key.size()), "linalgd-")) answered = true;
     if (key == "linalgd-replica") {
       meta.replica = std::string(value.data(), value.size());
     } else if (key == "linalgd-queue-depth") {
@@ -64,6 +66,8 @@ ResponseMeta ParseResponseMeta(grpc::StatusCode code,
       meta.owner = std::string(value.data(), value.size());
     }
   }
+  // A draining replica refuses new work UNAVAILABLE, but it is there.
+  meta.unreachable = code == grpc::StatusCode::UNAVAILABLE && !answered;
   return meta;
 }
 

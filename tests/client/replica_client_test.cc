@@ -21,9 +21,9 @@ TEST(IdsOfTest, MatmulNamesEveryResidentOperand) {
   args.a_resident_id = "a-1";
   args.c_resident_id = "a-3";
   args.bias_resident_id = "a-4";
-  EXPECT_THAT(IdsOf(args), ElementsAre(NamedId{"a_resident_id", "a-1"},
-                                       NamedId{"c_resident_id", "a-3"},
-                                       NamedId{"bias_resident_id", "a-4"}));
+  EXPECT_THAT(IdsOf(args),
+              ElementsAre(NamedId{"a_resident_id", "a-1"}, NamedId{"c_resident_id", "a-3"},
+                          NamedId{"bias_resident_id", "a-4"}));
 }
 
 TEST(IdsOfTest, SolveNamesItsFactor) {

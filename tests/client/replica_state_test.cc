@@ -27,13 +27,25 @@ TEST(ParseResponseMetaTest, ReadsTheReplicaContract) {
 }
 
 TEST(ParseResponseMetaTest, NothingKnownFromAPlainAnswer) {
-  const ResponseMeta m =
-      ParseResponseMeta(grpc::StatusCode::UNAVAILABLE, Trailing{{"linalgd-queue-depth", "many"}});
-  EXPECT_TRUE(m.unreachable);
+  const ResponseMeta m = ParseResponseMeta(grpc::StatusCode::UNAVAILABLE, Trailing{{"other", "x"}});
+  EXPECT_TRUE(m.unreachable);  // gRPC's own: no connection
   EXPECT_FALSE(m.replica.has_value());
   EXPECT_FALSE(m.queue_depth.has_value());
   EXPECT_FALSE(m.predicted_wait_us.has_value());
   EXPECT_FALSE(m.draining);
+}
+
+TEST(ParseResponseMetaTest, IgnoresAMalformedNumber) {
+  const ResponseMeta m =
+      ParseResponseMeta(grpc::StatusCode::OK, Trailing{{"linalgd-queue-depth", "many"}});
+  EXPECT_FALSE(m.queue_depth.has_value());
+}
+
+TEST(ParseResponseMetaTest, ARefusalWithMetadataCameFromAReachableReplica) {
+  const ResponseMeta m = ParseResponseMeta(
+      grpc::StatusCode::UNAVAILABLE, Trailing{{"linalgd-replica", "b"}, {"linalgd-draining", "1"}});
+  EXPECT_FALSE(m.unreachable);
+  EXPECT_TRUE(m.draining);
 }
 
 ResponseMeta Loaded(int64_t depth, int64_t wait, bool draining = false) {

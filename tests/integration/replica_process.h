@@ -70,6 +70,11 @@ class ReplicaProcess {
   // "127.0.0.1:PORT", an entry of an ipv4: target.
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
+  // Sends `signal` (SIGTERM: drain, with --drain-grace).
+  void Signal(int signal) {
+    if (pid_ > 0) ::kill(pid_, signal);
+  }
+
   // SIGKILL, then reaps it; no-op when it is gone already.
   void Kill() {
     if (pid_ <= 0) return;

@@ -263,6 +263,45 @@ TEST_F(ReplicaTest, ASlowReplicaGetsFewerNewCalls) {
       << "a " << ran_on["a"] << ", b " << ran_on["b"] << ", c " << ran_on["c"];
 }
 
+TEST_F(ReplicaTest, ADrainingReplicaGetsNoNewWorkButServesItsIds) {
+  Start({{"a", {}}, {"b", {"--drain-grace", "60s"}}, {"c", {}}});
+  std::map<std::string, Stored> on;
+  for (int seed = 0; seed < 3; ++seed) {
+    Stored s = PutAndFactorize(seed);
+    on[Owner(s.tensor_id)] = s;
+  }
+  ASSERT_EQ(on.size(), 3u);
+  by_id_["b"]->Signal(SIGTERM);  // drains while its store holds something
+  client::ClientOptions direct;
+  direct.target = by_id_["b"]->address();
+  auto b = Client::Create(direct);
+  ASSERT_TRUE(b.ok());
+  absl::StatusOr<client::HealthStatus> health;
+  for (int i = 0; i < 200; ++i) {
+    health = (*b)->Health();
+    if (health.ok() && *health == client::HealthStatus::kNotServing) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(health.ok() && *health == client::HealthStatus::kNotServing) << health.status();
+
+  std::map<std::string, int> ran_on;
+  for (int i = 0; i < 30; ++i) {
+    auto r = Stateless(i, /*keep=*/true);
+    ASSERT_TRUE(r.ok()) << i << ": " << r.status();
+    ++ran_on[Owner(r->out_resident_id)];
+  }
+  EXPECT_EQ(ran_on["b"], 0);
+  EXPECT_EQ(ran_on["a"] + ran_on["c"], 30);
+  // Only a call sent before the client knew could meet b's refusal.
+  EXPECT_LE(LogLinesWith("; trying "), 1);
+  // What callers stored on b is still theirs to read.
+  auto get = client_->GetTensor(on["b"].tensor_id);
+  ASSERT_TRUE(get.ok()) << get.status();
+  EXPECT_TRUE(*get == Matrix(on["b"].seed));
+  auto solve = SolveWith(on["b"].factor_id, 1);
+  EXPECT_TRUE(solve.ok()) << solve.status();
+}
+
 TEST_F(ReplicaTest, AnAnswerNamingTheOwnerSendsTheCallThere) {
   Start({{"x", {}}, {"y", {}}});
   auto on_x = client_->PutTensor(Matrix(1));
