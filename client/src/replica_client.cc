@@ -138,7 +138,9 @@ auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const Fn& fn)
   const int64_t misrouted = replica->state->misrouted().count;
   R result = Run(*replica, fn);
   const absl::Status& status = StatusOf(result);
-  if (absl::IsUnavailable(status) && !owner->empty()) {
+  // UNAVAILABLE from the replica itself (a draining one refusing new work)
+  // is its answer; gRPC's own (no connection) means the replica is gone.
+  if (absl::IsUnavailable(status) && !owner->empty() && replica->state->Unreachable(absl::Now())) {
     return R(GoneError(*owner, replica->state->address(), *named, status.message()));
   }
   const ReplicaState::Misrouted now = replica->state->misrouted();

@@ -24,6 +24,7 @@ namespace linalgd::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr int kN = 8;
@@ -300,6 +301,15 @@ TEST_F(ReplicaTest, ADrainingReplicaGetsNoNewWorkButServesItsIds) {
   EXPECT_TRUE(*get == Matrix(on["b"].seed));
   auto solve = SolveWith(on["b"].factor_id, 1);
   EXPECT_TRUE(solve.ok()) << solve.status();
+  // Its refusal of new work naming its ids is its own answer, not "gone".
+  client::MatmulArgs keep;
+  keep.a_resident_id = on["b"].tensor_id;
+  keep.b = Rhs(1);
+  keep.keep_result = true;
+  auto refused = client_->Matmul(std::move(keep));
+  EXPECT_TRUE(absl::IsUnavailable(refused.status())) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("is draining"));
+  EXPECT_THAT(refused.status().message(), Not(HasSubstr("is gone")));
 }
 
 TEST_F(ReplicaTest, AnAnswerNamingTheOwnerSendsTheCallThere) {
