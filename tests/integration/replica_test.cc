@@ -369,6 +369,9 @@ TEST_F(ReplicaTest, RecreateOnLossSurvivesTheFactorsReplica) {
   ASSERT_EQ(Owner(plain_factor->factor_id), owner);
 
   by_id_[owner]->Kill();
+  auto health = client_->Health();  // the other replica serves
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, client::HealthStatus::kServing);
   auto lost = SolveWith(plain_factor->factor_id, 1);
   EXPECT_TRUE(absl::IsUnavailable(lost.status())) << lost.status();
   EXPECT_THAT(lost.status().message(), HasSubstr("is gone"));
