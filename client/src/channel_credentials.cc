@@ -65,10 +65,13 @@ absl::Status CheckToken(const std::string& token) {
 
 std::shared_ptr<grpc::Channel> CreateClientChannel(
     const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-    const grpc::ChannelArguments& args) {
-  if (options.token.empty()) return grpc::CreateCustomChannel(options.target, credentials, args);
-  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> factories;
-  factories.push_back(std::make_unique<BearerFactory>(options.token));
+    const grpc::ChannelArguments& args, InterceptorFactories extra) {
+  if (options.token.empty() && extra.empty()) {
+    return grpc::CreateCustomChannel(options.target, credentials, args);
+  }
+  InterceptorFactories factories;
+  if (!options.token.empty()) factories.push_back(std::make_unique<BearerFactory>(options.token));
+  for (auto& f : extra) factories.push_back(std::move(f));
   return grpc::experimental::CreateCustomChannelWithInterceptors(options.target, credentials, args,
                                                                  std::move(factories));
 }

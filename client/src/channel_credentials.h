@@ -2,11 +2,13 @@
 #define LINALGD_CLIENT_SRC_CHANNEL_CREDENTIALS_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/client_interceptor.h"
 #include "linalgd/options.h"
 
 namespace linalgd::client::internal {
@@ -22,10 +24,13 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 // A channel to options.target with `credentials` and `args`; with
 // options.token, every call on it carries "authorization: Bearer TOKEN" (a
 // client interceptor: gRPC refuses call credentials on plaintext channels,
-// and loopback servers without TLS are allowed).
+// and loopback servers without TLS are allowed). `extra` interceptors run
+// after that one (the replica client's load observer).
+using InterceptorFactories =
+    std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>;
 std::shared_ptr<grpc::Channel> CreateClientChannel(
     const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-    const grpc::ChannelArguments& args);
+    const grpc::ChannelArguments& args, InterceptorFactories extra = {});
 
 }  // namespace linalgd::client::internal
 

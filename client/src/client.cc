@@ -4,85 +4,52 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/src/calls.h"
 #include "client/src/channel_credentials.h"
-#include "client/src/convert.h"
-#include "client/src/health_check.h"
-#include "client/src/shared_calls.h"
-#include "client/src/shm_path.h"
-#include "client/src/sparse_convert.h"
-#include "client/src/transfer.h"
-#include "grpcpp/channel.h"
-#include "grpcpp/client_context.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/support/channel_arguments.h"
-#include "linalgd/v1/linalgd.grpc.pb.h"
+#include "client/src/connection.h"
+#include "client/src/replica_client.h"
+#include "client/src/replica_set.h"
+#include "client/src/replica_target.h"
 
 namespace linalgd {
 
 using client::CallOptions;
 using client::ClientOptions;
 
-// Immutable after construction; gRPC channels and stubs are thread-safe.
+// A target of one server gets one Connection (its channel, plus extra
+// channels for parallel transfers); a target of several replicas
+// ("ipv4:a:p1,b:p2", "dns:///name:port") a ReplicaClient, which routes each
+// call to one replica's Connection. Immutable after construction.
 class Client::Impl {
  public:
-  Impl(ClientOptions options, std::shared_ptr<grpc::ChannelCredentials> credentials)
-      : options_(std::move(options)),
-        credentials_(std::move(credentials)),
-        channel_(MakeChannel(options_, credentials_)),
-        stub_(v1::Linalg::NewStub(channel_)),
-        health_(grpc::health::v1::Health::NewStub(channel_)),
-        transfer_(
-            *stub_, options_,
-            [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); },
-            [this](int index) { return MakeChannel(options_, credentials_, index); }),
-        shm_(*stub_, options_,
-             [this](const CallOptions& call, grpc::ClientContext& c) { SetDeadline(call, c); }) {}
+  Impl(ClientOptions options, std::unique_ptr<client::internal::Calls> calls)
+      : options_(std::move(options)), calls_(std::move(calls)) {}
 
   const ClientOptions& options() const { return options_; }
-  v1::Linalg::Stub& stub() { return *stub_; }
-  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
-  grpc::health::v1::Health::Stub& health() { return *health_; }
-  client::internal::Transfer& transfer() { return transfer_; }
-  client::internal::SharedMemoryPath& shm() { return shm_; }
-
-  // Applies the call's deadline (or the default timeout) to `context`.
-  void SetDeadline(const CallOptions& call, grpc::ClientContext& context) const {
-    absl::Time deadline = absl::InfiniteFuture();
-    if (call.deadline.has_value()) {
-      deadline = *call.deadline;
-    } else {
-      const absl::Duration timeout = call.timeout.value_or(options_.default_timeout);
-      if (timeout != absl::InfiniteDuration()) deadline = absl::Now() + timeout;
-    }
-    if (deadline != absl::InfiniteFuture()) context.set_deadline(absl::ToChronoTime(deadline));
-  }
+  client::internal::Calls& calls() { return *calls_; }
 
  private:
-  // Channel `index` > 0 is an extra transfer connection: a subchannel pool
-  // of its own and a distinct argument, so gRPC opens its own TCP connection;
-  // channel 0 gets a pool of its own with own_connection.
-  static std::shared_ptr<grpc::Channel> MakeChannel(
-      const ClientOptions& options, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
-      int index = 0) {
-    grpc::ChannelArguments args;
-    if (index > 0 || options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    if (index > 0) args.SetInt("linalgd.transfer_connection", index);
-    const int max_bytes = static_cast<int>(
-        std::min<int64_t>(options.max_message_bytes, std::numeric_limits<int>::max()));
-    args.SetMaxReceiveMessageSize(max_bytes);
-    args.SetMaxSendMessageSize(max_bytes);
-    return client::internal::CreateClientChannel(options, credentials, args);
-  }
-
   const ClientOptions options_;
-  const std::shared_ptr<grpc::ChannelCredentials> credentials_;  // every channel's
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Linalg::Stub> stub_;
-  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
-  client::internal::Transfer transfer_;     // large data: streaming, resident ids
-  client::internal::SharedMemoryPath shm_;  // same-host shared memory, when asked
+  const std::unique_ptr<client::internal::Calls> calls_;
 };
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<client::internal::Calls>> MakeCalls(
+    const ClientOptions& options, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  absl::StatusOr<client::internal::ReplicaTarget> target =
+      client::internal::ParseReplicaTarget(options.target);
+  if (!target.ok()) return target.status();
+  if (target->kind == client::internal::ReplicaTarget::Kind::kSingle) {
+    return std::make_unique<client::internal::Connection>(options, std::move(credentials));
+  }
+  absl::StatusOr<std::unique_ptr<client::internal::ReplicaSet>> set =
+      client::internal::ReplicaSet::Create(options, std::move(credentials), *std::move(target));
+  if (!set.ok()) return set.status();
+  return std::make_unique<client::internal::ReplicaClient>(*std::move(set));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   if (options.target.empty()) return absl::InvalidArgumentError("ClientOptions.target is empty");
@@ -98,8 +65,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   }
   auto credentials = client::internal::MakeChannelCredentials(options);
   if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::unique_ptr<client::internal::Calls>> calls =
+      MakeCalls(options, *std::move(credentials));
+  if (!calls.ok()) return calls.status();
   return std::unique_ptr<Client>(
-      new Client(std::make_unique<Impl>(std::move(options), *std::move(credentials))));
+      new Client(std::make_unique<Impl>(std::move(options), *std::move(calls))));
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -109,92 +79,58 @@ const ClientOptions& Client::options() const { return impl_->options(); }
 
 absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
                                                     const CallOptions& call) {
-  if (client::internal::UsesShared(args)) {
-    grpc::ClientContext context;
-    impl_->SetDeadline(call, context);
-    return client::internal::SharedMatmul(impl_->stub(), std::move(args), context);
-  }
-  if (auto shm = impl_->shm().Matmul(args, call)) return *std::move(shm);
-  return impl_->transfer().Matmul(std::move(args), call);
+  return impl_->calls().Matmul(std::move(args), call);
 }
 
 absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
-  if (client::internal::UsesShared(args)) {
-    grpc::ClientContext context;
-    impl_->SetDeadline(call, context);
-    return client::internal::SharedSolve(impl_->stub(), std::move(args), context);
-  }
-  if (auto shm = impl_->shm().Solve(args, call)) return *std::move(shm);
-  return impl_->transfer().Solve(std::move(args), call);
+  return impl_->calls().Solve(std::move(args), call);
 }
 
 absl::StatusOr<client::TensorInfo> Client::PutTensor(const client::Tensor& tensor,
                                                      const client::PutOptions& put,
                                                      const CallOptions& call) {
-  return impl_->transfer().Put(tensor, put, call);
+  return impl_->calls().Put(tensor, put, call);
 }
 
 absl::StatusOr<client::Tensor> Client::GetTensor(const std::string& id, const CallOptions& call,
                                                  client::TensorInfo* info) {
-  return impl_->transfer().Get(id, call, info);
+  return impl_->calls().Get(id, call, info);
 }
 
 absl::Status Client::DeleteTensor(const std::string& id, const CallOptions& call) {
-  return impl_->transfer().Delete(id, call);
+  return impl_->calls().Delete(id, call);
 }
 
 absl::StatusOr<client::StoreListing> Client::ListTensors(const CallOptions& call) {
-  return impl_->transfer().List(call);
+  return impl_->calls().List(call);
 }
 
 absl::StatusOr<client::FactorInfo> Client::Factorize(client::FactorizeArgs args,
                                                      const CallOptions& call) {
-  return impl_->transfer().Factorize(std::move(args), call);
+  return impl_->calls().Factorize(std::move(args), call);
 }
 
 absl::Status Client::ReleaseFactor(const std::string& factor_id, const CallOptions& call) {
-  return impl_->transfer().ReleaseFactor(factor_id, call);
+  return impl_->calls().ReleaseFactor(factor_id, call);
 }
 
 absl::StatusOr<client::SparseSolveResult> Client::SparseSolve(client::SparseSolveArgs args,
                                                               const CallOptions& call) {
-  const v1::SparseSolveRequest request = client::internal::ToProto(std::move(args));
-  v1::SparseSolveResponse response;
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  const grpc::Status status = impl_->stub().SparseSolve(&context, request, &response);
-  if (!status.ok()) return client::internal::FromGrpc(status);
-  return client::internal::FromProto(&response);
+  return impl_->calls().SparseSolve(std::move(args), call);
 }
 
 absl::StatusOr<client::ServerInfo> Client::ServerInfo(const CallOptions& call) {
-  v1::GetServerInfoResponse response;
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  const grpc::Status status =
-      impl_->stub().GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
-  if (!status.ok()) return client::internal::FromGrpc(status);
-  return client::internal::FromProto(response);
+  return impl_->calls().GetServerInfo(call);
 }
 
 absl::StatusOr<std::unique_ptr<client::SharedTensor>> Client::CreateSharedTensor(
     client::DType dtype, std::vector<int64_t> shape, int64_t capacity_bytes,
     const CallOptions& call) {
-  if (!client::internal::IsLocalTarget(impl_->options().target)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shared memory needs a server on this host; target is '", impl_->options().target, "'"));
-  }
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  return client::internal::CreateSharedTensor(impl_->channel(), context,
-                                              impl_->options().shared_memory_socket, dtype,
-                                              std::move(shape), capacity_bytes);
+  return impl_->calls().CreateSharedTensor(dtype, std::move(shape), capacity_bytes, call);
 }
 
 absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {
-  grpc::ClientContext context;
-  impl_->SetDeadline(call, context);
-  return client::internal::CheckHealth(impl_->health(), context, "");
+  return impl_->calls().Health(call);
 }
 
 }  // namespace linalgd

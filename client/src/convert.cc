@@ -253,6 +253,7 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response) {
   out.limits = FromProto(response.limits());
   out.gpu_status = response.gpu_status();
   out.shm_socket = response.shm_socket();
+  out.replica_id = response.replica_id();
   out.draining = response.draining();
   return out;
 }

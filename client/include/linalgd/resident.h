@@ -47,6 +47,13 @@ struct FactorizeArgs {
   absl::Duration ttl = absl::ZeroDuration();
   bool allow_non_finite = false;
   int32_t priority = 0;
+  // With a target of several replicas (ClientOptions::target): the client
+  // keeps a copy of the matrix (a, or a_resident_id's tensor, fetched once
+  // here), and when the factor's replica is gone, a Solve naming the returned
+  // factor_id factorizes it again on another replica and is retried once; that
+  // factor_id keeps naming the new factorization. The copy lives until
+  // ReleaseFactor (or the Client). Ignored with a single server.
+  bool recreate_on_loss = false;
 };
 
 struct FactorInfo {

@@ -52,6 +52,7 @@ struct ServerInfo {
   ServerLimits limits;
   std::string gpu_status;  // why no GPU is used, when none is
   std::string shm_socket;  // the shared-memory Unix socket (--allow-shm), else empty
+  std::string replica_id;  // the server's --replica-id, else empty
   bool draining = false;   // the replica drains (--drain-grace): send new work elsewhere
 };
 
