@@ -43,7 +43,8 @@ void AbortUpload(v1::Linalg::Stub& stub, const std::string& upload_id) {
 }
 
 absl::Status PutPart(v1::Linalg::Stub& stub, const std::string& bytes, const std::string& upload_id,
-                     ByteRange range, uint32_t crc, size_t chunk, const ContextSetup& setup) {
+                     ByteRange range, uint32_t crc, size_t chunk, const ContextSetup& setup,
+                     TransferProgress* progress) {
   grpc::ClientContext context;
   setup(context);
   v1::PutTensorRequest first;
@@ -54,21 +55,25 @@ absl::Status PutPart(v1::Linalg::Stub& stub, const std::string& bytes, const std
   header->set_crc32c(crc);
   v1::PutTensorResponse response;
   return FromGrpc(StreamPut(stub, context, first, bytes.data() + range.begin,
-                            static_cast<size_t>(range.size()), chunk, &response));
+                            static_cast<size_t>(range.size()), chunk, &response, progress));
 }
 
-// Copies `chunk` to dest + *got, extending *crc; false if it overflows `size`.
-bool Place(const std::string& chunk, char* dest, int64_t size, int64_t* got, uint32_t* crc) {
+// Copies `chunk` to dest + *got, extending *crc and adding to *progress;
+// false if it overflows `size`.
+bool Place(const std::string& chunk, char* dest, int64_t size, int64_t* got, uint32_t* crc,
+           TransferProgress* progress) {
   const int64_t n = std::min<int64_t>(static_cast<int64_t>(chunk.size()), size - *got);
   std::memcpy(dest + *got, chunk.data(), static_cast<size_t>(n));
   *crc = Crc32cExtend(*crc, chunk.data(), static_cast<size_t>(n));
   *got += n;
+  progress->Add(n);
   return n == static_cast<int64_t>(chunk.size());
 }
 
 // One ranged GetTensor stream into dest[0, range.size()).
 absl::Status GetRange(v1::Linalg::Stub& stub, const std::string& id, ByteRange range,
-                      int64_t chunk_bytes, const ContextSetup& setup, char* dest, uint32_t* crc) {
+                      int64_t chunk_bytes, const ContextSetup& setup, char* dest, uint32_t* crc,
+                      TransferProgress* progress) {
   grpc::ClientContext context;
   setup(context);
   v1::GetTensorRequest request;
@@ -89,7 +94,7 @@ absl::Status GetRange(v1::Linalg::Stub& stub, const std::string& id, ByteRange r
                                                  range.begin, " (no ranged downloads)"));
   }
   while (more) {
-    fits = Place(message.chunk(), dest, range.size(), &got, crc);
+    fits = Place(message.chunk(), dest, range.size(), &got, crc, progress);
     more = fits && reader->Read(&message);
   }
   if (!fits) context.TryCancel();
@@ -106,12 +111,13 @@ absl::Status GetRange(v1::Linalg::Stub& stub, const std::string& id, ByteRange r
 // else the rest of the stream is cancelled.
 absl::Status ReadLeader(grpc::ClientReader<v1::GetTensorResponse>& reader,
                         grpc::ClientContext& context, const v1::GetTensorResponse& first,
-                        int64_t size, bool whole, char* dest, uint32_t* crc) {
+                        int64_t size, bool whole, char* dest, uint32_t* crc,
+                        TransferProgress* progress) {
   int64_t got = 0;
-  bool fits = Place(first.chunk(), dest, size, &got, crc);
+  bool fits = Place(first.chunk(), dest, size, &got, crc, progress);
   v1::GetTensorResponse message;
   while (fits && (whole || got < size) && reader.Read(&message)) {
-    fits = Place(message.chunk(), dest, size, &got, crc) || !whole;
+    fits = Place(message.chunk(), dest, size, &got, crc, progress) || !whole;
   }
   if (!whole || !fits) context.TryCancel();
   const grpc::Status status = reader.Finish();
@@ -155,15 +161,17 @@ std::vector<ByteRange> SplitRanges(int64_t total, int max_parts, int64_t min_par
 
 grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
                        const v1::PutTensorRequest& first, const char* data, size_t n, size_t chunk,
-                       v1::PutTensorResponse* response) {
+                       v1::PutTensorResponse* response, TransferProgress* progress) {
   std::unique_ptr<grpc::ClientWriter<v1::PutTensorRequest>> writer =
       stub.PutTensor(&context, response);
   bool ok = writer->Write(first);
   v1::PutTensorRequest message;
   chunk = std::max<size_t>(1, chunk);
   for (size_t off = 0; ok && off < n; off += chunk) {
-    message.set_chunk(data + off, std::min(chunk, n - off));
+    const size_t size = std::min(chunk, n - off);
+    message.set_chunk(data + off, size);
     ok = writer->Write(message);
+    if (ok && progress != nullptr) progress->Add(static_cast<int64_t>(size));
   }
   writer->WritesDone();
   return writer->Finish();
@@ -184,10 +192,8 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
   if (!upload_id.ok()) return upload_id.status();
   TransferProgress sent_bytes(progress, static_cast<int64_t>(bytes.size()));
   absl::Status sent = RunParallel(ranges.size(), [&](size_t i) {
-    absl::Status part =
-        PutPart(pool.at(static_cast<int>(i)), bytes, *upload_id, ranges[i], crcs[i], chunk, setup);
-    if (part.ok()) sent_bytes.Add(ranges[i].size());
-    return part;
+    return PutPart(pool.at(static_cast<int>(i)), bytes, *upload_id, ranges[i], crcs[i], chunk,
+                   setup, &sent_bytes);
   });
   if (!sent.ok()) {
     AbortUpload(pool.at(0), *upload_id);
@@ -231,12 +237,10 @@ absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, i
   TransferProgress received(progress, total);
   absl::Status s = RunParallel(ranges.size(), [&](size_t i) {
     char* dest = bytes.data() + ranges[i].begin;
-    absl::Status part = i == 0 ? ReadLeader(*reader, context, first, ranges[0].size(),
-                                            ranges.size() == 1, dest, &crcs[0])
-                               : GetRange(pool.at(static_cast<int>(i)), id, ranges[i], chunk_bytes,
-                                          setup, dest, &crcs[i]);
-    if (part.ok()) received.Add(ranges[i].size());
-    return part;
+    return i == 0 ? ReadLeader(*reader, context, first, ranges[0].size(), ranges.size() == 1, dest,
+                               &crcs[0], &received)
+                  : GetRange(pool.at(static_cast<int>(i)), id, ranges[i], chunk_bytes, setup, dest,
+                             &crcs[i], &received);
   });
   if (!s.ok()) return s;
   if (absl::Status crc = CheckCrc(id, CombineInOrder(crcs, ranges), info->crc32c()); !crc.ok()) {

@@ -57,15 +57,16 @@ struct ByteRange {
 std::vector<ByteRange> SplitRanges(int64_t total, int max_parts, int64_t min_part);
 
 // Streams `n` bytes from `data` after the header `first` in messages of
-// `chunk` bytes on one PutTensor call.
+// `chunk` bytes on one PutTensor call; `progress` (may be null) hears of each
+// message written.
 grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
                        const v1::PutTensorRequest& first, const char* data, size_t n, size_t chunk,
-                       v1::PutTensorResponse* response);
+                       v1::PutTensorResponse* response, TransferProgress* progress = nullptr);
 
 // Uploads `bytes` in one part per range, part i on connection i. `header`
 // describes the whole tensor (crc32c is filled here). UNIMPLEMENTED from
 // StartUpload (an older server) is returned as is; on any other failure
-// the upload is aborted. `progress` hears of each part sent.
+// the upload is aborted. `progress` hears of each chunk sent.
 absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& bytes,
                                            v1::PutTensorHeader header,
                                            const std::vector<ByteRange>& ranges, size_t chunk,
@@ -79,7 +80,7 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
 // at the end of its range (cancelled). Checks the CRC32C of all the bytes.
 // `parts` receives the number of streams used. UNIMPLEMENTED when the
 // server ignored a range (an older server): ask again with parallel_min
-// beyond any size. `progress` hears of each range received.
+// beyond any size. `progress` hears of each chunk received.
 absl::StatusOr<std::string> GetParallel(StubPool& pool, const std::string& id, int64_t chunk_bytes,
                                         int64_t parallel_min, int64_t min_part,
                                         const ContextSetup& setup, v1::TensorInfo* info, int* parts,

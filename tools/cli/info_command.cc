@@ -29,12 +29,9 @@ void PrintDevices(const client::ServerInfo& info) {
 }
 
 Json InfoJson(const client::ServerInfo& info) {
-  return Json{{"version", info.version},
-              {"backends", info.backends},
-              {"devices", info.devices},
-              {"gpu_status", info.gpu_status},
-              {"draining", info.draining},
-              {"limits", info.limits}};
+  return Json{{"version", info.version},   {"backends", info.backends},
+              {"devices", info.devices},   {"gpu_status", info.gpu_status},
+              {"draining", info.draining}, {"limits", info.limits}};
 }
 
 }  // namespace
