@@ -28,15 +28,7 @@ class GpuSparseJob {
     if (IsIterative(m)) return Iterate(m);
     const SparseMethod device_method = m == SparseMethod::kLu ? SparseMethod::kQr : m;
     absl::StatusOr<Tensor> x = direct_->Solve(ctx_, device_method, op_.a, op_.b);
-    if (!x.ok()) {
-      const bool singular_qr = device_method == SparseMethod::kQr &&
-                               x.status().code() == absl::StatusCode::kFailedPrecondition;
-      if (singular_qr && op_.allow_fallback) {
-        return absl::InternalError(
-            absl::StrCat(x.status().message(), "; the device has no sparse least-squares solver"));
-      }
-      return x.status();
-    }
+    if (!x.ok()) return DirectFailure(device_method, x.status());
     SparseAttempt attempt;
     attempt.x = std::move(*x);
     if (m == SparseMethod::kLu) {
@@ -49,6 +41,27 @@ class GpuSparseJob {
  private:
   absl::StatusOr<SparseAttempt> Iterate(SparseMethod m);
 
+  // What a direct method's failure means on the device. A singular real
+  // system with fallbacks allowed needs least squares, which the device lacks:
+  // INTERNAL, so the job reruns on the CPU. A complex one that defeats
+  // cusolverSp (its QR's singularity tolerance) is left to the CPU's complex
+  // LU (UMFPACK), whose decision and message then stand: UNIMPLEMENTED, also
+  // rerun on the CPU (RetryableOnCpu).
+  absl::Status DirectFailure(SparseMethod device_method, const absl::Status& s) const {
+    if (s.code() != absl::StatusCode::kFailedPrecondition) return s;
+    if (plan_.complex) {
+      return absl::UnimplementedError(absl::StrCat(s.message(), "; a singular ",
+                                                   DTypeName(op_.a.dtype),
+                                                   " sparse system has no GPU path (the cpu's "
+                                                   "complex lu decides)"));
+    }
+    if (device_method == SparseMethod::kQr && op_.allow_fallback) {
+      return absl::InternalError(
+          absl::StrCat(s.message(), "; the device has no sparse least-squares solver"));
+    }
+    return s;
+  }
+
   GpuContext& ctx_;
   const SparseSolveOp& op_;
   const SparseSolvePlan& plan_;
@@ -58,6 +71,11 @@ class GpuSparseJob {
 absl::StatusOr<SparseAttempt> GpuSparseJob::Iterate(SparseMethod m) {
   const int64_t n = plan_.n, k = plan_.k;
   const DType t = op_.a.dtype;
+  if (IsComplex(t)) {  // PlanSparseSolve admits none today; the device Krylov code is real-only
+    return absl::UnimplementedError(absl::StrCat(SparseMethodName(m), " of ", DTypeName(t),
+                                                 " has no GPU path (the device Krylov solvers "
+                                                 "are real-only)"));
+  }
   const size_t es = DTypeSize(t);
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCsr> a, DeviceCsr::Upload(ctx_, op_.a));
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<GpuPreconditioner> pre,

@@ -89,36 +89,59 @@ class CusolverSparseDirect : public SparseDirectSolver {
                            const DeviceBuffer& d_idx, const void* b, void* x) const;
 };
 
+// csrlsvchol's or csrlsvqr's signature for values V (float, double,
+// cuComplex, cuDoubleComplex) and a tolerance of type Tol (V's real type).
+template <typename V, typename Tol>
+using CsrlsvFn = cusolverStatus_t (*)(cusolverSpHandle_t, int, int, cusparseMatDescr_t, const V*,
+                                      const int*, const int*, const V*, Tol, int, V*, int*);
+
+// One csrlsv call on device CSR (vals, off, idx) of n rows, b and x of n
+// values V; no reordering (the matrix is already METIS-permuted).
+template <typename V, typename Tol>
+absl::Status Csrlsv(CsrlsvFn<V, Tol> fn, const SpHandle& h, int n, int nnz,
+                    const DeviceBuffer& vals, const DeviceBuffer& off, const DeviceBuffer& idx,
+                    const void* b, double tol, void* x, int* singularity) {
+  const int reorder = 0;
+  LINALGD_GPU_CHECK(fn(h.get(), n, nnz, h.descr(), vals.as<V>(), off.as<int>(), idx.as<int>(),
+                       static_cast<const V*>(b), static_cast<Tol>(tol), reorder, static_cast<V*>(x),
+                       singularity));
+  return absl::OkStatus();
+}
+
 absl::Status CusolverSparseDirect::SolveColumn(const SpHandle& h, SparseMethod method,
                                                const CsrView& a, const DeviceBuffer& vals,
                                                const DeviceBuffer& off, const DeviceBuffer& idx,
                                                const void* b, void* x) const {
   const int n = static_cast<int>(a.rows), nnz = static_cast<int>(a.nnz());
-  const bool f64 = a.dtype == DType::kF64;
   const bool chol = method == SparseMethod::kCholesky;
-  const double tol = f64 ? 1e-12 : 1e-6;
-  const int reorder = 0;  // the matrix is already METIS-permuted
+  const bool wide = a.dtype == DType::kF64 || a.dtype == DType::kC128;
+  const double tol = wide ? 1e-12 : 1e-6;
   int singularity = -1;
-  if (f64) {
-    const auto* v = vals.as<double>();
-    const auto* bb = static_cast<const double*>(b);
-    auto* xx = static_cast<double*>(x);
-    LINALGD_GPU_CHECK(chol
-                          ? cusolverSpDcsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(),
-                                                  idx.as<int>(), bb, tol, reorder, xx, &singularity)
-                          : cusolverSpDcsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(),
-                                                idx.as<int>(), bb, tol, reorder, xx, &singularity));
-  } else {
-    const auto* v = vals.as<float>();
-    const auto* bb = static_cast<const float*>(b);
-    auto* xx = static_cast<float*>(x);
-    const float ftol = static_cast<float>(tol);
-    LINALGD_GPU_CHECK(
-        chol ? cusolverSpScsrlsvchol(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(),
-                                     bb, ftol, reorder, xx, &singularity)
-             : cusolverSpScsrlsvqr(h.get(), n, nnz, h.descr(), v, off.as<int>(), idx.as<int>(), bb,
-                                   ftol, reorder, xx, &singularity));
+  absl::Status called;
+  // c64 / c128 values are (re, im) pairs of float / double: cuComplex's and
+  // cuDoubleComplex's layout. Complex csrlsvchol factors a Hermitian a = G G^H.
+  switch (a.dtype) {
+    case DType::kF32:
+      called = Csrlsv<float, float>(chol ? cusolverSpScsrlsvchol : cusolverSpScsrlsvqr, h, n, nnz,
+                                    vals, off, idx, b, tol, x, &singularity);
+      break;
+    case DType::kF64:
+      called = Csrlsv<double, double>(chol ? cusolverSpDcsrlsvchol : cusolverSpDcsrlsvqr, h, n, nnz,
+                                      vals, off, idx, b, tol, x, &singularity);
+      break;
+    case DType::kC64:
+      called = Csrlsv<cuComplex, float>(chol ? cusolverSpCcsrlsvchol : cusolverSpCcsrlsvqr, h, n,
+                                        nnz, vals, off, idx, b, tol, x, &singularity);
+      break;
+    case DType::kC128:
+      called = Csrlsv<cuDoubleComplex, double>(chol ? cusolverSpZcsrlsvchol : cusolverSpZcsrlsvqr,
+                                               h, n, nnz, vals, off, idx, b, tol, x, &singularity);
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a.dtype: cusolverSp solves f32, f64, c64 and c128, not ", DTypeName(a.dtype)));
   }
+  LINALGD_RETURN_IF_ERROR(called);
   if (singularity < 0) return absl::OkStatus();
   return absl::FailedPreconditionError(
       chol ? absl::StrCat("cholesky: a is not positive definite (cusolverSp: pivot ", singularity,

@@ -21,11 +21,12 @@ class SparseDirectSolver {
   // its csrlsvlu is host-only).
   virtual bool Supports(SparseMethod method) const = 0;
 
-  // Solves a x = b for b [n, k] (row-major host tensor view, a's dtype);
-  // returns x [n, k] on the host. FAILED_PRECONDITION when the matrix defeats
-  // the method ("cholesky: a is not positive definite ...", "qr: a is
-  // singular ..."); other statuses as server/gpu/cuda_check.h.
-  // REQUIRES: Supports(method); a canonical and square.
+  // Solves a x = b for b [n, k] (row-major host tensor view, a's dtype: f32,
+  // f64, c64 or c128); returns x [n, k] on the host. FAILED_PRECONDITION when
+  // the matrix defeats the method ("cholesky: a is not positive definite
+  // ...", "qr: a is singular ..."); other statuses as server/gpu/cuda_check.h.
+  // REQUIRES: Supports(method); a canonical and square; for cholesky a
+  // symmetric (complex: Hermitian; only its lower triangle is read).
   virtual absl::StatusOr<Tensor> Solve(GpuContext& ctx, SparseMethod method, const CsrView& a,
                                        const TensorView& b) = 0;
 };

@@ -30,8 +30,12 @@ enum class OpKind { kMatmul, kSolve };
 // step is rerun on the CPU, RetryableOnCpu). The one place a CPU-only dense
 // dtype would be named.
 std::string CpuOnlyReason(DType dtype);
-// JobSpec::cpu_only for a sparse solve: complex ones run on the CPU alone
-// (UMFPACK; cuSOLVER/cuSPARSE paths are real-only here).
+// JobSpec::cpu_only for a sparse solve on `dtype`: empty for every dtype,
+// since the GPU backend runs complex direct solves too (cusolverSp's complex
+// QR, lu run as qr as for real dtypes; a singular complex system is rerun on
+// the CPU, RetryableOnCpu). The sparse cost model (sparse_cost.h) then picks
+// the lane for every dtype alike. The one place a CPU-only sparse dtype
+// would be named.
 std::string SparseCpuOnlyReason(DType dtype);
 
 // What the scheduler needs to know to place a job.

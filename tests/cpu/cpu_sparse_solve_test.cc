@@ -317,38 +317,8 @@ namespace {
 
 using test_complex::C;
 
-// A random non-Hermitian complex a (the pattern of RandomNonsymmetric, each
-// entry times (1 + s i), s in [-0.5, 0.5]; the diagonal times (1 + i): still
-// diagonally dominant) as canonical CSR with packed complex128 values.
-struct ComplexCsr {
-  sparse_test::Csr pattern;
-  std::vector<C> values;
-  CsrView View() const {
-    return {pattern.n,    pattern.n, DType::kC128, pattern.offsets.data(), pattern.indices.data(),
-            values.data()};
-  }
-  std::vector<C> Dense() const {
-    std::vector<C> d(pattern.n * pattern.n);
-    for (int64_t i = 0; i < pattern.n; ++i) {
-      for (int32_t p = pattern.offsets[i]; p < pattern.offsets[i + 1]; ++p) {
-        d[i * pattern.n + pattern.indices[p]] = values[p];
-      }
-    }
-    return d;
-  }
-};
-
-ComplexCsr RandomComplex(int64_t n, std::mt19937& rng) {
-  ComplexCsr a{sparse_test::RandomNonsymmetric(n, 4, rng), {}};
-  std::uniform_real_distribution<double> s(-0.5, 0.5);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int32_t p = a.pattern.offsets[i]; p < a.pattern.offsets[i + 1]; ++p) {
-      const double v = a.pattern.values[p];
-      a.values.push_back(a.pattern.indices[p] == i ? C(v, v) : v * C(1, s(rng)));
-    }
-  }
-  return a;
-}
+using sparse_test::ComplexCsr;
+using sparse_test::RandomComplex;
 
 // Column-major n x k from row-major.
 std::vector<C> Columns(const std::vector<C>& rows, int64_t n, int64_t k) {
@@ -363,7 +333,7 @@ std::vector<C> Columns(const std::vector<C>& rows, int64_t n, int64_t k) {
 TEST(UmfpackComplexTest, NonHermitianMatchesDenseReference) {
   std::mt19937 rng(7);
   const int64_t n = 60, k = 3;
-  const ComplexCsr a = RandomComplex(n, rng);
+  ComplexCsr a = RandomComplex(n, rng);
   const std::vector<C> x = test_complex::RandomValues(rng, n * k);
   const std::vector<C> b = test_complex::Product(a.Dense(), x, n, n, k);
   absl::StatusOr<std::vector<C>> got = UmfpackSolveComplex(a.View(), Columns(b, n, k), k);

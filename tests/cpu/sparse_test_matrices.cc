@@ -23,6 +23,41 @@ CsrView Csr::View(DType dtype) {
   return v;
 }
 
+CsrView ComplexCsr::View(DType dtype) {
+  CsrView v = pattern.View(DType::kF64);
+  v.dtype = dtype;
+  if (dtype == DType::kC64) {
+    values64.assign(values.begin(), values.end());
+    v.values = values64.data();
+  } else {
+    v.values = values.data();
+  }
+  return v;
+}
+
+std::vector<std::complex<double>> ComplexCsr::Dense() const {
+  std::vector<std::complex<double>> d(n() * n());
+  for (int64_t i = 0; i < n(); ++i) {
+    for (int32_t p = pattern.offsets[i]; p < pattern.offsets[i + 1]; ++p) {
+      d[i * n() + pattern.indices[p]] = values[p];
+    }
+  }
+  return d;
+}
+
+ComplexCsr RandomComplex(int64_t n, std::mt19937& rng) {
+  ComplexCsr a{RandomNonsymmetric(n, 4, rng), {}, {}};
+  std::uniform_real_distribution<double> s(-0.5, 0.5);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int32_t p = a.pattern.offsets[i]; p < a.pattern.offsets[i + 1]; ++p) {
+      const double v = a.pattern.values[p];
+      a.values.push_back(a.pattern.indices[p] == i ? std::complex<double>(v, v)
+                                                   : v * std::complex<double>(1, s(rng)));
+    }
+  }
+  return a;
+}
+
 std::vector<double> Csr::Dense() const {
   std::vector<double> d(n * n, 0.0);
   for (int64_t i = 0; i < n; ++i) {

@@ -1,6 +1,7 @@
 #ifndef LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
 #define LINALGD_TESTS_CPU_SPARSE_TEST_MATRICES_H_
 
+#include <complex>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -57,6 +58,25 @@ struct Request {
 absl::StatusOr<SparseSolveResult> Solve(Backend& backend, Csr& a, DType dtype,
                                         const std::vector<double>& b, int64_t k, const Request& r,
                                         Tensor& b_keep);
+
+// Canonical CSR (a real pattern's offsets and indices) with complex values,
+// held in complex128.
+struct ComplexCsr {
+  Csr pattern;
+  std::vector<std::complex<double>> values;
+  std::vector<std::complex<float>> values64;  // filled by View(kC64)
+
+  int64_t n() const { return pattern.n; }
+  // A view in `dtype`, c64 or c128 (c64 values are converted once and kept here).
+  CsrView View(DType dtype = DType::kC128);
+  // Row-major n x n.
+  std::vector<std::complex<double>> Dense() const;
+};
+
+// Random non-Hermitian: RandomNonsymmetric's pattern (4 per row), each
+// off-diagonal entry times (1 + s i), s in [-0.5, 0.5], the diagonal times
+// (1 + i): still diagonally dominant (non-singular).
+ComplexCsr RandomComplex(int64_t n, std::mt19937& rng);
 
 }  // namespace linalgd::sparse_test
 

@@ -99,16 +99,17 @@ TEST(SchedulerTest, EmptyWorkRunsOnCpuWhateverItsSize) {
   EXPECT_EQ(gpu.calls(), 1);
 }
 
-// A complex sparse job (JobSpec::cpu_only) goes to the CPU lane even when
-// large, and says why; a small one stays on the CPU without a reason. Dense
-// complex ops are not CPU-only.
+// A CPU-only job (JobSpec::cpu_only, e.g. a sparse direct solve the cost
+// model gives the CPU) goes to the CPU lane even when large, and says why; a
+// small one stays on the CPU without a reason. No dtype is CPU-only, dense or
+// sparse, complex included.
 TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
   {
     Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
     JobSpec large = Spec(4096), small = Spec(64);
-    large.cpu_only = small.cpu_only = SparseCpuOnlyReason(DType::kC128);
+    large.cpu_only = small.cpu_only = "predicted faster on cpu; ran on cpu";
     s.Submit(std::make_unique<TestJob>(1, large, &out));
     s.Submit(std::make_unique<TestJob>(2, small, &out));
     ASSERT_TRUE(out.WaitFor(2));
@@ -118,17 +119,15 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
     EXPECT_TRUE(out.finished[i].second.ok());
     EXPECT_EQ(out.infos[i].backend, "cpu");
     EXPECT_EQ(out.infos[i].fallback_reason,
-              out.finished[i].first == 1
-                  ? "c128: the GPU backend has no complex sparse solvers; ran on cpu"
-                  : "");
+              out.finished[i].first == 1 ? "predicted faster on cpu; ran on cpu" : "");
   }
   EXPECT_EQ(gpu.calls(), 0);
   EXPECT_EQ(CpuOnlyReason(DType::kF64), "");
   EXPECT_EQ(CpuOnlyReason(DType::kC64), "");  // complex matmuls and solves run on the GPU
   EXPECT_EQ(CpuOnlyReason(DType::kC128), "");
   EXPECT_EQ(SparseCpuOnlyReason(DType::kF32), "");
-  EXPECT_EQ(SparseCpuOnlyReason(DType::kC64),
-            "c64: the GPU backend has no complex sparse solvers; ran on cpu");
+  EXPECT_EQ(SparseCpuOnlyReason(DType::kC64), "");  // complex sparse direct solves run on the GPU
+  EXPECT_EQ(SparseCpuOnlyReason(DType::kC128), "");
 }
 
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
