@@ -39,7 +39,9 @@ def request_ids(message) -> List[str]:
     out = []
     for field, value in message.ListFields():
         if field.message_type is not None:
-            values = value if field.label == field.LABEL_REPEATED else (value,)
+            # By the value, not the descriptor: FieldDescriptor.label is gone
+            # in protobuf 7 (upb), and is_repeated is not in Debian's 4.21.
+            values = (value,) if hasattr(value, "ListFields") else value
             for v in values:
                 if not hasattr(v, "ListFields"):  # a map
                     break
