@@ -293,7 +293,10 @@ TEST_F(IntegrationTest, ShutdownLetsCallsInFlightFinishAndRefusesNewOnes) {
   server_->Shutdown(absl::Seconds(1));
   ServerOptions slow;
   slow.inject_faults = "cpu:matmul:stall=400ms";  // every matmul takes 400 ms
-  slow.cpu_workers = 2;  // whatever the host's cores: 2 run at once, 2 queue
+  // Whatever the host's cores: 2 run at once on the workers, 2 queue (none
+  // runs inline on a gRPC thread).
+  slow.cpu_workers = 2;
+  slow.inline_max_run = absl::ZeroDuration();
   StartServer(slow);
   MatmulArgs args;
   args.a = RandomTensor<double>({8, 8}, 1);

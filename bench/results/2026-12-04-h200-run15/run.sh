@@ -28,7 +28,7 @@ run gpu_tests 200 "$h/bin/gpu_tests"
 run gpu_unit_tests 30 "$h/bin/gpu_unit_tests"
 run gpu_server_tests 150 "$h/bin/gpu_server_tests"
 run integration_gpu 150 "$h/bin/integration_tests" --gtest_filter="$INTEGRATION_FILTER"
-LINALGD_SERVER="$h/bin/linalgd" run python_client 300 python3 -m pytest -q -p no:cacheprovider tests/python
+LINALGD_SERVER="$h/bin/linalgd" run python_client 420 python3 -m pytest -q -p no:cacheprovider tests/python
 for f in gpu_tests gpu_unit_tests gpu_server_tests integration_gpu; do
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$logs/$f.log" | head -20 | sed "s/^/$f: /" >> "$s"
 done
@@ -55,7 +55,7 @@ for n in 1024 2048 4096; do
 done
 run batching_shm 150 "$B" --workloads batching --batch-shm --batch-connections 16 --json "$json/batching_shm.json"
 run gpu_bench 200 "$h/bin/linalgd-gpu-bench" --json "$json/gpu_bench.json"
-run replicas 200 python3 bench/replica_throughput.py --server "$h/bin/linalgd" --replicas 1 3 --callers 64 --processes 8 --n 512 --seconds 5 -- --cpu-threshold 0
+run replicas 100 python3 bench/replica_throughput.py --server "$h/bin/linalgd" --replicas 1 3 --callers 64 --processes 8 --n 512 --seconds 5 -- --cpu-threshold 0
 echo "== cpu-threshold auto" >> "$s"; grep -i "cpu-threshold auto" "$logs/srv_auto.log" | head -3 >> "$s"
 for f in latency_cpu latency_gpu128; do echo "== $f"; grep -E "p50|p99" "$logs/$f.log" | head -3; done >> "$s"
 echo "== e2e64" >> "$s"; grep -iE "solve|matmul" "$logs/e2e64.log" | head -12 >> "$s"
