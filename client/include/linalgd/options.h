@@ -54,7 +54,7 @@ struct ClientOptions {
   int64_t transfer_part_min_bytes = int64_t{8} << 20;
   // Progress of each PutTensor/GetTensor transfer (Matmul/Solve's streamed
   // operands and results included): called with the bytes done so far and
-  // the tensor's total as each part ends, `done` growing to `total` (a
+  // the tensor's total as each chunk moves, `done` growing to `total` (a
   // one-stream transfer: once, at its end; one retried in one stream, for an
   // older server, starts again from 0). The calls of one tensor come one at
   // a time; those of tensors sent at once (a Matmul's operands) interleave,

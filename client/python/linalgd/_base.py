@@ -120,7 +120,11 @@ class ClientBase:
         self.stream_threshold = 64 << 20
         # Such a tensor moves in up to transfer_connections parts of at least
         # transfer_part_min_bytes, part i over TCP connection i (transfer.py).
-        self.transfer_connections = 8
+        # 4, not the C++ client's 8: grpcio copies every message under the GIL,
+        # and on a 16-core H200 host 4 connections moved a 4096^2 f32 round
+        # trip at 1.80 GB/s against 1.33 with 8 and 1.28 with 16
+        # (bench/results/2026-12-04-h200-run15).
+        self.transfer_connections = 4
         self.transfer_part_min_bytes = 8 << 20
         self._closed = False
         self._metadata = tuple(metadata) + _bearer(token)
