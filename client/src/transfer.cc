@@ -105,11 +105,10 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   grpc::ClientContext context;
   setup(context);
   v1::PutTensorResponse response;
+  TransferProgress progress(options_.transfer_progress, static_cast<int64_t>(bytes.size()));
   const grpc::Status status =
-      StreamPut(stub_, context, first, bytes.data(), bytes.size(), chunk, &response);
+      StreamPut(stub_, context, first, bytes.data(), bytes.size(), chunk, &response, &progress);
   if (!status.ok()) return FromGrpc(status);
-  const int64_t sent = static_cast<int64_t>(bytes.size());
-  TransferProgress(options_.transfer_progress, sent).Add(sent);
   return FromProto(response.tensor());
 }
 

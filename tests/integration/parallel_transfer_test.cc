@@ -40,9 +40,15 @@ class ParallelTransferTest : public ServerTest {
     co.chunk_bytes = 4 << 10;
     co.transfer_connections = connections;
     co.transfer_part_min_bytes = 16 << 10;
-    co.debug_log = [log](absl::string_view line) { log->emplace_back(line); };
+    // debug_log is called from the transfer threads, several at once.
+    co.debug_log = [this, log](absl::string_view line) {
+      absl::MutexLock lock(&log_mu_);
+      log->emplace_back(line);
+    };
     return Client::Create(co).value();
   }
+
+  absl::Mutex log_mu_;
 
   static v1::PutTensorHeader HeaderFor(const Tensor& t) {
     v1::PutTensorHeader h;
@@ -285,7 +291,10 @@ TEST_F(ParallelTransferTest, DefaultOptionsUploadAMediumOperandInParts) {
   std::vector<std::string> log;
   client::ClientOptions co;
   co.target = target();
-  co.debug_log = [&log](absl::string_view line) { log.emplace_back(line); };
+  co.debug_log = [this, &log](absl::string_view line) {
+    absl::MutexLock lock(&log_mu_);
+    log.emplace_back(line);
+  };
   std::unique_ptr<Client> c = Client::Create(co).value();
   constexpr int64_t kN = 2048;  // a: 16 MiB of f32
   std::vector<float> a(kN * kN);
@@ -356,7 +365,10 @@ TEST_F(ParallelTransferTest, AServerWithoutMultiPartUploadsGetsOneStream) {
   co.chunk_bytes = 4 << 10;
   co.transfer_part_min_bytes = 16 << 10;
   std::vector<std::string> log;
-  co.debug_log = [&log](absl::string_view line) { log.emplace_back(line); };
+  co.debug_log = [this, &log](absl::string_view line) {
+    absl::MutexLock lock(&log_mu_);
+    log.emplace_back(line);
+  };
   std::unique_ptr<Client> c = Client::Create(co).value();
   const Tensor a = RandomTensor<float>({301, 97}, 8);
   for (int round = 0; round < 2; ++round) {  // the second round knows already

@@ -68,26 +68,28 @@ TEST_F(TransferProgressTest, PartsOfAnUploadAndADownloadGrowToTheTotal) {
   absl::StatusOr<client::TensorInfo> info = c->PutTensor(t, {}, {});
   ASSERT_TRUE(info.ok()) << info.status();
   const auto put = calls_.Take();
-  EXPECT_EQ(put.size(), 4u);
+  EXPECT_EQ(put.size(), 64u);  // one per 4 KiB chunk of the 4 parts
   ExpectGrowsTo(put, total);
 
   absl::StatusOr<Tensor> back = c->GetTensor(info->id, {});
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->bytes(), t.bytes());
   const auto get = calls_.Take();
-  EXPECT_EQ(get.size(), 4u);
+  EXPECT_EQ(get.size(), 64u);
   ExpectGrowsTo(get, total);
 }
 
-TEST_F(TransferProgressTest, OneStreamReportsOnceAtItsEnd) {
+TEST_F(TransferProgressTest, OneStreamReportsEachChunk) {
   std::unique_ptr<Client> c = ProgressClient(/*threshold=*/0);
-  const Tensor t = RandomTensor<float>({64, 64}, 2);
+  const Tensor t = RandomTensor<float>({64, 64}, 2);  // 16 KiB: one part, 4 chunks
   const int64_t total = static_cast<int64_t>(t.bytes().size());
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {
+      {4096, total}, {8192, total}, {12288, total}, {16384, total}};
   absl::StatusOr<client::TensorInfo> info = c->PutTensor(t, {}, {});
   ASSERT_TRUE(info.ok()) << info.status();
-  EXPECT_EQ(calls_.Take(), (std::vector<std::pair<int64_t, int64_t>>{{total, total}}));
+  EXPECT_EQ(calls_.Take(), chunks);
   ASSERT_TRUE(c->GetTensor(info->id, {}).ok());
-  EXPECT_EQ(calls_.Take(), (std::vector<std::pair<int64_t, int64_t>>{{total, total}}));
+  EXPECT_EQ(calls_.Take(), chunks);
 }
 
 TEST_F(TransferProgressTest, MatmulReportsItsStreamedOperandsAndResult) {

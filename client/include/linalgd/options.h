@@ -54,12 +54,10 @@ struct ClientOptions {
   int64_t transfer_part_min_bytes = int64_t{8} << 20;
   // Progress of each PutTensor/GetTensor transfer (Matmul/Solve's streamed
   // operands and results included): called with the bytes done so far and
-  // the tensor's total as each chunk moves, `done` growing to `total` (a
-  // one-stream transfer: once, at its end; one retried in one stream, for an
-  // older server, starts again from 0). The calls of one tensor come one at
-  // a time; those of tensors sent at once (a Matmul's operands) interleave,
-  // each with its own counts. Called on the transfer's threads: keep it
-  // quick. Unset: none.
+  // the tensor's total as each chunk moves, `done` growing to `total` (an
+  // upload retried in one stream, for an older server, starts again from 0). The calls of one
+  // tensor come one at a time; those of tensors sent at once (a Matmul's operands) interleave, each
+  // with its own counts. Called on the transfer's threads: keep it quick. Unset: none.
   std::function<void(int64_t done, int64_t total)> transfer_progress;
   // Same-host shared memory. When set and the target is on this host
   // (unix:..., localhost, 127.x.y.z, [::1]), the first Matmul/Solve creates a
@@ -79,8 +77,10 @@ struct ClientOptions {
   // GetServerInfo reports (set this when the client sees the socket at
   // another path, e.g. another container's mount of the same volume).
   std::string shared_memory_socket;
-  // Receives the client's debug lines (e.g. why shared memory is not used).
-  // Unset: stderr when the environment has LINALGD_CLIENT_DEBUG, else nowhere.
+  // Receives the client's debug lines (e.g. why shared memory is not used),
+  // from the calling and the transfer threads, several at once: it must be
+  // thread-safe. Unset: stderr when the environment has LINALGD_CLIENT_DEBUG,
+  // else nowhere.
   std::function<void(absl::string_view)> debug_log;
 };
 
