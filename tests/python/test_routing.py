@@ -236,6 +236,19 @@ def test_draining_metadata_takes_a_replica_out_of_rotation():
     assert grpc.StatusCode.UNAVAILABLE == linalgd.ReplicaGone.code
 
 
+def test_malformed_load_metadata_keeps_the_last_good_load():
+    replicas = _replicas.ReplicaSet(["a", "b"], lambda address: _replicas.Replica(address))
+    a, b = replicas.all()
+    replicas.observe(a, (("linalgd-queue-depth", "5"), ("linalgd-predicted-wait-us", "900")))
+    replicas.observe(b, (("linalgd-queue-depth", "0"), ("linalgd-predicted-wait-us", "10")))
+    for bad in ("", "x", "1e3", "0x10", " ", "9" * 5000):
+        replicas.observe(b, (("linalgd-queue-depth", bad), ("linalgd-predicted-wait-us", bad)))
+    assert (b.queue_depth, b.predicted_wait_us) == (0, 10)
+    assert replicas.pick() is b  # still the less loaded one
+    replicas.observe(b, (("linalgd-queue-depth", "7"), ("linalgd-predicted-wait-us", "5000")))
+    assert replicas.pick() is a
+
+
 def test_asyncio_client_routes_alike(start_server):
     import asyncio
     import linalgd.aio
