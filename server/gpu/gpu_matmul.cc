@@ -131,29 +131,37 @@ absl::Status LaunchComplexMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
                        Activation::kNone, ctx.hs.stream);
 }
 
-// The operands of a matmul scanned on the device, in CheckMatmulInputsFinite's
-// order (c, uploaded reshaped, is scanned on the host).
-enum CheckSlot { kSlotA, kSlotB, kSlotBias };
+}  // namespace
 
-// After the stream has synchronized: CheckMatmulInputsFinite's verdict from
-// the slots (and from a host scan of c).
-absl::Status FiniteVerdict(const HandleSet& hs, const MatmulOp& op) {
+absl::Status ScanMatmulOperands(const MatmulOp& op, const void* a, const void* b, const void* bias,
+                                unsigned long long* slots, cudaStream_t stream) {
+  // A complex tensor is scanned as 2x its elements of its parts' dtype; bias
+  // has the output's dtype, which may differ from a's.
+  auto scan = [&](const TensorView& t, const void* p, int slot) {
+    return NonFiniteScan{RealPart(t.dtype), p, (IsComplex(t.dtype) ? 2 : 1) * t.num_elements(),
+                         slots + slot};
+  };
+  NonFiniteScan scans[kMatmulCheckSlots] = {scan(op.a, a, kSlotA), scan(op.b, b, kSlotB)};
+  int count = 2;
+  if (op.bias) scans[count++] = scan(*op.bias, bias, kSlotBias);
+  return FirstNonFiniteOfEach(scans, count, stream);
+}
+
+absl::Status MatmulFiniteVerdict(const MatmulOp& op, const unsigned long long* slots) {
   if (!op.check_finite) return absl::OkStatus();
   constexpr unsigned long long kNone = ~0ull;
   // A complex tensor was scanned as its real and imaginary parts.
-  auto element = [&](int slot) {
-    return static_cast<int64_t>(hs.check_host[slot]) / (IsComplex(op.a.dtype) ? 2 : 1);
+  auto element = [&](const TensorView& t, int slot) {
+    return static_cast<int64_t>(slots[slot]) / (IsComplex(t.dtype) ? 2 : 1);
   };
-  if (hs.check_host[kSlotA] != kNone) return NonFiniteError(op.a, "a", element(kSlotA));
-  if (hs.check_host[kSlotB] != kNone) return NonFiniteError(op.b, "b", element(kSlotB));
+  if (slots[kSlotA] != kNone) return NonFiniteError(op.a, "a", element(op.a, kSlotA));
+  if (slots[kSlotB] != kNone) return NonFiniteError(op.b, "b", element(op.b, kSlotB));
   if (op.c) LINALGD_RETURN_IF_ERROR(CheckFinite(*op.c, "c"));
-  if (op.bias && hs.check_host[kSlotBias] != kNone) {
-    return NonFiniteError(*op.bias, "bias", element(kSlotBias));
+  if (op.bias && slots[kSlotBias] != kNone) {
+    return NonFiniteError(*op.bias, "bias", element(*op.bias, kSlotBias));
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void* a, const void* b,
                                  const void* bias) {
@@ -161,17 +169,7 @@ absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void
   HandleSet& hs = ctx.hs;
   const size_t bytes = HandleSet::kCheckSlots * sizeof(unsigned long long);
   LINALGD_GPU_CHECK(cudaMemsetAsync(hs.check_device, 0xff, bytes, hs.stream));
-  // A complex tensor is scanned as 2x its elements of its parts' dtype.
-  const DType part = RealPart(op.a.dtype);
-  const int64_t parts = IsComplex(op.a.dtype) ? 2 : 1;
-  LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(part, a, parts * op.a.num_elements(), hs.check_device + kSlotA, hs.stream));
-  LINALGD_RETURN_IF_ERROR(
-      FirstNonFinite(part, b, parts * op.b.num_elements(), hs.check_device + kSlotB, hs.stream));
-  if (op.bias) {
-    LINALGD_RETURN_IF_ERROR(FirstNonFinite(part, bias, parts * op.bias->num_elements(),
-                                           hs.check_device + kSlotBias, hs.stream));
-  }
+  LINALGD_RETURN_IF_ERROR(ScanMatmulOperands(op, a, b, bias, hs.check_device, hs.stream));
   LINALGD_GPU_CHECK(
       cudaMemcpyAsync(hs.check_host, hs.check_device, bytes, cudaMemcpyDeviceToHost, hs.stream));
   return absl::OkStatus();
@@ -242,7 +240,7 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
   phase.emplace([&] { return MatmulRangeName(op, plan, "download"); });
   absl::StatusOr<Tensor> out = Download(ctx, d.data(), op.out_dtype, plan.out_shape, op.result_to);
   if (!out.ok()) return out;
-  LINALGD_RETURN_IF_ERROR(FiniteVerdict(ctx.hs, op));
+  LINALGD_RETURN_IF_ERROR(MatmulFiniteVerdict(op, ctx.hs.check_host));
   return out;
 }
 

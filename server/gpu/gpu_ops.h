@@ -29,6 +29,19 @@ absl::Status EnqueueFiniteChecks(GpuContext& ctx, const MatmulOp& op, const void
                                  const void* bias);
 bool FoundNonFinite(const HandleSet& hs, const MatmulOp& op);
 
+// The slots of a matmul's device scans, in CheckMatmulInputsFinite's order
+// (c, uploaded expanded, is scanned on the host).
+enum MatmulCheckSlot { kSlotA, kSlotB, kSlotBias, kMatmulCheckSlots };
+static_assert(kMatmulCheckSlots <= HandleSet::kCheckSlots);
+// The scans of a, b and bias (may be null when op has none) on the device,
+// each as its own dtype, in one launch into slots[MatmulCheckSlot].
+// REQUIRES: the slots are ~0.
+absl::Status ScanMatmulOperands(const MatmulOp& op, const void* a, const void* b, const void* bias,
+                                unsigned long long* slots, cudaStream_t stream);
+// With op.check_finite: CheckMatmulInputsFinite's verdict from the scans'
+// slots (host values, ~0: none found) and a host scan of c; OK without.
+absl::Status MatmulFiniteVerdict(const MatmulOp& op, const unsigned long long* slots);
+
 }  // namespace linalgd::gpu
 
 #endif  // LINALGD_SERVER_GPU_GPU_OPS_H_

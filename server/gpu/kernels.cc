@@ -1,5 +1,6 @@
 #include "server/gpu/kernels.h"
 
+#include "absl/strings/str_cat.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/kernels_impl.h"
 
@@ -108,6 +109,26 @@ absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stre
 
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream) {
   LINALGD_GPU_CHECK(impl::IllegalAddress(stream));
+  return absl::OkStatus();
+}
+
+// ---- Small jobs: the operands' NaN/Inf scans in one launch ----
+
+absl::Status FirstNonFiniteOfEach(const NonFiniteScan* scans, int count, cudaStream_t stream) {
+  if (count < 0 || count > kMaxNonFiniteScans) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FirstNonFiniteOfEach: ", count, " scans, at most ", kMaxNonFiniteScans));
+  }
+  impl::ScanSet set;
+  for (int i = 0; i < count; ++i) {
+    if (scans[i].count == 0) continue;
+    set.x[set.n] = scans[i].x;
+    set.count[set.n] = scans[i].count;
+    set.slot[set.n] = scans[i].slot;
+    set.elem[set.n] = ToElem(scans[i].t);
+    ++set.n;
+  }
+  LINALGD_GPU_CHECK(impl::FirstNonFiniteOfEach(set, stream));
   return absl::OkStatus();
 }
 

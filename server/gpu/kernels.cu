@@ -553,4 +553,93 @@ cudaError_t IllegalAddress(cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// ---- Small jobs: the operands' NaN/Inf scans in one launch ----
+
+namespace {
+
+// The bits of an element of range r: its width and the exponent mask.
+struct ScanBits {
+  int width = 0;  // bytes; 0: not a real dtype the scan takes
+  uint64_t mask = 0;
+};
+
+ScanBits BitsOf(Elem t) {
+  switch (t) {
+    case Elem::kF32:
+      return {4, 0x7f800000};
+    case Elem::kF64:
+      return {8, 0x7ff0000000000000};
+    case Elem::kF16:
+      return {2, 0x7c00};
+    case Elem::kBF16:
+      return {2, 0x7f80};
+    case Elem::kC64:  // callers scan the parts (twice the count)
+    case Elem::kC128:
+      break;
+  }
+  return {};
+}
+
+// The ranges of one launch, as the kernel reads them.
+struct DeviceScans {
+  const void* x[kMaxScans];
+  int64_t count[kMaxScans];
+  unsigned long long* slot[kMaxScans];
+  uint64_t mask[kMaxScans];
+  int width[kMaxScans];
+};
+
+// FirstNonFiniteKernel's scan of x[0, count) with `Bits` elements: this
+// thread's first non-finite index, or ~0.
+template <typename Bits>
+__device__ unsigned long long FirstOfThread(const void* p, int64_t count, Bits exp_mask) {
+  const Bits* x = static_cast<const Bits*>(p);
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if ((x[i] & exp_mask) == exp_mask) return static_cast<unsigned long long>(i);
+  }
+  return ~0ull;
+}
+
+// blockIdx.y picks the range; within it, as FirstNonFiniteKernel.
+__global__ void FirstNonFiniteOfEachKernel(DeviceScans s) {
+  const int r = blockIdx.y;
+  unsigned long long first = ~0ull;
+  switch (s.width[r]) {
+    case 2:
+      first = FirstOfThread<uint16_t>(s.x[r], s.count[r], static_cast<uint16_t>(s.mask[r]));
+      break;
+    case 4:
+      first = FirstOfThread<uint32_t>(s.x[r], s.count[r], static_cast<uint32_t>(s.mask[r]));
+      break;
+    default:
+      first = FirstOfThread<uint64_t>(s.x[r], s.count[r], s.mask[r]);
+      break;
+  }
+  if (first != ~0ull) atomicMin(s.slot[r], first);
+}
+
+}  // namespace
+
+cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream) {
+  if (scans.n < 0 || scans.n > kMaxScans) return cudaErrorInvalidValue;
+  DeviceScans s{};
+  int64_t longest = 0;
+  for (int i = 0; i < scans.n; ++i) {
+    const ScanBits bits = BitsOf(scans.elem[i]);
+    if (bits.width == 0) return cudaErrorInvalidValue;
+    s.x[i] = scans.x[i];
+    s.count[i] = scans.count[i];
+    s.slot[i] = scans.slot[i];
+    s.mask[i] = bits.mask;
+    s.width[i] = bits.width;
+    longest = std::max(longest, scans.count[i]);
+  }
+  if (longest == 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(std::min(Blocks(longest, 256), 2048)),
+                  static_cast<unsigned>(scans.n));
+  FirstNonFiniteOfEachKernel<<<grid, 256, 0, stream>>>(s);
+  return cudaGetLastError();
+}
+
 }  // namespace linalgd::gpu::impl

@@ -82,6 +82,24 @@ absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stre
 // the context with cudaErrorIllegalAddress (sticky).
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream);
 
+// ---- Small jobs (small_matmul.h): the operands' NaN/Inf scans in one launch ----
+
+// One range to scan: `count` elements of the real dtype `t` (F32, F64, F16
+// or BF16; a complex tensor is scanned as its parts) at `x`, its verdict in
+// `*slot`.
+struct NonFiniteScan {
+  DType t = DType::kF32;
+  const void* x = nullptr;
+  int64_t count = 0;
+  unsigned long long* slot = nullptr;
+};
+inline constexpr int kMaxNonFiniteScans = 4;
+
+// FirstNonFinite of each of `scans` (at most kMaxNonFiniteScans; ranges of
+// count 0 are left out) with one kernel launch: each slot gets what
+// FirstNonFinite alone would give it. REQUIRES: every slot ~0 before.
+absl::Status FirstNonFiniteOfEach(const NonFiniteScan* scans, int count, cudaStream_t stream);
+
 }  // namespace linalgd::gpu
 
 #endif  // LINALGD_SERVER_GPU_KERNELS_H_

@@ -39,6 +39,20 @@ cudaError_t FirstNonFinite(Elem t, const void* x, int64_t count, unsigned long l
 cudaError_t Conjugate(Elem t, void* x, int64_t count, cudaStream_t stream);
 cudaError_t IllegalAddress(cudaStream_t stream);
 
+// ---- Small jobs: the operands' NaN/Inf scans in one launch ----
+
+// Up to kMaxScans ranges, each of its own real Elem (F32, F64, F16, BF16):
+// x[i][0, count[i]) into slot[i].
+constexpr int kMaxScans = 4;
+struct ScanSet {
+  const void* x[kMaxScans] = {};
+  int64_t count[kMaxScans] = {};
+  unsigned long long* slot[kMaxScans] = {};
+  Elem elem[kMaxScans] = {};
+  int n = 0;
+};
+cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream);
+
 }  // namespace linalgd::gpu::impl
 
 #endif  // LINALGD_SERVER_GPU_KERNELS_IMPL_H_

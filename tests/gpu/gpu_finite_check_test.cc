@@ -167,5 +167,39 @@ TEST_F(GpuFiniteCheckTest, ABatchWithOneNonFiniteMemberFails) {
   EXPECT_EQ(gpu.MatmulBatch(ptrs, plan, &outs).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// An f16 product with an f32 bias (the output's dtype): the bias is scanned
+// as f32. Every bias value is finite, its low half-word having every f16
+// exponent bit set (read as f16 it would be Inf); then one is +Inf. Both a
+// small product and one past the small products' staging (1 MiB operands).
+TEST_F(GpuFiniteCheckTest, ABiasIsScannedAsItsOwnDtype) {
+  LINALGD_REQUIRE_GPU();
+  gpu::GpuBackend& gpu = *gpu_test::FirstGpu();
+  for (int64_t m : {128, 1024}) {
+    const Tensor a = RandomTensor(DType::kF16, {m, 512}, rng_);
+    const Tensor b = RandomTensor(DType::kF16, {512, 64}, rng_);
+    Tensor bias(DType::kF32, {64});
+    const uint32_t bits = 0x3f807c00;  // 1.0038
+    for (int64_t i = 0; i < bias.num_elements(); ++i) {
+      std::memcpy(bias.mutable_as<float>() + i, &bits, sizeof bits);
+    }
+    MatmulOp op;
+    op.a = a.view();
+    op.b = b.view();
+    op.bias = bias.view();
+    op.epilogue = Epilogue::kBias;
+    op.out_dtype = DType::kF32;
+    op.check_finite = true;
+    ASSERT_TRUE(CheckMatmulInputsFinite(op).ok());
+    absl::StatusOr<Tensor> out = gpu.Matmul(op, PlanMatmul(op).value());
+    ASSERT_TRUE(out.ok()) << m << ": " << out.status();
+    EXPECT_LE(RelError(Values(*out), Reference(op)), 1e-4) << m;
+    bias.mutable_as<float>()[7] = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(gpu.Matmul(op, PlanMatmul(op).value()).status().message(),
+              absl::StrCat(gpu.name(), ": ", CheckMatmulInputsFinite(op).message()));
+    EXPECT_THAT(std::string(CheckMatmulInputsFinite(op).message()),
+                testing::HasSubstr("bias: element 7 is +Inf"));
+  }
+}
+
 }  // namespace
 }  // namespace linalgd
