@@ -13,13 +13,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/gpu/lt_descs.h"
 
 namespace linalgd::gpu {
 
 // What one job on one device needs: a non-blocking stream with its library
-// handles bound to it, a cuBLAS(Lt) workspace, two events for staged copies
-// and the slots of on-device checks. Created once, owned by a HandlePool,
-// used by one job at a time.
+// handles bound to it, a cuBLAS(Lt) workspace, two events for staged copies,
+// the slots of on-device checks and the cuBLASLt descriptors of its
+// products. Created once, owned by a HandlePool, used by one job at a time.
 struct HandleSet {
   static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes);
   ~HandleSet();
@@ -42,6 +43,8 @@ struct HandleSet {
   static constexpr int kCheckSlots = 4;
   unsigned long long* check_device = nullptr;
   unsigned long long* check_host = nullptr;
+  // cuBLASLt descriptors of this set's products (lt_matmul.cc).
+  LtDescCache lt_descs;
 
  private:
   HandleSet() = default;
@@ -75,6 +78,8 @@ class HandlePool {
   // Blocks until a set is free. No GPU call is made under the pool's lock.
   Lease Acquire() ABSL_LOCKS_EXCLUDED(mu_);
   int size() const { return static_cast<int>(sets_.size()); }
+  // Set i (i < size()), for tests that look at what each set owns.
+  const HandleSet& set(int i) const { return *sets_[i]; }
 
  private:
   HandlePool() = default;

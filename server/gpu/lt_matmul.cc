@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -59,18 +60,6 @@ int64_t Alignment(const void* p, int64_t stride_elems, DType t) {
   return static_cast<int64_t>(bits & (~bits + 1));
 }
 
-// Owns the descriptors of one call.
-struct LtDescs {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
-  ~LtDescs() {
-    for (cublasLtMatrixLayout_t l : {a, b, c, d}) {
-      if (l != nullptr) cublasLtMatrixLayoutDestroy(l);
-    }
-    if (op != nullptr) cublasLtMatmulDescDestroy(op);
-  }
-};
-
 absl::Status MakeLayout(cublasLtMatrixLayout_t* l, DType t, int64_t rows, int64_t cols, int64_t ld,
                         int64_t batch, int64_t stride) {
   LINALGD_GPU_CHECK(cublasLtMatrixLayoutCreate(l, CudaType(t), rows, cols, ld));
@@ -81,6 +70,20 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* l, DType t, int64_t rows, int64_
     LINALGD_GPU_CHECK(cublasLtMatrixLayoutSetAttribute(
         *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   }
+  return absl::OkStatus();
+}
+
+bool HasBias(cublasLtEpilogue_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
+         epilogue == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+// Points a bias epilogue's descriptor at x.bias (a call's own pointer: set
+// before every product, the descriptors being reused).
+absl::Status SetBias(const LtMatmulArgs& x, cublasLtEpilogue_t epilogue, LtDescs& d) {
+  if (!HasBias(epilogue)) return absl::OkStatus();
+  LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &x.bias,
+                                                   sizeof(x.bias)));
   return absl::OkStatus();
 }
 
@@ -98,11 +101,7 @@ absl::Status BuildDescs(const LtMatmulArgs& x, cublasLtEpilogue_t epilogue, LtDe
       cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof(op_lt_b)));
   LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                    sizeof(epilogue)));
-  if (epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ||
-      epilogue == CUBLASLT_EPILOGUE_GELU_BIAS) {
-    LINALGD_GPU_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                     &x.bias, sizeof(x.bias)));
-  }
+  LINALGD_RETURN_IF_ERROR(SetBias(x, epilogue, d));
   const int64_t b_rows = x.trans_b ? x.n : x.k, b_cols = x.trans_b ? x.k : x.n;
   const int64_t a_rows = x.trans_a ? x.k : x.m, a_cols = x.trans_a ? x.m : x.k;
   LINALGD_RETURN_IF_ERROR(
@@ -113,6 +112,9 @@ absl::Status BuildDescs(const LtMatmulArgs& x, cublasLtEpilogue_t epilogue, LtDe
       MakeLayout(&d.c, x.out_dtype, x.n, x.m, x.n, x.batch, x.c ? x.c_stride : x.m * x.n));
   return MakeLayout(&d.d, x.out_dtype, x.n, x.m, x.n, x.batch, x.m * x.n);
 }
+
+// The key's slot that the descriptor cache sets to the entry's `fused`.
+constexpr int kFusedSlot = 14;
 
 LtAlgoCache::Key MakeKey(const LtMatmulArgs& x, int64_t alignment) {
   return {static_cast<int64_t>(x.in_dtype),
@@ -129,7 +131,7 @@ LtAlgoCache::Key MakeKey(const LtMatmulArgs& x, int64_t alignment) {
           x.b_stride,
           x.c != nullptr ? x.c_stride : -1,
           alignment,
-          0,
+          0,  // kFusedSlot: 0 in the algorithm cache's keys
           0};
 }
 
@@ -256,8 +258,7 @@ absl::StatusOr<bool> Choose(HandleSet& hs, const LtMatmulArgs& x, const LtDescs&
 
 // Plans `x` (fused epilogue first, then the plain product), through the cache.
 absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x,
-                                        int64_t alignment) {
-  const LtAlgoCache::Key key = MakeKey(x, alignment);
+                                        const LtAlgoCache::Key& key, int64_t alignment) {
   LtAlgoCache::Entry entry;
   if (cache.Lookup(key, &entry)) return entry;
   // cuBLASLt fuses a per-column bias only; its fp64 GELU is not accurate to
@@ -285,6 +286,22 @@ absl::StatusOr<LtAlgoCache::Entry> Plan(HandleSet& hs, LtAlgoCache& cache, const
   }
   cache.Insert(key, entry);
   return entry;
+}
+
+// hs's descriptors for x (built on the key's first product there), their
+// bias pointer set to x.bias. `fused`: with the epilogue fused.
+absl::StatusOr<LtDescs*> CachedDescs(HandleSet& hs, const LtMatmulArgs& x, LtAlgoCache::Key key,
+                                     bool fused) {
+  const cublasLtEpilogue_t epilogue = fused ? FusedEpilogue(x) : CUBLASLT_EPILOGUE_DEFAULT;
+  key[kFusedSlot] = fused;
+  LtDescs* descs = hs.lt_descs.Find(key);
+  if (descs != nullptr) {
+    LINALGD_RETURN_IF_ERROR(SetBias(x, epilogue, *descs));
+    return descs;
+  }
+  auto built = std::make_unique<LtDescs>();
+  LINALGD_RETURN_IF_ERROR(BuildDescs(x, epilogue, *built));
+  return hs.lt_descs.Insert(key, std::move(built));
 }
 
 }  // namespace
@@ -316,11 +333,10 @@ absl::Status LtMatmul(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& x) 
                 Alignment(x.d, x.m * x.n, x.out_dtype)});
   if (x.c != nullptr) alignment = std::min(alignment, Alignment(x.c, x.c_stride, x.out_dtype));
   if (x.bias != nullptr) alignment = std::min(alignment, Alignment(x.bias, 0, x.out_dtype));
-  LINALGD_ASSIGN_OR_RETURN(LtAlgoCache::Entry entry, Plan(hs, cache, x, alignment));
-  LtDescs descs;
-  LINALGD_RETURN_IF_ERROR(
-      BuildDescs(x, entry.fused ? FusedEpilogue(x) : CUBLASLT_EPILOGUE_DEFAULT, descs));
-  LINALGD_RETURN_IF_ERROR(RunProduct(hs, x, descs, entry.algo));
+  const LtAlgoCache::Key key = MakeKey(x, alignment);
+  LINALGD_ASSIGN_OR_RETURN(LtAlgoCache::Entry entry, Plan(hs, cache, x, key, alignment));
+  LINALGD_ASSIGN_OR_RETURN(LtDescs * descs, CachedDescs(hs, x, key, entry.fused));
+  LINALGD_RETURN_IF_ERROR(RunProduct(hs, x, *descs, entry.algo));
   if (!entry.fused && (x.bias != nullptr || x.act != Activation::kNone)) {
     return ApplyEpilogue(x.out_dtype, x.d, x.batch, x.m, x.n, x.bias, x.bias_per_row, x.act,
                          hs.stream);

@@ -14,6 +14,7 @@
 #include "server/backend/ops.h"
 #include "server/gpu/handle_pool.h"
 #include "server/gpu/kernels.h"
+#include "server/gpu/lt_descs.h"
 
 namespace linalgd::gpu {
 
@@ -47,7 +48,7 @@ struct LtMatmulArgs {
 // Thread-safe; the lock is never held across a library call.
 class LtAlgoCache {
  public:
-  using Key = std::array<int64_t, 16>;
+  using Key = LtKey;
   struct Entry {
     cublasLtMatmulAlgo_t algo;
     bool fused = true;  // false: epilogue applied by a kernel after the product
@@ -66,7 +67,9 @@ class LtAlgoCache {
 
 // Runs the product on hs.stream (cuBLASLt; the epilogue fused when cuBLASLt
 // offers it for the types, else by a kernel right after). Does not
-// synchronize. INTERNAL when no algorithm exists or a call fails.
+// synchronize. INTERNAL when no algorithm exists or a call fails. The
+// algorithm comes from `cache`, the descriptors from hs.lt_descs (both built
+// on a shape's first product only).
 absl::Status LtMatmul(HandleSet& hs, LtAlgoCache& cache, const LtMatmulArgs& args);
 
 }  // namespace linalgd::gpu
