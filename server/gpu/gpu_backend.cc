@@ -20,13 +20,19 @@ absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(const GpuBackendC
     return absl::InvalidArgumentError(
         absl::StrCat("gpu:", config.device, ": GpuBackendConfig needs pinned and transfers"));
   }
+  if (config.small_job_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("gpu:", config.device, ": small_job_bytes ",
+                                                   config.small_job_bytes, " is negative"));
+  }
   LINALGD_GPU_CHECK(cudaSetDevice(config.device));
-  // The handle sets' workspaces come out of the budget.
-  const int64_t fixed = static_cast<int64_t>(config.handle_sets) * kWorkspaceBytes;
+  // The handle sets' workspaces and small-job staging come out of the budget.
+  const int64_t fixed =
+      static_cast<int64_t>(config.handle_sets) * (kWorkspaceBytes + config.small_job_bytes);
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<DeviceMemory> memory,
                            DeviceMemory::Create(config.device, config.budget_bytes - fixed));
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<HandlePool> handles,
-                           HandlePool::Create(config.device, config.handle_sets, kWorkspaceBytes));
+                           HandlePool::Create(config.device, config.handle_sets, kWorkspaceBytes,
+                                              static_cast<size_t>(config.small_job_bytes)));
   return std::unique_ptr<GpuBackend>(new GpuBackend(config, std::move(memory), std::move(handles)));
 }
 

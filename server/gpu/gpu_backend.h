@@ -40,6 +40,12 @@ struct GpuBackendConfig {
   // --singular-rcond-factor (server/backend/condition.h), passed to every
   // job's GpuContext.
   double singular_rcond_factor = 1.0;
+  // Each handle set's small-job staging (small_matmul.h): this many bytes of
+  // page-locked host memory and as many device bytes (out of budget_bytes);
+  // a product whose operands and result fit takes the one-round-trip path.
+  // 0: no small path.
+  int64_t small_job_bytes = kDefaultSmallJobBytes;
+  static constexpr int64_t kDefaultSmallJobBytes = int64_t{1} << 20;
 };
 
 // The Backend of one GPU ("gpu:N"). Each call leases a handle set for its

@@ -15,6 +15,7 @@
 #include "server/gpu/gpu_ops.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
+#include "server/gpu/small_matmul.h"
 #include "server/linalg/finite_check.h"
 
 namespace linalgd::gpu {
@@ -220,6 +221,8 @@ absl::StatusOr<Tensor> RunMatmul(GpuContext& ctx, const MatmulOp& op, const Matm
     LINALGD_RETURN_IF_ERROR(CheckMatmulInputsFinite(op));
     return Tensor(op.out_dtype, plan.out_shape);
   }
+  const SmallMatmulLayout small = LayOutSmallMatmul(ctx.residents, op, plan);
+  if (small.end <= ctx.hs.small_bytes) return RunSmallMatmul(ctx, op, plan, small);
   const size_t out_es = DTypeSize(op.out_dtype);
   std::optional<trace::ScopedRange> phase;  // NVTX: upload, compute, download
   phase.emplace([&] { return MatmulRangeName(op, plan, "upload"); });

@@ -4,13 +4,14 @@
 
 namespace linalgd::gpu {
 
-absl::StatusOr<std::unique_ptr<HandleSet>> HandleSet::Create(int device, size_t workspace_bytes) {
+absl::StatusOr<std::unique_ptr<HandleSet>> HandleSet::Create(int device, size_t workspace_bytes,
+                                                             size_t small_bytes) {
   std::unique_ptr<HandleSet> set(new HandleSet());
-  LINALGD_RETURN_IF_ERROR(set->Init(device, workspace_bytes));
+  LINALGD_RETURN_IF_ERROR(set->Init(device, workspace_bytes, small_bytes));
   return set;
 }
 
-absl::Status HandleSet::Init(int dev, size_t ws_bytes) {
+absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   device = dev;
   LINALGD_GPU_CHECK(cudaSetDevice(dev));
   LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -34,6 +35,10 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes) {
   for (cudaEvent_t& e : copy_events) {
     LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
+  if (small == 0) return absl::OkStatus();
+  LINALGD_GPU_CHECK(cudaHostAlloc(&small_host, small, cudaHostAllocDefault));
+  LINALGD_GPU_CHECK(cudaMalloc(&small_device, small));
+  small_bytes = small;
   return absl::OkStatus();
 }
 
@@ -52,15 +57,18 @@ HandleSet::~HandleSet() {
   if (blas != nullptr) cublasDestroy(blas);
   if (workspace != nullptr) cudaFree(workspace);
   if (check_host != nullptr) cudaFreeHost(check_host);
+  if (small_device != nullptr) cudaFree(small_device);
+  if (small_host != nullptr) cudaFreeHost(small_host);
   if (stream != nullptr) cudaStreamDestroy(stream);
   cudaGetLastError();
 }
 
 absl::StatusOr<std::unique_ptr<HandlePool>> HandlePool::Create(int device, int count,
-                                                               size_t workspace_bytes) {
+                                                               size_t workspace_bytes,
+                                                               size_t small_bytes) {
   std::unique_ptr<HandlePool> pool(new HandlePool());
   for (int i = 0; i < count; ++i) {
-    auto set = HandleSet::Create(device, workspace_bytes);
+    auto set = HandleSet::Create(device, workspace_bytes, small_bytes);
     if (!set.ok()) return set.status();
     pool->sets_.push_back(*std::move(set));
   }

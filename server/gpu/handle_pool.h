@@ -19,10 +19,13 @@ namespace linalgd::gpu {
 
 // What one job on one device needs: a non-blocking stream with its library
 // handles bound to it, a cuBLAS(Lt) workspace, two events for staged copies,
-// the slots of on-device checks and the cuBLASLt descriptors of its
-// products. Created once, owned by a HandlePool, used by one job at a time.
+// the slots of on-device checks, the staging of small jobs and the cuBLASLt
+// descriptors of its products. Created once, owned by a HandlePool, used by
+// one job at a time.
 struct HandleSet {
-  static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes);
+  // small_bytes: the size of each of the small-job staging areas (0: none).
+  static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes,
+                                                           size_t small_bytes = 0);
   ~HandleSet();
   HandleSet(const HandleSet&) = delete;
   HandleSet& operator=(const HandleSet&) = delete;
@@ -43,12 +46,18 @@ struct HandleSet {
   static constexpr int kCheckSlots = 4;
   unsigned long long* check_device = nullptr;
   unsigned long long* check_host = nullptr;
+  // The staging of small jobs (small_matmul.h): `small_bytes` of page-locked
+  // host memory and as many device bytes, 256-byte aligned, this set's alone
+  // (so two jobs in flight never share them). Null when small_bytes is 0.
+  size_t small_bytes = 0;
+  void* small_host = nullptr;
+  void* small_device = nullptr;
   // cuBLASLt descriptors of this set's products (lt_matmul.cc).
   LtDescCache lt_descs;
 
  private:
   HandleSet() = default;
-  absl::Status Init(int device, size_t workspace_bytes);
+  absl::Status Init(int device, size_t workspace_bytes, size_t small_bytes);
 };
 
 // A fixed set of HandleSets of one device, leased one job at a time.
@@ -73,7 +82,8 @@ class HandlePool {
   };
 
   static absl::StatusOr<std::unique_ptr<HandlePool>> Create(int device, int count,
-                                                            size_t workspace_bytes);
+                                                            size_t workspace_bytes,
+                                                            size_t small_bytes = 0);
 
   // Blocks until a set is free. No GPU call is made under the pool's lock.
   Lease Acquire() ABSL_LOCKS_EXCLUDED(mu_);

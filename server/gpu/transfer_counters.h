@@ -18,6 +18,8 @@ struct TransferCounters {
   std::atomic<int64_t> d2h_copies{0};
   std::atomic<int64_t> d2h_bytes{0};
   std::atomic<int64_t> d2h_pinned_direct{0};
+  // Products that went up and down in one copy each (small_matmul.h).
+  std::atomic<int64_t> small_jobs{0};
 };
 
 }  // namespace linalgd::gpu
