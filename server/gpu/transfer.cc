@@ -40,6 +40,16 @@ absl::Status CopyWhole(HandleSet& hs, void* dst, const void* src, size_t bytes,
   return CheckCuda(cudaStreamSynchronize(hs.stream), "cudaStreamSynchronize", __FILE__, __LINE__);
 }
 
+// A small download through the handle set's own page-locked staging area
+// (free: its only other user, a small product, waits for its stream before
+// it returns): one DMA, one wait, one host copy, where a pageable `dst`
+// would make the driver stage the copy itself.
+absl::Status ViaSmallStaging(HandleSet& hs, const void* src, size_t bytes, void* dst) {
+  LINALGD_RETURN_IF_ERROR(CopyWhole(hs, hs.small_host, src, bytes, cudaMemcpyDeviceToHost));
+  std::memcpy(dst, hs.small_host, bytes);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsPinnedHost(const void* p, size_t bytes) {
@@ -141,6 +151,9 @@ absl::Status CopyToHost(GpuContext& ctx, const void* src, size_t bytes, void* ds
   if (bytes >= kDirectCopyBytes && IsPinnedHost(dst, bytes)) {
     n.d2h_pinned_direct.fetch_add(1);
     return CopyWhole(hs, dst, src, bytes, cudaMemcpyDeviceToHost);
+  }
+  if (bytes < kDirectCopyBytes && bytes <= hs.small_bytes) {
+    return ViaSmallStaging(hs, src, bytes, dst);
   }
   Staging st = AcquireStaging(pinned, bytes);
   if (!st.ok()) return CopyWhole(hs, dst, src, bytes, cudaMemcpyDeviceToHost);

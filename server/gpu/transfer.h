@@ -13,8 +13,9 @@ namespace linalgd::gpu {
 // Host <-> device copies on `ctx.hs.stream` through two pinned blocks of
 // `ctx.pinned` (double-buffered: the host memcpy of one chunk overlaps the
 // DMA of the other); from pageable memory when no block is free or the copy
-// is small. When the whole host range is page-locked (cudaHostRegister'ed,
-// e.g. a shared-memory region, or cudaHostAlloc'ed) the copy goes
+// is small, except a small download (under 256 KiB), which goes through the
+// handle set's own page-locked small-job staging when it fits there. When the whole host range is
+// page-locked (cudaHostRegister'ed, e.g. a shared-memory region, or cudaHostAlloc'ed) the copy goes
 // straight from/to it with one cudaMemcpyAsync, without staging. Each copy
 // is counted in `ctx.transfers`.
 // Both return once `src` may be reused (CopyToDevice) or `dst` holds the data
