@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 
 #include "server/backend/plan.h"
@@ -405,6 +406,42 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
     row.direct_ms = WallMs(reps, [&] {
       for (const MatmulOp& op : *group) s.Update(gpu.Matmul(op, plan).status());
     });
+    LINALGD_RETURN_IF_ERROR(s);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
+                                                 const std::vector<int64_t>& sizes, int reps) {
+  gpu::PinnedPool pinned(size_t{8} << 20, 2);
+  gpu::TransferCounters transfers;
+  gpu::GpuBackendConfig config;
+  config.device = gpu.device();
+  config.budget_bytes = config.lane_budget_bytes = int64_t{1} << 30;
+  config.pinned = &pinned;
+  config.transfers = &transfers;
+  config.small_job_bytes = 0;
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<gpu::GpuBackend> general,
+                           gpu::GpuBackend::Create(config));
+  std::mt19937 rng(11);
+  std::vector<Row> rows;
+  for (int64_t n : sizes) {
+    const Tensor a = HostRandom(DType::kF32, {n, n}, rng, 0);
+    const Tensor b = HostRandom(DType::kF32, {n, n}, rng, 0);
+    const Tensor bias = HostRandom(DType::kF32, {1, n}, rng, 0);
+    MatmulOp op;
+    op.a = a.view();
+    op.b = b.view();
+    op.bias = bias.view();
+    op.epilogue = Epilogue::kBias;
+    op.out_dtype = DType::kF32;
+    op.check_finite = true;
+    LINALGD_ASSIGN_OR_RETURN(MatmulPlan plan, PlanMatmul(op));
+    absl::Status s;
+    Row row{"small_call", "f32", n, 0, 0, 2.0 * n * n * n};
+    row.ours_ms = WallMs(reps, [&] { s.Update(gpu.Matmul(op, plan).status()); });
+    row.direct_ms = WallMs(reps, [&] { s.Update(general->Matmul(op, plan).status()); });
     LINALGD_RETURN_IF_ERROR(s);
     rows.push_back(row);
   }

@@ -35,6 +35,15 @@ absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, 
 absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, int count,
                                                int reps);
 
+// Whole Matmul calls of n x n x n f32 with a per-column bias and the NaN/Inf
+// check (as the server sends them), wall clock per call (median of `reps`):
+// `gpu`, whose small products take one round trip (small_matmul.h), as
+// ours_ms, against a backend of the same device without that path
+// (small_job_bytes 0) as direct_ms; op "small_call", so ratio is the small
+// path's gain per call.
+absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
+                                                 const std::vector<int64_t>& sizes, int reps);
+
 }  // namespace linalgd::bench
 
 #endif  // LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_

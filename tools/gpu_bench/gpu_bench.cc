@@ -105,7 +105,8 @@ int Main(int argc, char** argv) {
       flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 4096, 8192};
   for (auto part :
        {BenchGemm(*gpu, gemm_sizes, flags.reps), BenchSolves(*gpu, solve_sizes, flags.reps),
-        BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5)}) {
+        BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5),
+        BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000)}) {
     if (!part.ok()) {
       std::fprintf(stderr, "benchmark failed: %s\n", std::string(part.status().message()).c_str());
       PrintTable(rows);
@@ -128,7 +129,8 @@ int Main(int argc, char** argv) {
       "batch_vs_single: 256 one-by-one Matmul calls over one MatmulBatch of them;\n"
       "_pinned: with the operands in page-locked memory, the batch gathered on the device;\n"
       "*_solve_no_estimate: ours = the solve with the condition estimate, direct = the\n"
-      "same solve without it)\n",
+      "same solve without it; small_call: the ms of one Matmul (bias, NaN/Inf check),\n"
+      "ours through the small products' one round trip, direct without it)\n",
       device.c_str());
   PrintTable(rows);
   return 0;
