@@ -203,6 +203,47 @@ TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
   EXPECT_GT(batched.load(), 0);
 }
 
+// The latency workload's kind of call (--cpu-threshold 0, one caller): each
+// small product goes up and down the GPU in one copy each (small_matmul.h),
+// with its bias, and a NaN is refused naming its element.
+TEST_F(GpuServerTest, SmallProductsOnTheGpuTakeOneCopyEachWay) {
+  ServerOptions o;
+  o.cpu_threshold = 0;
+  START_OR_SKIP(o);
+  const gpu::TransferCounters& n = engine_->transfers();
+  const int64_t small = n.small_jobs.load(), h2d = n.h2d_copies.load(), d2h = n.d2h_copies.load();
+  constexpr int kCalls = 20;
+  for (int i = 0; i < kCalls; ++i) {
+    client::MatmulArgs args;
+    args.a = Random({128, 96}, 300 + i);
+    args.b = Random({96, 80}, 400 + i);
+    args.bias = Random({80}, 500 + i);
+    args.epilogue = client::Epilogue::kBias;
+    const client::Tensor a = args.a, b = args.b, bias = *args.bias;
+    auto r = client_->Matmul(std::move(args));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->info.backend, "gpu:0");
+    std::vector<double> ref =
+        test_ref::MatMul(a.ToVector<double>(), b.ToVector<double>(), 128, 96, 80);
+    const std::vector<double> bv = bias.ToVector<double>();
+    for (size_t j = 0; j < ref.size(); ++j) ref[j] += bv[j % 80];
+    EXPECT_LT(test_ref::RelError(r->out.ToVector<double>(), ref), 1e-12);
+  }
+  EXPECT_EQ(n.small_jobs.load() - small, kCalls);
+  EXPECT_EQ(n.h2d_copies.load() - h2d, kCalls);
+  EXPECT_EQ(n.d2h_copies.load() - d2h, kCalls);
+  client::MatmulArgs bad;
+  bad.a = Random({128, 96}, 1);
+  bad.b = Random({96, 80}, 2);
+  bad.bias = Random({80}, 3);
+  bad.bias->mutable_as<double>()[3] = std::nan("");
+  bad.epilogue = client::Epilogue::kBias;
+  auto r = client_->Matmul(std::move(bad));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("bias: element 3 is NaN"));
+}
+
 TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {
   START_OR_SKIP(ServerOptions{});
   client::SolveArgs args;
