@@ -178,6 +178,12 @@ std::vector<Form> Forms() {
   return forms;
 }
 
+// The error of `got` against op's float64 reference (real dtypes).
+double RefError(const Tensor& got, const MatmulOp& op) {
+  Shape shape;
+  return RelError(Values(got), test_ref::ReferenceMatmul(op, &shape));
+}
+
 absl::StatusOr<Tensor> MatmulOn(gpu::GpuBackend& g, const MatmulOp& op) {
   absl::StatusOr<MatmulPlan> plan = PlanMatmul(op);
   if (!plan.ok()) return plan.status();
@@ -204,8 +210,7 @@ TEST(GpuSmallMatmulTest, EveryFormMatchesTheGeneralPathAndGoesUpAndDownOnce) {
     EXPECT_EQ(got->shape(), ref->shape());
     EXPECT_LE(RelError(Parts(*got), Parts(*ref)), Tol(f.in));
     if (!IsComplex(f.in)) {
-      Shape shape;
-      EXPECT_LE(RelError(Values(*got), test_ref::ReferenceMatmul(in.op, &shape)), Tol(f.in));
+      EXPECT_LE(RefError(*got, in.op), Tol(f.in));
     }
   }
   EXPECT_EQ(small.transfers.small_jobs.load(), static_cast<int64_t>(Forms().size()));
@@ -230,8 +235,8 @@ enum class Field { kA, kB, kC, kBias };
 
 // Sets element `index` of t to NaN (a complex one: its real part).
 void PoisonNaN(Tensor& t, int64_t index) {
-  const Tensor nan = test_ref::FromValues(RealPart(t.dtype()), {1, 1},
-                                          {std::numeric_limits<double>::quiet_NaN()});
+  const Tensor nan =
+      test_ref::FromValues(RealPart(t.dtype()), {1, 1}, {std::numeric_limits<double>::quiet_NaN()});
   std::memcpy(t.mutable_data() + index * DTypeSize(t.dtype()), nan.data(), nan.num_bytes());
 }
 
@@ -265,8 +270,7 @@ TEST(GpuSmallMatmulTest, NonFiniteInputsGiveTheHostChecksMessageOnBothPaths) {
   const Inputs in = Make(Forms()[0], rng);
   absl::StatusOr<Tensor> ok = MatmulOn(*small.backend, in.op);
   ASSERT_TRUE(ok.ok()) << ok.status();
-  Shape shape;
-  EXPECT_LE(RelError(Values(*ok), test_ref::ReferenceMatmul(in.op, &shape)), 1e-5);
+  EXPECT_LE(RefError(*ok, in.op), 1e-5);
 }
 
 TEST(GpuSmallMatmulTest, ResultGoesIntoItsDestinationUnlessRevoked) {
@@ -306,8 +310,7 @@ TEST(GpuSmallMatmulTest, AResidentOperandIsNotStaged) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(small.transfers.h2d_bytes.load() - bytes, static_cast<int64_t>(in.b.num_bytes()));
   EXPECT_EQ(small.transfers.small_jobs.load(), 1);
-  Shape shape;
-  EXPECT_LE(RelError(Values(*got), test_ref::ReferenceMatmul(in.op, &shape)), 1e-5);
+  EXPECT_LE(RefError(*got, in.op), 1e-5);
 }
 
 TEST(GpuSmallMatmulTest, EachHandleSetHasItsOwnStaging) {
@@ -323,8 +326,8 @@ TEST(GpuSmallMatmulTest, EachHandleSetHasItsOwnStaging) {
     EXPECT_EQ(x.small_bytes, bytes);
     for (int j = i + 1; j < pool.size(); ++j) {
       const gpu::HandleSet& y = pool.set(j);
-      for (auto [p, q] : {std::pair{x.small_host, y.small_host},
-                          std::pair{x.small_device, y.small_device}}) {
+      for (auto [p, q] :
+           {std::pair{x.small_host, y.small_host}, std::pair{x.small_device, y.small_device}}) {
         const auto u = reinterpret_cast<uintptr_t>(p), v = reinterpret_cast<uintptr_t>(q);
         EXPECT_TRUE(u + bytes <= v || v + bytes <= u) << i << " and " << j << " overlap";
       }
@@ -350,9 +353,7 @@ TEST(GpuSmallMatmulTest, ConcurrentCallersEachGetTheirOwnProduct) {
         if (IsComplex(f.in)) continue;  // the reference is real
         const Inputs in = Make(f, rng);
         absl::StatusOr<Tensor> got = MatmulOn(*small.backend, in.op);
-        Shape shape;
-        errors[t].push_back(got.ok() ? RelError(Values(*got), test_ref::ReferenceMatmul(in.op, &shape)) / Tol(f.in)
-                                     : 1e9);
+        errors[t].push_back(got.ok() ? RefError(*got, in.op) / Tol(f.in) : 1e9);
       }
     });
   }
@@ -380,8 +381,7 @@ TEST(GpuSmallMatmulTest, ReusedDescriptorsTakeEachCallsBias) {
     for (const Inputs* in : {&first, &second, &first}) {
       absl::StatusOr<Tensor> got = MatmulOn(*own->backend, in->op);
       ASSERT_TRUE(got.ok()) << got.status();
-      Shape shape;
-      EXPECT_LE(RelError(Values(*got), test_ref::ReferenceMatmul(in->op, &shape)), 1e-5);
+      EXPECT_LE(RefError(*got, in->op), 1e-5);
     }
     EXPECT_EQ(own->backend->handles().set(0).lt_descs.size(), 1u);
   }
