@@ -299,7 +299,7 @@ def main():
     p.add_argument("--solve-n", type=int, default=8192)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")
-    p.add_argument("--stream-threshold-mib", type=float, default=64,
+    p.add_argument("--stream-threshold-mib", type=float, default=4,
                    help="Client.stream_threshold; lower it to take the parallel path at small sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")

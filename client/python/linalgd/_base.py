@@ -117,7 +117,9 @@ class ClientBase:
         self.max_message_bytes = int(max_message_bytes)
         # Operands and results of at least this many bytes are streamed
         # (PutTensor / keep_result + GetTensor) instead of travelling inline.
-        self.stream_threshold = 64 << 20
+        # 4 MiB, as the C++ client's ClientOptions.stream_threshold_bytes: one
+        # large unary message crosses slower than the streamed parts.
+        self.stream_threshold = 4 << 20
         # Such a tensor moves in up to transfer_connections parts of at least
         # transfer_part_min_bytes, part i over TCP connection i (transfer.py).
         # 4, not the C++ client's 8: grpcio copies every message under the GIL,
