@@ -9,10 +9,11 @@ client differ only in blocking versus awaiting.
 import functools
 import inspect
 import os
+import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
-from . import _ops, tensors
+from . import _ops, _procs, tensors
 from .errors import InvalidArgument, LinalgdError, ResourceExhausted
 from .remote import Factor, RemoteTensor
 from .retry import RetryPolicy
@@ -131,6 +132,40 @@ class ClientBase:
         self._closed = False
         self._metadata = tuple(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
+        self.transfer_processes = 0
+        self._worker_spec = None  # how transfer worker processes build their channels
+        self._pool_lock = threading.Lock()
+        self._pool = None  # the transfer worker processes, once started; guarded by _pool_lock
+
+    def _init_processes(self, processes: int, tls_pems: Any, credentials: Any,
+                        options: Any) -> None:
+        """transfer_processes: the parts of large tensors move in that many
+        worker processes (_procs.py), started on first use; 0: on threads."""
+        processes = int(processes)
+        if processes < 0:
+            raise ValueError(f"transfer_processes must be 0 or more, not {processes}")
+        self.transfer_processes = processes
+        if processes:
+            self._worker_spec = _procs.channel_spec(tls_pems, credentials, options,
+                                                    self._metadata, self._wait_for_ready)
+
+    def _transfer_pool(self) -> Optional["_procs.ProcessPool"]:
+        """The transfer worker processes (started now if not yet), or None: transfers
+        on threads (transfer_processes 0, credentials a worker cannot rebuild, closed)."""
+        if not self.transfer_processes or self._worker_spec is None:
+            return None
+        with self._pool_lock:
+            if self._closed:
+                return None
+            if self._pool is None:
+                self._pool = _procs.ProcessPool(self.transfer_processes, self._worker_spec)
+            return self._pool
+
+    def _close_processes(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def _large(self, nbytes: int) -> bool:
         return bool(self.stream_threshold) and nbytes >= self.stream_threshold

@@ -79,7 +79,7 @@ class ChannelReplica(Replica):
         self._transfer_channel = (make_transfer_channel(address, 0) if make_transfer_channel
                                   else None)
         self.transfer = Transfer(client, self._transfer_channel or self.channel,
-                                 lambda i: make_transfer(address, i))
+                                 lambda i: make_transfer(address, i), address)
         self.stub = pb_grpc.LinalgStub(self.channel)
         self.health = self.channel.unary_unary(
             _health.CHECK_METHOD,
