@@ -345,10 +345,28 @@ def test_a_draining_replica_gets_no_new_work_and_serves_its_ids(start_server):
         np.testing.assert_array_equal(c.get(mine), np.full((2, 2), float(tensors.index(mine))))
         c.delete(mine)
         servers["r2"].proc.wait(30)  # the store is empty: the drain ends
-        # Not asserted here: a get naming r2's id after it exited (with the
-        # fixture's --shutdown-grace 1s) blocked past its deadline on Debian's
-        # grpcio 1.51; the loss tests above check ReplicaGone after SIGKILL and
-        # SIGTERM without a drain.
+        with pytest.raises(linalgd.ReplicaGone, match="replica r2 "):
+            returns_by(lambda: c.get(mine, timeout=3.0), 30.0)
+
+
+def returns_by(fn, seconds):
+    """fn()'s result (or its exception), failing the test when fn has not
+    returned after seconds (a call that ignores its deadline hangs, else)."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001  re-raised on the test's thread
+            out["error"] = e
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still running {seconds} s later, past its deadline")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def wait_until_not_serving(server, timeout=10.0):

@@ -34,10 +34,18 @@ def channel_options(policy: RetryPolicy, max_message_bytes: int,
     delay (the resolver waits seconds after a failed connect, even for an IP
     literal) would make every retry of a restarting server fail fast; pace
     them like the retry policy.
+
+    gRPC's own retries are off: the client retries by its policy (and fails
+    over between replicas), and grpc core's transparent retry lost calls. On
+    grpcio 1.51 the first GetTensor stream on a connection whose server had
+    sent GOAWAY and exited (a drained replica) was retried inside core and
+    then never ended, its deadline ignored; without the retry it fails at once
+    with UNAVAILABLE ("GOAWAY received").
     """
     pace_ms = max(10, int(policy.initial_backoff * 1000))
     return [("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.enable_retries", 0),
             ("grpc.initial_reconnect_backoff_ms", pace_ms),
             ("grpc.dns_min_time_between_resolutions_ms", pace_ms),
             ("grpc.max_reconnect_backoff_ms", max(10, int(policy.max_backoff * 1000))),
