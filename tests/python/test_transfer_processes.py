@@ -210,3 +210,28 @@ def test_asyncio_client_moves_parts_in_worker_processes(server, tasks):
     c = asyncio.run(main())
     assert tasks.count("PutTensor") == 4 and tasks.count("GetTensor") == 4
     assert c._pool is None  # closed with the client
+
+
+def test_an_interrupted_wait_stops_the_worker_so_no_reply_goes_astray(procs, monkeypatch):
+    x = np.random.default_rng(8).standard_normal((200, 300))
+    procs.delete(procs.put(x))  # both workers started
+    wait = _procs.multiprocessing.connection.wait
+    interrupted = []
+
+    def interrupt_once(*args, **kwargs):
+        ready = wait(*args, **kwargs)
+        if not interrupted:  # the worker answers after its caller stopped waiting
+            interrupted.append(1)
+            raise KeyboardInterrupt
+        return ready
+
+    monkeypatch.setattr(_procs.multiprocessing.connection, "wait", interrupt_once)
+    pids = procs._pool.pids()
+    with pytest.raises(KeyboardInterrupt):
+        procs.put(x)
+    monkeypatch.undo()
+    assert len(set(pids) - set(procs._pool.pids())) == 1  # that worker was stopped
+    for _ in range(3):  # each task gets its own reply
+        t = procs.put(x)
+        np.testing.assert_array_equal(t.get(), x)
+        t.delete()

@@ -39,6 +39,7 @@ import os
 import pickle
 import queue
 import secrets
+import signal
 import threading
 import time
 from multiprocessing import shared_memory
@@ -162,7 +163,18 @@ class _Worker:
 
     def call(self, task: tuple, deadline: Optional[float]) -> tuple:
         """Sends task and waits for the worker's reply; TransferWorkerError when
-        it dies or has not answered DEADLINE_GRACE_SECONDS after deadline."""
+        it dies or has not answered DEADLINE_GRACE_SECONDS after deadline. Any
+        other exception (KeyboardInterrupt) stops the worker too: its reply
+        would otherwise answer the next task."""
+        try:
+            return self._call(task, deadline)
+        except TransferWorkerError:
+            raise
+        except BaseException:
+            self.stop()
+            raise
+
+    def _call(self, task: tuple, deadline: Optional[float]) -> tuple:
         try:
             self.conn.send(task)
         except (OSError, EOFError):
@@ -317,6 +329,7 @@ def serve(conn, spec: ChannelSpec) -> None:
     """A worker's loop: a task in, a reply out, until None or the pipe closes.
     Replies: ("ok", value), ("norange",), ("rpc", code name, details,
     trailing metadata) or ("error", code name, message)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     channels = {}
     try:
         while True:
