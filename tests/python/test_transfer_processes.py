@@ -235,3 +235,26 @@ def test_an_interrupted_wait_stops_the_worker_so_no_reply_goes_astray(procs, mon
         t = procs.put(x)
         np.testing.assert_array_equal(t.get(), x)
         t.delete()
+
+
+def test_a_worker_that_stops_answering_is_replaced_after_the_deadline(procs, monkeypatch):
+    x = np.random.default_rng(9).standard_normal((200, 300))
+    t = procs.put(x)
+    monkeypatch.setattr(_procs, "DEADLINE_GRACE_SECONDS", 0.1)
+    call = _procs._Worker.call
+    stopped = []
+
+    def stop_then_call(self, task, deadline):
+        if not stopped:  # the worker is alive but never answers
+            stopped.append(self.process.pid)
+            os.kill(self.process.pid, signal.SIGSTOP)
+        return call(self, task, deadline)
+
+    monkeypatch.setattr(_procs._Worker, "call", stop_then_call)
+    with pytest.raises(linalgd.TransferWorkerError, match="has not answered 0.1 s past the "
+                                                          "call's deadline"):
+        procs.get(t, timeout=1.0)
+    monkeypatch.undo()
+    assert stopped[0] not in procs._pool.pids()
+    np.testing.assert_array_equal(t.get(), x)
+    t.delete()
