@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import linalgd
-from linalgd import _procs, transfer
+from linalgd import _procs
 
 
 def segments():
@@ -82,15 +82,15 @@ def test_close_stops_the_workers_and_unlinks_every_segment(server):
 def test_a_failing_part_fails_the_call_and_unlinks_its_segment(procs, monkeypatch):
     x = np.random.default_rng(2).standard_normal((200, 300))
     kept = segments()
-    real = transfer.Transfer._segments_of
+    run = _procs.ProcessPool.run
 
-    def corrupt(self, pool, items, uploads, held):
-        out = real(self, pool, items, uploads, held)
-        for segment in out.values():  # after the parts' CRC32Cs were taken
-            segment.buf[0] ^= 1
-        return out
+    def corrupt(self, task, deadline):
+        if task[0] == "PutTensor" and task[4] == 0:  # after the part's CRC32C was taken
+            with _procs._Mapped(task[3], 0, 1) as first_byte:
+                first_byte[0] ^= 1
+        return run(self, task, deadline)
 
-    monkeypatch.setattr(transfer.Transfer, "_segments_of", corrupt)
+    monkeypatch.setattr(_procs.ProcessPool, "run", corrupt)
     before = {t.id for t in procs.list_tensors()}
     with pytest.raises(linalgd.DataLoss, match="CRC32C of the part") as e:
         procs.put(x)

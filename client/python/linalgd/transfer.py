@@ -383,8 +383,8 @@ class Transfer:
             for i, r in enumerate(ranges):
                 send = (self._send_job(items[j], r, i, uploads.get(j), part_crc[(j, r)],
                                        deadline) if j not in segments else
-                        self._process_send_job(pool, segments[j], r, uploads[j],
-                                               part_crc[(j, r)], deadline))
+                        self._process_send_job(pool, segments[j], items[j][1], r,
+                                               uploads[j], part_crc[(j, r)], deadline))
                 sends.append(((j, r), send))
         order = _schedule(sends)
         results = dict(zip((key for key, _ in order),
@@ -396,20 +396,18 @@ class Transfer:
 
     def _segments_of(self, pool, items, uploads, held):
         """With transfer worker processes (pool): {tensor index: a shared-memory
-        segment holding its bytes} of each tensor of several parts (uploads),
-        each held (an ExitStack) by the pool's segment(); else {}."""
+        segment for its bytes} of each tensor of several parts (uploads), each
+        held (an ExitStack) by the pool's segment(); else {}."""
         if pool is None:
             return {}
-        segments = {}
-        for j in uploads:
-            raw = items[j][1]
-            segments[j] = held.enter_context(pool.segment(len(raw)))
-            copy_into(segments[j].buf, raw)
-        return segments
+        return {j: held.enter_context(pool.segment(len(items[j][1]))) for j in uploads}
 
-    def _process_send_job(self, pool, segment, r, upload_id, crc, deadline):
-        """Part r of a multi-part upload, sent by a worker process from segment."""
+    def _process_send_job(self, pool, segment, raw, r, upload_id, crc, deadline):
+        """Part r of a multi-part upload: its bytes copied from raw into segment
+        (on this part's thread, without the GIL, so the parts' copies overlap),
+        then sent by a worker process."""
         def job():
+            copy_into(segment.buf[r[0]:r[1]], raw[r[0]:r[1]])
             h = pb.PutTensorHeader(upload_id=upload_id, offset=r[0], total_bytes=r[1] - r[0],
                                    crc32c=crc[1])
             task = _procs.put_task(self._target, h.SerializeToString(), segment.name, r[0], r[1],
@@ -535,27 +533,31 @@ class Transfer:
 
     def _get_by_processes(self, pool, tensor_id, info, first, ranges, chunk, deadline):
         """The tensor's bytes: the leader's first chunk (bytes [0, len(first))),
-        then the rest of ranges fetched by the worker processes into a
-        shared-memory segment, copied out once."""
+        then the rest of ranges, each fetched by a worker process into a
+        shared-memory segment and copied out by its part's thread."""
         total = int(info.bytes)
+        raw = tensors.empty_bytes(total)
+        copy_into(raw, first)
         with pool.segment(total) as segment:
-            copy_into(segment.buf, first)
             rest = [(max(begin, len(first)), end) for begin, end in ranges if end > len(first)]
             crcs = self.run_all([self._process_range_job(pool, tensor_id, r, chunk, segment,
-                                                         deadline) for r in rest])
-            if any(crc is None for crc in crcs):
-                raise _NoRanges()
-            _check_crc(tensor_id, info, [(0, len(first))] + rest,
-                       [_crc32c.extend(0, first)] + crcs)
-            raw = tensors.empty_bytes(total)
-            copy_into(raw, segment.buf[:total])
-            return raw
+                                                         raw, deadline) for r in rest])
+        if any(crc is None for crc in crcs):
+            raise _NoRanges()
+        _check_crc(tensor_id, info, [(0, len(first))] + rest, [_crc32c.extend(0, first)] + crcs)
+        return raw
 
-    def _process_range_job(self, pool, tensor_id, r, chunk, segment, deadline):
+    def _process_range_job(self, pool, tensor_id, r, chunk, segment, raw, deadline):
+        """Range r fetched by a worker into segment, then copied into raw
+        (without the GIL, while the other ranges still move); its CRC32C, or
+        None when the server ignored the range."""
         def job():
             task = _procs.get_task(self._target, tensor_id, r[0], r[1] - r[0], chunk,
                                    segment.name, deadline)
-            return _procs.result_of(pool.run(task, deadline), "GetTensor")
+            crc = _procs.result_of(pool.run(task, deadline), "GetTensor")
+            if crc is not None:
+                copy_into(memoryview(raw)[r[0]:r[1]], segment.buf[r[0]:r[1]])
+            return crc
         return job
 
     def _range_job(self, tensor_id, index, r, chunk, dest, deadline):
