@@ -158,6 +158,19 @@ def test_credentials_objects_keep_transfers_on_threads(server, caplog):
     assert "cannot be passed to worker processes" in caplog.text
 
 
+def test_a_channel_keeps_transfers_on_threads(server, caplog):
+    import grpc
+    with grpc.insecure_channel(server.target) as channel:
+        with caplog.at_level("WARNING", logger="linalgd"):
+            c = linalgd.Client(channel=channel, transfer_processes=2)
+        with c:
+            x = np.arange(100_000, dtype=np.float64)
+            c.stream_threshold = 1 << 16
+            np.testing.assert_array_equal(c.put(x).get(), x)
+            assert c._pool is None and c._transfer_pool() is None
+    assert "a client handed channel= moves its transfers on threads" in caplog.text
+
+
 def test_transfer_processes_must_not_be_negative():
     with pytest.raises(ValueError, match="transfer_processes must be 0 or more, not -1"):
         linalgd.Client("127.0.0.1:1", transfer_processes=-1)

@@ -22,6 +22,7 @@ Shared memory (use_shared_memory=True, a same-host server started with
 --allow-shm): matmul and solve operands and results go through one memfd
 region per Client instead of the socket; see shm.py.
 """
+import logging
 import time
 from typing import Any, Union
 
@@ -39,6 +40,7 @@ from .errors import from_rpc_error
 from ._tls import credentials_of, tls_pems
 
 DEFAULT_TARGET = "localhost:50051"
+_log = logging.getLogger("linalgd")
 # The effects of _ops.py a client over several replicas routes (_routing.py).
 _ROUTED = (_ops.Invoke, _ops.PutMany, _ops.Get, _ops.Probe, _ops.Shm)
 # What an operand may be: a numpy array (or anything numpy.asarray takes), a
@@ -91,6 +93,16 @@ class Client(ClientBase):
         Falls back to the socket, silently (logger "linalgd", debug level), for
         a remote target, a server that refuses, tensors that do not fit, or
         while other threads' calls hold every region.
+    transfer_processes: move the parts of large tensors (stream_threshold
+        bytes or more, in more than one part) in this many worker processes,
+        each with its own gRPC channel and interpreter lock, through a
+        shared-memory segment (_procs.py); started on the first such transfer,
+        stopped by close(). 0 (the default): on this process's threads. The
+        workers are 'spawn'ed: a script that makes a Client at import time
+        needs the usual `if __name__ == "__main__":` guard. Credentials given
+        as credentials= cannot be passed to a worker: use tls_ca, tls_cert,
+        tls_key (else transfers stay on threads, with a warning); with
+        channel=, transfers stay on threads too (with a warning).
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
@@ -112,8 +124,11 @@ class Client(ClientBase):
         options = _channel_options(self.retry_policy, self.max_message_bytes, channel_options)
         if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
             options.append(("grpc.ssl_target_name_override", replicas.host))
-        if channel is None:  # a caller's channel: transfers on threads
+        if channel is None:
             self._init_processes(transfer_processes, pems, credentials, options)
+        elif transfer_processes:
+            _log.warning("transfer_processes: a client handed channel= moves its transfers on "
+                         "threads (a worker process cannot rebuild that channel)")
         self._router = None
         if replicas is not None:
             if use_shared_memory:
