@@ -23,7 +23,9 @@ result streamed, the mean of --repeat calls after one untimed call, as
 linalgd-bench does) and prints both clients' bytes/s and their ratio, end to
 end and without the server's run time, then where the Python client's round
 trip went (upload, the Matmul call, download, deletes: ms per call) and its
-process's CPU time, for --connections x --chunk-mib and each --sweep setting.
+process's CPU time, for --connections x --chunk-mib and each --sweep setting,
+and with --processes, for each number of transfer worker processes
+(Client(transfer_processes=N)), their CPU time included.
 linalgd-bench's data workload serves from a server in its own process; this
 script's from --server / --target.
 """
@@ -152,6 +154,20 @@ class Steps:
             setattr(owner, name, value)
 
 
+def cpu_seconds(c):
+    """CPU seconds of this process and of c's transfer worker processes so far."""
+    total = time.process_time()
+    pool = c._pool
+    for pid in pool.pids() if pool is not None else ():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    return total
+
+
 def streamed_matmul(c, n, repeat, with_steps=False):
     """(mean seconds, mean server run seconds, bytes, {phase: mean seconds},
     client CPU seconds per call, {step: (thread-seconds, count) per call} or
@@ -168,13 +184,13 @@ def streamed_matmul(c, n, repeat, with_steps=False):
         seconds, run = [], []
         phases = Phases(c)
         steps = Steps() if with_steps else None
-        cpu = time.process_time()
+        cpu = cpu_seconds(c)
         for _ in range(repeat):
             t = time.perf_counter()
             r = c.matmul(a, b, return_info=True)
             seconds.append(time.perf_counter() - t)
             run.append(r.info.run_time)
-        cpu = time.process_time() - cpu
+        cpu = cpu_seconds(c) - cpu
     finally:
         c.stream_threshold = threshold
         if phases is not None:
@@ -228,6 +244,12 @@ def comparison(c, args):
         apply_setting(c, setting)
         python.append(streamed_matmul(c, args.matmul_n, args.repeat))
     apply_setting(c, settings[0])
+    for processes in args.processes:
+        with linalgd.Client(args.target, timeout=600.0, transfer_processes=processes) as pc:
+            apply_setting(pc, settings[0])
+            pc.transfer_part_min_bytes = c.transfer_part_min_bytes
+            settings.append((args.connections, args.chunk_mib, f" p{processes}"))
+            python.append(streamed_matmul(pc, args.matmul_n, args.repeat))
     steps = streamed_matmul(c, args.matmul_n, args.repeat, with_steps=True)[5]
     seconds, run, nbytes = python[0][:3]
     py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
@@ -239,8 +261,10 @@ def comparison(c, args):
              f"| Python / C++ | {py[0] / cpp[0]:.2f} | {py[1] / cpp[1]:.2f} |",
              "\nThe Python client's round trip, ms per call (mean): upload (a and b), the "
              "Matmul call (server run time in brackets), download, deletes; its process's "
-             "CPU ms per call; GB/s and the ratio to the C++ client's figure above\n",
-             "| connections x chunk MiB (b: build ahead, r: place behind) | upload | "
+             "CPU ms per call (its transfer worker processes' included); GB/s and the ratio "
+             "to the C++ client's figure above\n",
+             "| connections x chunk MiB (b: build ahead, r: place behind, pN: N transfer "
+             "processes) | upload | "
              "call (run) | download | "
              "deletes | CPU | "
              "GB/s | Python / C++ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -257,6 +281,53 @@ def comparison(c, args):
               "transfer threads, and how many calls\n",
               "| step | ms per call | calls per call |", "| --- | --- | --- |"]
     lines += [f"| {name} | {sec * 1e3:.1f} | {count:.0f} |" for name, (sec, count) in steps.items()]
+    return lines
+
+
+def timed_transfers(c, x, repeat):
+    """(put seconds, get seconds) best of repeat, and (put, get) CPU seconds
+    per call (c's worker processes' included) of the f64 array x."""
+    c.delete(c.put(x))  # starts c's transfer worker processes, if any, untimed
+    ids, cpu = [], [0.0, 0.0]
+
+    def cpu_timed(i, fn):
+        def run():
+            t = cpu_seconds(c)
+            fn()
+            cpu[i] += cpu_seconds(c) - t
+        return run
+    put_s = best_of(repeat, cpu_timed(0, lambda: ids.append(c.put(x))))
+    get_s = best_of(repeat, cpu_timed(1, lambda: c.get(ids[-1])))
+    for r in ids:
+        r.delete()
+    return (put_s, get_s), (cpu[0] / repeat, cpu[1] / repeat)
+
+
+def process_transfers(c, args):
+    """Markdown lines: put and get of --transfer-mib MiB on threads (c) and with
+    each --processes number of transfer worker processes."""
+    x = np.random.default_rng(0).standard_normal((args.transfer_mib << 20) // 8)
+    lines = [f"\nput / get of {args.transfer_mib} MiB f64 over {args.connections} parts: "
+             "threads, and N transfer worker processes; best of "
+             f"{args.repeat} (GB/s), CPU ms per call of this process and its workers (mean)\n",
+             "| transfers | put GB/s | get GB/s | put CPU ms | get CPU ms | "
+             "CPU ns per byte (put + get) |", "| --- | --- | --- | --- | --- | --- |"]
+    for processes in [0] + args.processes:
+        if processes:
+            pc = linalgd.Client(args.target, timeout=600.0, transfer_processes=processes)
+            pc.transfer_connections, pc.chunk_bytes = c.transfer_connections, c.chunk_bytes
+            pc.transfer_part_min_bytes = c.transfer_part_min_bytes
+        else:
+            pc = c
+        try:
+            (put_s, get_s), (put_cpu, get_cpu) = timed_transfers(pc, x, args.repeat)
+        finally:
+            if processes:
+                pc.close()
+        lines.append(f"| {f'{processes} processes' if processes else 'threads'} | "
+                     f"{x.nbytes / put_s / 1e9:.2f} | {x.nbytes / get_s / 1e9:.2f} | "
+                     f"{put_cpu * 1e3:.0f} | {get_cpu * 1e3:.0f} | "
+                     f"{(put_cpu + get_cpu) / (2 * x.nbytes) * 1e9:.2f} |")
     return lines
 
 
@@ -299,7 +370,7 @@ def main():
     p.add_argument("--solve-n", type=int, default=8192)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")
-    p.add_argument("--stream-threshold-mib", type=float, default=64,
+    p.add_argument("--stream-threshold-mib", type=float, default=4,
                    help="Client.stream_threshold; lower it to take the parallel path at small sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
@@ -308,6 +379,12 @@ def main():
                         "CONNECTIONSxCHUNK_MIB[b][r],... (e.g. 4x2,16x2,8x1,8x4,8x2br); b: "
                         "uploads build each chunk message ahead on a helper thread, r: "
                         "downloads copy and checksum each chunk on one while the next arrives")
+    p.add_argument("--processes", default="",
+                   type=lambda v: [int(x) for x in v.split(",") if x.strip()],
+                   help="Client.transfer_processes settings to time the streamed round trip "
+                        "with too, N,... (e.g. 2,4,8): each in a Client of its own with "
+                        "--connections x --chunk-mib, its worker processes started by an "
+                        "untimed call")
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")
@@ -326,6 +403,7 @@ def main():
             info = c.server_info()
             table = rows(c, args)
             versus = comparison(c, args) if args.cpp_bench else []
+            versus += process_transfers(c, args) if args.processes else []
     finally:
         if proc is not None:
             proc.terminate()

@@ -157,3 +157,20 @@ def test_without_drain_grace_sigterm_stops_at_once(start_server):
         s.proc.send_signal(signal.SIGTERM)
         assert s.proc.wait(timeout=20) == 0, s.output()
     assert "draining:" not in s.output()
+
+
+def test_a_get_after_the_drained_server_exited_fails_by_its_deadline(start_server):
+    """The first GetTensor stream on a connection the exited server had sent
+    GOAWAY on (grpcio 1.51 retried it inside grpc and never ended it) fails
+    with UNAVAILABLE instead of outliving its deadline."""
+    from test_routing import returns_by
+    s = start_server("--replica-id", "ra", "--drain-grace", "60")
+    with linalgd.Client(s.target, timeout=10.0, retries=0) as c:
+        t = c.put(np.eye(3))
+        np.testing.assert_array_equal(c.get(t), np.eye(3))  # the connection is up
+        s.proc.send_signal(signal.SIGTERM)
+        np.testing.assert_array_equal(c.get(t), np.eye(3))  # still served while draining
+        c.delete(t)
+        s.proc.wait(30)  # the store is empty: the drain ends
+        with pytest.raises(linalgd.Unavailable):
+            returns_by(lambda: c.get(t, timeout=3.0), 30.0)

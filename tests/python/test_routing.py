@@ -5,6 +5,7 @@ says so. Real servers on loopback ports, each with its own --replica-id."""
 import concurrent.futures
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -302,22 +303,45 @@ def test_owner_named_by_a_wrong_replica_is_learned_again(start_server):
             "r1": f"ipv4:{a.target}", "r0": f"ipv4:{b.target}"}
 
 
-def test_an_owner_no_longer_resolved_is_gone(start_server):
-    servers, target = _three(start_server)
-    with linalgd.Client(target) as c:
-        tensors = [c.put(np.eye(2)) for _ in range(3)]
-        # A re-resolution (of a dns: target) that no longer lists r0's address.
-        r0 = f"ipv4:{servers['r0'].target}"
-        c._router.set.update([s.address for s in c.replicas() if s.address != r0])
-        for t in tensors:
-            if _owner(t.id) == "r0":
-                with pytest.raises(linalgd.ReplicaGone,
-                                   match=f"replica r0 \\({r0}\\) that owns id {t.id} is gone: "
-                                         "no longer among the addresses"):
-                    c.get(t)
-            else:
-                np.testing.assert_array_equal(c.get(t), np.eye(2))
-        assert all(_owner(c.put(np.eye(2)).id) != "r0" for _ in range(4))
+def fake_dns(monkeypatch, servers):
+    """Resolves every name to the targets of servers (a dict id -> Server) as
+    it is when asked, by socket.getaddrinfo's answer: a dns: target over
+    loopback servers on ports of their own, without a hosts file."""
+    def getaddrinfo(host, port, *args, **kwargs):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", s.port))
+                for s in servers.values()]
+    monkeypatch.setattr(_replicas.socket, "getaddrinfo", getaddrinfo)
+
+
+def test_an_owner_no_longer_resolved_serves_its_ids_until_it_fails(start_server, monkeypatch):
+    servers, _ = _three(start_server)
+    resolved = dict(servers)
+    fake_dns(monkeypatch, resolved)
+    with linalgd.Client("dns:///replicas.test:50051", timeout=10.0, retries=0,
+                        refresh_interval=0.0) as c:  # resolved again at every call
+        tensors = [c.put(np.full((2, 2), float(i))) for i in range(6)]
+        assert {_owner(t.id) for t in tensors} == {"r0", "r1", "r2"}
+        mine = [t for t in tensors if _owner(t.id) == "r0"]
+        del resolved["r0"]  # r0 leaves DNS (a draining pod does first) but still answers
+        r0 = f"ipv4:127.0.0.1:{servers['r0'].port}"
+        assert all(_owner(c.put(np.eye(2)).id) != "r0" for _ in range(6))  # no new work
+        state = {s.address: s for s in c.replicas()}[r0]
+        assert not state.resolved and state.reachable and not state.usable
+        # As the C++ client: calls naming r0's ids still go there while it answers.
+        for t in mine:
+            np.testing.assert_array_equal(c.get(t), np.full((2, 2), float(tensors.index(t))))
+        np.testing.assert_array_equal(c.matmul(mine[0], np.eye(2)), mine[0].get())
+        c.delete(mine[-1])
+        servers["r0"].proc.kill()
+        servers["r0"].proc.wait()
+        with pytest.raises(linalgd.ReplicaGone, match=f"replica r0 \\({r0}\\) that owns id "
+                                                      f"{mine[0].id} is gone"):
+            returns_by(lambda: c.get(mine[0]), 30.0)
+        with pytest.raises(linalgd.ReplicaGone, match="replica r0 .* is gone"):
+            c.get(mine[0])  # at once, now that it is known lost
+        others = [t for t in tensors if _owner(t.id) != "r0"]
+        for t in others:
+            np.testing.assert_array_equal(c.get(t), np.full((2, 2), float(tensors.index(t))))
 
 
 def test_dns_name_that_does_not_resolve_fails_calls_not_the_constructor():
@@ -345,10 +369,28 @@ def test_a_draining_replica_gets_no_new_work_and_serves_its_ids(start_server):
         np.testing.assert_array_equal(c.get(mine), np.full((2, 2), float(tensors.index(mine))))
         c.delete(mine)
         servers["r2"].proc.wait(30)  # the store is empty: the drain ends
-        # Not asserted here: a get naming r2's id after it exited (with the
-        # fixture's --shutdown-grace 1s) blocked past its deadline on Debian's
-        # grpcio 1.51; the loss tests above check ReplicaGone after SIGKILL and
-        # SIGTERM without a drain.
+        with pytest.raises(linalgd.ReplicaGone, match="replica r2 "):
+            returns_by(lambda: c.get(mine, timeout=3.0), 30.0)
+
+
+def returns_by(fn, seconds):
+    """fn()'s result (or its exception), failing the test when fn has not
+    returned after seconds (a call that ignores its deadline hangs, else)."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001  re-raised on the test's thread
+            out["error"] = e
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still running {seconds} s later, past its deadline")
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def wait_until_not_serving(server, timeout=10.0):

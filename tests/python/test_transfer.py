@@ -378,3 +378,25 @@ def test_place_behind_writes_every_chunk_from_helper_threads(small_parts, monkey
     assert small_parts.get(t).tobytes() == x.tobytes()
     assert sum(n for _, n in placed) == x.nbytes
     assert len(placed) > 4 and all(name.startswith("linalgd-chunks") for name, _ in placed)
+
+
+def test_default_stream_threshold_is_the_cpp_clients(client, monkeypatch):
+    """4 MiB, as ClientOptions.stream_threshold_bytes: an operand of 4 MiB is
+    uploaded before the call, one a row smaller travels inline."""
+    assert client.stream_threshold == 4 << 20
+    uploaded = []
+    put_many = transfer.Transfer.put_many
+
+    def record(self, items, deadline):
+        uploaded.extend(len(raw) for _, raw in items)
+        return put_many(self, items, deadline)
+
+    monkeypatch.setattr(transfer.Transfer, "put_many", record)
+    b = np.ones((1024, 2), dtype=np.float32)
+    big = np.ones((1024, 1024), dtype=np.float32)  # 4 MiB
+    np.testing.assert_array_equal(client.matmul(big, b), big @ b)
+    assert uploaded == [4 << 20]
+    uploaded.clear()
+    small = big[:1023]
+    np.testing.assert_array_equal(client.matmul(small, b), small @ b)
+    assert uploaded == []

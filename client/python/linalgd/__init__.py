@@ -14,8 +14,8 @@ from .enums import ComputeMode, DType, Epilogue, SolveMethod
 from .errors import (
     Aborted, AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
     Internal, InvalidArgument, LinalgdError, NotFound, OutOfRange, PermissionDenied,
-    ReplicaGone, ResourceExhausted, Unauthenticated, Unavailable, Unimplemented, Unknown,
-    error_class)
+    ReplicaGone, ResourceExhausted, TransferWorkerError, Unauthenticated, Unavailable,
+    Unimplemented, Unknown, error_class)
 from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
 from .remote import Factor, RemoteTensor
 from ._replicas import ReplicaState
@@ -33,5 +33,5 @@ __all__ = [
     "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
     "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
     "SparseMethod", "Preconditioner", "SparseSolveResult", "RemoteTensor", "Factor",
-    "ReplicaState",
+    "ReplicaState", "TransferWorkerError",
 ]

@@ -9,10 +9,11 @@ client differ only in blocking versus awaiting.
 import functools
 import inspect
 import os
+import threading
 import time
 from typing import Any, Callable, List, Optional, Tuple, TypeVar
 
-from . import _ops, tensors
+from . import _ops, _procs, tensors
 from .errors import InvalidArgument, LinalgdError, ResourceExhausted
 from .remote import Factor, RemoteTensor
 from .retry import RetryPolicy
@@ -33,10 +34,18 @@ def channel_options(policy: RetryPolicy, max_message_bytes: int,
     delay (the resolver waits seconds after a failed connect, even for an IP
     literal) would make every retry of a restarting server fail fast; pace
     them like the retry policy.
+
+    gRPC's own retries are off: the client retries by its policy (and fails
+    over between replicas), and grpc core's transparent retry lost calls. On
+    grpcio 1.51 the first GetTensor stream on a connection whose server had
+    sent GOAWAY and exited (a drained replica) was retried inside core and
+    then never ended, its deadline ignored; without the retry it fails at once
+    with UNAVAILABLE ("GOAWAY received").
     """
     pace_ms = max(10, int(policy.initial_backoff * 1000))
     return [("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.enable_retries", 0),
             ("grpc.initial_reconnect_backoff_ms", pace_ms),
             ("grpc.dns_min_time_between_resolutions_ms", pace_ms),
             ("grpc.max_reconnect_backoff_ms", max(10, int(policy.max_backoff * 1000))),
@@ -117,7 +126,9 @@ class ClientBase:
         self.max_message_bytes = int(max_message_bytes)
         # Operands and results of at least this many bytes are streamed
         # (PutTensor / keep_result + GetTensor) instead of travelling inline.
-        self.stream_threshold = 64 << 20
+        # 4 MiB, as the C++ client's ClientOptions.stream_threshold_bytes: one
+        # large unary message crosses slower than the streamed parts.
+        self.stream_threshold = 4 << 20
         # Such a tensor moves in up to transfer_connections parts of at least
         # transfer_part_min_bytes, part i over TCP connection i (transfer.py).
         # 4, not the C++ client's 8: grpcio copies every message under the GIL,
@@ -129,6 +140,40 @@ class ClientBase:
         self._closed = False
         self._metadata = tuple(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
+        self.transfer_processes = 0
+        self._worker_spec = None  # how transfer worker processes build their channels
+        self._pool_lock = threading.Lock()
+        self._pool = None  # the transfer worker processes, once started; guarded by _pool_lock
+
+    def _init_processes(self, processes: int, tls_pems: Any, credentials: Any,
+                        options: Any) -> None:
+        """transfer_processes: the parts of large tensors move in that many
+        worker processes (_procs.py), started on first use; 0: on threads."""
+        processes = int(processes)
+        if processes < 0:
+            raise ValueError(f"transfer_processes must be 0 or more, not {processes}")
+        self.transfer_processes = processes
+        if processes:
+            self._worker_spec = _procs.channel_spec(tls_pems, credentials, options,
+                                                    self._metadata, self._wait_for_ready)
+
+    def _transfer_pool(self) -> Optional["_procs.ProcessPool"]:
+        """The transfer worker processes (started now if not yet), or None: transfers
+        on threads (transfer_processes 0, credentials a worker cannot rebuild, closed)."""
+        if not self.transfer_processes or self._worker_spec is None:
+            return None
+        with self._pool_lock:
+            if self._closed:
+                return None
+            if self._pool is None:
+                self._pool = _procs.ProcessPool(self.transfer_processes, self._worker_spec)
+            return self._pool
+
+    def _close_processes(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def _large(self, nbytes: int) -> bool:
         return bool(self.stream_threshold) and nbytes >= self.stream_threshold

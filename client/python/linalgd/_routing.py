@@ -4,8 +4,10 @@ accepts): one channel set per address, each call sent where it belongs.
 - A call naming an id (an operand, factor or upload id; GetTensor, DeleteTensor,
   ReleaseFactor) goes to the replica that owns it, whose replica id is learned
   at first use (GetServerInfo, then every response's linalgd-replica). When
-  that replica is unreachable or no longer resolved, the call fails with
-  ReplicaGone (an Unavailable) naming the replica, its address and the id.
+  that replica is unreachable, the call fails with ReplicaGone (an
+  Unavailable) naming the replica, its address and the id. A replica no
+  longer resolved (a draining pod leaves DNS first) still takes the calls
+  naming its ids while it answers, as in the C++ client; no other work.
 - ListTensors asks every reachable replica and returns all their tensors.
 - A stateless call (and an upload of new tensors) goes to the least-loaded
   usable replica; one that fails UNAVAILABLE, or that the connection or a
@@ -79,7 +81,7 @@ class ChannelReplica(Replica):
         self._transfer_channel = (make_transfer_channel(address, 0) if make_transfer_channel
                                   else None)
         self.transfer = Transfer(client, self._transfer_channel or self.channel,
-                                 lambda i: make_transfer(address, i))
+                                 lambda i: make_transfer(address, i), address)
         self.stub = pb_grpc.LinalgStub(self.channel)
         self.health = self.channel.unary_unary(
             _health.CHECK_METHOD,
@@ -236,20 +238,24 @@ class Router:
 
     def owner(self, resource_id: str, deadline: Optional[float]) -> Op:
         """The replica that owns resource_id (None for an id without a replica
-        prefix); ReplicaGone when no resolved replica has that id."""
+        prefix); ReplicaGone when no replica has that id, or when the one that
+        has it is no longer resolved and its connection failed. One no longer
+        resolved that still answers is kept for its ids (a failing call then
+        shows it gone: run, _lost)."""
         rid = owner_of(resource_id)
         if rid is None:
             return None
         replica = self.set.by_replica_id(rid)
-        if replica is None or not replica.resolved:
+        if replica is None:
             yield from self._refresh(deadline)
             replica = self.set.by_replica_id(rid)
         if replica is None:
             raise ReplicaGone(f"replica {rid} that owns id {resource_id} is gone: no replica of "
                               f"{self._client.target} has that id ({self.set.describe()})")
-        if not replica.resolved:
+        if not replica.resolved and not replica.reachable:
             raise ReplicaGone(f"{replica.name()} that owns id {resource_id} is gone: no longer "
-                              f"among the addresses of {self._client.target}")
+                              f"among the addresses of {self._client.target}, and its "
+                              "connection failed")
         return replica
 
     def _lost(self, replica: ChannelReplica, error: LinalgdError,

@@ -46,7 +46,7 @@ from ._base import (DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method
 from ._base import channel_options as _channel_options
 from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from ._stubs import pb, pb_grpc
-from ._tls import tls_credentials
+from ._tls import credentials_of, tls_pems
 from .client import _ROUTED, DEFAULT_TARGET, Operand
 from .errors import from_rpc_error
 from .retry import RetryPolicy
@@ -103,8 +103,8 @@ class Client(ClientBase):
 
     Arguments as linalgd.Client's (target, timeout, retries, retry_policy,
     credentials, tls_ca, tls_cert, tls_key, metadata, max_message_bytes,
-    wait_for_ready, channel_options, refresh_interval); no channel= and no
-    shared memory.
+    wait_for_ready, channel_options, refresh_interval, transfer_processes); no
+    channel= and no shared memory.
     Safe to share between the tasks of one event loop.
     """
 
@@ -118,20 +118,21 @@ class Client(ClientBase):
                  tls_key: Optional[str] = None, token: Optional[str] = None,
                  metadata: Any = (), max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready: bool = False, channel_options: Any = (),
-                 refresh_interval: float = 30.0) -> None:
+                 refresh_interval: float = 30.0, transfer_processes: int = 0) -> None:
         self._init_options(target, timeout, retries, retry_policy, metadata, max_message_bytes,
                            wait_for_ready, token)
-        tls = tls_credentials(tls_ca, tls_cert, tls_key)
-        if tls is not None and credentials is not None:
+        pems = tls_pems(tls_ca, tls_cert, tls_key)
+        if pems is not None and credentials is not None:
             raise ValueError("tls_ca/tls_cert/tls_key exclude credentials=")
-        credentials = credentials or tls
+        credentials = credentials or credentials_of(pems)
         options = _channel_options(self.retry_policy, self.max_message_bytes, channel_options)
         self._background = set()  # tasks no one awaits (releases and deletes)
         replicas = _replicas.parse_target(target)
+        if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
+            options.append(("grpc.ssl_target_name_override", replicas.host))
+        self._init_processes(transfer_processes, pems, credentials, options)
         self._router = None
         if replicas is not None:
-            if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
-                options.append(("grpc.ssl_target_name_override", replicas.host))
             self._router = Router(self, replicas,
                                   lambda address: self._replica(address, credentials, options),
                                   refresh_interval)
@@ -147,7 +148,7 @@ class Client(ClientBase):
         def factory(i, o=options, c=credentials):
             return _sync_channel(target, c, [*o, ("linalgd.transfer_connection", i)])
         self._transfer_channel = factory(0)
-        self._transfer = Transfer(self, self._transfer_channel, factory)
+        self._transfer = Transfer(self, self._transfer_channel, factory, target)
 
     def _replica(self, address: str, credentials: Any, options: Any) -> ChannelReplica:
         """A replica of a replica-set target: a grpc.aio channel for the calls,
@@ -171,6 +172,7 @@ class Client(ClientBase):
         if self._background:
             await asyncio.wait(list(self._background), timeout=1.0)
         self._closed = True
+        self._close_processes()
         if self._router is not None:
             for channel in self._router.close():
                 await channel.close()

@@ -22,6 +22,7 @@ Shared memory (use_shared_memory=True, a same-host server started with
 --allow-shm): matmul and solve operands and results go through one memfd
 region per Client instead of the socket; see shm.py.
 """
+import logging
 import time
 from typing import Any, Union
 
@@ -36,9 +37,10 @@ from .remote import RemoteTensor
 from .transfer import Transfer
 from ._stubs import pb, pb_grpc
 from .errors import from_rpc_error
-from ._tls import tls_credentials
+from ._tls import credentials_of, tls_pems
 
 DEFAULT_TARGET = "localhost:50051"
+_log = logging.getLogger("linalgd")
 # The effects of _ops.py a client over several replicas routes (_routing.py).
 _ROUTED = (_ops.Invoke, _ops.PutMany, _ops.Get, _ops.Probe, _ops.Shm)
 # What an operand may be: a numpy array (or anything numpy.asarray takes), a
@@ -91,6 +93,16 @@ class Client(ClientBase):
         Falls back to the socket, silently (logger "linalgd", debug level), for
         a remote target, a server that refuses, tensors that do not fit, or
         while other threads' calls hold every region.
+    transfer_processes: move the parts of large tensors (stream_threshold
+        bytes or more, in more than one part) in this many worker processes,
+        each with its own gRPC channel and interpreter lock, through a
+        shared-memory segment (_procs.py); started on the first such transfer,
+        stopped by close(). 0 (the default): on this process's threads. The
+        workers are 'spawn'ed: a script that makes a Client at import time
+        needs the usual `if __name__ == "__main__":` guard. Credentials given
+        as credentials= cannot be passed to a worker: use tls_ca, tls_cert,
+        tls_key (else transfers stay on threads, with a warning); with
+        channel=, transfers stay on threads too (with a warning).
     """
 
     def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
@@ -98,35 +110,42 @@ class Client(ClientBase):
                  metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
                  wait_for_ready=False, channel=None, channel_options=(),
                  use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
-                 shared_memory_regions=1, shared_memory_socket=None, refresh_interval=30.0):
+                 shared_memory_regions=1, shared_memory_socket=None, refresh_interval=30.0,
+                 transfer_processes=0):
         self._init_options(target, timeout, retries, retry_policy, metadata, max_message_bytes,
                            wait_for_ready, token)
         self._background = set()  # grpc futures of calls no one waits for (remote.py)
         self._owns_channel = channel is None
-        tls = tls_credentials(tls_ca, tls_cert, tls_key)
-        if tls is not None and (credentials is not None or channel is not None):
+        pems = tls_pems(tls_ca, tls_cert, tls_key)
+        if pems is not None and (credentials is not None or channel is not None):
             raise ValueError("tls_ca/tls_cert/tls_key exclude credentials= and channel=")
-        credentials = credentials or tls
+        credentials = credentials or credentials_of(pems)
         replicas = _replicas.parse_target(target) if channel is None else None
+        options = _channel_options(self.retry_policy, self.max_message_bytes, channel_options)
+        if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
+            options.append(("grpc.ssl_target_name_override", replicas.host))
+        if channel is None:
+            self._init_processes(transfer_processes, pems, credentials, options)
+        elif transfer_processes:
+            _log.warning("transfer_processes: a client handed channel= moves its transfers on "
+                         "threads (a worker process cannot rebuild that channel)")
         self._router = None
         if replicas is not None:
             if use_shared_memory:
                 raise ValueError("use_shared_memory needs one same-host server, not the "
                                  f"replicas of {target!r}")
-            self._router = self._replica_router(replicas, credentials, channel_options,
+            self._router = self._replica_router(replicas, credentials, options,
                                                 refresh_interval)
             self._shm = None
             return
         if channel is None:
-            options = _channel_options(self.retry_policy, self.max_message_bytes,
-                                       channel_options)
             channel = _make_channel(target, credentials, options)
             factory = (lambda i, o=options, c=credentials: _make_channel(
                 target, c, [*o, ("linalgd.transfer_connection", i)]))
         else:
             factory = None  # a caller's channel: one connection
         self._channel = channel
-        self._transfer = Transfer(self, channel, factory)
+        self._transfer = Transfer(self, channel, factory, target if factory else None)
         self._stub = pb_grpc.LinalgStub(channel)
         self._health_check = channel.unary_unary(
             _health.CHECK_METHOD,
@@ -136,11 +155,7 @@ class Client(ClientBase):
         self._shm = (shm.SharedMemoryPath(self, shared_memory_bytes, shared_memory_regions)
                      if use_shared_memory else None)
 
-    def _replica_router(self, replicas, credentials, extra_options, refresh_interval):
-        options = _channel_options(self.retry_policy, self.max_message_bytes, extra_options)
-        if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
-            options.append(("grpc.ssl_target_name_override", replicas.host))
-
+    def _replica_router(self, replicas, credentials, options, refresh_interval):
         def make(address, i):
             return _make_channel(address, credentials,
                                  [*options, ("linalgd.transfer_connection", i)] if i else options)
@@ -161,6 +176,7 @@ class Client(ClientBase):
 
     def close(self):
         self._closed = True
+        self._close_processes()
         if self._router is not None:
             for channel in self._router.close():
                 channel.close()

@@ -101,6 +101,11 @@ class ReplicaGone(Unavailable):
     longer among the target's addresses (a client over several replicas)."""
 
 
+class TransferWorkerError(Internal):
+    """A transfer worker process (Client(transfer_processes=N)) died or stopped
+    answering during a part; the worker is replaced on the next transfer."""
+
+
 class DataLoss(LinalgdError):
     """Also raised when a response is malformed (wrong byte count)."""
     code = grpc.StatusCode.DATA_LOSS

@@ -36,6 +36,7 @@ the stream waits for the next.
 Thread safety: one Transfer per Client, shared by its threads.
 """
 import concurrent.futures
+import contextlib
 import ctypes
 import threading
 import zlib
@@ -44,7 +45,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import grpc
 import numpy as np
 
-from . import _crc32c, tensors
+from . import _crc32c, _procs, tensors
 from ._stubs import pb
 from .errors import DataLoss, Unimplemented, from_rpc_error
 
@@ -205,6 +206,16 @@ class _Placed:
         return self._crc
 
 
+def _check_crc(tensor_id, info, ranges, crcs):
+    """DataLoss unless the CRC32Cs of ranges, combined, are the server's."""
+    crc = 0
+    for (begin, end), part in zip(ranges, crcs):
+        crc = _crc32c.combine(crc, part, end - begin)
+    if info.crc32c and crc != info.crc32c:
+        raise DataLoss(f"GetTensor {tensor_id}: CRC32C mismatch ({crc} received, the "
+                       f"server says {info.crc32c})")
+
+
 class _NoRanges(Exception):
     """The server ignored a GetTensor range (an older server)."""
 
@@ -215,11 +226,15 @@ class Transfer:
     channel: the client's channel (connection 0). channel_factory(i): a new
     channel with a TCP connection of its own, for connection i >= 1; None
     when the client was handed a channel (then everything uses connection 0).
+    target: the server's address, for the client's transfer worker processes
+    (_procs.py); None: parts move on threads only.
     """
 
-    def __init__(self, client, channel, channel_factory: Optional[Callable[[int], grpc.Channel]]):
+    def __init__(self, client, channel, channel_factory: Optional[Callable[[int], grpc.Channel]],
+                 target: Optional[str] = None):
         self._client = client
         self._factory = channel_factory
+        self._target = target
         self._lock = threading.Lock()
         self._channels = {0: channel}  # guarded by _lock
         self._owned = []  # channels made here, closed by close(); guarded by _lock
@@ -292,6 +307,10 @@ class Transfer:
         for channel in owned:
             channel.close()
 
+    def _processes(self):
+        """The client's transfer worker processes, or None (parts on threads)."""
+        return None if self._target is None else self._client._transfer_pool()
+
     def parts_of(self, nbytes):
         c = self._client
         if not c._large(nbytes):
@@ -346,22 +365,56 @@ class Transfer:
         part_crc = dict(zip(jobs, crcs))
         uploads = {}
         try:
-            self._start_all(items, plans, part_crc, uploads, deadline)
-            sends = []
-            for j, ranges in enumerate(plans):
-                for i, r in enumerate(ranges):
-                    sends.append(((j, r), self._send_job(items[j], r, i, uploads.get(j),
-                                                         part_crc[(j, r)], deadline)))
-            order = _schedule(sends)
-            results = dict(zip((key for key, _ in order),
-                               self.run_all([fn for _, fn in order])))
-            finished = dict(zip(list(uploads), self.run_all(
-                [self._finish_job(uploads, j, deadline) for j in list(uploads)])))
-            return [finished[j] if j in finished else results[(j, ranges[0])].tensor
-                    for j, ranges in enumerate(plans)]
+            with contextlib.ExitStack() as held:
+                return self._put_parts(items, plans, part_crc, uploads, held, deadline)
         finally:
             for upload_id in uploads.values():
                 self._abort(upload_id)
+
+    def _put_parts(self, items, plans, part_crc, uploads, held, deadline):
+        """put_many's uploads, once the parts' CRC32Cs are known; fills uploads
+        {tensor index: upload id} while they are not finished. held: an
+        ExitStack that keeps worker processes' segments until the end."""
+        self._start_all(items, plans, part_crc, uploads, deadline)
+        pool = self._processes() if uploads else None
+        segments = self._segments_of(pool, items, uploads, held)
+        sends = []
+        for j, ranges in enumerate(plans):
+            for i, r in enumerate(ranges):
+                send = (self._send_job(items[j], r, i, uploads.get(j), part_crc[(j, r)],
+                                       deadline) if j not in segments else
+                        self._process_send_job(pool, segments[j], items[j][1], r,
+                                               uploads[j], part_crc[(j, r)], deadline))
+                sends.append(((j, r), send))
+        order = _schedule(sends)
+        results = dict(zip((key for key, _ in order),
+                           self.run_all([fn for _, fn in order])))
+        finished = dict(zip(list(uploads), self.run_all(
+            [self._finish_job(uploads, j, deadline) for j in list(uploads)])))
+        return [finished[j] if j in finished else results[(j, ranges[0])].tensor
+                for j, ranges in enumerate(plans)]
+
+    def _segments_of(self, pool, items, uploads, held):
+        """With transfer worker processes (pool): {tensor index: a shared-memory
+        segment for its bytes} of each tensor of several parts (uploads), each
+        held (an ExitStack) by the pool's segment(); else {}."""
+        if pool is None:
+            return {}
+        return {j: held.enter_context(pool.segment(len(items[j][1]))) for j in uploads}
+
+    def _process_send_job(self, pool, segment, raw, r, upload_id, crc, deadline):
+        """Part r of a multi-part upload: its bytes copied from raw into segment
+        (on this part's thread, without the GIL, so the parts' copies overlap),
+        then sent by a worker process."""
+        def job():
+            copy_into(segment.buf[r[0]:r[1]], raw[r[0]:r[1]])
+            h = pb.PutTensorHeader(upload_id=upload_id, offset=r[0], total_bytes=r[1] - r[0],
+                                   crc32c=crc[1])
+            task = _procs.put_task(self._target, h.SerializeToString(), segment.name, r[0], r[1],
+                                   max(1, int(self._client.chunk_bytes)), deadline)
+            reply = pool.run(task, deadline)
+            return pb.PutTensorResponse.FromString(_procs.result_of(reply, "PutTensor"))
+        return job
 
     def _start_all(self, items, plans, part_crc, uploads, deadline):
         """StartUpload for every tensor of several parts, at once; fills
@@ -461,6 +514,11 @@ class Transfer:
         info = pb.TensorInfo.FromString(info_bytes)
         total = int(info.bytes)
         ranges = self.parts_of(total) if ranged else [(0, total)]
+        pool = self._processes() if len(ranges) > 1 else None
+        if pool is not None:
+            leader.cancel()
+            return info, self._get_by_processes(pool, tensor_id, info, first, ranges, chunk,
+                                                deadline)
         raw = tensors.empty_bytes(total)
         dest = memoryview(raw)
         jobs = [lambda: self._read_leader(leader, first, dest[0:ranges[0][1]], len(ranges) == 1)]
@@ -470,13 +528,37 @@ class Transfer:
             crcs = self.run_all(jobs)
         finally:
             leader.cancel()
-        crc = 0
-        for (begin, end), part in zip(ranges, crcs):
-            crc = _crc32c.combine(crc, part, end - begin)
-        if info.crc32c and crc != info.crc32c:
-            raise DataLoss(f"GetTensor {tensor_id}: CRC32C mismatch ({crc} received, the "
-                           f"server says {info.crc32c})")
+        _check_crc(tensor_id, info, ranges, crcs)
         return info, raw
+
+    def _get_by_processes(self, pool, tensor_id, info, first, ranges, chunk, deadline):
+        """The tensor's bytes: the leader's first chunk (bytes [0, len(first))),
+        then the rest of ranges, each fetched by a worker process into a
+        shared-memory segment and copied out by its part's thread."""
+        total = int(info.bytes)
+        raw = tensors.empty_bytes(total)
+        copy_into(raw, first)
+        with pool.segment(total) as segment:
+            rest = [(max(begin, len(first)), end) for begin, end in ranges if end > len(first)]
+            crcs = self.run_all([self._process_range_job(pool, tensor_id, r, chunk, segment,
+                                                         raw, deadline) for r in rest])
+        if any(crc is None for crc in crcs):
+            raise _NoRanges()
+        _check_crc(tensor_id, info, [(0, len(first))] + rest, [_crc32c.extend(0, first)] + crcs)
+        return raw
+
+    def _process_range_job(self, pool, tensor_id, r, chunk, segment, raw, deadline):
+        """Range r fetched by a worker into segment, then copied into raw
+        (without the GIL, while the other ranges still move); its CRC32C, or
+        None when the server ignored the range."""
+        def job():
+            task = _procs.get_task(self._target, tensor_id, r[0], r[1] - r[0], chunk,
+                                   segment.name, deadline)
+            crc = _procs.result_of(pool.run(task, deadline), "GetTensor")
+            if crc is not None:
+                copy_into(memoryview(raw)[r[0]:r[1]], segment.buf[r[0]:r[1]])
+            return crc
+        return job
 
     def _range_job(self, tensor_id, index, r, chunk, dest, deadline):
         def job():
