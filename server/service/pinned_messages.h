@@ -5,7 +5,13 @@
 #include <grpcpp/support/message_allocator.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <type_traits>
+
+#include "google/protobuf/arena.h"
+#include "google/protobuf/message_lite.h"
 
 namespace linalgd {
 
@@ -21,27 +27,59 @@ class PinnableMessages {
   virtual std::shared_ptr<void> Pin() = 0;
 };
 
+// The request and the response live on a protobuf Arena whose first block
+// is part of the holder: parsing the request and filling the response take
+// their sub-messages, repeated fields and string objects from it instead of
+// the heap, and all of them go at once with the holder (long strings keep
+// their own buffers).
 template <typename Request, typename Response>
 class PinnedMessageHolder final : public grpc::MessageHolder<Request, Response>,
                                   public PinnableMessages {
  public:
-  PinnedMessageHolder() {
-    this->set_request(&request_);
-    this->set_response(&response_);
+  // Bytes of the arena's first block, in the holder: what a small call's
+  // messages take (a shared-memory Matmul: two tensor references, an output
+  // reference, the response) with room to spare; a larger call's arena
+  // allocates more blocks.
+  static constexpr size_t kFirstBlockBytes = 2048;
+
+  PinnedMessageHolder() : arena_(FirstBlock(first_block_)) {
+    this->set_request(OnArena<Request>());
+    this->set_response(OnArena<Response>());
   }
   void Release() override { Unref(); }
   std::shared_ptr<void> Pin() override {
     refs_.fetch_add(1, std::memory_order_relaxed);
-    return std::shared_ptr<void>(&request_, [this](void*) { Unref(); });
+    return std::shared_ptr<void>(this->request(), [this](void*) { Unref(); });
+  }
+  // Bytes the arena holds beyond its first block (0: the messages fit there).
+  int64_t arena_bytes_beyond_first_block() const {
+    const uint64_t space = arena_.SpaceAllocated();
+    return space > kFirstBlockBytes ? static_cast<int64_t>(space - kFirstBlockBytes) : 0;
   }
 
  private:
+  static google::protobuf::ArenaOptions FirstBlock(char* block) {
+    google::protobuf::ArenaOptions options;
+    options.initial_block = block;
+    options.initial_block_size = kFirstBlockBytes;
+    return options;
+  }
+  // A protobuf message is built arena-aware (its parts go on the arena too);
+  // any other type is only placed there.
+  template <typename T>
+  T* OnArena() {
+    if constexpr (std::is_base_of_v<google::protobuf::MessageLite, T>) {
+      return google::protobuf::Arena::CreateMessage<T>(&arena_);
+    } else {
+      return google::protobuf::Arena::Create<T>(&arena_);
+    }
+  }
   void Unref() {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
-  std::atomic<int> refs_{1};  // gRPC's, until Release()
-  Request request_;
-  Response response_;
+  std::atomic<int> refs_{1};                        // gRPC's, until Release()
+  alignas(16) char first_block_[kFirstBlockBytes];  // before arena_: outlives it
+  google::protobuf::Arena arena_;
 };
 
 template <typename Request, typename Response>
