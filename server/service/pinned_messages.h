@@ -4,7 +4,6 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/message_allocator.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,7 +16,7 @@ namespace linalgd {
 
 // The request and response of one unary call, allocated by linalgd instead of
 // gRPC (a MessageAllocator), so that they can outlive the call: gRPC's
-// Release() after OnDone drops one reference, and each Pin() holds another.
+// Release() after OnDone drops its reference, and each Pin() holds another.
 // A GPU call abandoned after --op-timeout pins the request it still reads;
 // the reactor's OnDone then returns at once instead of waiting for it.
 class PinnableMessages {
@@ -32,10 +31,21 @@ class PinnableMessages {
 // their sub-messages, repeated fields and string objects from it instead of
 // the heap, and all of them go at once with the holder (long strings keep
 // their own buffers).
+// The holder is owned by shared_ptrs from its creation (gRPC's reference is
+// `self_` until Release()), so a pin is a copy of one, with no allocation.
 template <typename Request, typename Response>
-class PinnedMessageHolder final : public grpc::MessageHolder<Request, Response>,
-                                  public PinnableMessages {
+class PinnedMessageHolder final
+    : public grpc::MessageHolder<Request, Response>,
+      public PinnableMessages,
+      public std::enable_shared_from_this<PinnedMessageHolder<Request, Response>> {
  public:
+  // A new holder, held by gRPC until Release().
+  static PinnedMessageHolder* Create() {
+    auto holder = std::make_shared<PinnedMessageHolder>();
+    holder->self_ = holder;
+    return holder.get();
+  }
+
   // Bytes of the arena's first block, in the holder: what a small call's
   // messages take (a shared-memory Matmul: two tensor references, an output
   // reference, the response) with room to spare; a larger call's arena
@@ -46,10 +56,10 @@ class PinnedMessageHolder final : public grpc::MessageHolder<Request, Response>,
     this->set_request(OnArena<Request>());
     this->set_response(OnArena<Response>());
   }
-  void Release() override { Unref(); }
+  // Drops gRPC's reference; the holder goes with the last pin.
+  void Release() override { std::shared_ptr<PinnedMessageHolder> last = std::move(self_); }
   std::shared_ptr<void> Pin() override {
-    refs_.fetch_add(1, std::memory_order_relaxed);
-    return std::shared_ptr<void>(this->request(), [this](void*) { Unref(); });
+    return std::shared_ptr<void>(this->shared_from_this(), this->request());
   }
   // Bytes the arena holds beyond its first block (0: the messages fit there).
   int64_t arena_bytes_beyond_first_block() const {
@@ -74,10 +84,7 @@ class PinnedMessageHolder final : public grpc::MessageHolder<Request, Response>,
       return google::protobuf::Arena::Create<T>(&arena_);
     }
   }
-  void Unref() {
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-  std::atomic<int> refs_{1};                        // gRPC's, until Release()
+  std::shared_ptr<PinnedMessageHolder> self_;       // gRPC's reference, until Release()
   alignas(16) char first_block_[kFirstBlockBytes];  // before arena_: outlives it
   google::protobuf::Arena arena_;
 };
@@ -86,7 +93,7 @@ template <typename Request, typename Response>
 class PinnedMessageAllocator final : public grpc::MessageAllocator<Request, Response> {
  public:
   grpc::MessageHolder<Request, Response>* AllocateMessages() override {
-    return new PinnedMessageHolder<Request, Response>();
+    return PinnedMessageHolder<Request, Response>::Create();
   }
 };
 

@@ -33,6 +33,23 @@ TEST(PinnedMessagesTest, MessagesOutliveReleaseWhilePinned) {
   EXPECT_EQ(g_alive, 0);
 }
 
+// A rerun pins again while an abandoned call still holds its pin: the
+// messages go with the last of them, whichever ends first.
+TEST(PinnedMessagesTest, SeveralPinsKeepTheMessagesUntilTheLast) {
+  PinnedMessageAllocator<Counted, Counted> allocator;
+  grpc::MessageHolder<Counted, Counted>* holder = allocator.AllocateMessages();
+  auto* pinnable = dynamic_cast<PinnableMessages*>(static_cast<grpc::RpcAllocatorState*>(holder));
+  ASSERT_NE(pinnable, nullptr);
+  std::shared_ptr<void> first = pinnable->Pin();
+  std::shared_ptr<void> second = pinnable->Pin();
+  EXPECT_EQ(first.get(), holder->request());  // a pin points at the request
+  holder->Release();
+  first.reset();
+  EXPECT_EQ(g_alive, 2);
+  second.reset();
+  EXPECT_EQ(g_alive, 0);
+}
+
 TEST(PinnedMessagesTest, WithoutPinsReleaseFrees) {
   PinnedMessageAllocator<Counted, Counted> allocator;
   allocator.AllocateMessages()->Release();
