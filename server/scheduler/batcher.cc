@@ -12,13 +12,16 @@ std::optional<BatchKey> Batcher::KeyFor(const Job& job) const {
 std::vector<QueuedJob> Batcher::Form(QueuedJob first, JobQueue& queue, int max_count,
                                      absl::Duration per_job_run, bool lane_busy) const {
   std::vector<QueuedJob> group;
-  const std::optional<BatchKey> key = first.key;
   absl::Time expires = first.expires;
   const absl::Time window_end =
       lane_busy ? first.enqueued + options_.max_queue_delay : absl::InfinitePast();
+  max_count = std::max(1, std::min(max_count, options_.max_batch));
+  const bool batchable = first.key.has_value();
+  // Reserved once: the members are moved in place, never again on growth.
+  group.reserve(batchable ? static_cast<size_t>(max_count) : 1);
   group.push_back(std::move(first));
-  max_count = std::min(max_count, options_.max_batch);
-  if (!key) return group;
+  if (!batchable) return group;
+  const BatchKey& key = *group.front().key;
   while (static_cast<int>(group.size()) < max_count) {
     const int size = static_cast<int>(group.size());
     // Never spend more than half of what is left before the earliest member
@@ -26,11 +29,9 @@ std::vector<QueuedJob> Batcher::Form(QueuedJob first, JobQueue& queue, int max_c
     const absl::Time now = absl::Now();
     const absl::Time until =
         std::min(window_end, now + (expires - per_job_run * (size + 1) - now) / 2);
-    std::vector<QueuedJob> more = queue.TakeMatching(*key, max_count - size, until);
-    if (more.empty()) break;
-    for (QueuedJob& item : more) {
-      expires = std::min(expires, item.expires);
-      group.push_back(std::move(item));
+    if (queue.TakeMatching(key, max_count - size, until, group) == 0) break;
+    for (size_t i = static_cast<size_t>(size); i < group.size(); ++i) {
+      expires = std::min(expires, group[i].expires);
     }
   }
   return group;

@@ -34,25 +34,30 @@ QueuedJob JobQueue::Level::PopNext() {
 
 std::optional<QueuedJob> JobQueue::Push(QueuedJob item, bool force) {
   absl::MutexLock lock(&mu_);
-  if (closed_ || (!force && size_ >= capacity_)) return item;
-  flops_ += item.job->spec().flops;
+  const int size = size_.load(std::memory_order_relaxed);
+  if (closed_ || (!force && size >= capacity_)) return item;
+  flops_.store(flops_.load(std::memory_order_relaxed) + item.job->spec().flops,
+               std::memory_order_relaxed);
   levels_[item.job->spec().priority].Push(std::move(item));
-  ++size_;
+  size_.store(size + 1, std::memory_order_relaxed);
   ++pushes_;
   return std::nullopt;
 }
 
 void JobQueue::Removed(const QueuedJob& item) {
-  --size_;
-  flops_ = size_ == 0 ? 0 : flops_ - item.job->spec().flops;
+  const int size = size_.load(std::memory_order_relaxed) - 1;
+  size_.store(size, std::memory_order_relaxed);
+  const double flops = flops_.load(std::memory_order_relaxed) - item.job->spec().flops;
+  flops_.store(size == 0 ? 0 : flops, std::memory_order_relaxed);
 }
 
 std::optional<QueuedJob> JobQueue::Pop() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](JobQueue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) { return q->size_ > 0 || q->closed_; },
+      +[](JobQueue* q)
+           ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) { return q->size() > 0 || q->closed_; },
       this));
-  if (size_ == 0) return std::nullopt;
+  if (size() == 0) return std::nullopt;
   auto level = levels_.begin();
   QueuedJob item = level->second.PopNext();
   if (level->second.empty()) levels_.erase(level);
@@ -62,12 +67,16 @@ std::optional<QueuedJob> JobQueue::Pop() {
 
 void JobQueue::TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take, size_t max,
                                std::vector<QueuedJob>& out) {
-  for (auto level = levels_.begin(); level != levels_.end() && out.size() < max;) {
+  const size_t limit = max > std::numeric_limits<size_t>::max() - out.size()
+                           ? std::numeric_limits<size_t>::max()
+                           : out.size() + max;
+  for (auto level = levels_.begin(); level != levels_.end() && out.size() < limit;) {
     Level& l = level->second;
-    const std::vector<std::string> order(l.turns.begin(), l.turns.end());
-    for (const std::string& tenant : order) {
-      std::deque<QueuedJob>& jobs = l.by_tenant[tenant];
-      for (auto it = jobs.begin(); it != jobs.end() && out.size() < max;) {
+    // The tenants in turn order; those left without jobs leave the turns
+    // after the walk (no copy of the turns per call).
+    for (const std::string& tenant : l.turns) {
+      std::deque<QueuedJob>& jobs = l.by_tenant.find(tenant)->second;
+      for (auto it = jobs.begin(); it != jobs.end() && out.size() < limit;) {
         if (take(*it)) {
           out.push_back(std::move(*it));
           Removed(out.back());
@@ -76,23 +85,30 @@ void JobQueue::TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take
           ++it;
         }
       }
-      if (jobs.empty()) {
-        if (l.turns.front() == tenant) l.served = 0;
-        l.by_tenant.erase(tenant);
-        l.turns.erase(std::find(l.turns.begin(), l.turns.end(), tenant));
+    }
+    if (!l.turns.empty() && l.by_tenant.find(l.turns.front())->second.empty()) l.served = 0;
+    for (auto t = l.turns.begin(); t != l.turns.end();) {
+      const auto jobs = l.by_tenant.find(*t);
+      if (!jobs->second.empty()) {
+        ++t;
+        continue;
       }
+      l.by_tenant.erase(jobs);
+      t = l.turns.erase(t);
     }
     level = l.empty() ? levels_.erase(level) : std::next(level);
   }
 }
 
-std::vector<QueuedJob> JobQueue::TakeMatching(const BatchKey& key, int max, absl::Time until) {
-  std::vector<QueuedJob> out;
+int JobQueue::TakeMatching(const BatchKey& key, int max, absl::Time until,
+                           std::vector<QueuedJob>& out) {
+  const size_t before = out.size();
   absl::MutexLock lock(&mu_);
   while (true) {
     TakeWhereLocked([&key](const QueuedJob& q) { return q.key && *q.key == key; },
                     static_cast<size_t>(std::max(max, 0)), out);
-    if (!out.empty() || closed_ || absl::Now() >= until) return out;
+    const int taken = static_cast<int>(out.size() - before);
+    if (taken > 0 || closed_ || absl::Now() >= until) return taken;
     struct Changed {
       const JobQueue* q;
       int64_t seen;
@@ -116,11 +132,6 @@ void JobQueue::Close() {
   closed_ = true;
 }
 
-int JobQueue::size() const {
-  absl::MutexLock lock(&mu_);
-  return size_;
-}
-
 bool JobQueue::MayOvertake(const std::string& tenant, int priority) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [level, jobs] : levels_) {
@@ -131,11 +142,6 @@ bool JobQueue::MayOvertake(const std::string& tenant, int priority) const {
     if (it != jobs.by_tenant.end() && !it->second.empty()) return false;
   }
   return true;
-}
-
-double JobQueue::queued_flops() const {
-  absl::MutexLock lock(&mu_);
-  return flops_;
 }
 
 }  // namespace linalgd

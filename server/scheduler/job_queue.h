@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_SCHEDULER_JOB_QUEUE_H_
 #define LINALGD_SERVER_SCHEDULER_JOB_QUEUE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -48,10 +49,11 @@ class JobQueue {
   // (then returns nullopt).
   std::optional<QueuedJob> Pop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Removes up to `max` queued jobs whose key equals `key` (any priority,
-  // tenants in turn order within a level, oldest first within a tenant). When none is queued, waits
-  // until one arrives, `until` passes or the queue closes.
-  std::vector<QueuedJob> TakeMatching(const BatchKey& key, int max, absl::Time until)
+  // Moves up to `max` queued jobs whose key equals `key` to the end of `out`
+  // (any priority, tenants in turn order within a level, oldest first within
+  // a tenant), returning how many. When none is queued, waits until one
+  // arrives, `until` passes or the queue closes.
+  int TakeMatching(const BatchKey& key, int max, absl::Time until, std::vector<QueuedJob>& out)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes every queued job for which `drop` is true (cancelled or expired
@@ -62,7 +64,10 @@ class JobQueue {
   // After Close, Push fails and Pop drains what is left.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
 
-  int size() const ABSL_LOCKS_EXCLUDED(mu_);
+  // size() and queued_flops() read without the lock (the request path reads
+  // them per call: routing, the load metadata of every response, metrics),
+  // so they never contend with the workers and callers that push and take.
+  int size() const { return size_.load(std::memory_order_relaxed); }
   int capacity() const { return capacity_; }
   // True when a job of `tenant` at `priority` may run before every queued
   // job without breaking the queue's order: nothing of a higher priority is
@@ -70,10 +75,10 @@ class JobQueue {
   // come first anyway; with other tenants it would come after one turn each).
   bool MayOvertake(const std::string& tenant, int priority) const ABSL_LOCKS_EXCLUDED(mu_);
   // Sum of the queued jobs' JobSpec::flops.
-  double queued_flops() const ABSL_LOCKS_EXCLUDED(mu_);
+  double queued_flops() const { return flops_.load(std::memory_order_relaxed); }
 
  private:
-  // Moves up to `max` jobs for which `take` is true into `out` (priority
+  // Appends up to `max` jobs for which `take` is true to `out` (priority
   // order, oldest first within a level).
   void TakeWhereLocked(const std::function<bool(const QueuedJob&)>& take, size_t max,
                        std::vector<QueuedJob>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -94,8 +99,9 @@ class JobQueue {
   mutable absl::Mutex mu_;
   // Highest priority first.
   std::map<int, Level, std::greater<int>> levels_ ABSL_GUARDED_BY(mu_);
-  int size_ ABSL_GUARDED_BY(mu_) = 0;
-  double flops_ ABSL_GUARDED_BY(mu_) = 0;
+  // Written under mu_ only; read without it (size(), queued_flops()).
+  std::atomic<int> size_{0};
+  std::atomic<double> flops_{0};
   int64_t pushes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -227,7 +227,7 @@ absl::Status Scheduler::QueuedEnd(const Lane& lane, const QueuedJob& item, absl:
 }
 
 Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start) {
-  Group out;
+  size_t kept = 0;  // filtered in place: the group's storage is reused
   for (QueuedJob& item : group) {
     if (absl::Status end = QueuedEnd(lane, item, start); !end.ok()) {
       Finish(lane, item, end, {}, start);
@@ -241,9 +241,11 @@ Scheduler::Group Scheduler::Admissible(Lane& lane, Group group, absl::Time start
       }
       item.validated = true;
     }
-    out.push_back(std::move(item));
+    if (&group[kept] != &item) group[kept] = std::move(item);
+    ++kept;
   }
-  return out;
+  group.erase(group.begin() + static_cast<std::ptrdiff_t>(kept), group.end());
+  return group;
 }
 
 absl::StatusOr<MemoryBudget::Reservation> Scheduler::Reserve(Lane& lane, const Group& group,
@@ -270,6 +272,8 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
   const int n = static_cast<int>(group.size());
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<std::shared_ptr<void>> pins;
+  jobs.reserve(group.size());
+  pins.reserve(group.size());
   double flops = 0;
   const absl::Time op_end = options_.op_timeout == absl::InfiniteDuration()
                                 ? absl::InfiniteFuture()

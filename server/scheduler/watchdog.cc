@@ -10,23 +10,18 @@ namespace linalgd {
 
 void AbandonedCalls::Add() {
   absl::MutexLock lock(&mu_);
-  ++count_;
+  count_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void AbandonedCalls::Done() {
   absl::MutexLock lock(&mu_);
-  --count_;
-}
-
-int AbandonedCalls::count() const {
-  absl::MutexLock lock(&mu_);
-  return count_;
+  count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void AbandonedCalls::WaitForNone() const {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](const int* n) { return *n == 0; }, &count_));
+      +[](const std::atomic<int>* n) { return n->load(std::memory_order_relaxed) == 0; }, &count_));
 }
 
 Watchdog::Watchdog() : thread_([this] { Loop(); }) {}

@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_SCHEDULER_WATCHDOG_H_
 #define LINALGD_SERVER_SCHEDULER_WATCHDOG_H_
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -19,13 +20,14 @@ class AbandonedCalls {
  public:
   void Add() ABSL_LOCKS_EXCLUDED(mu_);
   void Done() ABSL_LOCKS_EXCLUDED(mu_);
-  int count() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Without the lock: routing reads it for every job (Scheduler::Fenced).
+  int count() const { return count_.load(std::memory_order_relaxed); }
   // Blocks until count() is 0.
   void WaitForNone() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
-  int count_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> count_{0};  // changed under mu_ (WaitForNone's condition)
 };
 
 // Watches the deadlines of calls that run on their callers' threads, with one

@@ -22,6 +22,12 @@ class CallReactor : public grpc::ServerUnaryReactor {
   // Never blocks: a GPU call abandoned after --op-timeout that may still read
   // the request pins the messages themselves (pinned_messages.h).
   void OnDone() override { delete this; }
+  // Both reactions above are trivial and never block, so gRPC may run them
+  // on the thread that completes the call (as it does for its own default
+  // reactor) instead of handing each call's OnDone, and the request for the
+  // next call that follows it, to its executor thread: one thread wake-up
+  // less per call.
+  bool InternalInlineable() override { return true; }
 
  private:
   std::shared_ptr<std::atomic<bool>> token_;

@@ -87,16 +87,24 @@ grpc::Status Rpc::End(const absl::Status& status, absl::string_view backend,
 
 void Rpc::AddLoadMetadata() {
   if (context_ == nullptr) return;
+  // The keys as the std::strings AddTrailingMetadata takes, made once: a
+  // literal would become a new heap string (they are longer than the short
+  // string buffer) for every response.
+  struct Keys {
+    const std::string replica{kReplicaMetadata}, draining{kDrainingMetadata},
+        queue_depth{kQueueDepthMetadata}, predicted_wait{kPredictedWaitMetadata};
+  };
+  static const Keys* const kKeys = new Keys();
   if (!env_.replica_id.empty()) {
-    context_->AddTrailingMetadata(kReplicaMetadata, std::string(env_.replica_id));
+    context_->AddTrailingMetadata(kKeys->replica, std::string(env_.replica_id));
   }
   if (env_.drain != nullptr && env_.drain->draining()) {
-    context_->AddTrailingMetadata(kDrainingMetadata, "1");
+    context_->AddTrailingMetadata(kKeys->draining, "1");
   }
   if (env_.scheduler == nullptr) return;
   const Scheduler::Load load = env_.scheduler->CurrentLoad();
-  context_->AddTrailingMetadata(kQueueDepthMetadata, absl::StrCat(load.queued));
-  context_->AddTrailingMetadata(kPredictedWaitMetadata,
+  context_->AddTrailingMetadata(kKeys->queue_depth, absl::StrCat(load.queued));
+  context_->AddTrailingMetadata(kKeys->predicted_wait,
                                 absl::StrCat(absl::ToInt64Microseconds(load.predicted_wait)));
 }
 

@@ -15,8 +15,9 @@ namespace {
 class JobQueueTest : public ::testing::Test {
  protected:
   void Push(int id, const std::string& tenant, int weight = 1, int priority = 0,
-            bool batchable = false) {
+            bool batchable = false, double flops = 0) {
     JobSpec spec = Spec(8, priority);
+    spec.flops = flops;
     spec.tenant = tenant;
     spec.weight = weight;
     QueuedJob item;
@@ -79,6 +80,42 @@ TEST_F(JobQueueTest, OnlyATenantWithNothingQueuedAtOrAboveItsPriorityMayOvertake
   EXPECT_TRUE(queue_.MayOvertake("flood", 0));
 }
 
+// The batcher's group is the vector it appends to: what it holds stays, and
+// `max` counts the jobs taken now.
+TEST_F(JobQueueTest, TakeMatchingAppendsUpToMaxMoreToWhatTheGroupHolds) {
+  for (int i = 0; i < 5; ++i) Push(i, "a", 1, 0, /*batchable=*/true);
+  std::vector<QueuedJob> group;
+  ASSERT_EQ(queue_.TakeMatching(BatchKey{}, 1, absl::InfinitePast(), group), 1);
+  EXPECT_EQ(queue_.TakeMatching(BatchKey{}, 3, absl::InfinitePast(), group), 3);
+  std::vector<int> ids;
+  for (const QueuedJob& q : group) ids.push_back(IdOf(q));
+  EXPECT_EQ(ids, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(queue_.size(), 1);
+  EXPECT_EQ(PopAll(), (std::vector<int>{4}));
+  EXPECT_EQ(queue_.TakeMatching(BatchKey{}, 3, absl::InfinitePast(), group), 0);  // none left
+  EXPECT_EQ(group.size(), 4u);
+}
+
+// size() and queued_flops() (read without the queue's lock) follow every
+// push, pop and take.
+TEST_F(JobQueueTest, SizeAndQueuedFlopsFollowPushesPopsAndTakes) {
+  EXPECT_EQ(queue_.size(), 0);
+  EXPECT_EQ(queue_.queued_flops(), 0);
+  const double one = 3e5 + 0.1;  // not a power of two: sums round
+  Push(0, "a", 1, 0, /*batchable=*/true, one);
+  Push(1, "b", 1, 0, true, one);
+  Push(2, "a", 1, 0, false, one);
+  EXPECT_EQ(queue_.size(), 3);
+  EXPECT_DOUBLE_EQ(queue_.queued_flops(), 3 * one);
+  std::vector<QueuedJob> taken;
+  ASSERT_EQ(queue_.TakeMatching(BatchKey{}, 10, absl::InfinitePast(), taken), 2);
+  EXPECT_EQ(queue_.size(), 1);
+  EXPECT_DOUBLE_EQ(queue_.queued_flops(), one);
+  ASSERT_TRUE(queue_.Pop().has_value());
+  EXPECT_EQ(queue_.size(), 0);
+  EXPECT_EQ(queue_.queued_flops(), 0);  // exactly: no rounding left over
+}
+
 TEST_F(JobQueueTest, TakingATenantsJobsOutKeepsTheOthersTurns) {
   for (int i = 0; i < 3; ++i) Push(i, "a");
   for (int i = 100; i < 103; ++i) Push(i, "b");
@@ -95,7 +132,8 @@ TEST_F(JobQueueTest, TakeMatchingTakesFromEveryTenantInTurnOrder) {
   Push(100, "b", 1, 0, true);
   Push(1, "a", 1, 0, true);
   Push(2, "a");  // no batch key: stays
-  std::vector<QueuedJob> taken = queue_.TakeMatching(BatchKey{}, 10, absl::InfinitePast());
+  std::vector<QueuedJob> taken;
+  EXPECT_EQ(queue_.TakeMatching(BatchKey{}, 10, absl::InfinitePast(), taken), 3);
   std::vector<int> ids;
   for (const QueuedJob& q : taken) ids.push_back(IdOf(q));
   EXPECT_EQ(ids, (std::vector<int>{0, 1, 100}));  // a's turn first, FIFO within a

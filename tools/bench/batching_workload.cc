@@ -75,6 +75,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int m
   so.max_queue = std::max(1024, 2 * o.batch_callers);
   so.allow_shm = o.batch_shm;
   so.handles_per_device = o.batch_handles;
+  if (o.batch_inline_max_us >= 0) so.inline_max_run = absl::Microseconds(o.batch_inline_max_us);
   return Server::Start(so);
 }
 
@@ -182,6 +183,9 @@ class BatchingWorkload final : public Workload {
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
     report.SetConfig(w + ".handles_per_device", absl::StrCat(o.batch_handles));
     report.SetConfig(w + ".max_queue_delay_us", absl::StrCat(o.batch_delay_us));
+    if (o.batch_inline_max_us >= 0) {
+      report.SetConfig(w + ".inline_max_us", absl::StrCat(o.batch_inline_max_us));
+    }
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
     report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});

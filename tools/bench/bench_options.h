@@ -41,6 +41,10 @@ struct BenchOptions {
   int batch_connections = 1;
   bool batch_shm = false;
   int batch_handles = 4;  // --handles-per-device (GPU workers) of the batching servers
+  // --inline-max-us of the batching servers; negative: the server's default.
+  // 0 sends every CPU job through the queue and the batcher, the path a GPU
+  // lane's jobs take, so that it can be measured on a machine without one.
+  int batch_inline_max_us = -1;
   // e2e64: f64 matmuls and LU solves through the service vs in-process
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};

@@ -102,6 +102,11 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "batching: --handles-per-device (GPU worker threads) of the servers")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--batch-inline-max-us", o.batch_inline_max_us,
+                 "batching: --inline-max-us of the servers (negative: the server's default; 0: "
+                 "every CPU job queues and is batched, as a GPU lane's are)")
+      ->check(CLI::Range(-1, 100000))
+      ->capture_default_str();
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
