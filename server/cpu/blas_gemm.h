@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <complex>
+#include <cstddef>
 
 namespace linalgd {
 
@@ -35,6 +36,20 @@ inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, std::complex<d
                  std::complex<double> beta, std::complex<double>* c, int ldc) {
   cblas_zgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc);
+}
+
+// Gemm as `pieces` calls, each on a contiguous range of C's columns (the
+// same result: column j of C depends only on column j of op(B)).
+template <typename T>
+void GemmByColumns(int pieces, bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a,
+                   int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+  const int width = (n + pieces - 1) / pieces;
+  for (int j0 = 0; j0 < n; j0 += width) {
+    const int w = n - j0 < width ? n - j0 : width;
+    // op(B)'s columns j0..: B's columns when B is k x n, its rows when n x k.
+    const T* bj = trans_b ? b + static_cast<ptrdiff_t>(j0) * ldb : b + j0;
+    Gemm(trans_a, trans_b, m, w, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
+  }
 }
 
 }  // namespace linalgd

@@ -61,7 +61,7 @@ class CpuBackend : public Backend {
   absl::Status MatmulBatch(absl::Span<const MatmulOp* const> ops, const MatmulPlan& plan,
                            std::vector<Tensor>* outs) override {
     if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);
-    const bool small = static_cast<double>(plan.m) * plan.n * plan.k <= kSingleThreadGemmMnk;
+    const bool small = GemmRunsOnOneThread(plan.m, plan.n, plan.k);
     return RunEach<Tensor>(static_cast<int64_t>(ops.size()), small, outs,
                            [&](int64_t i) { return CpuMatmul(*ops[i], plan, exec_); });
   }

@@ -31,6 +31,35 @@ struct CpuExecution {
 // count as small, with a margin.
 inline constexpr double kSingleThreadGemmMnk = 56.0 * 56.0 * 56.0;
 
+// A product just over that rule (64^3, the smallest cube it threads) costs a
+// few microseconds of arithmetic but wakes every OpenBLAS thread; up to this
+// many column pieces, each under kSingleThreadGemmMnk, it runs as that many
+// single-threaded calls on the calling thread instead (GemmColumnPieces).
+inline constexpr int kMaxGemmColumnPieces = 4;
+
+// How many column pieces a GEMM of m x n x k runs as: 1 when it is small
+// already, or too large to split within kMaxGemmColumnPieces pieces.
+inline int GemmColumnPieces(int64_t m, int64_t n, int64_t k) {
+  const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (mnk <= kSingleThreadGemmMnk) return 1;
+  for (int p = 2; p <= kMaxGemmColumnPieces && p <= n; ++p) {
+    const int64_t widest = (n + p - 1) / p;
+    if (static_cast<double>(m) * static_cast<double>(widest) * static_cast<double>(k) <=
+        kSingleThreadGemmMnk) {
+      return p;
+    }
+  }
+  return 1;
+}
+
+// Whether each such GEMM runs on the calling thread alone (as one call or
+// as column pieces): then batch elements may spread over the pool.
+inline bool GemmRunsOnOneThread(int64_t m, int64_t n, int64_t k) {
+  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) <=
+             kSingleThreadGemmMnk ||
+         GemmColumnPieces(m, n, k) > 1;
+}
+
 // Its getrf runs on one thread when m * n < 10000 and potrf when n < 128;
 // solves whose a and right-hand sides are at most this wide count as small.
 inline constexpr int64_t kSingleThreadSolveOrder = 64;

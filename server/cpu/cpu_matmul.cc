@@ -77,6 +77,7 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   const int m = plan.m, n = plan.n, k = plan.k;
   const int lda = op.a.cols(), ldb = op.b.cols();
   const T alpha = MakeScalar<T>(op.alpha, op.alpha_imag);
+  const int pieces = GemmColumnPieces(m, n, k);
   std::atomic<bool> stopped{false};
   auto element = [&](int64_t i) {
     if (stopped.load(std::memory_order_relaxed) || op.stop.stop_requested()) {
@@ -84,11 +85,11 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
       return;
     }
     T* di = d + i * plan.m * plan.n;
-    Gemm(op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda, b + plan.b_offsets[i],
-         ldb, T{0}, di, n);
+    GemmByColumns(pieces, op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
+                  b + plan.b_offsets[i], ldb, T{0}, di, n);
     epilogue.Apply(i, di);
   };
-  const bool small = static_cast<double>(m) * n * k <= kSingleThreadGemmMnk;
+  const bool small = GemmRunsOnOneThread(m, n, k);
   exec.pool->ParallelFor(plan.batch, exec.BatchParallelism(plan.batch, small), element);
   if (stopped.load()) return op.stop.Check("cpu: matmul between batch elements");
   if (!native_out) {

@@ -9,6 +9,7 @@
 #include "server/backend/plan.h"
 #include "server/common/half.h"
 #include "server/cpu/cpu_backend.h"
+#include "server/cpu/cpu_execution.h"
 #include "tests/testing/test_reference.h"
 
 namespace linalgd {
@@ -105,6 +106,43 @@ TEST_F(CpuMatmulTest, EveryDtypeAndTranspose) {
       op.trans_a = ta;
       op.trans_b = tb;
       ExpectMatchesReference(op, Tolerance(dt));
+    }
+  }
+}
+
+// Products just over OpenBLAS's threading rule run as column pieces on the
+// calling thread: the rule's edges, and the same results for every
+// transpose, odd widths and a batch, against the float64 reference.
+TEST(GemmColumnPiecesTest, SplitsOnlyWhatFitsInAFewSingleThreadedPieces) {
+  EXPECT_EQ(GemmColumnPieces(56, 56, 56), 1);     // small already
+  EXPECT_EQ(GemmColumnPieces(64, 64, 64), 2);     // 64 x 32 x 64 each
+  EXPECT_EQ(GemmColumnPieces(64, 65, 64), 2);     // widest piece 33
+  EXPECT_EQ(GemmColumnPieces(80, 80, 80), 3);     // 80 x 27 x 80
+  EXPECT_EQ(GemmColumnPieces(128, 128, 128), 1);  // too large: OpenBLAS threads it
+  EXPECT_EQ(GemmColumnPieces(4096, 1, 64), 1);    // one column cannot be split
+  EXPECT_TRUE(GemmRunsOnOneThread(64, 64, 64));
+  EXPECT_FALSE(GemmRunsOnOneThread(128, 128, 128));
+}
+
+TEST_F(CpuMatmulTest, ColumnPiecesGiveTheSameProductForEveryTranspose) {
+  struct Dims {
+    int m, k, n;
+  };
+  for (const Dims d : {Dims{64, 64, 64}, Dims{70, 61, 67}, Dims{80, 80, 80}}) {
+    ASSERT_GT(GemmColumnPieces(d.m, d.n, d.k), 1);
+    for (DType dt : {DType::kF32, DType::kF64}) {
+      for (int t = 0; t < 4; ++t) {
+        const bool ta = t & 1, tb = t & 2;
+        SCOPED_TRACE(testing::Message() << d.m << "x" << d.k << "x" << d.n << " " << DTypeName(dt)
+                                        << " trans_a=" << ta << " trans_b=" << tb);
+        Tensor a = RandomTensor(dt, ta ? Shape{2, d.k, d.m} : Shape{2, d.m, d.k}, rng_);
+        Tensor b = RandomTensor(dt, tb ? Shape{2, d.n, d.k} : Shape{2, d.k, d.n}, rng_);
+        MatmulOp op = MakeOp(a, b, dt);
+        op.trans_a = ta;
+        op.trans_b = tb;
+        op.alpha = 0.5;
+        ExpectMatchesReference(op, dt == DType::kF64 ? 1e-12 : 1e-5);
+      }
     }
   }
 }
