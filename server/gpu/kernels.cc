@@ -109,6 +109,12 @@ absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stre
   return absl::OkStatus();
 }
 
+absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                           int64_t n, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Permute(ToElem(t), perm, inverse, src, dst, n, stream));
+  return absl::OkStatus();
+}
+
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch,
                              cudaStream_t stream) {

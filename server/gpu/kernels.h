@@ -78,6 +78,12 @@ absl::Status FirstNonFinite(DType t, const void* x, int64_t count, unsigned long
 // real one.
 absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stream);
 
+// dst[i] = src[perm[i]] for i < n, or dst[perm[i]] = src[i] when inverse
+// (the inverse permutation). perm: a device permutation of [0, n). Any
+// dtype. REQUIRES: dst and src do not overlap.
+absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                           int64_t n, cudaStream_t stream);
+
 // Triangular solves (kernels_trsv.cu): which triangle of the stored matrix,
 // and op(T) = T, T^T or T^H (kConjTranspose: complex dtypes only).
 enum class TriangleFill { kLower, kUpper };

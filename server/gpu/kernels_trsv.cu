@@ -1,4 +1,5 @@
-// The sync-free blocked triangular solve (kernels_impl.h TriangularSolve).
+// The sync-free blocked triangular solve (kernels_impl.h TriangularSolve),
+// and the permutation of a vector its callers apply getrf's pivots with.
 //
 // op(T) x = b for one vector, in place. Logical indices run in substitution
 // order: row l of the logical system is physical row l (forward: op(T) lower)
@@ -85,13 +86,17 @@ __device__ __forceinline__ double2 MulSub(double2 acc, double2 a, double2 b) {
 
 __device__ __forceinline__ float Add(float a, float b) { return a + b; }
 __device__ __forceinline__ double Add(double a, double b) { return a + b; }
-__device__ __forceinline__ float2 Add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 Add(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
 __device__ __forceinline__ double2 Add(double2 a, double2 b) {
   return make_double2(a.x + b.x, a.y + b.y);
 }
 __device__ __forceinline__ float Sub(float a, float b) { return a - b; }
 __device__ __forceinline__ double Sub(double a, double b) { return a - b; }
-__device__ __forceinline__ float2 Sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
+  return make_float2(a.x - b.x, a.y - b.y);
+}
 __device__ __forceinline__ double2 Sub(double2 a, double2 b) {
   return make_double2(a.x - b.x, a.y - b.y);
 }
@@ -267,8 +272,8 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsi
 template <typename T, bool kTrans>
 __global__ void __launch_bounds__(kThreads)
     TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
-  __shared__ T diag[kNb][kNb + 1];        // M's diagonal block, [row][col], strictly lower
-  __shared__ T partial[kWarps][kNb];      // per-warp row sums (op T / C: row [0])
+  __shared__ T diag[kNb][kNb + 1];    // M's diagonal block, [row][col], strictly lower
+  __shared__ T partial[kWarps][kNb];  // per-warp row sums (op T / C: row [0])
   __shared__ unsigned ticket, seen;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
@@ -331,6 +336,29 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
 }
 
+// dst[i] = src[perm[i]], or dst[perm[i]] = src[i] when inverse; T: an
+// unsigned type of the element's size (the values are only moved).
+template <typename T>
+__global__ void PermuteKernel(const int64_t* perm, bool inverse, const T* src, T* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if (inverse) {
+      dst[perm[i]] = src[i];
+    } else {
+      dst[i] = src[perm[i]];
+    }
+  }
+}
+
+template <typename T>
+cudaError_t LaunchPermute(const int64_t* perm, bool inverse, const void* src, void* dst, int64_t n,
+                          cudaStream_t stream) {
+  const int64_t blocks = std::min<int64_t>((n + 255) / 256, 65535);
+  PermuteKernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      perm, inverse, static_cast<const T*>(src), static_cast<T*>(dst), n);
+  return cudaGetLastError();
+}
+
 template <typename T>
 cudaError_t LaunchTrsv(bool forward, int op, bool unit, int64_t n, const void* a, int64_t ld,
                        void* x, unsigned* sync, cudaStream_t stream) {
@@ -348,6 +376,24 @@ cudaError_t LaunchTrsv(bool forward, int op, bool unit, int64_t n, const void* a
 }
 
 }  // namespace
+
+cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                    int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (t) {
+    case Elem::kF16:
+    case Elem::kBF16:
+      return LaunchPermute<uint16_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kF32:
+      return LaunchPermute<uint32_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kF64:
+    case Elem::kC64:
+      return LaunchPermute<uint64_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kC128:
+      return LaunchPermute<ulonglong2>(perm, inverse, src, dst, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int64_t n, const void* a,
                             int64_t ld, void* x, void* scratch, cudaStream_t stream) {

@@ -47,9 +47,9 @@ absl::Status CublasTrsv(HandleSet& hs, DType t, TriangleFill fill, TriangleOp op
 
 }  // namespace
 
-absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill,
-                           TriangleOp op, bool unit_diag, int64_t n, const void* a, int64_t ld,
-                           void* x, void* scratch) {
+absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill, TriangleOp op,
+                           bool unit_diag, int64_t n, const void* a, int64_t ld, void* x,
+                           void* scratch) {
   if (impl == TrsvImpl::kCublas) return CublasTrsv(hs, t, fill, op, unit_diag, n, a, ld, x);
   return TriangularSolve(t, fill, op, unit_diag, n, a, ld, x, scratch, hs.stream);
 }

@@ -23,9 +23,9 @@ enum class TrsvImpl {
 // max(1, n)). scratch: kTriangularSolveScratchBytes of device memory, used
 // by kCustom only (may be null for kCublas). kCublas needs n and ld to fit
 // an int.
-absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill,
-                           TriangleOp op, bool unit_diag, int64_t n, const void* a, int64_t ld,
-                           void* x, void* scratch);
+absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill, TriangleOp op,
+                           bool unit_diag, int64_t n, const void* a, int64_t ld, void* x,
+                           void* scratch);
 
 }  // namespace linalgd::gpu
 

@@ -20,12 +20,16 @@
 #include "server/gpu/kernels.h"
 #include "server/gpu/triangular_solve.h"
 #include "tests/gpu/gpu_test_env.h"
+#include "tests/gpu/host_device_values.h"
 
 namespace linalgd::gpu {
 namespace {
 
-using C = std::complex<double>;
-using Vec = std::vector<C>;  // host values of any dtype (real: imaginary 0)
+using gpu_test::C;
+using gpu_test::Download;
+using gpu_test::OnGpu;
+using gpu_test::Upload;
+using gpu_test::Vec;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 struct Case {
@@ -37,7 +41,8 @@ struct Case {
 
 std::string Name(const Case& c, int64_t n) {
   const char* ops[] = {"N", "T", "C"};
-  return absl::StrCat("trsv ", DTypeName(c.t), c.fill == TriangleFill::kLower ? " lower " : " upper ",
+  return absl::StrCat("trsv ", DTypeName(c.t),
+                      c.fill == TriangleFill::kLower ? " lower " : " upper ",
                       ops[static_cast<int>(c.op)], c.unit ? " unit" : " non-unit", " n=", n);
 }
 
@@ -94,68 +99,6 @@ Vec Reference(const Vec& a, int64_t n, const Case& c, const Vec& b) {
   return x;
 }
 
-// Host values <-> device bytes of dtype t.
-std::vector<char> ToBytes(const Vec& v, DType t) {
-  std::vector<char> out(v.size() * DTypeSize(t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    char* p = out.data() + i * DTypeSize(t);
-    if (t == DType::kF32) {
-      const float f = static_cast<float>(v[i].real());
-      std::memcpy(p, &f, sizeof f);
-    } else if (t == DType::kF64) {
-      const double d = v[i].real();
-      std::memcpy(p, &d, sizeof d);
-    } else if (t == DType::kC64) {
-      const std::complex<float> z(static_cast<float>(v[i].real()),
-                                  static_cast<float>(v[i].imag()));
-      std::memcpy(p, &z, sizeof z);
-    } else {
-      std::memcpy(p, &v[i], sizeof(C));
-    }
-  }
-  return out;
-}
-
-Vec FromBytes(const std::vector<char>& bytes, DType t) {
-  Vec v(bytes.size() / DTypeSize(t));
-  for (size_t i = 0; i < v.size(); ++i) {
-    const char* p = bytes.data() + i * DTypeSize(t);
-    if (t == DType::kF32) {
-      float f;
-      std::memcpy(&f, p, sizeof f);
-      v[i] = f;
-    } else if (t == DType::kF64) {
-      double d;
-      std::memcpy(&d, p, sizeof d);
-      v[i] = d;
-    } else if (t == DType::kC64) {
-      std::complex<float> z;
-      std::memcpy(&z, p, sizeof z);
-      v[i] = C(z.real(), z.imag());
-    } else {
-      std::memcpy(&v[i], p, sizeof(C));
-    }
-  }
-  return v;
-}
-
-absl::StatusOr<DeviceBuffer> Upload(GpuContext& ctx, const Vec& v, DType t) {
-  const std::vector<char> bytes = ToBytes(v, t);
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(static_cast<int64_t>(bytes.size())));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(d.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice,
-                                    ctx.hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
-  return d;
-}
-
-absl::StatusOr<Vec> Download(GpuContext& ctx, const void* d, int64_t count, DType t,
-                             cudaStream_t stream) {
-  std::vector<char> bytes(count * DTypeSize(t));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(stream));
-  LINALGD_GPU_CHECK(cudaMemcpy(bytes.data(), d, bytes.size(), cudaMemcpyDeviceToHost));
-  return FromBytes(bytes, t);
-}
-
 // max |x - ref| / max |ref|.
 double RelErr(const Vec& x, const Vec& ref) {
   double err = 0, mag = 0;
@@ -185,21 +128,11 @@ std::vector<Case> CasesOf(DType t) {
 absl::StatusOr<Vec> Solve(GpuContext& ctx, TrsvImpl impl, const Case& c, int64_t n,
                           const DeviceBuffer& a, const DeviceBuffer& b, void* scratch) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(std::max<int64_t>(1, b.bytes())));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice,
-                                    ctx.hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(x.data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
   LINALGD_RETURN_IF_ERROR(
       SolveTriangle(ctx.hs, impl, c.t, c.fill, c.op, c.unit, n, a.data(), n, x.data(), scratch));
-  return Download(ctx, x.data(), n, c.t, ctx.hs.stream);
-}
-
-// Runs body as a job on the first GPU and expects it to succeed.
-// REQUIRES: a GPU (LINALGD_REQUIRE_GPU first).
-void OnGpu(const std::function<absl::Status(GpuContext&)>& body) {
-  auto run = gpu_test::FirstGpu()->RunJob<bool>([&](GpuContext& ctx) -> absl::StatusOr<bool> {
-    LINALGD_RETURN_IF_ERROR(body(ctx));
-    return true;
-  });
-  ASSERT_TRUE(run.ok()) << run.status();
+  return Download(x.data(), n, c.t, ctx.hs.stream);
 }
 
 // A random system (RandomMatrix, RandomVector) on the host and the device.
@@ -227,8 +160,8 @@ absl::Status CheckDtype(GpuContext& ctx, DType t) {
     for (const Case& c : CasesOf(t)) {
       SCOPED_TRACE(Name(c, n));
       const Vec ref = Reference(sys.a, n, c, sys.b);
-      LINALGD_ASSIGN_OR_RETURN(
-          Vec ours, Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
+      LINALGD_ASSIGN_OR_RETURN(Vec ours,
+                               Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
       LINALGD_ASSIGN_OR_RETURN(Vec lib,
                                Solve(ctx, TrsvImpl::kCublas, c, n, sys.da, sys.db, nullptr));
       const double err = RelErr(ours, ref);
@@ -284,9 +217,9 @@ TEST(GpuTrsvTest, ReadsOnlyTheTriangle) {
         LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(sys.db.bytes()));
         LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), sys.db.data(), sys.db.bytes(),
                                           cudaMemcpyDeviceToDevice, ctx.hs.stream));
-        LINALGD_RETURN_IF_ERROR(TriangularSolve(t, c.fill, c.op, c.unit, n, da.data(), ld,
-                                                x.data(), scratch.data(), ctx.hs.stream));
-        LINALGD_ASSIGN_OR_RETURN(Vec ours, Download(ctx, x.data(), n, t, ctx.hs.stream));
+        LINALGD_RETURN_IF_ERROR(TriangularSolve(t, c.fill, c.op, c.unit, n, da.data(), ld, x.data(),
+                                                scratch.data(), ctx.hs.stream));
+        LINALGD_ASSIGN_OR_RETURN(Vec ours, Download(x.data(), n, t, ctx.hs.stream));
         EXPECT_LE(RelErr(ours, Reference(sys.a, n, c, sys.b)), Tolerance(t));
       }
     }
@@ -319,19 +252,22 @@ TEST(GpuTrsvTest, NonFiniteValuesPropagate) {
       const Case lower{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false};
       LINALGD_ASSIGN_OR_RETURN(
           Vec x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
-      ExpectPattern(x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
+      ExpectPattern(
+          x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
       // Backward, op T of the lower triangle: x_40 and every earlier unknown
       // depend on row 40 of op(T), which holds the NaN.
       const Case lower_t{t, TriangleFill::kLower, TriangleOp::kTranspose, false};
       LINALGD_ASSIGN_OR_RETURN(
           x, Solve(ctx, TrsvImpl::kCustom, lower_t, n, sys.da, sys.db, scratch.data()));
-      ExpectPattern(x, t, [](int64_t i) { return i <= 40; }, is_nan, "lower T");
+      ExpectPattern(
+          x, t, [](int64_t i) { return i <= 40; }, is_nan, "lower T");
       sys.a[at + 40 * n] = C(0.5 / n, 0);
       sys.a[at + at * n] = 0;  // a zero pivot: x_at = s / 0, and what follows
       LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
       LINALGD_ASSIGN_OR_RETURN(
           x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
-      ExpectPattern(x, t, [&](int64_t i) { return i >= at; }, not_finite, "zero pivot");
+      ExpectPattern(
+          x, t, [&](int64_t i) { return i >= at; }, not_finite, "zero pivot");
     }
     return absl::OkStatus();
   });
@@ -399,7 +335,7 @@ absl::Status SolveQueued(GpuContext& ctx, DType t, int64_t n, int count, int str
   }
   for (int i = 0; i < lanes; ++i) {
     const cudaStream_t st = streams == 0 ? ctx.hs.stream : own[i].s;
-    LINALGD_ASSIGN_OR_RETURN(Vec got, Download(ctx, xs[i].data(), count * n, t, st));
+    LINALGD_ASSIGN_OR_RETURN(Vec got, Download(xs[i].data(), count * n, t, st));
     CheckSlots(cases[i], got, count, n, sys, absl::StrCat("stream ", i));
   }
   return absl::OkStatus();
@@ -425,8 +361,8 @@ TEST(GpuTrsvTest, LargeSystem) {
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
     for (const Case& c : {Case{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false},
                           Case{t, TriangleFill::kUpper, TriangleOp::kTranspose, true}}) {
-      LINALGD_ASSIGN_OR_RETURN(
-          Vec x, Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
+      LINALGD_ASSIGN_OR_RETURN(Vec x,
+                               Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
       const double err = RelErr(x, Reference(sys.a, n, c, sys.b));
       gpu_test::ReportAccuracy(Name(c, n), err, Tolerance(t));
       EXPECT_LE(err, Tolerance(t)) << Name(c, n);

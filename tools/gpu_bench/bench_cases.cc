@@ -149,7 +149,8 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 
 // Where the solves' condition estimate spends its time, on factors made by
 // the direct calls: the whole estimate (FactorRcond, every solve it makes)
-// against one solve with the factors, and a solve with 3 right-hand sides
+// against one solve with the factors, the estimate against the same one
+// with cuBLAS trsv (*_rcond_vs_cublas), and a solve with 3 right-hand sides
 // (b and the estimator's two start vectors) against one with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
                                                int reps, gpu::DeviceBuffer& a, gpu::DeviceBuffer& w,
@@ -174,6 +175,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                  .status();
                            }));
   LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] { return getrs(1, x.data()); }));
+  // The same estimate with cuBLAS trsv for its triangular solves.
+  Row lu_lib{"lu_rcond_vs_cublas", "f64", n, lu.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu_lib.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0,
+                                                     gpu::TrsvImpl::kCublas)
+                                 .status();
+                           }));
   Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
   k3.direct_ms = lu.direct_ms;
@@ -192,7 +201,13 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                            w.data(), n, CUDA_R_64F, x.data(), n, info.as<int>()));
         return absl::OkStatus();
       }));
-  return std::vector<Row>{lu, k3, ch};
+  Row ch_lib{"chol_rcond_vs_cublas", "f64", n, ch.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_lib.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, gpu::TrsvImpl::kCublas)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu, lu_lib, k3, ch, ch_lib};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {

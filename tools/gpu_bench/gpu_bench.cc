@@ -131,7 +131,10 @@ int Main(int argc, char** argv) {
       {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
       {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
       {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
-      {"small", [&] { return BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000); }},
+      {"small",
+       [&] {
+         return BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000);
+       }},
   };
   for (const auto& [name, run] : parts) {
     if (!wanted(name)) continue;
@@ -160,7 +163,9 @@ int Main(int argc, char** argv) {
       "*_solve_no_estimate: ours = the solve with the condition estimate, direct = the\n"
       "same solve without it; small_call: the ms of one Matmul (bias, NaN/Inf check),\n"
       "ours through the small products' one round trip, direct without it; trsv_*: ours =\n"
-      "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op)\n",
+      "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op;\n"
+      "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
+      "cuBLAS trsv)\n",
       device.c_str());
   PrintTable(rows);
   return 0;
