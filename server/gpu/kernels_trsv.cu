@@ -6,12 +6,15 @@
 // or n - 1 - l (backward: op(T) upper), so the logical matrix M is always
 // lower triangular and every CTA does forward substitution on its rows.
 //
-// One CTA per logical block row of kNb rows. Why it cannot deadlock: a CTA
-// takes its block index L from an atomicAdd on sync[0] once it is running, so
-// the CTAs with smaller indices are already resident; it waits only for
-// those (blocks J < L), which themselves wait only for smaller ones, so by
-// induction on L every wait ends, whatever the scheduling and however many
-// CTAs fit on the device at once.
+// One CTA per logical block row of kNb rows: it loads and inverts its
+// diagonal block, accumulates its tiles left of the diagonal as the x they
+// need is published, then x_L = inverse * (b_L - sums).
+//
+// Why it cannot deadlock: a CTA takes its block index L from an atomicAdd on
+// sync[0] once it is running, so the CTAs with smaller indices are already
+// resident; it waits only for those (blocks J < L), which themselves wait
+// only for smaller ones, so by induction on L every wait ends, whatever the
+// scheduling and however many CTAs fit on the device at once.
 //
 // Publication: sync[1] ("done") counts the blocks whose x is written. Block
 // L publishes only after it has seen done >= L (it needs every earlier x),
@@ -25,8 +28,8 @@
 // (ld.global.cg), never from a stale L1 line. Seeing count v covers every
 // block below v: block v - 1 acquired v - 1 before it released v.
 //
-// Non-finite values propagate: nothing is skipped or clamped; a zero on a
-// non-unit diagonal has an infinite (complex: NaN) reciprocal.
+// Non-finite values propagate: nothing is clamped, and a zero on a non-unit
+// diagonal has an infinite (complex: NaN) reciprocal.
 #include <cuComplex.h>
 
 #include <algorithm>
@@ -36,11 +39,13 @@
 namespace linalgd::gpu::impl {
 namespace {
 
-// Rows per CTA: one lane per row in the diagonal solve, which then runs on
-// one warp with shuffles only (no shared-memory round trips on the critical
-// path), and a 32 x 32 tile is 8 KiB of f64: with 256 threads each thread
-// holds 4 elements of it. 64 would halve the chain of diagonal solves but
-// double each one's serial steps and halve the CTAs streaming the triangle.
+// Rows per CTA: one lane per row when the diagonal block is inverted and
+// applied (warp shuffles only), and a 32 x 32 tile is 8 KiB of f64: with
+// 256 threads each thread holds 4 elements of it. 64 would halve the chain
+// of blocks but needs two rows per lane, a 4x larger inversion and half the
+// CTAs streaming the triangle; the chain's cost per block is mostly fixed
+// latency (the count's round trip, x_J's load, the fence), so 64 is the
+// first thing to try if the H200 shows the chain dominating.
 constexpr int kNb = 32;
 constexpr int kWarps = 8;
 constexpr int kThreads = kNb * kWarps;
@@ -164,19 +169,20 @@ __device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
 // Spins until *done >= need and returns the count seen, the same in every
 // thread of the CTA: thread 0 alone polls (acquire), so one CTA is one
 // poller however many warps wait, and the barrier hands what it acquired on
-// to the others. Backoff: a few tight polls (the waiter is usually the next
-// link of the chain), then sleeps from 32 ns doubling to 512 ns, which
-// bounds the polling traffic on done's L2 line when hundreds of CTAs wait.
-// REQUIRES: called by every thread of the CTA (CTA-uniform control flow).
-__device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned* seen) {
+// to the others. `own` is the CTA's block: the CTAs within two blocks of
+// their turn poll back to back (the next link of the chain must see its
+// predecessor at once); the others sleep 128 ns per block still ahead of
+// them (at most 2 us) between polls, so hundreds of waiting CTAs do not
+// crowd done's L2 line, and they take the tiles published meanwhile in
+// groups. REQUIRES: need <= own; called by every thread of the CTA
+// (CTA-uniform control flow).
+__device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned own,
+                                  unsigned* seen) {
   if (threadIdx.x == 0) {
-    unsigned sleep_ns = 0;
     unsigned v = LoadAcquire(done);
-    for (int polls = 1; v < need; ++polls) {
-      if (polls > 4) {
-        sleep_ns = sleep_ns == 0 ? 32 : (sleep_ns < 512 ? 2 * sleep_ns : 512);
-        __nanosleep(sleep_ns);
-      }
+    while (v < need) {
+      const unsigned ahead = own - v;  // >= 1: v < need <= own
+      if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
       v = LoadAcquire(done);
     }
     *seen = v;
@@ -247,7 +253,7 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsi
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
       T t[kPerThread];
       LoadTile(m, row0, nb, J * kNb, lane, warp, t);
-      known = WaitPublished(done, static_cast<unsigned>(J + 1), seen);
+      known = WaitPublished(done, static_cast<unsigned>(J + 1), static_cast<unsigned>(L), seen);
       Accumulate(m, x, J * kNb, lane, warp, t, acc);
       ++J;
       continue;
@@ -269,35 +275,70 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsi
   }
 }
 
+// diag = M's diagonal block below its diagonal (rows past nb and the rest
+// zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit or r >=
+// nb). Every thread of the CTA.
 template <typename T, bool kTrans>
-__global__ void __launch_bounds__(kThreads)
-    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
-  __shared__ T diag[kNb][kNb + 1];    // M's diagonal block, [row][col], strictly lower
-  __shared__ T partial[kWarps][kNb];  // per-warp row sums (op T / C: row [0])
-  __shared__ unsigned ticket, seen;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
-  __syncthreads();
-  const int64_t L = ticket;
-  const int64_t row0 = L * kNb;
-  const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
-  // Warp 0 solves the diagonal block: lane r's b_r and 1 / M(r, r), off the
-  // critical path (a multiply per substitution step, not a division).
-  T b = ZeroOf<T>(), rdiag = One(static_cast<T*>(nullptr));
-  if (warp == 0 && lane < nb) {
-    b = __ldcg(x + m.Phys(row0 + lane));
-    if (!unit) rdiag = Div(rdiag, m.At(row0 + lane, row0 + lane));
-  }
+__device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, int nb, bool unit,
+                                  T (*diag)[kNb + 1], T* rdiag) {
   for (int e = threadIdx.x; e < kNb * kNb; e += kThreads) {
     const int fast = e % kNb, slow = e / kNb;  // fast: the index along memory
     const int r = kTrans ? slow : fast, k = kTrans ? fast : slow;
-    const bool used = r < nb && k < r;  // the strictly lower part
-    diag[r][k] = used ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
+    diag[r][k] = r < nb && k < r ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
   }
-  T acc[kPerThread];
+  if (threadIdx.x < kNb) {
+    const int r = threadIdx.x;
+    const T one = One(static_cast<T*>(nullptr));
+    rdiag[r] = r < nb && !unit ? Div(one, m.At(row0 + r, row0 + r)) : one;
+  }
+}
+
+// inv = the inverse of the diagonal block (diag below, 1 / rdiag on the
+// diagonal), by forward substitution on the unit vectors: warp w takes
+// columns w + kWarps * q, lane r row r. It runs while the CTA waits for its
+// predecessors, so the block's own solve on the chain's critical path is a
+// product (ApplyInverse), not 32 dependent steps. A NaN or Inf in the block
+// reaches the inverse's entries at and below its row, as substitution
+// would reach those unknowns. REQUIRES: diag and rdiag complete.
+template <typename T>
+__device__ void InvertDiagonalBlock(const T (*diag)[kNb + 1], const T* rdiag, bool unit, int lane,
+                                    int warp, T (*inv)[kNb + 1]) {
+  const T one = One(static_cast<T*>(nullptr)), rd = rdiag[lane];
+  T y[kPerThread];
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) acc[q] = ZeroOf<T>();
-  OffDiagonal(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
+  for (int q = 0; q < kPerThread; ++q) y[q] = lane == warp + kWarps * q ? one : ZeroOf<T>();
+#pragma unroll
+  for (int k = 0; k < kNb; ++k) {
+#pragma unroll
+    for (int q = 0; q < kPerThread; ++q) {
+      if (lane == k && !unit) y[q] = Mul(y[q], rd);
+      const T yk = Shfl(y[q], k);
+      if (lane > k) y[q] = MulSub(y[q], diag[lane][k], yk);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) inv[lane][warp + kWarps * q] = y[q];
+}
+
+// x_lane = sum over c <= lane, c < nb of inv[lane][c] * s_c (s_c: lane c's
+// s): the block's solve. Terms above the diagonal are skipped, not
+// multiplied by zero, so a non-finite s_c reaches only the rows it should.
+// Warp-uniform (nb is the same in every lane).
+template <typename T>
+__device__ T ApplyInverse(const T (*inv)[kNb + 1], T s, int nb, int lane) {
+  T xr = ZeroOf<T>();
+#pragma unroll
+  for (int c = 0; c < kNb; ++c) {
+    const T sc = Shfl(s, c);
+    if (c <= lane && c < nb) xr = MulAdd(xr, inv[lane][c], sc);
+  }
+  return xr;
+}
+
+// partial = the per-thread sums of acc gathered per row (op T / C: summed
+// over the lanes, row r at partial[0][r]; op N: per warp, partial[w][r]).
+template <typename T, bool kTrans>
+__device__ void GatherRowSums(const T (&acc)[kPerThread], int lane, int warp, T (*partial)[kNb]) {
   if (kTrans) {  // slot q is row warp + kWarps * q, summed over the lanes
 #pragma unroll
     for (int q = 0; q < kPerThread; ++q) {
@@ -310,27 +351,45 @@ __global__ void __launch_bounds__(kThreads)
     for (int q = 1; q < kPerThread; ++q) s = Add(s, acc[q]);
     partial[warp][lane] = s;
   }
-  __syncthreads();  // partial and diag are complete
-  if (warp != 0) return;
-  T s = b;
-  if (kTrans) {
-    s = Sub(s, partial[0][lane]);
-  } else {
-    T sum = partial[0][lane];
-    for (int w = 1; w < kWarps; ++w) sum = Add(sum, partial[w][lane]);
-    s = Sub(s, sum);
-  }
-  // Forward substitution on the diagonal block: step k finishes x_k in lane
-  // k and removes it from the rows below (nb is the same in every lane).
+}
+
+// Row `lane`'s sum from GatherRowSums. REQUIRES: partial complete.
+template <typename T, bool kTrans>
+__device__ T RowSum(const T (*partial)[kNb], int lane) {
+  if (kTrans) return partial[0][lane];
+  T sum = partial[0][lane];
+  for (int w = 1; w < kWarps; ++w) sum = Add(sum, partial[w][lane]);
+  return sum;
+}
+
+template <typename T, bool kTrans>
+__global__ void __launch_bounds__(kThreads)
+    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
+  __shared__ T diag[kNb][kNb + 1];    // M's diagonal block, [row][col], strictly lower
+  __shared__ T inv[kNb][kNb + 1];     // its inverse, lower
+  __shared__ T partial[kWarps][kNb];  // row sums (GatherRowSums)
+  __shared__ T rdiag[kNb];            // 1 / its diagonal
+  __shared__ unsigned ticket, seen;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
+  __syncthreads();
+  const int64_t L = ticket;
+  const int64_t row0 = L * kNb;
+  const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
+  T b = ZeroOf<T>();  // warp 0, lane r: b_r
+  if (warp == 0 && lane < nb) b = __ldcg(x + m.Phys(row0 + lane));
+  LoadDiagonalBlock(m, row0, nb, unit, diag, rdiag);
+  __syncthreads();  // diag and rdiag are complete
+  InvertDiagonalBlock(diag, rdiag, unit, lane, warp, inv);
+  T acc[kPerThread];
 #pragma unroll
-  for (int k = 0; k < kNb; ++k) {
-    if (k < nb) {
-      if (lane == k && !unit) s = Mul(s, rdiag);
-      const T xk = Shfl(s, k);
-      if (lane > k) s = MulSub(s, diag[lane][k], xk);
-    }
-  }
-  if (lane < nb) x[m.Phys(row0 + lane)] = s;
+  for (int q = 0; q < kPerThread; ++q) acc[q] = ZeroOf<T>();
+  OffDiagonal(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
+  GatherRowSums<T, kTrans>(acc, lane, warp, partial);
+  __syncthreads();  // partial and inv are complete
+  if (warp != 0) return;
+  const T xr = ApplyInverse(inv, Sub(b, RowSum<T, kTrans>(partial, lane)), nb, lane);
+  if (lane < nb) x[m.Phys(row0 + lane)] = xr;
   __threadfence();  // this lane's x is visible device-wide ...
   __syncwarp();     // ... before lane 0 publishes the block
   if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
