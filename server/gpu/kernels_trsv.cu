@@ -20,8 +20,11 @@
 // L publishes only after it has seen done >= L (it needs every earlier x),
 // so blocks publish in order and done only ever goes L -> L + 1, written by
 // block L alone: done > J is block J's flag. The writer's lanes store x_L,
-// each makes its stores visible device-wide (__threadfence), the warp meets
-// (__syncwarp) and lane 0 stores L + 1 with release semantics. A reader CTA's
+// the warp meets (__syncwarp, which orders its lanes' memory accesses) and
+// lane 0 stores L + 1 with release semantics (gpu scope; a release is
+// cumulative, so it covers the other lanes' stores ordered before it: the
+// pattern of CUTLASS's barrier release, with one fence where a
+// __threadfence in every lane would add a second). A reader CTA's
 // thread 0 loads done with acquire semantics and hands the count to the
 // other threads through __syncthreads (causality order is transitive across
 // the gpu-scope acquire and the CTA barrier); x is read through L2
@@ -390,8 +393,7 @@ __global__ void __launch_bounds__(kThreads)
   if (warp != 0) return;
   const T xr = ApplyInverse(inv, Sub(b, RowSum<T, kTrans>(partial, lane)), nb, lane);
   if (lane < nb) x[m.Phys(row0 + lane)] = xr;
-  __threadfence();  // this lane's x is visible device-wide ...
-  __syncwarp();     // ... before lane 0 publishes the block
+  __syncwarp();  // every lane's store precedes lane 0's release (one fence, in the release)
   if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
 }
 
