@@ -27,7 +27,9 @@ namespace {
 
 using gpu_test::C;
 using gpu_test::Download;
+using gpu_test::FromBytes;
 using gpu_test::OnGpu;
+using gpu_test::ToBytes;
 using gpu_test::Upload;
 using gpu_test::Vec;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -366,6 +368,38 @@ TEST(GpuTrsvTest, LargeSystem) {
       const double err = RelErr(x, Reference(sys.a, n, c, sys.b));
       gpu_test::ReportAccuracy(Name(c, n), err, Tolerance(t));
       EXPECT_LE(err, Tolerance(t)) << Name(c, n);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// PermuteVector (the estimator's row interchanges): gather and scatter of a
+// random permutation, against the host, for every dtype.
+TEST(GpuTrsvTest, PermuteVectorGathersAndScatters) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) -> absl::Status {
+    const int64_t n = 1037;
+    std::vector<int64_t> perm(n);
+    for (int64_t i = 0; i < n; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(41));
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dperm, ctx.Alloc(n * sizeof(int64_t)));
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(dperm.data(), perm.data(), n * sizeof(int64_t),
+                                      cudaMemcpyHostToDevice, ctx.hs.stream));
+    for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+      const Vec v = RandomVector(n, IsComplex(t), 42);
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer src, Upload(ctx, v, t));
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dst, ctx.Alloc(src.bytes()));
+      for (bool inverse : {false, true}) {
+        LINALGD_RETURN_IF_ERROR(PermuteVector(t, dperm.as<int64_t>(), inverse, src.data(),
+                                              dst.data(), n, ctx.hs.stream));
+        LINALGD_ASSIGN_OR_RETURN(Vec got, Download(dst.data(), n, t, ctx.hs.stream));
+        const Vec want = FromBytes(ToBytes(v, t), t);  // v as t holds it
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          wrong += inverse ? got[perm[i]] != want[i] : got[i] != want[perm[i]];
+        }
+        EXPECT_EQ(wrong, 0) << DTypeName(t) << " inverse=" << inverse;
+      }
     }
     return absl::OkStatus();
   });
