@@ -169,6 +169,18 @@ __device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// The device's nanosecond clock.
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// A bound on one wait: a block's predecessor publishes within microseconds,
+// so a wait this long means a broken invariant; the kernel traps (a sticky
+// launch failure, which fences the device) rather than hang its caller.
+constexpr uint64_t kMaxWaitNs = uint64_t{20} * 1000 * 1000 * 1000;
+
 // Spins until *done >= need and returns the count seen, the same in every
 // thread of the CTA: thread 0 alone polls (acquire), so one CTA is one
 // poller however many warps wait, and the barrier hands what it acquired on
@@ -177,15 +189,17 @@ __device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
 // predecessor at once); the others sleep 128 ns per block still ahead of
 // them (at most 2 us) between polls, so hundreds of waiting CTAs do not
 // crowd done's L2 line, and they take the tiles published meanwhile in
-// groups. REQUIRES: need <= own; called by every thread of the CTA
-// (CTA-uniform control flow).
+// groups. Traps after kMaxWaitNs. REQUIRES: need <= own; called by every
+// thread of the CTA (CTA-uniform control flow).
 __device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned own,
                                   unsigned* seen) {
   if (threadIdx.x == 0) {
+    const uint64_t start = GlobalTimerNs();
     unsigned v = LoadAcquire(done);
-    while (v < need) {
+    for (unsigned polls = 1; v < need; ++polls) {
       const unsigned ahead = own - v;  // >= 1: v < need <= own
       if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
+      if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
       v = LoadAcquire(done);
     }
     *seen = v;
