@@ -3,103 +3,176 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/kernels.h"
+#include "server/gpu/pinned_pool.h"
 #include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
 namespace {
 
-// Host doubles -> the device vector of dtype t (synchronous).
-absl::Status ToDevice(HandleSet& hs, DType t, const std::vector<double>& v, void* dst) {
-  std::vector<float> f;
-  const void* src = v.data();
-  size_t bytes = v.size() * sizeof(double);
-  if (t == DType::kF32) {
-    f.assign(v.begin(), v.end());
-    src = f.data();
-    bytes = f.size() * sizeof(float);
-  }
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
-  return absl::OkStatus();
-}
-
-absl::Status ToHost(HandleSet& hs, DType t, const void* src, std::vector<double>& v) {
-  std::vector<float> f(t == DType::kF32 ? v.size() : 0);
-  void* dst = t == DType::kF32 ? static_cast<void*>(f.data()) : static_cast<void*>(v.data());
-  LINALGD_GPU_CHECK(
-      cudaMemcpyAsync(dst, src, v.size() * DTypeSize(t), cudaMemcpyDeviceToHost, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
-  if (t == DType::kF32) std::copy(f.begin(), f.end(), v.begin());
-  return absl::OkStatus();
-}
-
-// x <- op(T)^-1 x for the n x n triangle of `factors` (column-major, ld n):
-// one cublas trsv, a bandwidth-bound pass over the triangle (getrs and potrs
-// with one right-hand side cost several times more). Complex t: op may be
-// CUBLAS_OP_C.
-absl::Status Trsv(HandleSet& hs, DType t, cublasFillMode_t fill, cublasOperation_t op,
-                  cublasDiagType_t diag, int64_t n, const void* factors, void* x) {
-  const int in = static_cast<int>(n);
-  if (t == DType::kC128) {
-    LINALGD_GPU_CHECK(cublasZtrsv(hs.blas, fill, op, diag, in,
-                                  static_cast<const cuDoubleComplex*>(factors), in,
-                                  static_cast<cuDoubleComplex*>(x), 1));
-  } else if (t == DType::kC64) {
-    LINALGD_GPU_CHECK(cublasCtrsv(hs.blas, fill, op, diag, in,
-                                  static_cast<const cuComplex*>(factors), in,
-                                  static_cast<cuComplex*>(x), 1));
-  } else if (t == DType::kF64) {
-    LINALGD_GPU_CHECK(cublasDtrsv(hs.blas, fill, op, diag, in, static_cast<const double*>(factors),
-                                  in, static_cast<double*>(x), 1));
-  } else {
-    LINALGD_GPU_CHECK(cublasStrsv(hs.blas, fill, op, diag, in, static_cast<const float*>(factors),
-                                  in, static_cast<float*>(x), 1));
-  }
-  return absl::OkStatus();
-}
-
-// getrf's row interchanges (1-based), applied to v in order or in reverse.
-template <typename V>
-void Interchange(const std::vector<int64_t>& ipiv, bool reverse, std::vector<V>& v) {
-  const int64_t n = static_cast<int64_t>(ipiv.size());
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = reverse ? n - 1 - k : k;
-    std::swap(v[i], v[ipiv[i] - 1]);
-  }
-}
-
 using Complex = std::complex<double>;
 
-// Host complex<double> -> the device vector of complex t (synchronous).
-absl::Status ToDeviceComplex(HandleSet& hs, DType t, const std::vector<Complex>& v, void* dst) {
-  std::vector<std::complex<float>> f;
-  const void* src = v.data();
-  size_t bytes = v.size() * sizeof(Complex);
-  if (t == DType::kC64) {
-    f.assign(v.begin(), v.end());
-    src = f.data();
-    bytes = f.size() * sizeof(std::complex<float>);
+// Host staging for an estimate's vectors: a page-locked block of ctx's pool
+// when one is free and large enough (DMA-speed, truly asynchronous copies),
+// else pageable memory.
+class Staging {
+ public:
+  Staging(GpuContext& ctx, size_t bytes) : stream_(ctx.hs.stream) {
+    std::optional<PinnedBlock> block = ctx.pinned.TryAcquire();
+    if (block.has_value() && block->size() >= bytes) {
+      pinned_.emplace(std::move(*block));
+      data_ = pinned_->data();
+    } else {
+      pageable_.resize(std::max<size_t>(bytes, 1));
+      data_ = pageable_.data();
+    }
   }
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+  // A copy still queued (an error path) keeps the block from reuse.
+  ~Staging() {
+    if (pinned_.has_value()) pinned_->ReleaseAfter(stream_).IgnoreError();
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+
+  void* data() const { return data_; }
+
+ private:
+  cudaStream_t stream_;
+  std::optional<PinnedBlock> pinned_;
+  std::vector<char> pageable_;
+  void* data_ = nullptr;
+};
+
+// v's values as elements of t in dst (F32 / C64: rounded to float).
+template <typename V>
+void Narrow(const std::vector<V>& v, DType t, void* dst) {
+  if (t == DType::kF32 || t == DType::kC64) {
+    using Narrowed = std::conditional_t<std::is_same_v<V, double>, float, std::complex<float>>;
+    Narrowed* out = static_cast<Narrowed*>(dst);
+    for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<Narrowed>(v[i]);
+  } else {
+    std::memcpy(dst, v.data(), v.size() * sizeof(V));
+  }
+}
+
+// The inverse of Narrow: v's values from the elements of t at src.
+template <typename V>
+void Widen(const void* src, DType t, std::vector<V>& v) {
+  if (t == DType::kF32 || t == DType::kC64) {
+    using Narrowed = std::conditional_t<std::is_same_v<V, double>, float, std::complex<float>>;
+    const Narrowed* in = static_cast<const Narrowed*>(src);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<V>(in[i]);
+  } else {
+    std::memcpy(v.data(), src, v.size() * sizeof(V));
+  }
+}
+
+// One step of a solve with the factors: a triangular solve, or getrf's
+// interchanges applied in order (kPermute) or in reverse (kUnpermute).
+struct Step {
+  enum class Kind { kTriangle, kPermute, kUnpermute };
+  Kind kind = Kind::kTriangle;
+  TriangleFill fill = TriangleFill::kLower;
+  TriangleOp op = TriangleOp::kNoTranspose;
+  bool unit = false;
+};
+
+Step Tri(TriangleFill fill, TriangleOp op, bool unit) {
+  return Step{Step::Kind::kTriangle, fill, op, unit};
+}
+const Step kPermute{Step::Kind::kPermute};
+const Step kUnpermute{Step::Kind::kUnpermute};
+constexpr TriangleFill kLower = TriangleFill::kLower, kUpper = TriangleFill::kUpper;
+constexpr TriangleOp kN = TriangleOp::kNoTranspose, kT = TriangleOp::kTranspose,
+                     kC = TriangleOp::kConjTranspose;
+
+// FactorRcond's device work: the estimator's vector on the device, solved
+// by a list of steps per call with the n x n factors (column-major, ld n);
+// one host-to-device copy, the steps, one device-to-host copy and one sync
+// per call.
+class FactorSolves {
+ public:
+  // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
+  static absl::StatusOr<std::unique_ptr<FactorSolves>> Create(GpuContext& ctx, DType t, int64_t n,
+                                                              const void* factors,
+                                                              const int64_t* pivots, TrsvImpl impl);
+
+  // v <- the steps applied to v (n values).
+  template <typename V>
+  absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps);
+
+ private:
+  FactorSolves(GpuContext& ctx, DType t, int64_t n, const void* factors, TrsvImpl impl)
+      : ctx_(ctx), t_(t), n_(n), factors_(factors), impl_(impl), staging_(ctx, n * DTypeSize(t)) {}
+  absl::Status Apply(const Step& step);
+
+  GpuContext& ctx_;
+  const DType t_;
+  const int64_t n_;
+  const void* factors_;
+  const TrsvImpl impl_;
+  Staging staging_;
+  DeviceBuffer v_, tmp_, perm_, scratch_;
+};
+
+absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx, DType t,
+                                                                   int64_t n, const void* factors,
+                                                                   const int64_t* pivots,
+                                                                   TrsvImpl impl) {
+  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, t, n, factors, impl));
+  const int64_t bytes = std::max<int64_t>(1, n * DTypeSize(t));
+  LINALGD_ASSIGN_OR_RETURN(s->v_, ctx.Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(s->scratch_, ctx.Alloc(kTriangularSolveScratchBytes));
+  if (pivots == nullptr || n == 0) return s;
+  std::vector<int64_t> ipiv(n);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
+                                    cudaMemcpyDeviceToHost, ctx.hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+  LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
+  LINALGD_ASSIGN_OR_RETURN(s->tmp_, ctx.Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(s->perm_, ctx.Alloc(n * sizeof(int64_t)));
+  // From pageable memory: returns once `perm` has been staged.
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(s->perm_.data(), perm.data(), n * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, ctx.hs.stream));
+  return s;
+}
+
+absl::Status FactorSolves::Apply(const Step& step) {
+  if (step.kind == Step::Kind::kTriangle) {
+    return SolveTriangle(ctx_.hs, impl_, t_, step.fill, step.op, step.unit, n_, factors_, n_,
+                         v_.data(), scratch_.data());
+  }
+  if (perm_.data() == nullptr) {
+    return absl::InternalError("FactorSolves: a row interchange step without pivots");
+  }
+  LINALGD_RETURN_IF_ERROR(PermuteVector(t_, perm_.as<int64_t>(),
+                                        step.kind == Step::Kind::kUnpermute, v_.data(), tmp_.data(),
+                                        n_, ctx_.hs.stream));
+  std::swap(v_, tmp_);
   return absl::OkStatus();
 }
 
-absl::Status ToHostComplex(HandleSet& hs, DType t, const void* src, std::vector<Complex>& v) {
-  const bool narrow = t == DType::kC64;
-  std::vector<std::complex<float>> f(narrow ? v.size() : 0);
-  void* dst = narrow ? static_cast<void*>(f.data()) : static_cast<void*>(v.data());
-  LINALGD_GPU_CHECK(
-      cudaMemcpyAsync(dst, src, v.size() * DTypeSize(t), cudaMemcpyDeviceToHost, hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
-  if (narrow) std::copy(f.begin(), f.end(), v.begin());
+template <typename V>
+absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> steps) {
+  const size_t bytes = n_ * DTypeSize(t_);
+  if (bytes == 0) return absl::OkStatus();
+  const cudaStream_t st = ctx_.hs.stream;
+  Narrow(v, t_, staging_.data());
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
+  for (const Step& step : steps) LINALGD_RETURN_IF_ERROR(Apply(step));
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+  Widen(staging_.data(), t_, v);
   return absl::OkStatus();
 }
 
@@ -107,50 +180,24 @@ void Conjugate(std::vector<Complex>& v) {
   for (Complex& z : v) z = std::conj(z);
 }
 
-// One trsv with the factors on the scratch vector (Trsv's arguments).
-using TriangularSolve =
-    std::function<absl::Status(cublasFillMode_t, cublasOperation_t, cublasDiagType_t)>;
-
-// FactorRcond's estimate for C64 / C128 factors, with ComplexInverseNorm1:
-// `tri` solves on `scratch` (n elements of t); ipiv: getrf's, LU only.
-absl::StatusOr<double> ComplexRcond(HandleSet& hs, DType t, SolveMethod method, int64_t n,
-                                    const std::vector<int64_t>& ipiv, const TriangularSolve& tri,
-                                    void* scratch, double anorm) {
-  const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
-  const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T, kC = CUBLAS_OP_C;
-  auto on_device = [&](std::vector<Complex>& v, auto&& solves) -> absl::Status {
-    LINALGD_RETURN_IF_ERROR(ToDeviceComplex(hs, t, v, scratch));
-    LINALGD_RETURN_IF_ERROR(solves());
-    return ToHostComplex(hs, t, scratch, v);
-  };
+// FactorRcond's estimate for C64 / C128 factors, with ComplexInverseNorm1.
+absl::StatusOr<double> ComplexRcond(FactorSolves& fs, SolveMethod method, int64_t n, double anorm) {
   auto solve = [&](std::vector<Complex>& v, bool conj_transposed) -> absl::Status {
     if (method == SolveMethod::kCholesky) {
       // The factor is that of B = conj(a) = L L^H (the buffer read
       // column-major): B is Hermitian, B^-H = B^-1, and ||B^-1||_1 =
       // ||a^-1||_1, so the estimate runs on B.
-      return on_device(v, [&]() -> absl::Status {
-        LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_NON_UNIT));
-        return tri(kLower, kC, CUBLAS_DIAG_NON_UNIT);
-      });
+      return fs.Run(v, {Tri(kLower, kN, false), Tri(kLower, kC, false)});
     }
     // The factors are those of A = a^T (P A = L U, unit L below, U above).
     if (conj_transposed) {  // a^H x = v: conj(A) x = v, conj(x) = U^-1 L^-1 P conj(v)
       Conjugate(v);
-      Interchange(ipiv, false, v);
-      LINALGD_RETURN_IF_ERROR(on_device(v, [&]() -> absl::Status {
-        LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_UNIT));
-        return tri(kUpper, kN, CUBLAS_DIAG_NON_UNIT);
-      }));
+      LINALGD_RETURN_IF_ERROR(fs.Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)}));
       Conjugate(v);
       return absl::OkStatus();
     }
     // a x = v: A^T x = v, x = P^T L^-T U^-T v (plain transposes)
-    LINALGD_RETURN_IF_ERROR(on_device(v, [&]() -> absl::Status {
-      LINALGD_RETURN_IF_ERROR(tri(kUpper, kT, CUBLAS_DIAG_NON_UNIT));
-      return tri(kLower, kT, CUBLAS_DIAG_UNIT);
-    }));
-    Interchange(ipiv, true, v);
-    return absl::OkStatus();
+    return fs.Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute});
   };
   LINALGD_ASSIGN_OR_RETURN(double inv, ComplexInverseNorm1(n, solve));
   return RcondFromNorms(anorm, inv);
@@ -217,10 +264,19 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
                                                   const std::vector<double>& anorm, void* scratch,
                                                   const DeviceVectorSolve& solve) {
   const int64_t count = static_cast<int64_t>(anorm.size());
+  const size_t bytes = count * n * DTypeSize(t);
+  Staging staging(ctx, bytes);
+  const cudaStream_t st = ctx.hs.stream;
+  // One copy in, the solves, one copy out, one sync.
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
-    LINALGD_RETURN_IF_ERROR(ToDevice(ctx.hs, t, v, scratch));
+    if (bytes == 0) return absl::OkStatus();
+    Narrow(v, t, staging.data());
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(scratch, staging.data(), bytes, cudaMemcpyHostToDevice, st));
     LINALGD_RETURN_IF_ERROR(solve(transposed));
-    return ToHost(ctx.hs, t, scratch, v);
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(staging.data(), scratch, bytes, cudaMemcpyDeviceToHost, st));
+    LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+    Widen(staging.data(), t, v);
+    return absl::OkStatus();
   };
   LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(count, n, host_solve));
   std::vector<double> rcond(count);
@@ -228,45 +284,38 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
   return rcond;
 }
 
-absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
-                                   const void* factors, const int64_t* pivots, double anorm) {
-  HandleSet& hs = ctx.hs;
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(n * DTypeSize(t)));
-  std::vector<int64_t> ipiv(method == SolveMethod::kLu ? n : 0);
-  if (!ipiv.empty()) {
-    LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
-                                      cudaMemcpyDeviceToHost, hs.stream));
-    LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>& ipiv) {
+  const int64_t n = static_cast<int64_t>(ipiv.size());
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  for (int64_t k = 0; k < n; ++k) {
+    if (ipiv[k] < 1 || ipiv[k] > n) {
+      return absl::InternalError(
+          absl::StrCat("getrf pivot ipiv[", k, "] = ", ipiv[k], " is outside [1, ", n, "]"));
+    }
+    std::swap(perm[k], perm[ipiv[k] - 1]);
   }
-  auto tri = [&](cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag) {
-    return Trsv(hs, t, fill, op, diag, n, factors, scratch.data());
-  };
-  if (IsComplex(t)) return ComplexRcond(hs, t, method, n, ipiv, tri, scratch.data(), anorm);
-  const auto kLower = CUBLAS_FILL_MODE_LOWER, kUpper = CUBLAS_FILL_MODE_UPPER;
-  const auto kN = CUBLAS_OP_N, kT = CUBLAS_OP_T;
+  return perm;
+}
+
+absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                                   const void* factors, const int64_t* pivots, double anorm,
+                                   TrsvImpl impl) {
+  const bool lu = method == SolveMethod::kLu;
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<FactorSolves> fs,
+                           FactorSolves::Create(ctx, t, n, factors, lu ? pivots : nullptr, impl));
+  if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm);
   // One solve with a (or a^T) on the host vector v, through the device.
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
-    if (method == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
-      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
-      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_NON_UNIT));
-      LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_NON_UNIT));
-      return ToHost(hs, t, scratch.data(), v);
+    if (!lu) {  // a = L L^T, symmetric: a^-T = a^-1
+      return fs->Run(v, {Tri(kLower, kN, false), Tri(kLower, kT, false)});
     }
     // The factors are those of A = a^T (P A = L U, unit L below, U above).
     if (transposed) {  // a^T x = v: A x = v, x = U^-1 L^-1 P v
-      Interchange(ipiv, false, v);
-      LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
-      LINALGD_RETURN_IF_ERROR(tri(kLower, kN, CUBLAS_DIAG_UNIT));
-      LINALGD_RETURN_IF_ERROR(tri(kUpper, kN, CUBLAS_DIAG_NON_UNIT));
-      return ToHost(hs, t, scratch.data(), v);
+      return fs->Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)});
     }
     // a x = v: A^T x = v, x = P^T L^-T U^-T v
-    LINALGD_RETURN_IF_ERROR(ToDevice(hs, t, v, scratch.data()));
-    LINALGD_RETURN_IF_ERROR(tri(kUpper, kT, CUBLAS_DIAG_NON_UNIT));
-    LINALGD_RETURN_IF_ERROR(tri(kLower, kT, CUBLAS_DIAG_UNIT));
-    LINALGD_RETURN_IF_ERROR(ToHost(hs, t, scratch.data(), v));
-    Interchange(ipiv, true, v);
-    return absl::OkStatus();
+    return fs->Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute});
   };
   LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, host_solve));
   return RcondFromNorms(anorm, inv[0]);

@@ -17,6 +17,7 @@
 #include "common/dtype.h"
 #include "server/backend/ops.h"
 #include "server/gpu/gpu_context.h"
+#include "server/gpu/triangular_solve.h"
 #include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
@@ -27,7 +28,9 @@ namespace linalgd::gpu {
 using DeviceVectorSolve = std::function<absl::Status(bool transposed)>;
 
 // One estimate per member: anorm[i] is ||a_i||_1; `scratch` holds
-// count * n elements of t and is what `solve` works on. Synchronizes.
+// count * n elements of t and is what `solve` works on. Each estimator
+// solve: one copy in (page-locked staging when ctx's pool has a block),
+// `solve`, one copy out, one host sync. Synchronizes.
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
                                                   const std::vector<double>& anorm, void* scratch,
                                                   const DeviceVectorSolve& solve);
@@ -48,9 +51,21 @@ absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& 
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower
 // Cholesky factor of a (Xpotrf; pivots null). Complex dtypes (C64, C128):
 // the Cholesky factor is that of conj(a) (the buffer read column-major, a
-// Hermitian), and the estimate is ComplexInverseNorm1's.
+// Hermitian), and the estimate is ComplexInverseNorm1's. Each estimator
+// solve is one copy to the device (page-locked staging when ctx's pool has
+// a block), the row interchanges on the device (kernels.h PermuteVector),
+// two triangular solves by `impl` (kernels.h TriangularSolve unless
+// kCublas: the comparison linalgd-gpu-bench and the tests make), one copy
+// back and one host sync. Synchronizes.
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
-                                   const void* factors, const int64_t* pivots, double anorm);
+                                   const void* factors, const int64_t* pivots, double anorm,
+                                   TrsvImpl impl = TrsvImpl::kCustom);
+
+// getrf's 1-based row interchanges as one permutation of [0, n): applying
+// the interchanges in order to v gives w[i] = v[perm[i]]; in reverse order,
+// w[perm[i]] = v[i]. An ipiv[k] outside [1, n] is an INTERNAL error naming
+// k and the value.
+absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>& ipiv);
 
 // Per matrix of `batch` row-major n x n matrices (contiguous on the device).
 struct MatrixNorms {

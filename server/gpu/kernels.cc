@@ -1,5 +1,7 @@
 #include "server/gpu/kernels.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/kernels_impl.h"
@@ -104,6 +106,36 @@ absl::Status Diagonals(DType t, const void* a, int64_t n, int64_t ld, int64_t st
 absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stream) {
   if (!IsComplex(t)) return absl::OkStatus();
   LINALGD_GPU_CHECK(impl::Conjugate(ToElem(t), x, count, stream));
+  return absl::OkStatus();
+}
+
+absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                           int64_t n, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::Permute(ToElem(t), perm, inverse, src, dst, n, stream));
+  return absl::OkStatus();
+}
+
+absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
+                             const void* a, int64_t ld, void* x, void* scratch,
+                             cudaStream_t stream) {
+  static_assert(kTriangularSolveScratchBytes == impl::kTriangularSolveScratchBytes);
+  // One CTA per 32 rows, counted in 32 bits (kernels_trsv.cu).
+  constexpr int64_t kMaxN = int64_t{1} << 36;
+  if (n < 0 || n > kMaxN || ld < std::max<int64_t>(1, n)) {
+    return absl::InvalidArgumentError(absl::StrCat("TriangularSolve: n ", n, " must be in [0, ",
+                                                   kMaxN, "] and ld ", ld, " >= max(1, n)"));
+  }
+  if (t != DType::kF32 && t != DType::kF64 && !IsComplex(t)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TriangularSolve: dtype ", DTypeName(t), " is not F32, F64, C64 or C128"));
+  }
+  if (op == TriangleOp::kConjTranspose && !IsComplex(t)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TriangularSolve: op conjugate-transpose needs a complex dtype, not ", DTypeName(t)));
+  }
+  LINALGD_GPU_CHECK(impl::TriangularSolve(ToElem(t), fill == TriangleFill::kLower,
+                                          static_cast<int>(op), unit_diag, n, a, ld, x, scratch,
+                                          stream));
   return absl::OkStatus();
 }
 

@@ -78,6 +78,32 @@ absl::Status FirstNonFinite(DType t, const void* x, int64_t count, unsigned long
 // real one.
 absl::Status ConjugateInPlace(DType t, void* x, int64_t count, cudaStream_t stream);
 
+// dst[i] = src[perm[i]] for i < n, or dst[perm[i]] = src[i] when inverse
+// (the inverse permutation). perm: a device permutation of [0, n). Any
+// dtype. REQUIRES: dst and src do not overlap.
+absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                           int64_t n, cudaStream_t stream);
+
+// Triangular solves (kernels_trsv.cu): which triangle of the stored matrix,
+// and op(T) = T, T^T or T^H (kConjTranspose: complex dtypes only).
+enum class TriangleFill { kLower, kUpper };
+enum class TriangleOp { kNoTranspose, kTranspose, kConjTranspose };
+
+// Device scratch one TriangularSolve needs (its block counters).
+inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
+
+// x <- op(T)^-1 x, in place: T the n x n `fill` triangle of the column-major
+// matrix a (leading dim ld >= max(1, n); the other triangle is never read,
+// nor the diagonal when unit_diag, which is then taken as ones), x n
+// contiguous elements. F32, F64, C64 or C128. One launch, no host sync: the
+// kernel's CTAs hand the solution on block by block through `scratch`
+// (kTriangularSolveScratchBytes of device memory, zeroed here on `stream`;
+// one solve at a time per scratch). NaN and Inf propagate as in the
+// arithmetic (a zero on a non-unit diagonal gives Inf / NaN).
+absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
+                             const void* a, int64_t ld, void* x, void* scratch,
+                             cudaStream_t stream);
+
 // Test hook: a kernel that writes through an invalid device address, leaving
 // the context with cudaErrorIllegalAddress (sticky).
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream);

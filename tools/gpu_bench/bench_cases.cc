@@ -14,6 +14,7 @@
 #include "server/gpu/kernels.h"
 #include "server/gpu/lt_matmul.h"
 #include "server/gpu/pinned_host_cache.h"
+#include "server/gpu/triangular_solve.h"
 
 namespace linalgd::bench {
 namespace {
@@ -148,7 +149,8 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 
 // Where the solves' condition estimate spends its time, on factors made by
 // the direct calls: the whole estimate (FactorRcond, every solve it makes)
-// against one solve with the factors, and a solve with 3 right-hand sides
+// against one solve with the factors, the estimate against the same one
+// with cuBLAS trsv (*_rcond_vs_cublas), and a solve with 3 right-hand sides
 // (b and the estimator's two start vectors) against one with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
                                                int reps, gpu::DeviceBuffer& a, gpu::DeviceBuffer& w,
@@ -173,6 +175,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                  .status();
                            }));
   LINALGD_ASSIGN_OR_RETURN(lu.direct_ms, TimeMs(st, reps, [&] { return getrs(1, x.data()); }));
+  // The same estimate with cuBLAS trsv for its triangular solves.
+  Row lu_lib{"lu_rcond_vs_cublas", "f64", n, lu.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu_lib.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0,
+                                                     gpu::TrsvImpl::kCublas)
+                                 .status();
+                           }));
   Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
   k3.direct_ms = lu.direct_ms;
@@ -191,7 +201,13 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                            w.data(), n, CUDA_R_64F, x.data(), n, info.as<int>()));
         return absl::OkStatus();
       }));
-  return std::vector<Row>{lu, k3, ch};
+  Row ch_lib{"chol_rcond_vs_cublas", "f64", n, ch.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_lib.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, gpu::TrsvImpl::kCublas)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu, lu_lib, k3, ch, ch_lib};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
@@ -269,6 +285,48 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   return rows;
 }
 
+// One trsv case of the bench: the triangle and op, and the row's name.
+struct TrsvCase {
+  const char* op;
+  gpu::TriangleFill fill;
+  gpu::TriangleOp trans;
+};
+
+const TrsvCase kTrsvCases[] = {
+    {"trsv_LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
+    {"trsv_UT", gpu::TriangleFill::kUpper, gpu::TriangleOp::kTranspose},
+    {"trsv_UN", gpu::TriangleFill::kUpper, gpu::TriangleOp::kNoTranspose},
+    {"trsv_LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose},
+};
+
+// linalgd's triangular solve (ours) against cuBLAS trsv (direct) on the
+// triangles of a well-conditioned random n x n matrix (diagonal ~n), solved
+// in place again and again (the values shrink; the time does not depend on
+// them). flops: n^2 per solve.
+absl::StatusOr<std::vector<Row>> TrsvCases(gpu::GpuContext& ctx, DType t, int64_t n, int reps) {
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch, ctx.Alloc(gpu::kTriangularSolveScratchBytes));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
+  LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), n, 8, -1, 1, st));
+  std::vector<Row> rows;
+  for (const TrsvCase& c : kTrsvCases) {
+    Row row{c.op, std::string(DTypeName(t)), n, 0, 0, static_cast<double>(n) * n};
+    auto solve = [&](gpu::TrsvImpl impl) {
+      return gpu::SolveTriangle(ctx.hs, impl, t, c.fill, c.trans, false, n, a.data(), n, x.data(),
+                                scratch.data());
+    };
+    LINALGD_ASSIGN_OR_RETURN(row.ours_ms,
+                             TimeMs(st, reps, [&] { return solve(gpu::TrsvImpl::kCustom); }));
+    LINALGD_ASSIGN_OR_RETURN(row.direct_ms,
+                             TimeMs(st, reps, [&] { return solve(gpu::TrsvImpl::kCublas); }));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 template <typename F>
 double WallMs(int reps, F&& f) {
   std::vector<double> ms;
@@ -329,6 +387,21 @@ absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
         for (int64_t n : sizes) {
           LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, SolveCases(ctx, n, reps));
           rows.insert(rows.end(), r.begin(), r.end());
+        }
+        return rows;
+      });
+}
+
+absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                           int reps) {
+  return gpu.RunJob<std::vector<Row>>(
+      [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+        std::vector<Row> rows;
+        for (int64_t n : sizes) {
+          for (DType t : {DType::kF64, DType::kF32}) {
+            LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, TrsvCases(ctx, t, n, reps));
+            rows.insert(rows.end(), r.begin(), r.end());
+          }
         }
         return rows;
       });

@@ -23,6 +23,12 @@ absl::StatusOr<std::vector<Row>> BenchGemm(gpu::GpuBackend& gpu, const std::vect
                                            int reps);
 absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
                                              const std::vector<int64_t>& sizes, int reps);
+// linalgd's triangular solve (kernels.h TriangularSolve, ours_ms) against
+// cuBLAS trsv (direct_ms), one vector, f64 and f32, ops "trsv_LN",
+// "trsv_UT", "trsv_UN", "trsv_LT" (lower / upper triangle, no transpose /
+// transpose).
+absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                           int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 

@@ -4,16 +4,25 @@
 // operands. CUDA events, median of --reps after 3 warm-up runs.
 //
 //   linalgd-gpu-bench [--json FILE] [--reps N] [--commit SHA] [--quick] [--version]
+//                     [--sizes N,N,...] [--only PART,PART,...]
+//
+// --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
+// --only: the parts to run, of gemm, solves, trsv, e2e, batching, small (default
+// all).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/version.h"
 #include "nlohmann/json.hpp"
 #include "server/gpu/gpu_backend.h"
@@ -25,6 +34,8 @@ namespace {
 
 struct Flags {
   std::string json, commit;
+  std::vector<int64_t> sizes;     // empty: the default
+  std::vector<std::string> only;  // empty: every part
   int reps = 10;
   bool quick = false;
   bool version = false;
@@ -40,6 +51,11 @@ Flags ParseFlags(int argc, char** argv) {
       f.reps = std::atoi(argv[++i]);
     else if (a == "--commit" && i + 1 < argc)
       f.commit = argv[++i];
+    else if (a == "--sizes" && i + 1 < argc)
+      for (absl::string_view v : absl::StrSplit(argv[++i], ',', absl::SkipEmpty()))
+        f.sizes.push_back(std::atoll(std::string(v).c_str()));
+    else if (a == "--only" && i + 1 < argc)
+      f.only = absl::StrSplit(argv[++i], ',', absl::SkipEmpty());
     else if (a == "--quick")
       f.quick = true;
     else if (a == "--version")
@@ -101,12 +117,28 @@ int Main(int argc, char** argv) {
   std::vector<Row> rows;
   const std::vector<int64_t> gemm_sizes =
       flags.quick ? std::vector<int64_t>{2048} : std::vector<int64_t>{2048, 4096, 8192};
-  const std::vector<int64_t> solve_sizes =
+  std::vector<int64_t> solve_sizes =
       flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 4096, 8192};
-  for (auto part :
-       {BenchGemm(*gpu, gemm_sizes, flags.reps), BenchSolves(*gpu, solve_sizes, flags.reps),
-        BenchEndToEnd(*gpu, 4096, 3), BenchBatching(*gpu, 128, 256, 5),
-        BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000)}) {
+  if (!flags.sizes.empty()) solve_sizes = flags.sizes;
+  auto wanted = [&](const char* name) {
+    return flags.only.empty() ||
+           std::find(flags.only.begin(), flags.only.end(), name) != flags.only.end();
+  };
+  using Part = std::function<absl::StatusOr<std::vector<Row>>()>;
+  const std::pair<const char*, Part> parts[] = {
+      {"gemm", [&] { return BenchGemm(*gpu, gemm_sizes, flags.reps); }},
+      {"solves", [&] { return BenchSolves(*gpu, solve_sizes, flags.reps); }},
+      {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
+      {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
+      {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
+      {"small",
+       [&] {
+         return BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000);
+       }},
+  };
+  for (const auto& [name, run] : parts) {
+    if (!wanted(name)) continue;
+    absl::StatusOr<std::vector<Row>> part = run();
     if (!part.ok()) {
       std::fprintf(stderr, "benchmark failed: %s\n", std::string(part.status().message()).c_str());
       PrintTable(rows);
@@ -130,7 +162,10 @@ int Main(int argc, char** argv) {
       "_pinned: with the operands in page-locked memory, the batch gathered on the device;\n"
       "*_solve_no_estimate: ours = the solve with the condition estimate, direct = the\n"
       "same solve without it; small_call: the ms of one Matmul (bias, NaN/Inf check),\n"
-      "ours through the small products' one round trip, direct without it)\n",
+      "ours through the small products' one round trip, direct without it; trsv_*: ours =\n"
+      "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op;\n"
+      "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
+      "cuBLAS trsv)\n",
       device.c_str());
   PrintTable(rows);
   return 0;

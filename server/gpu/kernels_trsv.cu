@@ -1,0 +1,496 @@
+// The sync-free blocked triangular solve (kernels_impl.h TriangularSolve),
+// and the permutation of a vector its callers apply getrf's pivots with.
+//
+// op(T) x = b for one vector, in place. Logical indices run in substitution
+// order: row l of the logical system is physical row l (forward: op(T) lower)
+// or n - 1 - l (backward: op(T) upper), so the logical matrix M is always
+// lower triangular and every CTA does forward substitution on its rows.
+//
+// One CTA per logical block row of kNb rows: it loads and inverts its
+// diagonal block, accumulates its tiles left of the diagonal as the x they
+// need is published, then x_L = inverse * (b_L - sums).
+//
+// Why it cannot deadlock: a CTA takes its block index L from an atomicAdd on
+// sync[0] once it is running, so the CTAs with smaller indices are already
+// resident; it waits only for those (blocks J < L), which themselves wait
+// only for smaller ones, so by induction on L every wait ends, whatever the
+// scheduling and however many CTAs fit on the device at once.
+//
+// Publication: sync[1] ("done") counts the blocks whose x is written. Block
+// L publishes only after it has seen done >= L (it needs every earlier x),
+// so blocks publish in order and done only ever goes L -> L + 1, written by
+// block L alone: done > J is block J's flag. The writer's lanes store x_L,
+// the warp meets (__syncwarp, which orders its lanes' memory accesses) and
+// lane 0 stores L + 1 with release semantics (gpu scope; a release is
+// cumulative, so it covers the other lanes' stores ordered before it: the
+// pattern of CUTLASS's barrier release, with one fence where a
+// __threadfence in every lane would add a second). A reader CTA's
+// thread 0 loads done with acquire semantics and hands the count to the
+// other threads through __syncthreads (causality order is transitive across
+// the gpu-scope acquire and the CTA barrier); x is read through L2
+// (ld.global.cg), never from a stale L1 line. Seeing count v covers every
+// block below v: block v - 1 acquired v - 1 before it released v.
+//
+// Non-finite values propagate: nothing is clamped, and a zero on a non-unit
+// diagonal has an infinite (complex: NaN) reciprocal.
+#include <cuComplex.h>
+
+#include <algorithm>
+
+#include "server/gpu/kernels_impl.h"
+
+namespace linalgd::gpu::impl {
+namespace {
+
+// Rows per CTA: one lane per row when the diagonal block is inverted and
+// applied (warp shuffles only), and a 32 x 32 tile is 8 KiB of f64: with
+// 256 threads each thread holds 4 elements of it. 64 would halve the chain
+// of blocks but needs two rows per lane, a 4x larger inversion and half the
+// CTAs streaming the triangle; the chain's cost per block is mostly fixed
+// latency (the count's round trip, x_J's load, the fence), so 64 is the
+// first thing to try if the H200 shows the chain dominating.
+constexpr int kNb = 32;
+constexpr int kWarps = 8;
+constexpr int kThreads = kNb * kWarps;
+constexpr int kPerThread = kNb * kNb / kThreads;  // tile elements per thread (4)
+
+// Arithmetic on the four element types (complex: float2 / double2 pairs).
+__device__ __forceinline__ float Zero(float*) { return 0.0f; }
+__device__ __forceinline__ double Zero(double*) { return 0.0; }
+__device__ __forceinline__ float2 Zero(float2*) { return make_float2(0.0f, 0.0f); }
+__device__ __forceinline__ double2 Zero(double2*) { return make_double2(0.0, 0.0); }
+template <typename T>
+__device__ __forceinline__ T ZeroOf() {
+  return Zero(static_cast<T*>(nullptr));
+}
+
+__device__ __forceinline__ float Conj(float v) { return v; }
+__device__ __forceinline__ double Conj(double v) { return v; }
+__device__ __forceinline__ float2 Conj(float2 v) { return make_float2(v.x, -v.y); }
+__device__ __forceinline__ double2 Conj(double2 v) { return make_double2(v.x, -v.y); }
+
+// acc + a * b
+__device__ __forceinline__ float MulAdd(float acc, float a, float b) { return fmaf(a, b, acc); }
+__device__ __forceinline__ double MulAdd(double acc, double a, double b) { return fma(a, b, acc); }
+__device__ __forceinline__ float2 MulAdd(float2 acc, float2 a, float2 b) {
+  acc.x = fmaf(a.x, b.x, fmaf(-a.y, b.y, acc.x));
+  acc.y = fmaf(a.x, b.y, fmaf(a.y, b.x, acc.y));
+  return acc;
+}
+__device__ __forceinline__ double2 MulAdd(double2 acc, double2 a, double2 b) {
+  acc.x = fma(a.x, b.x, fma(-a.y, b.y, acc.x));
+  acc.y = fma(a.x, b.y, fma(a.y, b.x, acc.y));
+  return acc;
+}
+// acc - a * b
+__device__ __forceinline__ float MulSub(float acc, float a, float b) { return fmaf(-a, b, acc); }
+__device__ __forceinline__ double MulSub(double acc, double a, double b) { return fma(-a, b, acc); }
+__device__ __forceinline__ float2 MulSub(float2 acc, float2 a, float2 b) {
+  return MulAdd(acc, make_float2(-a.x, -a.y), b);
+}
+__device__ __forceinline__ double2 MulSub(double2 acc, double2 a, double2 b) {
+  return MulAdd(acc, make_double2(-a.x, -a.y), b);
+}
+
+__device__ __forceinline__ float Add(float a, float b) { return a + b; }
+__device__ __forceinline__ double Add(double a, double b) { return a + b; }
+__device__ __forceinline__ float2 Add(float2 a, float2 b) {
+  return make_float2(a.x + b.x, a.y + b.y);
+}
+__device__ __forceinline__ double2 Add(double2 a, double2 b) {
+  return make_double2(a.x + b.x, a.y + b.y);
+}
+__device__ __forceinline__ float Sub(float a, float b) { return a - b; }
+__device__ __forceinline__ double Sub(double a, double b) { return a - b; }
+__device__ __forceinline__ float2 Sub(float2 a, float2 b) {
+  return make_float2(a.x - b.x, a.y - b.y);
+}
+__device__ __forceinline__ double2 Sub(double2 a, double2 b) {
+  return make_double2(a.x - b.x, a.y - b.y);
+}
+
+__device__ __forceinline__ float Mul(float a, float b) { return a * b; }
+__device__ __forceinline__ double Mul(double a, double b) { return a * b; }
+__device__ __forceinline__ float2 Mul(float2 a, float2 b) { return cuCmulf(a, b); }
+__device__ __forceinline__ double2 Mul(double2 a, double2 b) { return cuCmul(a, b); }
+
+__device__ __forceinline__ float One(float*) { return 1.0f; }
+__device__ __forceinline__ double One(double*) { return 1.0; }
+__device__ __forceinline__ float2 One(float2*) { return make_float2(1.0f, 0.0f); }
+__device__ __forceinline__ double2 One(double2*) { return make_double2(1.0, 0.0); }
+
+// a / b; complex with cuComplex's scaled division (no overflow for large b).
+__device__ __forceinline__ float Div(float a, float b) { return a / b; }
+__device__ __forceinline__ double Div(double a, double b) { return a / b; }
+__device__ __forceinline__ float2 Div(float2 a, float2 b) { return cuCdivf(a, b); }
+__device__ __forceinline__ double2 Div(double2 a, double2 b) { return cuCdiv(a, b); }
+
+// f applied to each real part of v (complex: both, as a pair again).
+template <typename F>
+__device__ __forceinline__ float PerPart(float v, F f) {
+  return f(v);
+}
+template <typename F>
+__device__ __forceinline__ double PerPart(double v, F f) {
+  return f(v);
+}
+template <typename F>
+__device__ __forceinline__ float2 PerPart(float2 v, F f) {
+  return make_float2(f(v.x), f(v.y));
+}
+template <typename F>
+__device__ __forceinline__ double2 PerPart(double2 v, F f) {
+  return make_double2(f(v.x), f(v.y));
+}
+
+// Warp shuffles (full mask: callers are warp-uniform).
+template <typename T>
+__device__ __forceinline__ T Shfl(T v, int src) {
+  return PerPart(v, [src](auto p) { return __shfl_sync(~0u, p, src); });
+}
+template <typename T>
+__device__ __forceinline__ T ShflXor(T v, int mask) {
+  return PerPart(v, [mask](auto p) { return __shfl_xor_sync(~0u, p, mask); });
+}
+
+// The sum over the warp's lanes, in every lane (a fixed butterfly order).
+template <typename T>
+__device__ __forceinline__ T WarpSum(T v) {
+  for (int m = 16; m > 0; m /= 2) v = Add(v, ShflXor(v, m));
+  return v;
+}
+
+__device__ __forceinline__ unsigned LoadAcquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// The device's nanosecond clock.
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// A bound on one wait: a block's predecessor publishes within microseconds,
+// so a wait this long means a broken invariant; the kernel traps (a sticky
+// launch failure, which fences the device) rather than hang its caller.
+constexpr uint64_t kMaxWaitNs = uint64_t{20} * 1000 * 1000 * 1000;
+
+// Spins until *done >= need and returns the count seen, the same in every
+// thread of the CTA: thread 0 alone polls (acquire), so one CTA is one
+// poller however many warps wait, and the barrier hands what it acquired on
+// to the others. `own` is the CTA's block: the CTAs within two blocks of
+// their turn poll back to back (the next link of the chain must see its
+// predecessor at once); the others sleep 128 ns per block still ahead of
+// them (at most 2 us) between polls, so hundreds of waiting CTAs do not
+// crowd done's L2 line, and they take the tiles published meanwhile in
+// groups. Traps after kMaxWaitNs. REQUIRES: need <= own; called by every
+// thread of the CTA (CTA-uniform control flow).
+__device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned own,
+                                  unsigned* seen) {
+  if (threadIdx.x == 0) {
+    const uint64_t start = GlobalTimerNs();
+    unsigned v = LoadAcquire(done);
+    for (unsigned polls = 1; v < need; ++polls) {
+      const unsigned ahead = own - v;  // >= 1: v < need <= own
+      if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
+      if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
+      v = LoadAcquire(done);
+    }
+    *seen = v;
+  }
+  __syncthreads();
+  const unsigned v = *seen;
+  __syncthreads();  // every thread has read *seen before thread 0 writes it again
+  return v;
+}
+
+// Where the logical system's pieces are in memory.
+template <typename T, bool kTrans>
+struct Triangle {
+  const T* a;
+  int64_t n, ld;
+  bool forward, conj;
+
+  __device__ int64_t Phys(int64_t l) const { return forward ? l : n - 1 - l; }
+  // M(li, lj) = op(T)(Phys(li), Phys(lj)). Consecutive addresses: li for op
+  // N, lj for op T / C (so threads map lanes to that index).
+  __device__ T At(int64_t li, int64_t lj) const {
+    const int64_t pi = Phys(li), pj = Phys(lj);
+    const T v = kTrans ? __ldg(a + pj + pi * ld) : __ldg(a + pi + pj * ld);
+    return conj ? Conj(v) : v;
+  }
+};
+
+// This thread's elements of tile (L, J): slot q is logical (row0 + r, J *
+// kNb + k) with r = lane (op N) or warp + kWarps * q (op T / C), k the
+// other; rows past nb are zero.
+template <typename T, bool kTrans>
+__device__ __forceinline__ void LoadTile(const Triangle<T, kTrans>& m, int64_t row0, int nb,
+                                         int64_t j0, int lane, int warp, T (&t)[kPerThread]) {
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) {
+    const int r = kTrans ? warp + kWarps * q : lane;
+    const int k = kTrans ? lane : warp + kWarps * q;
+    t[q] = r < nb ? m.At(row0 + r, j0 + k) : ZeroOf<T>();
+  }
+}
+
+// acc[q] += t[q] * x(column of slot q), x of published block starting at j0.
+template <typename T, bool kTrans>
+__device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T* x, int64_t j0,
+                                           int lane, int warp, const T (&t)[kPerThread],
+                                           T (&acc)[kPerThread]) {
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) {
+    const int k = kTrans ? lane : warp + kWarps * q;
+    acc[q] = MulAdd(acc[q], t[q], __ldcg(x + m.Phys(j0 + k)));
+  }
+}
+
+// acc += this block row's tiles J < L, each once its x is published. Every
+// warp runs the same sequence of J and `known`, so the waits are
+// CTA-uniform.
+template <typename T, bool kTrans>
+__device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsigned* done,
+                            unsigned* seen, int64_t L, int64_t row0, int nb, int lane, int warp,
+                            T (&acc)[kPerThread]) {
+  // Tiles per step once they are all published: their loads are issued
+  // together, so a warp keeps several tiles in flight (fewer for the 16-byte
+  // complex<double>, to bound registers).
+  constexpr int kGroup = sizeof(T) >= 16 ? 2 : 4;
+  int64_t known = 0;  // blocks known published (CTA-uniform)
+  int64_t J = 0;
+  while (J < L) {
+    if (known <= J) {  // the chain's front: load the tile, then wait for x_J
+      T t[kPerThread];
+      LoadTile(m, row0, nb, J * kNb, lane, warp, t);
+      known = WaitPublished(done, static_cast<unsigned>(J + 1), static_cast<unsigned>(L), seen);
+      Accumulate(m, x, J * kNb, lane, warp, t, acc);
+      ++J;
+      continue;
+    }
+    const int64_t avail = known < L ? known : L;
+    if (J + kGroup <= avail) {
+      T t[kGroup][kPerThread];
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) LoadTile(m, row0, nb, (J + g) * kNb, lane, warp, t[g]);
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) Accumulate(m, x, (J + g) * kNb, lane, warp, t[g], acc);
+      J += kGroup;
+    } else {
+      T t[kPerThread];
+      LoadTile(m, row0, nb, J * kNb, lane, warp, t);
+      Accumulate(m, x, J * kNb, lane, warp, t, acc);
+      ++J;
+    }
+  }
+}
+
+// diag = M's diagonal block below its diagonal (rows past nb and the rest
+// zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit or r >=
+// nb). Every thread of the CTA.
+template <typename T, bool kTrans>
+__device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, int nb, bool unit,
+                                  T (*diag)[kNb + 1], T* rdiag) {
+  for (int e = threadIdx.x; e < kNb * kNb; e += kThreads) {
+    const int fast = e % kNb, slow = e / kNb;  // fast: the index along memory
+    const int r = kTrans ? slow : fast, k = kTrans ? fast : slow;
+    diag[r][k] = r < nb && k < r ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
+  }
+  if (threadIdx.x < kNb) {
+    const int r = threadIdx.x;
+    const T one = One(static_cast<T*>(nullptr));
+    rdiag[r] = r < nb && !unit ? Div(one, m.At(row0 + r, row0 + r)) : one;
+  }
+}
+
+// inv = the inverse of the diagonal block (diag below, 1 / rdiag on the
+// diagonal), by forward substitution on the unit vectors: warp w takes
+// columns w + kWarps * q, lane r row r. It runs while the CTA waits for its
+// predecessors, so the block's own solve on the chain's critical path is a
+// product (ApplyInverse), not 32 dependent steps. A NaN or Inf in the block
+// reaches the inverse's entries at and below its row, as substitution
+// would reach those unknowns. REQUIRES: diag and rdiag complete.
+template <typename T>
+__device__ void InvertDiagonalBlock(const T (*diag)[kNb + 1], const T* rdiag, bool unit, int lane,
+                                    int warp, T (*inv)[kNb + 1]) {
+  const T one = One(static_cast<T*>(nullptr)), rd = rdiag[lane];
+  T y[kPerThread];
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) y[q] = lane == warp + kWarps * q ? one : ZeroOf<T>();
+#pragma unroll
+  for (int k = 0; k < kNb; ++k) {
+#pragma unroll
+    for (int q = 0; q < kPerThread; ++q) {
+      if (lane == k && !unit) y[q] = Mul(y[q], rd);
+      const T yk = Shfl(y[q], k);
+      if (lane > k) y[q] = MulSub(y[q], diag[lane][k], yk);
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) inv[lane][warp + kWarps * q] = y[q];
+}
+
+// x_lane = sum over c <= lane, c < nb of inv[lane][c] * s_c (s_c: lane c's
+// s): the block's solve. Terms above the diagonal are skipped, not
+// multiplied by zero, so a non-finite s_c reaches only the rows it should.
+// Warp-uniform (nb is the same in every lane).
+template <typename T>
+__device__ T ApplyInverse(const T (*inv)[kNb + 1], T s, int nb, int lane) {
+  T xr = ZeroOf<T>();
+#pragma unroll
+  for (int c = 0; c < kNb; ++c) {
+    const T sc = Shfl(s, c);
+    if (c <= lane && c < nb) xr = MulAdd(xr, inv[lane][c], sc);
+  }
+  return xr;
+}
+
+// partial = the per-thread sums of acc gathered per row (op T / C: summed
+// over the lanes, row r at partial[0][r]; op N: per warp, partial[w][r]).
+template <typename T, bool kTrans>
+__device__ void GatherRowSums(const T (&acc)[kPerThread], int lane, int warp, T (*partial)[kNb]) {
+  if (kTrans) {  // slot q is row warp + kWarps * q, summed over the lanes
+#pragma unroll
+    for (int q = 0; q < kPerThread; ++q) {
+      const T s = WarpSum(acc[q]);
+      if (lane == 0) partial[0][warp + kWarps * q] = s;
+    }
+  } else {  // every slot is row `lane`
+    T s = acc[0];
+#pragma unroll
+    for (int q = 1; q < kPerThread; ++q) s = Add(s, acc[q]);
+    partial[warp][lane] = s;
+  }
+}
+
+// Row `lane`'s sum from GatherRowSums. REQUIRES: partial complete.
+template <typename T, bool kTrans>
+__device__ T RowSum(const T (*partial)[kNb], int lane) {
+  if (kTrans) return partial[0][lane];
+  T sum = partial[0][lane];
+  for (int w = 1; w < kWarps; ++w) sum = Add(sum, partial[w][lane]);
+  return sum;
+}
+
+template <typename T, bool kTrans>
+__global__ void __launch_bounds__(kThreads)
+    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
+  __shared__ T diag[kNb][kNb + 1];    // M's diagonal block, [row][col], strictly lower
+  __shared__ T inv[kNb][kNb + 1];     // its inverse, lower
+  __shared__ T partial[kWarps][kNb];  // row sums (GatherRowSums)
+  __shared__ T rdiag[kNb];            // 1 / its diagonal
+  __shared__ unsigned ticket, seen;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
+  __syncthreads();
+  const int64_t L = ticket;
+  const int64_t row0 = L * kNb;
+  const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
+  T b = ZeroOf<T>();  // warp 0, lane r: b_r
+  if (warp == 0 && lane < nb) b = __ldcg(x + m.Phys(row0 + lane));
+  LoadDiagonalBlock(m, row0, nb, unit, diag, rdiag);
+  __syncthreads();  // diag and rdiag are complete
+  InvertDiagonalBlock(diag, rdiag, unit, lane, warp, inv);
+  T acc[kPerThread];
+#pragma unroll
+  for (int q = 0; q < kPerThread; ++q) acc[q] = ZeroOf<T>();
+  OffDiagonal(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
+  GatherRowSums<T, kTrans>(acc, lane, warp, partial);
+  __syncthreads();  // partial and inv are complete
+  if (warp != 0) return;
+  const T xr = ApplyInverse(inv, Sub(b, RowSum<T, kTrans>(partial, lane)), nb, lane);
+  if (lane < nb) x[m.Phys(row0 + lane)] = xr;
+  __syncwarp();  // every lane's store precedes lane 0's release (one fence, in the release)
+  if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
+}
+
+// dst[i] = src[perm[i]], or dst[perm[i]] = src[i] when inverse; T: an
+// unsigned type of the element's size (the values are only moved).
+template <typename T>
+__global__ void PermuteKernel(const int64_t* perm, bool inverse, const T* src, T* dst, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    if (inverse) {
+      dst[perm[i]] = src[i];
+    } else {
+      dst[i] = src[perm[i]];
+    }
+  }
+}
+
+template <typename T>
+cudaError_t LaunchPermute(const int64_t* perm, bool inverse, const void* src, void* dst, int64_t n,
+                          cudaStream_t stream) {
+  const int64_t blocks = std::min<int64_t>((n + 255) / 256, 65535);
+  PermuteKernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      perm, inverse, static_cast<const T*>(src), static_cast<T*>(dst), n);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchTrsv(bool forward, int op, bool unit, int64_t n, const void* a, int64_t ld,
+                       void* x, unsigned* sync, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((n + kNb - 1) / kNb);
+  const T* at = static_cast<const T*>(a);
+  T* xt = static_cast<T*>(x);
+  if (op == 0) {
+    TrsvKernel<T, false><<<blocks, kThreads, 0, stream>>>(
+        Triangle<T, false>{at, n, ld, forward, false}, unit, xt, sync);
+  } else {
+    TrsvKernel<T, true><<<blocks, kThreads, 0, stream>>>(
+        Triangle<T, true>{at, n, ld, forward, op == 2}, unit, xt, sync);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
+                    int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (t) {
+    case Elem::kF16:
+    case Elem::kBF16:
+      return LaunchPermute<uint16_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kF32:
+      return LaunchPermute<uint32_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kF64:
+    case Elem::kC64:
+      return LaunchPermute<uint64_t>(perm, inverse, src, dst, n, stream);
+    case Elem::kC128:
+      return LaunchPermute<ulonglong2>(perm, inverse, src, dst, n, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int64_t n, const void* a,
+                            int64_t ld, void* x, void* scratch, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  unsigned* sync = static_cast<unsigned*>(scratch);
+  const cudaError_t e = cudaMemsetAsync(sync, 0, kTriangularSolveScratchBytes, stream);
+  if (e != cudaSuccess) return e;
+  const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
+  switch (t) {
+    case Elem::kF32:
+      return LaunchTrsv<float>(forward, op, unit, n, a, ld, x, sync, stream);
+    case Elem::kF64:
+      return LaunchTrsv<double>(forward, op, unit, n, a, ld, x, sync, stream);
+    case Elem::kC64:
+      return LaunchTrsv<float2>(forward, op, unit, n, a, ld, x, sync, stream);
+    case Elem::kC128:
+      return LaunchTrsv<double2>(forward, op, unit, n, a, ld, x, sync, stream);
+    case Elem::kF16:
+    case Elem::kBF16:
+      return cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace linalgd::gpu::impl

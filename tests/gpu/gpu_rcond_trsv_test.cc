@@ -1,0 +1,158 @@
+// FactorRcond with linalgd's triangular solve kernel against the same
+// estimate with cuBLAS trsv (factor_rcond.h TrsvImpl): the same estimator on
+// the same vectors, so the same rcond within rounding, on random,
+// ill-conditioned and singular matrices, LU and Cholesky, real and complex.
+// Skips without a GPU.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/gpu/blas_calls.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/factor_rcond.h"
+#include "tests/gpu/gpu_test_env.h"
+#include "tests/gpu/host_device_values.h"
+
+namespace linalgd::gpu {
+namespace {
+
+using gpu_test::C;
+using gpu_test::Vec;
+
+enum class Family { kRandom, kIllConditioned, kSingular };
+
+const char* FamilyName(Family f) {
+  return f == Family::kRandom ? "random" : f == Family::kIllConditioned ? "ill" : "singular";
+}
+
+// Column-major n x n. LU: random (diagonal + sqrt(n)), its columns graded
+// from 1 to 1e-12 (ill-conditioned, yet every triangular solve with its
+// factors accurate: the grading only scales U's columns), or a zero column
+// (an exactly zero pivot). Cholesky: R R^H / n + I, or D (R R^H / n + I) D
+// with D graded from 1 to 1e-6 (the factor's rows scaled).
+Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f) {
+  std::mt19937 rng(static_cast<uint32_t>(n) * 3 + static_cast<uint32_t>(f));
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec r(n * n);
+  for (C& z : r) z = C(u(rng), complex ? u(rng) : 0.0);
+  auto grade = [n](int64_t j, double exponent) {
+    return std::pow(10.0, exponent * static_cast<double>(j) / static_cast<double>(n - 1));
+  };
+  Vec m(n * n);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (method == SolveMethod::kLu) {
+        const C v = r[i + j * n] + (i == j ? std::sqrt(static_cast<double>(n)) : 0.0);
+        m[i + j * n] = f == Family::kSingular && j == n / 2 ? 0.0
+                       : f == Family::kIllConditioned       ? v * grade(j, -12)
+                                                            : v;
+        continue;
+      }
+      C s = i == j ? 1.0 : 0.0;
+      for (int64_t k = 0; k < n; ++k) s += r[i + k * n] * std::conj(r[j + k * n]) / double(n);
+      m[i + j * n] = f == Family::kIllConditioned ? s * grade(i, -6) * grade(j, -6) : s;
+    }
+  }
+  return m;
+}
+
+// Factors m in place (getrf with pivots into ipiv, or the lower potrf);
+// a zero pivot is no error here.
+absl::Status FactorOnDevice(GpuContext& ctx, DType t, SolveMethod method, int64_t n, void* m,
+                            int64_t* ipiv) {
+  HandleSet& hs = ctx.hs;
+  const cudaDataType_t ct = CudaType(t);
+  const bool lu = method == SolveMethod::kLu;
+  size_t dev = 0, host = 0;
+  if (lu) {
+    LINALGD_GPU_CHECK(
+        cusolverDnXgetrf_bufferSize(hs.solver, hs.solver_params, n, n, ct, m, n, ct, &dev, &host));
+  } else {
+    LINALGD_GPU_CHECK(cusolverDnXpotrf_bufferSize(
+        hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, ct, m, n, ct, &dev, &host));
+  }
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer work, ctx.Alloc(std::max<size_t>(dev, 1)));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
+  std::vector<char> host_work(std::max<size_t>(host, 1));
+  if (lu) {
+    LINALGD_GPU_CHECK(cusolverDnXgetrf(hs.solver, hs.solver_params, n, n, ct, m, n, ipiv, ct,
+                                       work.data(), dev, host_work.data(), host, info.as<int>()));
+  } else {
+    LINALGD_GPU_CHECK(cusolverDnXpotrf(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, ct,
+                                       m, n, ct, work.data(), dev, host_work.data(), host,
+                                       info.as<int>()));
+  }
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
+  return absl::OkStatus();
+}
+
+// rcond by both paths on one factored test matrix; expects them within
+// `tol` of each other (both 0 when singular) and the family's magnitude.
+absl::Status CompareRcond(GpuContext& ctx, DType t, SolveMethod method, Family f, double tol) {
+  const int64_t n = 300;  // ten blocks of 32 rows, the last one partial
+  const std::string name = absl::StrCat("rcond custom vs cublas trsv ", DTypeName(t), " ",
+                                        SolveMethodName(method), " ", FamilyName(f));
+  SCOPED_TRACE(name);
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer m,
+                           gpu_test::Upload(ctx, TestMatrix(n, IsComplex(t), method, f), t));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer ipiv, ctx.Alloc(n * sizeof(int64_t)));
+  LINALGD_RETURN_IF_ERROR(FactorOnDevice(ctx, t, method, n, m.data(), ipiv.as<int64_t>()));
+  const int64_t* piv = method == SolveMethod::kLu ? ipiv.as<int64_t>() : nullptr;
+  LINALGD_ASSIGN_OR_RETURN(double ours,
+                           FactorRcond(ctx, t, method, n, m.data(), piv, 1.0, TrsvImpl::kCustom));
+  LINALGD_ASSIGN_OR_RETURN(double lib,
+                           FactorRcond(ctx, t, method, n, m.data(), piv, 1.0, TrsvImpl::kCublas));
+  const double diff = lib == ours ? 0.0 : std::fabs(ours - lib) / std::fabs(lib);
+  gpu_test::ReportAccuracy(name, diff, tol);
+  EXPECT_LE(diff, tol) << "custom " << ours << " cublas " << lib;
+  if (f == Family::kSingular) {
+    EXPECT_EQ(ours, 0.0);
+  } else if (f == Family::kIllConditioned) {
+    EXPECT_LT(ours, 1e-8);
+    EXPECT_GT(ours, 0.0);
+  } else {
+    EXPECT_GT(ours, 1e-5);
+  }
+  return absl::OkStatus();
+}
+
+struct Param {
+  DType t;
+  SolveMethod method;
+  Family family;
+};
+
+class RcondTrsvTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RcondTrsvTest, CustomTrsvGivesCublasRcond) {
+  LINALGD_REQUIRE_GPU();
+  const Param p = GetParam();
+  const double tol = RealPart(p.t) == DType::kF64 ? 1e-12 : 1e-4;
+  gpu_test::OnGpu([&](GpuContext& ctx) { return CompareRcond(ctx, p.t, p.method, p.family, tol); });
+}
+
+std::vector<Param> AllParams() {
+  std::vector<Param> out;
+  for (DType t : {DType::kF64, DType::kC128, DType::kF32, DType::kC64}) {
+    for (SolveMethod m : {SolveMethod::kLu, SolveMethod::kCholesky}) {
+      out.push_back({t, m, Family::kRandom});
+      if (RealPart(t) != DType::kF64) continue;  // float: rounding blurs the rest
+      out.push_back({t, m, Family::kIllConditioned});
+      if (m == SolveMethod::kLu) out.push_back({t, m, Family::kSingular});
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RcondTrsvTest, ::testing::ValuesIn(AllParams()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return absl::StrCat(DTypeName(info.param.t), "_",
+                                               SolveMethodName(info.param.method), "_",
+                                               FamilyName(info.param.family));
+                         });
+
+}  // namespace
+}  // namespace linalgd::gpu

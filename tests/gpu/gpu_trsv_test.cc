@@ -1,0 +1,409 @@
+// kernels.h TriangularSolve (linalgd's sync-free blocked trsv) against a
+// float64 host reference and against cuBLAS trsv, for every fill x op x
+// diagonal x dtype at sizes around its 32-row blocks; NaN propagation; many
+// solves in a row on one stream; two streams at once. Skips without a GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/kernels.h"
+#include "server/gpu/triangular_solve.h"
+#include "tests/gpu/gpu_test_env.h"
+#include "tests/gpu/host_device_values.h"
+
+namespace linalgd::gpu {
+namespace {
+
+using gpu_test::C;
+using gpu_test::Download;
+using gpu_test::FromBytes;
+using gpu_test::OnGpu;
+using gpu_test::ToBytes;
+using gpu_test::Upload;
+using gpu_test::Vec;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Case {
+  DType t;
+  TriangleFill fill;
+  TriangleOp op;
+  bool unit;
+};
+
+std::string Name(const Case& c, int64_t n) {
+  const char* ops[] = {"N", "T", "C"};
+  return absl::StrCat("trsv ", DTypeName(c.t),
+                      c.fill == TriangleFill::kLower ? " lower " : " upper ",
+                      ops[static_cast<int>(c.op)], c.unit ? " unit" : " non-unit", " n=", n);
+}
+
+// Column-major n x n (ld n): off-diagonal entries uniform in (-1, 1) / n,
+// the diagonal 2 + uniform (-1, 1): a well-conditioned triangle either way.
+// Complex: both parts random.
+Vec RandomMatrix(int64_t n, bool complex, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec a(static_cast<size_t>(n * n));
+  const double scale = 1.0 / static_cast<double>(n);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < n; ++i) {
+      C v(u(rng), complex ? u(rng) : 0.0);
+      a[i + j * n] = i == j ? v + 2.0 : v * scale;
+    }
+  }
+  return a;
+}
+
+Vec RandomVector(int64_t n, bool complex, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec v(n);
+  for (C& z : v) z = C(u(rng), complex ? u(rng) : 0.0);
+  return v;
+}
+
+bool OpLower(const Case& c) {
+  return (c.fill == TriangleFill::kLower) == (c.op == TriangleOp::kNoTranspose);
+}
+
+// op(T)(i, j) of the column-major a.
+C OpAt(const Vec& a, int64_t n, const Case& c, int64_t i, int64_t j) {
+  if (c.op == TriangleOp::kNoTranspose) return a[i + j * n];
+  const C v = a[j + i * n];
+  return c.op == TriangleOp::kConjTranspose ? std::conj(v) : v;
+}
+
+// op(T)^-1 b in complex<double>, reading only the triangle (and the
+// diagonal unless unit).
+Vec Reference(const Vec& a, int64_t n, const Case& c, const Vec& b) {
+  Vec x(n);
+  const bool lower = OpLower(c);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t i = lower ? k : n - 1 - k;
+    C s = b[i];
+    for (int64_t l = 0; l < k; ++l) {
+      const int64_t j = lower ? l : n - 1 - l;
+      s -= OpAt(a, n, c, i, j) * x[j];
+    }
+    x[i] = c.unit ? s : s / OpAt(a, n, c, i, i);
+  }
+  return x;
+}
+
+// max |x - ref| / max |ref|.
+double RelErr(const Vec& x, const Vec& ref) {
+  double err = 0, mag = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = std::abs(x[i] - ref[i]);
+    err = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(err, d);
+    mag = std::max(mag, std::abs(ref[i]));
+  }
+  return err / std::max(mag, std::numeric_limits<double>::min());
+}
+
+double Tolerance(DType t) { return RealPart(t) == DType::kF32 ? 1e-4 : 1e-12; }
+
+std::vector<Case> CasesOf(DType t) {
+  std::vector<Case> out;
+  for (TriangleFill fill : {TriangleFill::kLower, TriangleFill::kUpper}) {
+    for (TriangleOp op :
+         {TriangleOp::kNoTranspose, TriangleOp::kTranspose, TriangleOp::kConjTranspose}) {
+      if (op == TriangleOp::kConjTranspose && !IsComplex(t)) continue;
+      for (bool unit : {false, true}) out.push_back({t, fill, op, unit});
+    }
+  }
+  return out;
+}
+
+// Solves b with impl on ctx's stream (a copy of b), returns x.
+absl::StatusOr<Vec> Solve(GpuContext& ctx, TrsvImpl impl, const Case& c, int64_t n,
+                          const DeviceBuffer& a, const DeviceBuffer& b, void* scratch) {
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(std::max<int64_t>(1, b.bytes())));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(x.data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
+  LINALGD_RETURN_IF_ERROR(
+      SolveTriangle(ctx.hs, impl, c.t, c.fill, c.op, c.unit, n, a.data(), n, x.data(), scratch));
+  return Download(x.data(), n, c.t, ctx.hs.stream);
+}
+
+// A random system (RandomMatrix, RandomVector) on the host and the device.
+struct System {
+  Vec a, b;
+  DeviceBuffer da, db;
+};
+
+absl::StatusOr<System> MakeSystem(GpuContext& ctx, DType t, int64_t n, uint32_t seed) {
+  System s;
+  s.a = RandomMatrix(n, IsComplex(t), seed);
+  s.b = RandomVector(n, IsComplex(t), seed + 1);
+  LINALGD_ASSIGN_OR_RETURN(s.da, Upload(ctx, s.a, t));
+  LINALGD_ASSIGN_OR_RETURN(s.db, Upload(ctx, s.b, t));
+  return s;
+}
+
+// Every case of dtype t at every size: ours against the reference and
+// against cuBLAS, each within Tolerance(t).
+absl::Status CheckDtype(GpuContext& ctx, DType t) {
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+  double worst = 0;
+  for (int64_t n : {1, 2, 31, 32, 33, 65, 1000, 4097}) {
+    LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, static_cast<uint32_t>(n)));
+    for (const Case& c : CasesOf(t)) {
+      SCOPED_TRACE(Name(c, n));
+      const Vec ref = Reference(sys.a, n, c, sys.b);
+      LINALGD_ASSIGN_OR_RETURN(Vec ours,
+                               Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
+      LINALGD_ASSIGN_OR_RETURN(Vec lib,
+                               Solve(ctx, TrsvImpl::kCublas, c, n, sys.da, sys.db, nullptr));
+      const double err = RelErr(ours, ref);
+      EXPECT_LE(err, Tolerance(t));
+      EXPECT_LE(RelErr(ours, lib), Tolerance(t));
+      EXPECT_LE(RelErr(lib, ref), Tolerance(t));  // the reference itself is right
+      worst = std::max(worst, err);
+    }
+  }
+  gpu_test::ReportAccuracy(absl::StrCat("trsv custom vs float64, all cases ", DTypeName(t)), worst,
+                           Tolerance(t));
+  return absl::OkStatus();
+}
+
+class GpuTrsvDtypeTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(GpuTrsvDtypeTest, MatchesReferenceAndCublas) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) { return CheckDtype(ctx, GetParam()); });
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypes, GpuTrsvDtypeTest,
+                         ::testing::Values(DType::kF32, DType::kF64, DType::kC64, DType::kC128),
+                         [](const ::testing::TestParamInfo<DType>& info) {
+                           return std::string(DTypeName(info.param));
+                         });
+
+// a's `fill` triangle (without the diagonal when unit) in an ld x n
+// column-major matrix whose every other element is NaN.
+Vec TriangleInNaN(const Vec& a, int64_t n, int64_t ld, const Case& c) {
+  Vec out(ld * n, C(kNaN, kNaN));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < n; ++i) {
+      const bool in = c.fill == TriangleFill::kLower ? i >= j : i <= j;
+      if (in && !(c.unit && i == j)) out[i + j * ld] = a[i + j * n];
+    }
+  }
+  return out;
+}
+
+// The other triangle (and a unit diagonal) holds NaN: never read. A leading
+// dimension above n: the rows past n are NaN too.
+TEST(GpuTrsvTest, ReadsOnlyTheTriangle) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) -> absl::Status {
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+    const int64_t n = 97, ld = 101;
+    for (DType t : {DType::kF64, DType::kC64}) {
+      LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 3));
+      for (const Case& c : CasesOf(t)) {
+        SCOPED_TRACE(Name(c, n));
+        LINALGD_ASSIGN_OR_RETURN(DeviceBuffer da, Upload(ctx, TriangleInNaN(sys.a, n, ld, c), t));
+        LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(sys.db.bytes()));
+        LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), sys.db.data(), sys.db.bytes(),
+                                          cudaMemcpyDeviceToDevice, ctx.hs.stream));
+        LINALGD_RETURN_IF_ERROR(TriangularSolve(t, c.fill, c.op, c.unit, n, da.data(), ld, x.data(),
+                                                scratch.data(), ctx.hs.stream));
+        LINALGD_ASSIGN_OR_RETURN(Vec ours, Download(x.data(), n, t, ctx.hs.stream));
+        EXPECT_LE(RelErr(ours, Reference(sys.a, n, c, sys.b)), Tolerance(t));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// Expects pred(i) == bad(x[i]) for every i.
+template <typename Pred, typename Bad>
+void ExpectPattern(const Vec& x, DType t, Pred pred, Bad bad, const char* what) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(bad(std::abs(x[i])), pred(static_cast<int64_t>(i)))
+        << DTypeName(t) << " " << what << " x[" << i << "] = " << x[i];
+  }
+}
+
+// A NaN in the triangle reaches exactly the unknowns that depend on it; a
+// zero on the diagonal gives non-finite values, as substitution does.
+TEST(GpuTrsvTest, NonFiniteValuesPropagate) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) -> absl::Status {
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+    const int64_t n = 200, at = 70;  // row `at` (block 2) reads the NaN
+    auto is_nan = [](double v) { return std::isnan(v); };
+    auto not_finite = [](double v) { return !std::isfinite(v); };
+    for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+      LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 5));
+      sys.a[at + 40 * n] = C(kNaN, 0);  // lower (at, 40); op T reads it as (40, at)
+      LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
+      const Case lower{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false};
+      LINALGD_ASSIGN_OR_RETURN(
+          Vec x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
+      ExpectPattern(
+          x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
+      // Backward, op T of the lower triangle: x_40 and every earlier unknown
+      // depend on row 40 of op(T), which holds the NaN.
+      const Case lower_t{t, TriangleFill::kLower, TriangleOp::kTranspose, false};
+      LINALGD_ASSIGN_OR_RETURN(
+          x, Solve(ctx, TrsvImpl::kCustom, lower_t, n, sys.da, sys.db, scratch.data()));
+      ExpectPattern(
+          x, t, [](int64_t i) { return i <= 40; }, is_nan, "lower T");
+      sys.a[at + 40 * n] = C(0.5 / n, 0);
+      sys.a[at + at * n] = 0;  // a zero pivot: x_at = s / 0, and what follows
+      LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
+      LINALGD_ASSIGN_OR_RETURN(
+          x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
+      ExpectPattern(
+          x, t, [&](int64_t i) { return i >= at; }, not_finite, "zero pivot");
+    }
+    return absl::OkStatus();
+  });
+}
+
+// `count` solves queued back to back on `stream` with one scratch, no host
+// sync in between: solve k takes the case cases[k % size] into slot k of xs.
+absl::Status QueueSolves(const std::vector<Case>& cases, int count, int64_t n, const System& sys,
+                         char* xs, void* scratch, cudaStream_t stream) {
+  const size_t bytes = n * DTypeSize(cases[0].t);
+  for (int k = 0; k < count; ++k) {
+    const Case& c = cases[k % cases.size()];
+    char* x = xs + k * bytes;
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(x, sys.db.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+    LINALGD_RETURN_IF_ERROR(
+        TriangularSolve(c.t, c.fill, c.op, c.unit, n, sys.da.data(), n, x, scratch, stream));
+  }
+  return absl::OkStatus();
+}
+
+// Checks slot k of the downloaded xs against its case's reference.
+void CheckSlots(const std::vector<Case>& cases, const Vec& xs, int count, int64_t n,
+                const System& sys, const std::string& what) {
+  std::vector<Vec> refs;
+  for (const Case& c : cases) refs.push_back(Reference(sys.a, n, c, sys.b));
+  for (int k = 0; k < count; ++k) {
+    const Vec x(xs.begin() + k * n, xs.begin() + (k + 1) * n);
+    EXPECT_LE(RelErr(x, refs[k % cases.size()]), Tolerance(cases[0].t))
+        << what << " solve " << k << ": " << Name(cases[k % cases.size()], n);
+  }
+}
+
+// A non-blocking stream, synchronized and destroyed with the object.
+struct OwnedStream {
+  OwnedStream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream() {
+    if (s != nullptr) cudaStreamSynchronize(s), cudaStreamDestroy(s);
+  }
+  cudaStream_t s = nullptr;
+};
+
+// `count` solves of one system queued back to back on each of `streams`
+// streams at once (0: on ctx's own stream), each stream with its own
+// scratch; stream i takes CasesOf(t) in turn, reversed for odd i. Then every
+// solution against its reference.
+absl::Status SolveQueued(GpuContext& ctx, DType t, int64_t n, int count, int streams) {
+  LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 11));
+  const int lanes = std::max(streams, 1);
+  std::vector<DeviceBuffer> xs(lanes), scratch(lanes);
+  for (int i = 0; i < lanes; ++i) {
+    LINALGD_ASSIGN_OR_RETURN(xs[i], ctx.Alloc(count * n * DTypeSize(t)));
+    LINALGD_ASSIGN_OR_RETURN(scratch[i], ctx.Alloc(kTriangularSolveScratchBytes));
+  }
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));  // the buffers are ready
+  std::vector<OwnedStream> own(streams);  // after the buffers: synchronized before their free
+  std::vector<std::vector<Case>> cases(lanes, CasesOf(t));
+  for (int i = 0; i < lanes; ++i) {
+    const cudaStream_t st = streams == 0 ? ctx.hs.stream : own[i].s;
+    if (st == nullptr) return absl::InternalError("cudaStreamCreateWithFlags failed");
+    if (i % 2 == 1) std::reverse(cases[i].begin(), cases[i].end());
+    LINALGD_RETURN_IF_ERROR(
+        QueueSolves(cases[i], count, n, sys, xs[i].as<char>(), scratch[i].data(), st));
+  }
+  for (int i = 0; i < lanes; ++i) {
+    const cudaStream_t st = streams == 0 ? ctx.hs.stream : own[i].s;
+    LINALGD_ASSIGN_OR_RETURN(Vec got, Download(xs[i].data(), count * n, t, st));
+    CheckSlots(cases[i], got, count, n, sys, absl::StrCat("stream ", i));
+  }
+  return absl::OkStatus();
+}
+
+TEST(GpuTrsvTest, ManySolvesInARowOnOneStream) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) { return SolveQueued(ctx, DType::kF64, 2049, 64, 0); });
+}
+
+TEST(GpuTrsvTest, TwoStreamsConcurrently) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) { return SolveQueued(ctx, DType::kC128, 3001, 24, 2); });
+}
+
+// More blocks (513) than fit on some GPUs at once; n not a multiple of 32.
+TEST(GpuTrsvTest, LargeSystem) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) -> absl::Status {
+    const DType t = DType::kF32;
+    const int64_t n = 16411;
+    LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 31));
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+    for (const Case& c : {Case{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false},
+                          Case{t, TriangleFill::kUpper, TriangleOp::kTranspose, true}}) {
+      LINALGD_ASSIGN_OR_RETURN(Vec x,
+                               Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
+      const double err = RelErr(x, Reference(sys.a, n, c, sys.b));
+      gpu_test::ReportAccuracy(Name(c, n), err, Tolerance(t));
+      EXPECT_LE(err, Tolerance(t)) << Name(c, n);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// PermuteVector (the estimator's row interchanges): gather and scatter of a
+// random permutation, against the host, for every dtype.
+TEST(GpuTrsvTest, PermuteVectorGathersAndScatters) {
+  LINALGD_REQUIRE_GPU();
+  OnGpu([](GpuContext& ctx) -> absl::Status {
+    const int64_t n = 1037;
+    std::vector<int64_t> perm(n);
+    for (int64_t i = 0; i < n; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(41));
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dperm, ctx.Alloc(n * sizeof(int64_t)));
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(dperm.data(), perm.data(), n * sizeof(int64_t),
+                                      cudaMemcpyHostToDevice, ctx.hs.stream));
+    for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+      const Vec v = RandomVector(n, IsComplex(t), 42);
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer src, Upload(ctx, v, t));
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dst, ctx.Alloc(src.bytes()));
+      for (bool inverse : {false, true}) {
+        LINALGD_RETURN_IF_ERROR(PermuteVector(t, dperm.as<int64_t>(), inverse, src.data(),
+                                              dst.data(), n, ctx.hs.stream));
+        LINALGD_ASSIGN_OR_RETURN(Vec got, Download(dst.data(), n, t, ctx.hs.stream));
+        const Vec want = FromBytes(ToBytes(v, t), t);  // v as t holds it
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          wrong += inverse ? got[perm[i]] != want[i] : got[i] != want[perm[i]];
+        }
+        EXPECT_EQ(wrong, 0) << DTypeName(t) << " inverse=" << inverse;
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+}  // namespace linalgd::gpu

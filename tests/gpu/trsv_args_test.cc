@@ -1,0 +1,43 @@
+// kernels.h TriangularSolve's argument checks, which run on the host before
+// anything reaches the device: checked here without a GPU.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/gpu/kernels.h"
+
+namespace linalgd::gpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::Status Solve(DType t, TriangleOp op, int64_t n, int64_t ld) {
+  return TriangularSolve(t, TriangleFill::kLower, op, false, n, nullptr, ld, nullptr, nullptr,
+                         nullptr);
+}
+
+TEST(TrsvArgsTest, EmptySystemIsNothingToDo) {
+  EXPECT_TRUE(Solve(DType::kF64, TriangleOp::kNoTranspose, 0, 1).ok());
+  EXPECT_TRUE(Solve(DType::kC64, TriangleOp::kConjTranspose, 0, 1).ok());
+}
+
+TEST(TrsvArgsTest, RefusesBadSizesNamingThem) {
+  absl::Status s = Solve(DType::kF64, TriangleOp::kNoTranspose, -3, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("n -3"));
+  s = Solve(DType::kF32, TriangleOp::kTranspose, 40, 39);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("ld 39 >= max(1, n)"));
+  s = Solve(DType::kF32, TriangleOp::kTranspose, int64_t{1} << 40, int64_t{1} << 40);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TrsvArgsTest, RefusesHalvesAndRealConjugateTranspose) {
+  absl::Status s = Solve(DType::kF16, TriangleOp::kNoTranspose, 4, 4);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("f16"));
+  s = Solve(DType::kF64, TriangleOp::kConjTranspose, 4, 4);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("conjugate-transpose needs a complex dtype"));
+}
+
+}  // namespace
+}  // namespace linalgd::gpu
