@@ -46,6 +46,12 @@ void Poison(Tensor& t, int64_t index, Bad bad) {
       t.mutable_as<uint16_t>()[index] =
           bad == Bad::kNaN ? 0x7fc0 : (bad == Bad::kPlusInf ? 0x7f80 : 0xff80);
       break;
+    case DType::kC64:  // the real part
+      t.mutable_as<float>()[2 * index] = static_cast<float>(v);
+      break;
+    case DType::kC128:
+      t.mutable_as<double>()[2 * index] = v;
+      break;
   }
 }
 
