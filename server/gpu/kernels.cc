@@ -115,11 +115,15 @@ absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const voi
   return absl::OkStatus();
 }
 
+TrsvBlock TrsvBlockFor(int64_t n) {
+  return n >= kTrsvBlock64MinN ? TrsvBlock::k64 : TrsvBlock::k32;
+}
+
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
-                             const void* a, int64_t ld, void* x, void* scratch,
-                             cudaStream_t stream) {
+                             const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
+                             TrsvBlock block) {
   static_assert(kTriangularSolveScratchBytes == impl::kTriangularSolveScratchBytes);
-  // One CTA per 32 rows, counted in 32 bits (kernels_trsv.cu).
+  // One CTA per 32 or 64 rows, counted in 32 bits (kernels_trsv.cu).
   constexpr int64_t kMaxN = int64_t{1} << 36;
   if (n < 0 || n > kMaxN || ld < std::max<int64_t>(1, n)) {
     return absl::InvalidArgumentError(absl::StrCat("TriangularSolve: n ", n, " must be in [0, ",
@@ -133,9 +137,16 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
     return absl::InvalidArgumentError(absl::StrCat(
         "TriangularSolve: op conjugate-transpose needs a complex dtype, not ", DTypeName(t)));
   }
+  if (block != TrsvBlock::kAuto && block != TrsvBlock::k32 && block != TrsvBlock::k64) {
+    return absl::InvalidArgumentError(absl::StrCat("TriangularSolve: block ",
+                                                   static_cast<int>(block),
+                                                   " is not kAuto (0), k32 (1) or k64 (2)"));
+  }
+  if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
+  const int rows = block == TrsvBlock::k64 ? 64 : 32;
   LINALGD_GPU_CHECK(impl::TriangularSolve(ToElem(t), fill == TriangleFill::kLower,
-                                          static_cast<int>(op), unit_diag, n, a, ld, x, scratch,
-                                          stream));
+                                          static_cast<int>(op), unit_diag, rows, n, a, ld, x,
+                                          scratch, stream));
   return absl::OkStatus();
 }
 

@@ -100,9 +100,18 @@ inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
 // (kTriangularSolveScratchBytes of device memory, zeroed here on `stream`;
 // one solve at a time per scratch). NaN and Inf propagate as in the
 // arithmetic (a zero on a non-unit diagonal gives Inf / NaN).
+//
+// block: the rows each CTA solves, kAuto for TrsvBlockFor(n). The solve is
+// a chain of n / rows dependent steps of a near-fixed latency each, so 64
+// rows halve the chain where it dominates; 32 keep more CTAs streaming the
+// triangle and a shorter step where n is small.
+enum class TrsvBlock { kAuto, k32, k64 };
+// kAuto's pick: k64 for n >= kTrsvBlock64MinN, else k32.
+inline constexpr int64_t kTrsvBlock64MinN = 2048;
+TrsvBlock TrsvBlockFor(int64_t n);
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
-                             const void* a, int64_t ld, void* x, void* scratch,
-                             cudaStream_t stream);
+                             const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
+                             TrsvBlock block = TrsvBlock::kAuto);
 
 // Test hook: a kernel that writes through an invalid device address, leaving
 // the context with cudaErrorIllegalAddress (sticky).

@@ -53,10 +53,11 @@ struct ScanSet {
 };
 cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream);
 
-// kernels_trsv.cu. op: 0 N, 1 T, 2 C (conjugate transpose). scratch:
+// kernels_trsv.cu. op: 0 N, 1 T, 2 C (conjugate transpose). nb: rows per
+// block, 32 or 64 (else cudaErrorInvalidValue). scratch:
 // kTriangularSolveScratchBytes of device memory, zeroed here on `stream`.
 inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
-cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int64_t n, const void* a,
+cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int64_t n, const void* a,
                             int64_t ld, void* x, void* scratch, cudaStream_t stream);
 // kernels_trsv.cu too.
 cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,

@@ -6,9 +6,12 @@
 // or n - 1 - l (backward: op(T) upper), so the logical matrix M is always
 // lower triangular and every CTA does forward substitution on its rows.
 //
-// One CTA per logical block row of kNb rows: it loads and inverts its
-// diagonal block, accumulates its tiles left of the diagonal as the x they
-// need is published, then x_L = inverse * (b_L - sums).
+// One CTA per logical block row of kNb rows (32 or 64, a template
+// parameter; kernels.h TrsvBlock): it loads and inverts its diagonal block,
+// accumulates its tiles left of the diagonal as the x they need is
+// published, then x_L = inverse * (b_L - sums). Warp 0 alone finishes the
+// block (each lane its kNb / 32 rows), so one warp writes and publishes x_L
+// at either height.
 //
 // Why it cannot deadlock: a CTA takes its block index L from an atomicAdd on
 // sync[0] once it is running, so the CTAs with smaller indices are already
@@ -19,11 +22,11 @@
 // Publication: sync[1] ("done") counts the blocks whose x is written. Block
 // L publishes only after it has seen done >= L (it needs every earlier x),
 // so blocks publish in order and done only ever goes L -> L + 1, written by
-// block L alone: done > J is block J's flag. The writer's lanes store x_L,
-// the warp meets (__syncwarp, which orders its lanes' memory accesses) and
-// lane 0 stores L + 1 with release semantics (gpu scope; a release is
-// cumulative, so it covers the other lanes' stores ordered before it: the
-// pattern of CUTLASS's barrier release, with one fence where a
+// block L alone: done > J is block J's flag. The writer's lanes store x_L
+// (all kNb rows, from warp 0 only), the warp meets (__syncwarp, which orders its lanes' memory
+// accesses) and lane 0 stores L + 1 with release semantics (gpu scope; a release is cumulative, so
+// it covers the other lanes' stores ordered before it: the pattern of CUTLASS's barrier release,
+// with one fence where a
 // __threadfence in every lane would add a second). A reader CTA's
 // thread 0 loads done with acquire semantics and hands the count to the
 // other threads through __syncthreads (causality order is transitive across
@@ -42,17 +45,29 @@
 namespace linalgd::gpu::impl {
 namespace {
 
-// Rows per CTA: one lane per row when the diagonal block is inverted and
-// applied (warp shuffles only), and a 32 x 32 tile is 8 KiB of f64: with
-// 256 threads each thread holds 4 elements of it. 64 would halve the chain
-// of blocks but needs two rows per lane, a 4x larger inversion and half the
-// CTAs streaming the triangle; the chain's cost per block is mostly fixed
-// latency (the count's round trip, x_J's load, the fence), so 64 is the
-// first thing to try if the H200 shows the chain dominating.
-constexpr int kNb = 32;
+// Rows per CTA, kNb: 32 or 64 (TrsvBlock). 256 threads (8 warps) either
+// way; lane l of a warp owns rows l + 32 p, p < kRows = kNb / 32, of the
+// diagonal block when it is inverted and applied (warp shuffles only), and
+// a kNb x kNb tile is spread over the 256 threads, kPerThread elements each
+// (32: 4; 64: 16). 64 halves the chain of blocks, whose cost per block is
+// mostly fixed latency (the count's round trip, x_J's load, the fence), for
+// a 2x longer block solve on the chain and half the CTAs streaming the
+// triangle.
 constexpr int kWarps = 8;
-constexpr int kThreads = kNb * kWarps;
-constexpr int kPerThread = kNb * kNb / kThreads;  // tile elements per thread (4)
+constexpr int kThreads = 32 * kWarps;
+template <int kNb>
+struct Shape {
+  static_assert(kNb == 32 || kNb == 64, "block rows: 32 or 64");
+  static constexpr int kRows = kNb / 32;                   // rows per lane
+  static constexpr int kPerThread = kNb * kNb / kThreads;  // tile elements per thread
+  static constexpr int kCols = kNb / kWarps;               // inverse columns per warp
+  static constexpr int kTri = kNb * (kNb + 1) / 2;         // packed lower triangle
+};
+
+// Packed lower-triangle index of (r, k), k <= r: rows one after another.
+// For a fixed k the lanes' rows r = lane + 32 p hit distinct banks (the
+// triangular numbers of 0..2^m - 1 are distinct mod 2^m).
+__device__ __forceinline__ int Tri(int r, int k) { return r * (r + 1) / 2 + k; }
 
 // Arithmetic on the four element types (complex: float2 / double2 pairs).
 __device__ __forceinline__ float Zero(float*) { return 0.0f; }
@@ -227,28 +242,40 @@ struct Triangle {
   }
 };
 
-// This thread's elements of tile (L, J): slot q is logical (row0 + r, J *
-// kNb + k) with r = lane (op N) or warp + kWarps * q (op T / C), k the
-// other; rows past nb are zero.
-template <typename T, bool kTrans>
+// Slot q of a thread's elements of a tile: tile row r, column k. The index
+// along memory (r for op N, k for op T / C) is lane + 32 * (q % kRows), the
+// other warp + kWarps * (q / kRows), so a warp's loads are coalesced.
+template <int kNb, bool kTrans>
+__device__ __forceinline__ void SlotOf(int q, int lane, int warp, int& r, int& k) {
+  const int along = lane + 32 * (q % Shape<kNb>::kRows);
+  const int across = warp + kWarps * (q / Shape<kNb>::kRows);
+  r = kTrans ? across : along;
+  k = kTrans ? along : across;
+}
+
+// This thread's elements of tile (L, J): slot q is logical (row0 + r, j0 +
+// k) (SlotOf); rows past nb are zero.
+template <typename T, int kNb, bool kTrans>
 __device__ __forceinline__ void LoadTile(const Triangle<T, kTrans>& m, int64_t row0, int nb,
-                                         int64_t j0, int lane, int warp, T (&t)[kPerThread]) {
+                                         int64_t j0, int lane, int warp,
+                                         T (&t)[Shape<kNb>::kPerThread]) {
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) {
-    const int r = kTrans ? warp + kWarps * q : lane;
-    const int k = kTrans ? lane : warp + kWarps * q;
+  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
+    int r, k;
+    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
     t[q] = r < nb ? m.At(row0 + r, j0 + k) : ZeroOf<T>();
   }
 }
 
 // acc[q] += t[q] * x(column of slot q), x of published block starting at j0.
-template <typename T, bool kTrans>
+template <typename T, int kNb, bool kTrans>
 __device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T* x, int64_t j0,
-                                           int lane, int warp, const T (&t)[kPerThread],
-                                           T (&acc)[kPerThread]) {
+                                           int lane, int warp, const T (&t)[Shape<kNb>::kPerThread],
+                                           T (&acc)[Shape<kNb>::kPerThread]) {
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) {
-    const int k = kTrans ? lane : warp + kWarps * q;
+  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
+    int r, k;
+    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
     acc[q] = MulAdd(acc[q], t[q], __ldcg(x + m.Phys(j0 + k)));
   }
 }
@@ -256,52 +283,57 @@ __device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T
 // acc += this block row's tiles J < L, each once its x is published. Every
 // warp runs the same sequence of J and `known`, so the waits are
 // CTA-uniform.
-template <typename T, bool kTrans>
+template <typename T, int kNb, bool kTrans>
 __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsigned* done,
                             unsigned* seen, int64_t L, int64_t row0, int nb, int lane, int warp,
-                            T (&acc)[kPerThread]) {
+                            T (&acc)[Shape<kNb>::kPerThread]) {
+  constexpr int kPer = Shape<kNb>::kPerThread;
   // Tiles per step once they are all published: their loads are issued
   // together, so a warp keeps several tiles in flight (fewer for the 16-byte
-  // complex<double>, to bound registers).
-  constexpr int kGroup = sizeof(T) >= 16 ? 2 : 4;
+  // complex<double> and the 4x larger tiles of kNb 64, to bound registers).
+  constexpr int kGroup = (sizeof(T) >= 16 ? 2 : 4) * 32 / kNb;
   int64_t known = 0;  // blocks known published (CTA-uniform)
   int64_t J = 0;
   while (J < L) {
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
-      T t[kPerThread];
-      LoadTile(m, row0, nb, J * kNb, lane, warp, t);
+      T t[kPer];
+      LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
       known = WaitPublished(done, static_cast<unsigned>(J + 1), static_cast<unsigned>(L), seen);
-      Accumulate(m, x, J * kNb, lane, warp, t, acc);
+      Accumulate<T, kNb>(m, x, J * kNb, lane, warp, t, acc);
       ++J;
       continue;
     }
     const int64_t avail = known < L ? known : L;
     if (J + kGroup <= avail) {
-      T t[kGroup][kPerThread];
+      T t[kGroup][kPer];
 #pragma unroll
-      for (int g = 0; g < kGroup; ++g) LoadTile(m, row0, nb, (J + g) * kNb, lane, warp, t[g]);
+      for (int g = 0; g < kGroup; ++g) {
+        LoadTile<T, kNb>(m, row0, nb, (J + g) * kNb, lane, warp, t[g]);
+      }
 #pragma unroll
-      for (int g = 0; g < kGroup; ++g) Accumulate(m, x, (J + g) * kNb, lane, warp, t[g], acc);
+      for (int g = 0; g < kGroup; ++g) {
+        Accumulate<T, kNb>(m, x, (J + g) * kNb, lane, warp, t[g], acc);
+      }
       J += kGroup;
     } else {
-      T t[kPerThread];
-      LoadTile(m, row0, nb, J * kNb, lane, warp, t);
-      Accumulate(m, x, J * kNb, lane, warp, t, acc);
+      T t[kPer];
+      LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
+      Accumulate<T, kNb>(m, x, J * kNb, lane, warp, t, acc);
       ++J;
     }
   }
 }
 
-// diag = M's diagonal block below its diagonal (rows past nb and the rest
-// zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit or r >=
-// nb). Every thread of the CTA.
-template <typename T, bool kTrans>
+// tri = M's diagonal block strictly below its diagonal, packed (Tri; rows
+// past nb zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit
+// or r >= nb). Every thread of the CTA.
+template <typename T, int kNb, bool kTrans>
 __device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, int nb, bool unit,
-                                  T (*diag)[kNb + 1], T* rdiag) {
+                                  T* tri, T* rdiag) {
   for (int e = threadIdx.x; e < kNb * kNb; e += kThreads) {
     const int fast = e % kNb, slow = e / kNb;  // fast: the index along memory
     const int r = kTrans ? slow : fast, k = kTrans ? fast : slow;
-    diag[r][k] = r < nb && k < r ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
+    if (k < r) tri[Tri(r, k)] = r < nb ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
   }
   if (threadIdx.x < kNb) {
     const int r = threadIdx.x;
@@ -310,80 +342,118 @@ __device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, in
   }
 }
 
-// inv = the inverse of the diagonal block (diag below, 1 / rdiag on the
-// diagonal), by forward substitution on the unit vectors: warp w takes
-// columns w + kWarps * q, lane r row r. It runs while the CTA waits for its
-// predecessors, so the block's own solve on the chain's critical path is a
-// product (ApplyInverse), not 32 dependent steps. A NaN or Inf in the block
-// reaches the inverse's entries at and below its row, as substitution
-// would reach those unknowns. REQUIRES: diag and rdiag complete.
-template <typename T>
-__device__ void InvertDiagonalBlock(const T (*diag)[kNb + 1], const T* rdiag, bool unit, int lane,
-                                    int warp, T (*inv)[kNb + 1]) {
-  const T one = One(static_cast<T*>(nullptr)), rd = rdiag[lane];
-  T y[kPerThread];
+// tri <- the inverse of the diagonal block (tri's strictly lower part
+// below, 1 / rdiag on the diagonal), lower, packed: forward substitution on
+// the unit vectors, warp w taking columns w + kWarps * c, lane l rows l + 32
+// p, in registers; then a barrier (every warp has read tri's block) and the
+// inverse over it. It runs while the CTA waits for its predecessors, so the
+// block's own solve on the chain's critical path is a product
+// (ApplyInverse), not kNb dependent steps. A NaN or Inf in the block reaches
+// the inverse's entries at and below its row, as substitution would reach
+// those unknowns. REQUIRES: tri and rdiag complete; every thread of the CTA.
+template <typename T, int kNb>
+__device__ void InvertDiagonalBlock(const T* rdiag, bool unit, int lane, int warp, T* tri) {
+  using S = Shape<kNb>;
+  const T one = One(static_cast<T*>(nullptr));
+  T rd[S::kRows];
+  T y[S::kCols][S::kRows];  // column warp + kWarps * c, row lane + 32 * p
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) y[q] = lane == warp + kWarps * q ? one : ZeroOf<T>();
+  for (int p = 0; p < S::kRows; ++p) {
+    rd[p] = rdiag[lane + 32 * p];
 #pragma unroll
-  for (int k = 0; k < kNb; ++k) {
-#pragma unroll
-    for (int q = 0; q < kPerThread; ++q) {
-      if (lane == k && !unit) y[q] = Mul(y[q], rd);
-      const T yk = Shfl(y[q], k);
-      if (lane > k) y[q] = MulSub(y[q], diag[lane][k], yk);
+    for (int c = 0; c < S::kCols; ++c) {
+      y[c][p] = lane + 32 * p == warp + kWarps * c ? one : ZeroOf<T>();
     }
   }
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) inv[lane][warp + kWarps * q] = y[q];
+  for (int k = 0; k < kNb; ++k) {
+    const int pk = k / 32, lk = k % 32;  // row k: lane lk's slot pk
+#pragma unroll
+    for (int c = 0; c < S::kCols; ++c) {
+      if (lane == lk && !unit) y[c][pk] = Mul(y[c][pk], rd[pk]);
+      const T yk = Shfl(y[c][pk], lk);
+#pragma unroll
+      for (int p = 0; p < S::kRows; ++p) {
+        const int r = lane + 32 * p;
+        if (r > k) y[c][p] = MulSub(y[c][p], tri[Tri(r, k)], yk);
+      }
+    }
+  }
+  __syncthreads();  // every warp has read the block: the inverse replaces it
+#pragma unroll
+  for (int c = 0; c < S::kCols; ++c) {
+#pragma unroll
+    for (int p = 0; p < S::kRows; ++p) {
+      const int r = lane + 32 * p, col = warp + kWarps * c;
+      if (col <= r) tri[Tri(r, col)] = y[c][p];
+    }
+  }
 }
 
-// x_lane = sum over c <= lane, c < nb of inv[lane][c] * s_c (s_c: lane c's
-// s): the block's solve. Terms above the diagonal are skipped, not
-// multiplied by zero, so a non-finite s_c reaches only the rows it should.
-// Warp-uniform (nb is the same in every lane).
-template <typename T>
-__device__ T ApplyInverse(const T (*inv)[kNb + 1], T s, int nb, int lane) {
-  T xr = ZeroOf<T>();
+// xr[p] = sum over c <= r, c < nb of inv(r, c) * s_c, r = lane + 32 p (s_c:
+// row c's s, lane c % 32's slot c / 32): the block's solve. Terms above the
+// diagonal are skipped, not multiplied by zero, so a non-finite s_c reaches
+// only the rows it should. Warp-uniform (nb is the same in every lane).
+template <typename T, int kNb>
+__device__ void ApplyInverse(const T* inv, const T (&s)[Shape<kNb>::kRows], int nb, int lane,
+                             T (&xr)[Shape<kNb>::kRows]) {
+  using S = Shape<kNb>;
+#pragma unroll
+  for (int p = 0; p < S::kRows; ++p) xr[p] = ZeroOf<T>();
 #pragma unroll
   for (int c = 0; c < kNb; ++c) {
-    const T sc = Shfl(s, c);
-    if (c <= lane && c < nb) xr = MulAdd(xr, inv[lane][c], sc);
+    const T sc = Shfl(s[c / 32], c % 32);
+#pragma unroll
+    for (int p = 0; p < S::kRows; ++p) {
+      const int r = lane + 32 * p;
+      if (c <= r && c < nb) xr[p] = MulAdd(xr[p], inv[Tri(r, c)], sc);
+    }
   }
-  return xr;
 }
 
 // partial = the per-thread sums of acc gathered per row (op T / C: summed
 // over the lanes, row r at partial[0][r]; op N: per warp, partial[w][r]).
-template <typename T, bool kTrans>
-__device__ void GatherRowSums(const T (&acc)[kPerThread], int lane, int warp, T (*partial)[kNb]) {
-  if (kTrans) {  // slot q is row warp + kWarps * q, summed over the lanes
+template <typename T, int kNb, bool kTrans>
+__device__ void GatherRowSums(const T (&acc)[Shape<kNb>::kPerThread], int lane, int warp,
+                              T (*partial)[kNb]) {
+  using S = Shape<kNb>;
+  if (kTrans) {  // slots g * kRows + p are row warp + kWarps * g, summed over the lanes
 #pragma unroll
-    for (int q = 0; q < kPerThread; ++q) {
-      const T s = WarpSum(acc[q]);
-      if (lane == 0) partial[0][warp + kWarps * q] = s;
+    for (int g = 0; g < S::kCols; ++g) {
+      T s = acc[g * S::kRows];
+#pragma unroll
+      for (int p = 1; p < S::kRows; ++p) s = Add(s, acc[g * S::kRows + p]);
+      s = WarpSum(s);
+      if (lane == 0) partial[0][warp + kWarps * g] = s;
     }
-  } else {  // every slot is row `lane`
-    T s = acc[0];
+  } else {  // slots g * kRows + p are row lane + 32 * p
 #pragma unroll
-    for (int q = 1; q < kPerThread; ++q) s = Add(s, acc[q]);
-    partial[warp][lane] = s;
+    for (int p = 0; p < S::kRows; ++p) {
+      T s = acc[p];
+#pragma unroll
+      for (int g = 1; g < S::kCols; ++g) s = Add(s, acc[g * S::kRows + p]);
+      partial[warp][lane + 32 * p] = s;
+    }
   }
 }
 
-// Row `lane`'s sum from GatherRowSums. REQUIRES: partial complete.
-template <typename T, bool kTrans>
-__device__ T RowSum(const T (*partial)[kNb], int lane) {
-  if (kTrans) return partial[0][lane];
-  T sum = partial[0][lane];
-  for (int w = 1; w < kWarps; ++w) sum = Add(sum, partial[w][lane]);
+// Row r's sum from GatherRowSums. REQUIRES: partial complete.
+template <typename T, int kNb, bool kTrans>
+__device__ T RowSum(const T (*partial)[kNb], int r) {
+  if (kTrans) return partial[0][r];
+  T sum = partial[0][r];
+  for (int w = 1; w < kWarps; ++w) sum = Add(sum, partial[w][r]);
   return sum;
 }
 
-template <typename T, bool kTrans>
+template <typename T, int kNb, bool kTrans>
 __global__ void __launch_bounds__(kThreads)
     TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
-  __shared__ T diag[kNb][kNb + 1];    // M's diagonal block, [row][col], strictly lower
-  __shared__ T inv[kNb][kNb + 1];     // its inverse, lower
+  using S = Shape<kNb>;
+  // M's diagonal block strictly below its diagonal, then its inverse (lower;
+  // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
+  // pass the 48 KiB of static shared memory.
+  __shared__ T tri[S::kTri];
   __shared__ T partial[kWarps][kNb];  // row sums (GatherRowSums)
   __shared__ T rdiag[kNb];            // 1 / its diagonal
   __shared__ unsigned ticket, seen;
@@ -393,21 +463,33 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t L = ticket;
   const int64_t row0 = L * kNb;
   const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
-  T b = ZeroOf<T>();  // warp 0, lane r: b_r
-  if (warp == 0 && lane < nb) b = __ldcg(x + m.Phys(row0 + lane));
-  LoadDiagonalBlock(m, row0, nb, unit, diag, rdiag);
-  __syncthreads();  // diag and rdiag are complete
-  InvertDiagonalBlock(diag, rdiag, unit, lane, warp, inv);
-  T acc[kPerThread];
+  T b[S::kRows];  // warp 0, lane l, slot p: b of row l + 32 p
 #pragma unroll
-  for (int q = 0; q < kPerThread; ++q) acc[q] = ZeroOf<T>();
-  OffDiagonal(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
-  GatherRowSums<T, kTrans>(acc, lane, warp, partial);
-  __syncthreads();  // partial and inv are complete
+  for (int p = 0; p < S::kRows; ++p) {
+    const int r = lane + 32 * p;
+    b[p] = warp == 0 && r < nb ? __ldcg(x + m.Phys(row0 + r)) : ZeroOf<T>();
+  }
+  LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
+  __syncthreads();  // tri and rdiag are complete
+  InvertDiagonalBlock<T, kNb>(rdiag, unit, lane, warp, tri);
+  T acc[S::kPerThread];
+#pragma unroll
+  for (int q = 0; q < S::kPerThread; ++q) acc[q] = ZeroOf<T>();
+  OffDiagonal<T, kNb>(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
+  GatherRowSums<T, kNb, kTrans>(acc, lane, warp, partial);
+  __syncthreads();  // partial and the inverse are complete
   if (warp != 0) return;
-  const T xr = ApplyInverse(inv, Sub(b, RowSum<T, kTrans>(partial, lane)), nb, lane);
-  if (lane < nb) x[m.Phys(row0 + lane)] = xr;
-  __syncwarp();  // every lane's store precedes lane 0's release (one fence, in the release)
+  T s[S::kRows], xr[S::kRows];
+#pragma unroll
+  for (int p = 0; p < S::kRows; ++p) {
+    s[p] = Sub(b[p], RowSum<T, kNb, kTrans>(partial, lane + 32 * p));
+  }
+  ApplyInverse<T, kNb>(tri, s, nb, lane, xr);
+#pragma unroll
+  for (int p = 0; p < S::kRows; ++p) {
+    if (lane + 32 * p < nb) x[m.Phys(row0 + lane + 32 * p)] = xr[p];
+  }
+  __syncwarp();  // every lane's stores precede lane 0's release (one fence, in the release)
   if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
 }
 
@@ -434,20 +516,28 @@ cudaError_t LaunchPermute(const int64_t* perm, bool inverse, const void* src, vo
   return cudaGetLastError();
 }
 
-template <typename T>
+template <typename T, int kNb>
 cudaError_t LaunchTrsv(bool forward, int op, bool unit, int64_t n, const void* a, int64_t ld,
                        void* x, unsigned* sync, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>((n + kNb - 1) / kNb);
   const T* at = static_cast<const T*>(a);
   T* xt = static_cast<T*>(x);
   if (op == 0) {
-    TrsvKernel<T, false><<<blocks, kThreads, 0, stream>>>(
+    TrsvKernel<T, kNb, false><<<blocks, kThreads, 0, stream>>>(
         Triangle<T, false>{at, n, ld, forward, false}, unit, xt, sync);
   } else {
-    TrsvKernel<T, true><<<blocks, kThreads, 0, stream>>>(
+    TrsvKernel<T, kNb, true><<<blocks, kThreads, 0, stream>>>(
         Triangle<T, true>{at, n, ld, forward, op == 2}, unit, xt, sync);
   }
   return cudaGetLastError();
+}
+
+// LaunchTrsv at block rows nb (32 or 64; checked by the caller).
+template <typename T>
+cudaError_t LaunchTrsvRows(int nb, bool forward, int op, bool unit, int64_t n, const void* a,
+                           int64_t ld, void* x, unsigned* sync, cudaStream_t stream) {
+  return nb == 64 ? LaunchTrsv<T, 64>(forward, op, unit, n, a, ld, x, sync, stream)
+                  : LaunchTrsv<T, 32>(forward, op, unit, n, a, ld, x, sync, stream);
 }
 
 }  // namespace
@@ -470,8 +560,9 @@ cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, 
   return cudaErrorInvalidValue;
 }
 
-cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int64_t n, const void* a,
+cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int64_t n, const void* a,
                             int64_t ld, void* x, void* scratch, cudaStream_t stream) {
+  if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   unsigned* sync = static_cast<unsigned*>(scratch);
   const cudaError_t e = cudaMemsetAsync(sync, 0, kTriangularSolveScratchBytes, stream);
@@ -479,13 +570,13 @@ cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int64_t n, co
   const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
   switch (t) {
     case Elem::kF32:
-      return LaunchTrsv<float>(forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<float>(nb, forward, op, unit, n, a, ld, x, sync, stream);
     case Elem::kF64:
-      return LaunchTrsv<double>(forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<double>(nb, forward, op, unit, n, a, ld, x, sync, stream);
     case Elem::kC64:
-      return LaunchTrsv<float2>(forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<float2>(nb, forward, op, unit, n, a, ld, x, sync, stream);
     case Elem::kC128:
-      return LaunchTrsv<double2>(forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<double2>(nb, forward, op, unit, n, a, ld, x, sync, stream);
     case Elem::kF16:
     case Elem::kBF16:
       return cudaErrorInvalidValue;

@@ -49,9 +49,9 @@ absl::Status CublasTrsv(HandleSet& hs, DType t, TriangleFill fill, TriangleOp op
 
 absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill, TriangleOp op,
                            bool unit_diag, int64_t n, const void* a, int64_t ld, void* x,
-                           void* scratch) {
+                           void* scratch, TrsvBlock block) {
   if (impl == TrsvImpl::kCublas) return CublasTrsv(hs, t, fill, op, unit_diag, n, a, ld, x);
-  return TriangularSolve(t, fill, op, unit_diag, n, a, ld, x, scratch, hs.stream);
+  return TriangularSolve(t, fill, op, unit_diag, n, a, ld, x, scratch, hs.stream, block);
 }
 
 }  // namespace linalgd::gpu

@@ -21,11 +21,12 @@ enum class TrsvImpl {
 
 // x <- op(T)^-1 x on hs.stream (kernels.h TriangularSolve's contract; ld >=
 // max(1, n)). scratch: kTriangularSolveScratchBytes of device memory, used
-// by kCustom only (may be null for kCublas). kCublas needs n and ld to fit
-// an int.
+// by kCustom only (may be null for kCublas). block: kCustom's rows per
+// CTA (kernels.h TrsvBlock; kAuto: TrsvBlockFor(n)), ignored by kCublas.
+// kCublas needs n and ld to fit an int.
 absl::Status SolveTriangle(HandleSet& hs, TrsvImpl impl, DType t, TriangleFill fill, TriangleOp op,
                            bool unit_diag, int64_t n, const void* a, int64_t ld, void* x,
-                           void* scratch);
+                           void* scratch, TrsvBlock block = TrsvBlock::kAuto);
 
 }  // namespace linalgd::gpu
 

@@ -1,7 +1,8 @@
 // kernels.h TriangularSolve (linalgd's sync-free blocked trsv) against a
 // float64 host reference and against cuBLAS trsv, for every fill x op x
-// diagonal x dtype at sizes around its 32-row blocks; NaN propagation; many
-// solves in a row on one stream; two streams at once. Skips without a GPU.
+// diagonal x dtype at sizes around its 32- and 64-row blocks; NaN
+// propagation; many solves in a row on one stream; two streams at once;
+// each at both block heights (TrsvBlock k32 and k64). Skips without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,13 +41,19 @@ struct Case {
   TriangleFill fill;
   TriangleOp op;
   bool unit;
+  TrsvBlock block = TrsvBlock::kAuto;  // the custom kernel's rows per CTA
 };
+
+const char* BlockName(TrsvBlock b) {
+  return b == TrsvBlock::k32 ? "32" : b == TrsvBlock::k64 ? "64" : "auto";
+}
 
 std::string Name(const Case& c, int64_t n) {
   const char* ops[] = {"N", "T", "C"};
   return absl::StrCat("trsv ", DTypeName(c.t),
                       c.fill == TriangleFill::kLower ? " lower " : " upper ",
-                      ops[static_cast<int>(c.op)], c.unit ? " unit" : " non-unit", " n=", n);
+                      ops[static_cast<int>(c.op)], c.unit ? " unit" : " non-unit", " n=", n,
+                      " block=", BlockName(c.block));
 }
 
 // Column-major n x n (ld n): off-diagonal entries uniform in (-1, 1) / n,
@@ -114,13 +122,13 @@ double RelErr(const Vec& x, const Vec& ref) {
 
 double Tolerance(DType t) { return RealPart(t) == DType::kF32 ? 1e-4 : 1e-12; }
 
-std::vector<Case> CasesOf(DType t) {
+std::vector<Case> CasesOf(DType t, TrsvBlock block) {
   std::vector<Case> out;
   for (TriangleFill fill : {TriangleFill::kLower, TriangleFill::kUpper}) {
     for (TriangleOp op :
          {TriangleOp::kNoTranspose, TriangleOp::kTranspose, TriangleOp::kConjTranspose}) {
       if (op == TriangleOp::kConjTranspose && !IsComplex(t)) continue;
-      for (bool unit : {false, true}) out.push_back({t, fill, op, unit});
+      for (bool unit : {false, true}) out.push_back({t, fill, op, unit, block});
     }
   }
   return out;
@@ -132,8 +140,8 @@ absl::StatusOr<Vec> Solve(GpuContext& ctx, TrsvImpl impl, const Case& c, int64_t
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(std::max<int64_t>(1, b.bytes())));
   LINALGD_GPU_CHECK(
       cudaMemcpyAsync(x.data(), b.data(), b.bytes(), cudaMemcpyDeviceToDevice, ctx.hs.stream));
-  LINALGD_RETURN_IF_ERROR(
-      SolveTriangle(ctx.hs, impl, c.t, c.fill, c.op, c.unit, n, a.data(), n, x.data(), scratch));
+  LINALGD_RETURN_IF_ERROR(SolveTriangle(ctx.hs, impl, c.t, c.fill, c.op, c.unit, n, a.data(), n,
+                                        x.data(), scratch, c.block));
   return Download(x.data(), n, c.t, ctx.hs.stream);
 }
 
@@ -152,14 +160,14 @@ absl::StatusOr<System> MakeSystem(GpuContext& ctx, DType t, int64_t n, uint32_t 
   return s;
 }
 
-// Every case of dtype t at every size: ours against the reference and
-// against cuBLAS, each within Tolerance(t).
-absl::Status CheckDtype(GpuContext& ctx, DType t) {
+// Every case of dtype t at every size, at block height `block`: ours
+// against the reference and against cuBLAS, each within Tolerance(t).
+absl::Status CheckDtype(GpuContext& ctx, DType t, TrsvBlock block) {
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
   double worst = 0;
-  for (int64_t n : {1, 2, 31, 32, 33, 65, 1000, 4097}) {
+  for (int64_t n : {1, 2, 31, 32, 33, 63, 64, 65, 127, 1000, 4097}) {
     LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, static_cast<uint32_t>(n)));
-    for (const Case& c : CasesOf(t)) {
+    for (const Case& c : CasesOf(t, block)) {
       SCOPED_TRACE(Name(c, n));
       const Vec ref = Reference(sys.a, n, c, sys.b);
       LINALGD_ASSIGN_OR_RETURN(Vec ours,
@@ -173,22 +181,38 @@ absl::Status CheckDtype(GpuContext& ctx, DType t) {
       worst = std::max(worst, err);
     }
   }
-  gpu_test::ReportAccuracy(absl::StrCat("trsv custom vs float64, all cases ", DTypeName(t)), worst,
-                           Tolerance(t));
+  gpu_test::ReportAccuracy(
+      absl::StrCat("trsv custom vs float64, all cases ", DTypeName(t), " block ", BlockName(block)),
+      worst, Tolerance(t));
   return absl::OkStatus();
 }
 
-class GpuTrsvDtypeTest : public ::testing::TestWithParam<DType> {};
+const TrsvBlock kBlocks[] = {TrsvBlock::k32, TrsvBlock::k64};
+
+class GpuTrsvDtypeTest : public ::testing::TestWithParam<std::tuple<DType, TrsvBlock>> {};
 
 TEST_P(GpuTrsvDtypeTest, MatchesReferenceAndCublas) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) { return CheckDtype(ctx, GetParam()); });
+  OnGpu([](GpuContext& ctx) {
+    return CheckDtype(ctx, std::get<0>(GetParam()), std::get<1>(GetParam()));
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypes, GpuTrsvDtypeTest,
-                         ::testing::Values(DType::kF32, DType::kF64, DType::kC64, DType::kC128),
-                         [](const ::testing::TestParamInfo<DType>& info) {
-                           return std::string(DTypeName(info.param));
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndBlocks, GpuTrsvDtypeTest,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF64, DType::kC64,
+                                                              DType::kC128),
+                                            ::testing::ValuesIn(kBlocks)),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, TrsvBlock>>& info) {
+                           return absl::StrCat(DTypeName(std::get<0>(info.param)), "_block",
+                                               BlockName(std::get<1>(info.param)));
+                         });
+
+// The tests below at both block heights, named by their parameter.
+class GpuTrsvBlockTest : public ::testing::TestWithParam<TrsvBlock> {};
+
+INSTANTIATE_TEST_SUITE_P(Blocks, GpuTrsvBlockTest, ::testing::ValuesIn(kBlocks),
+                         [](const ::testing::TestParamInfo<TrsvBlock>& info) {
+                           return absl::StrCat("block", BlockName(info.param));
                          });
 
 // a's `fill` triangle (without the diagonal when unit) in an ld x n
@@ -206,21 +230,21 @@ Vec TriangleInNaN(const Vec& a, int64_t n, int64_t ld, const Case& c) {
 
 // The other triangle (and a unit diagonal) holds NaN: never read. A leading
 // dimension above n: the rows past n are NaN too.
-TEST(GpuTrsvTest, ReadsOnlyTheTriangle) {
+TEST_P(GpuTrsvBlockTest, ReadsOnlyTheTriangle) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) -> absl::Status {
+  OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
     const int64_t n = 97, ld = 101;
     for (DType t : {DType::kF64, DType::kC64}) {
       LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 3));
-      for (const Case& c : CasesOf(t)) {
+      for (const Case& c : CasesOf(t, block)) {
         SCOPED_TRACE(Name(c, n));
         LINALGD_ASSIGN_OR_RETURN(DeviceBuffer da, Upload(ctx, TriangleInNaN(sys.a, n, ld, c), t));
         LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, ctx.Alloc(sys.db.bytes()));
         LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), sys.db.data(), sys.db.bytes(),
                                           cudaMemcpyDeviceToDevice, ctx.hs.stream));
         LINALGD_RETURN_IF_ERROR(TriangularSolve(t, c.fill, c.op, c.unit, n, da.data(), ld, x.data(),
-                                                scratch.data(), ctx.hs.stream));
+                                                scratch.data(), ctx.hs.stream, c.block));
         LINALGD_ASSIGN_OR_RETURN(Vec ours, Download(x.data(), n, t, ctx.hs.stream));
         EXPECT_LE(RelErr(ours, Reference(sys.a, n, c, sys.b)), Tolerance(t));
       }
@@ -240,25 +264,25 @@ void ExpectPattern(const Vec& x, DType t, Pred pred, Bad bad, const char* what) 
 
 // A NaN in the triangle reaches exactly the unknowns that depend on it; a
 // zero on the diagonal gives non-finite values, as substitution does.
-TEST(GpuTrsvTest, NonFiniteValuesPropagate) {
+TEST_P(GpuTrsvBlockTest, NonFiniteValuesPropagate) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) -> absl::Status {
+  OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
-    const int64_t n = 200, at = 70;  // row `at` (block 2) reads the NaN
+    const int64_t n = 200, at = 70;  // row `at` (block 2 of 32, 1 of 64) reads the NaN
     auto is_nan = [](double v) { return std::isnan(v); };
     auto not_finite = [](double v) { return !std::isfinite(v); };
     for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
       LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 5));
       sys.a[at + 40 * n] = C(kNaN, 0);  // lower (at, 40); op T reads it as (40, at)
       LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
-      const Case lower{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false};
+      const Case lower{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false, block};
       LINALGD_ASSIGN_OR_RETURN(
           Vec x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
       ExpectPattern(
           x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
       // Backward, op T of the lower triangle: x_40 and every earlier unknown
       // depend on row 40 of op(T), which holds the NaN.
-      const Case lower_t{t, TriangleFill::kLower, TriangleOp::kTranspose, false};
+      const Case lower_t{t, TriangleFill::kLower, TriangleOp::kTranspose, false, block};
       LINALGD_ASSIGN_OR_RETURN(
           x, Solve(ctx, TrsvImpl::kCustom, lower_t, n, sys.da, sys.db, scratch.data()));
       ExpectPattern(
@@ -284,8 +308,8 @@ absl::Status QueueSolves(const std::vector<Case>& cases, int count, int64_t n, c
     const Case& c = cases[k % cases.size()];
     char* x = xs + k * bytes;
     LINALGD_GPU_CHECK(cudaMemcpyAsync(x, sys.db.data(), bytes, cudaMemcpyDeviceToDevice, stream));
-    LINALGD_RETURN_IF_ERROR(
-        TriangularSolve(c.t, c.fill, c.op, c.unit, n, sys.da.data(), n, x, scratch, stream));
+    LINALGD_RETURN_IF_ERROR(TriangularSolve(c.t, c.fill, c.op, c.unit, n, sys.da.data(), n, x,
+                                            scratch, stream, c.block));
   }
   return absl::OkStatus();
 }
@@ -315,9 +339,10 @@ struct OwnedStream {
 
 // `count` solves of one system queued back to back on each of `streams`
 // streams at once (0: on ctx's own stream), each stream with its own
-// scratch; stream i takes CasesOf(t) in turn, reversed for odd i. Then every
-// solution against its reference.
-absl::Status SolveQueued(GpuContext& ctx, DType t, int64_t n, int count, int streams) {
+// scratch; stream i takes CasesOf(t, block) in turn, reversed for odd i.
+// Then every solution against its reference.
+absl::Status SolveQueued(GpuContext& ctx, DType t, TrsvBlock block, int64_t n, int count,
+                         int streams) {
   LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 11));
   const int lanes = std::max(streams, 1);
   std::vector<DeviceBuffer> xs(lanes), scratch(lanes);
@@ -327,7 +352,7 @@ absl::Status SolveQueued(GpuContext& ctx, DType t, int64_t n, int count, int str
   }
   LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));  // the buffers are ready
   std::vector<OwnedStream> own(streams);  // after the buffers: synchronized before their free
-  std::vector<std::vector<Case>> cases(lanes, CasesOf(t));
+  std::vector<std::vector<Case>> cases(lanes, CasesOf(t, block));
   for (int i = 0; i < lanes; ++i) {
     const cudaStream_t st = streams == 0 ? ctx.hs.stream : own[i].s;
     if (st == nullptr) return absl::InternalError("cudaStreamCreateWithFlags failed");
@@ -343,26 +368,31 @@ absl::Status SolveQueued(GpuContext& ctx, DType t, int64_t n, int count, int str
   return absl::OkStatus();
 }
 
-TEST(GpuTrsvTest, ManySolvesInARowOnOneStream) {
+TEST_P(GpuTrsvBlockTest, ManySolvesInARowOnOneStream) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) { return SolveQueued(ctx, DType::kF64, 2049, 64, 0); });
+  OnGpu([block = GetParam()](GpuContext& ctx) {
+    return SolveQueued(ctx, DType::kF64, block, 2049, 64, 0);
+  });
 }
 
-TEST(GpuTrsvTest, TwoStreamsConcurrently) {
+TEST_P(GpuTrsvBlockTest, TwoStreamsConcurrently) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) { return SolveQueued(ctx, DType::kC128, 3001, 24, 2); });
+  OnGpu([block = GetParam()](GpuContext& ctx) {
+    return SolveQueued(ctx, DType::kC128, block, 3001, 24, 2);
+  });
 }
 
-// More blocks (513) than fit on some GPUs at once; n not a multiple of 32.
-TEST(GpuTrsvTest, LargeSystem) {
+// More blocks (513 of 32, 257 of 64) than fit on some GPUs at once; n not a
+// multiple of 32.
+TEST_P(GpuTrsvBlockTest, LargeSystem) {
   LINALGD_REQUIRE_GPU();
-  OnGpu([](GpuContext& ctx) -> absl::Status {
+  OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
     const DType t = DType::kF32;
     const int64_t n = 16411;
     LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 31));
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
-    for (const Case& c : {Case{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false},
-                          Case{t, TriangleFill::kUpper, TriangleOp::kTranspose, true}}) {
+    for (const Case& c : {Case{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false, block},
+                          Case{t, TriangleFill::kUpper, TriangleOp::kTranspose, true, block}}) {
       LINALGD_ASSIGN_OR_RETURN(Vec x,
                                Solve(ctx, TrsvImpl::kCustom, c, n, sys.da, sys.db, scratch.data()));
       const double err = RelErr(x, Reference(sys.a, n, c, sys.b));

@@ -39,5 +39,21 @@ TEST(TrsvArgsTest, RefusesHalvesAndRealConjugateTranspose) {
   EXPECT_THAT(s.message(), HasSubstr("conjugate-transpose needs a complex dtype"));
 }
 
+TEST(TrsvArgsTest, RefusesAnUnknownBlockHeightNamingIt) {
+  const absl::Status s =
+      TriangularSolve(DType::kF64, TriangleFill::kLower, TriangleOp::kNoTranspose, false, 4,
+                      nullptr, 4, nullptr, nullptr, nullptr, static_cast<TrsvBlock>(7));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("block 7"));
+}
+
+// kAuto's rule: 32-row blocks below kTrsvBlock64MinN, 64 from it on.
+TEST(TrsvArgsTest, AutoBlockIs64FromTheThreshold) {
+  EXPECT_EQ(TrsvBlockFor(1), TrsvBlock::k32);
+  EXPECT_EQ(TrsvBlockFor(kTrsvBlock64MinN - 1), TrsvBlock::k32);
+  EXPECT_EQ(TrsvBlockFor(kTrsvBlock64MinN), TrsvBlock::k64);
+  EXPECT_EQ(TrsvBlockFor(int64_t{1} << 20), TrsvBlock::k64);
+}
+
 }  // namespace
 }  // namespace linalgd::gpu

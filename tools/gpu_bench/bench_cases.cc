@@ -299,6 +299,32 @@ const TrsvCase kTrsvCases[] = {
     {"trsv_LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose},
 };
 
+// linalgd's triangular solve at its two block heights on the triangles of
+// a (TrsvCases' matrix), x solved in place: rows "trsv64_LN" and
+// "trsv64_UT", ours = 64-row blocks, direct = 32-row blocks.
+absl::StatusOr<std::vector<Row>> TrsvBlockCases(gpu::GpuContext& ctx, DType t, int64_t n, int reps,
+                                                const gpu::DeviceBuffer& a,
+                                                const gpu::DeviceBuffer& x,
+                                                const gpu::DeviceBuffer& scratch) {
+  const cudaStream_t st = ctx.hs.stream;
+  std::vector<Row> rows;
+  for (const TrsvCase& c :
+       {TrsvCase{"trsv64_LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
+        TrsvCase{"trsv64_UT", gpu::TriangleFill::kUpper, gpu::TriangleOp::kTranspose}}) {
+    Row row{c.op, std::string(DTypeName(t)), n, 0, 0, static_cast<double>(n) * n};
+    auto solve = [&](gpu::TrsvBlock block) {
+      return gpu::SolveTriangle(ctx.hs, gpu::TrsvImpl::kCustom, t, c.fill, c.trans, false, n,
+                                a.data(), n, x.data(), scratch.data(), block);
+    };
+    LINALGD_ASSIGN_OR_RETURN(row.ours_ms,
+                             TimeMs(st, reps, [&] { return solve(gpu::TrsvBlock::k64); }));
+    LINALGD_ASSIGN_OR_RETURN(row.direct_ms,
+                             TimeMs(st, reps, [&] { return solve(gpu::TrsvBlock::k32); }));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 // linalgd's triangular solve (ours) against cuBLAS trsv (direct) on the
 // triangles of a well-conditioned random n x n matrix (diagonal ~n), solved
 // in place again and again (the values shrink; the time does not depend on
@@ -324,6 +350,9 @@ absl::StatusOr<std::vector<Row>> TrsvCases(gpu::GpuContext& ctx, DType t, int64_
                              TimeMs(st, reps, [&] { return solve(gpu::TrsvImpl::kCublas); }));
     rows.push_back(row);
   }
+  LINALGD_ASSIGN_OR_RETURN(std::vector<Row> heights,
+                           TrsvBlockCases(ctx, t, n, reps, a, x, scratch));
+  rows.insert(rows.end(), heights.begin(), heights.end());
   return rows;
 }
 

@@ -26,7 +26,9 @@ absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
 // linalgd's triangular solve (kernels.h TriangularSolve, ours_ms) against
 // cuBLAS trsv (direct_ms), one vector, f64 and f32, ops "trsv_LN",
 // "trsv_UT", "trsv_UN", "trsv_LT" (lower / upper triangle, no transpose /
-// transpose).
+// transpose; ours at its default block height, TrsvBlockFor(n)); then
+// "trsv64_LN", "trsv64_UT": ours at 64-row blocks (ours_ms) against 32-row
+// blocks (direct_ms).
 absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
                                            int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.

@@ -164,6 +164,7 @@ int Main(int argc, char** argv) {
       "same solve without it; small_call: the ms of one Matmul (bias, NaN/Inf check),\n"
       "ours through the small products' one round trip, direct without it; trsv_*: ours =\n"
       "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op;\n"
+      "trsv64_*: ours = that kernel with 64-row blocks, direct = with 32-row blocks;\n"
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
       "cuBLAS trsv)\n",
       device.c_str());
