@@ -48,8 +48,9 @@ Reflectors MakeReflectors(int64_t n, SolveMethod method, uint32_t seed) {
   return r;
 }
 
-// Row-major n x n. LU: random plus sqrt(n) on the diagonal, or with a zero
-// column (singular); Cholesky: R R^H / n + I (Hermitian positive definite),
+// Row-major n x n. LU: random plus 2 sqrt(n) on the diagonal (rcond far
+// above float's threshold n eps at n = 1500), or with a zero column
+// (singular); Cholesky: R R^H / n + I (Hermitian positive definite),
 // or R R^H / n with a zero row and column (singular). Ill-conditioned (any
 // method, real): H1 S H2 with Householder reflectors H1, H2 and S = I but
 // its last value 1e-14 (2-norm condition number 1e14).
@@ -79,7 +80,7 @@ Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f, uint32_t s
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       if (method == SolveMethod::kLu) {
-        const C v = r[i * n + j] + (i == j ? std::sqrt(static_cast<double>(n)) : 0.0);
+        const C v = r[i * n + j] + (i == j ? 2 * std::sqrt(static_cast<double>(n)) : 0.0);
         m[i * n + j] = f == Family::kSingular && j == zero ? C(0.0) : v;
         continue;
       }
@@ -146,8 +147,8 @@ absl::StatusOr<Outcome> SolveOnce(GpuContext& ctx, DType t, SolveMethod method, 
   out.rcond = cond.rcond;
   if (out.failure.kind == SolveFailure::Kind::kIllConditioned && !IsComplex(t)) {
     SvdOutputs svd;
-    LINALGD_ASSIGN_OR_RETURN(SolveFailure f, SvdSolve(ctx, t, n, n, k, a.data(), b.data(),
-                                                      x.data(), -1.0, &svd));
+    LINALGD_ASSIGN_OR_RETURN(SolveFailure f,
+                             SvdSolve(ctx, t, n, n, k, a.data(), b.data(), x.data(), -1.0, &svd));
     if (!f.ok()) return absl::InternalError("SvdSolve failed");
   }
   LINALGD_ASSIGN_OR_RETURN(out.x, gpu_test::Download(x.data(), n * k, t, ctx.hs.stream));
@@ -168,8 +169,8 @@ void ExpectSameOutcome(DType t, const Outcome& seq, const Outcome& ovl) {
                                                    std::max(std::fabs(seq.rcond), 1e-300);
     EXPECT_LE(rd, Tolerance(t)) << "overlap " << ovl.rcond << " sequential " << seq.rcond;
   }
-  const bool answered =
-      seq.failure.ok() || (seq.failure.kind == SolveFailure::Kind::kIllConditioned && !IsComplex(t));
+  const bool answered = seq.failure.ok() ||
+                        (seq.failure.kind == SolveFailure::Kind::kIllConditioned && !IsComplex(t));
   if (answered) {
     EXPECT_LE(RelDiff(ovl.x, seq.x), Tolerance(t));
   }
@@ -220,8 +221,7 @@ class OverlapSolveTest : public ::testing::TestWithParam<Param> {
  protected:
   void Compare(Family f, uint32_t seed) {
     const auto& [t, method, n, k] = GetParam();
-    gpu_test::OnGpu(
-        [&](GpuContext& ctx) { return CompareOnce(ctx, t, method, n, k, f, seed); });
+    gpu_test::OnGpu([&](GpuContext& ctx) { return CompareOnce(ctx, t, method, n, k, f, seed); });
   }
 };
 
@@ -265,13 +265,14 @@ TEST(OverlapSolve, SixteenBackToBackOnOneSet) {
     for (uint32_t i = 0; i < 16; ++i) {
       const SolveMethod m = i % 2 == 0 ? SolveMethod::kLu : SolveMethod::kCholesky;
       const DType t = i % 4 < 2 ? DType::kF64 : DType::kC64;
-      LINALGD_RETURN_IF_ERROR(CompareOnce(ctx, t, m, 200 + 37 * i, 1 + i % 3, Family::kRandom,
-                                          100 + i));
+      LINALGD_RETURN_IF_ERROR(
+          CompareOnce(ctx, t, m, 200 + 37 * i, 1 + i % 3, Family::kRandom, 100 + i));
     }
     return absl::OkStatus();
   });
 }
 
+// The test engine's default: 4 handle sets per device, one per thread.
 TEST(OverlapSolve, FourThreadsOnFourSets) {
   LINALGD_REQUIRE_GPU();
   std::vector<std::thread> threads;
@@ -301,13 +302,13 @@ TEST(OverlapSolve, SideStreamTakesTheCustomTrsvOnly) {
     Vec eye(n * n);
     for (int64_t i = 0; i < n; ++i) eye[i * n + i] = 1.0;
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer a, gpu_test::Upload(ctx, eye, DType::kF64));
-    absl::StatusOr<double> lib = FactorRcondOn(ctx, ctx.hs.side_stream, DType::kF64,
-                                               SolveMethod::kCholesky, n, a.data(), nullptr, 1.0,
-                                               TrsvImpl::kCublas);
+    absl::StatusOr<double> lib =
+        FactorRcondOn(ctx, ctx.hs.side_stream, DType::kF64, SolveMethod::kCholesky, n, a.data(),
+                      nullptr, 1.0, TrsvImpl::kCublas);
     EXPECT_EQ(lib.status().code(), absl::StatusCode::kInvalidArgument) << lib.status();
-    LINALGD_ASSIGN_OR_RETURN(double ours, FactorRcondOn(ctx, ctx.hs.side_stream, DType::kF64,
-                                                        SolveMethod::kCholesky, n, a.data(),
-                                                        nullptr, 1.0, TrsvImpl::kCustom));
+    LINALGD_ASSIGN_OR_RETURN(
+        double ours, FactorRcondOn(ctx, ctx.hs.side_stream, DType::kF64, SolveMethod::kCholesky, n,
+                                   a.data(), nullptr, 1.0, TrsvImpl::kCustom));
     EXPECT_DOUBLE_EQ(ours, 1.0);
     return absl::OkStatus();
   });
