@@ -139,7 +139,7 @@ absl::StatusOr<SolveFailure> EstimateAndSolve(GpuContext& ctx, DType t, SolveMet
   LINALGD_GPU_CHECK(cudaEventRecord(hs.side_event, hs.stream));
   LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.side_stream, hs.side_event, 0));
   const absl::Status solved = solve();
-  absl::StatusOr<double> rcond = solved;
+  absl::StatusOr<double> rcond = absl::CancelledError("no estimate: the solve was not queued");
   if (solved.ok()) {
     rcond = FactorRcondOn(ctx, hs.side_stream, t, method, n, factors, pivots, cond.anorm);
   }
