@@ -50,8 +50,8 @@ Reflectors MakeReflectors(int64_t n, SolveMethod method, uint32_t seed) {
 
 // Row-major n x n. LU: random plus 2 sqrt(n) on the diagonal (rcond far
 // above float's threshold n eps at n = 1500), or with a zero column
-// (singular); Cholesky: R R^H / n + I (Hermitian positive definite),
-// or R R^H / n with a zero row and column (singular). Ill-conditioned (any
+// (singular); Cholesky: (R + R^H) / 2 + 2 n I (Hermitian positive
+// definite), or that with a zero row and column (singular). Ill-conditioned (any
 // method, real): H1 S H2 with Householder reflectors H1, H2 and S = I but
 // its last value 1e-14 (2-norm condition number 1e14).
 Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f, uint32_t seed) {
@@ -84,8 +84,10 @@ Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f, uint32_t s
         m[i * n + j] = f == Family::kSingular && j == zero ? C(0.0) : v;
         continue;
       }
-      C s = f != Family::kSingular && i == j ? 1.0 : 0.0;
-      for (int64_t k = 0; k < n; ++k) s += r[i * n + k] * std::conj(r[j * n + k]) / double(n);
+      // Hermitian and diagonally dominant (off-diagonal row sums below n),
+      // so positive definite: O(n^2) to build, unlike R R^H.
+      const C s = (r[i * n + j] + std::conj(r[j * n + i])) / 2.0 +
+                  (i == j ? 2.0 * static_cast<double>(n) : 0.0);
       m[i * n + j] = f == Family::kSingular && (i == zero || j == zero) ? C(0.0) : s;
     }
   }
