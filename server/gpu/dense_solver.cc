@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -106,6 +107,78 @@ absl::Status InitIrs(IrsObjects& irs) {
   return absl::OkStatus();
 }
 
+// Makes hs.stream wait for everything queued on hs.side_stream so far: a
+// later user of hs.stream (and the stream-ordered frees of the buffers the
+// side stream read) comes after it.
+absl::Status JoinSideStream(HandleSet& hs) {
+  LINALGD_GPU_CHECK(cudaEventRecord(hs.side_event, hs.side_stream));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.stream, hs.side_event, 0));
+  return absl::OkStatus();
+}
+
+// After a successful factorization (its info read, so hs.stream is idle):
+// the condition estimate of the factors (`pivots` null for Cholesky), its
+// check, and `solve` (which queues the user's solve on hs.stream). With
+// cond.overlap the solve is queued first and the estimate runs on
+// hs.side_stream meanwhile (both only read the factors); hs.stream is
+// ordered after the side stream before this returns, on every path.
+absl::StatusOr<SolveFailure> EstimateAndSolve(GpuContext& ctx, DType t, SolveMethod method,
+                                              int64_t n, const void* factors, const int64_t* pivots,
+                                              ConditionCheck& cond,
+                                              const std::function<absl::Status()>& solve) {
+  HandleSet& hs = ctx.hs;
+  if (!cond.overlap) {
+    LINALGD_ASSIGN_OR_RETURN(cond.rcond,
+                             FactorRcond(ctx, t, method, n, factors, pivots, cond.anorm));
+    const SolveFailure conditioned = CheckCondition(t, n, cond.rcond_factor, cond.rcond);
+    if (!conditioned.ok()) return conditioned;
+    LINALGD_RETURN_IF_ERROR(solve());
+    return SolveFailure();
+  }
+  // The side stream starts after the factorization.
+  LINALGD_GPU_CHECK(cudaEventRecord(hs.side_event, hs.stream));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.side_stream, hs.side_event, 0));
+  const absl::Status solved = solve();
+  absl::StatusOr<double> rcond = absl::CancelledError("no estimate: the solve was not queued");
+  if (solved.ok()) {
+    rcond = FactorRcondOn(ctx, hs.side_stream, t, method, n, factors, pivots, cond.anorm);
+  }
+  const absl::Status joined = JoinSideStream(hs);
+  LINALGD_RETURN_IF_ERROR(solved);
+  LINALGD_RETURN_IF_ERROR(rcond.status());
+  LINALGD_RETURN_IF_ERROR(joined);
+  cond.rcond = *rcond;
+  return CheckCondition(t, n, cond.rcond_factor, cond.rcond);
+}
+
+// Queues x = a^-1 b on hs.stream from potrf's lower factor w (conjugated
+// around potrs for complex dtypes: CholeskySolve says why); xc: n * k
+// elements of scratch, kept by the caller (a buffer freed here, on
+// hs.stream, could be handed to the side stream's estimate with a
+// dependency on the solve, serializing the two).
+absl::Status QueuePotrs(HandleSet& hs, DType t, int64_t n, int64_t k, const void* w,
+                        const DeviceBuffer& xc, const void* b_rm, void* x_rm, int* info) {
+  const cudaDataType_t ct = CudaType(t);
+  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
+  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));  // complex only
+  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
+                                     w, n, ct, xc.data(), n, info));
+  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));
+  return ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm);
+}
+
+// Queues x = a^-1 b on hs.stream from getrf's factors of a^T (getrs with
+// CUBLAS_OP_T); xc as for QueuePotrs.
+absl::Status QueueGetrs(HandleSet& hs, DType t, int64_t n, int64_t k, const void* w,
+                        const int64_t* ipiv, const DeviceBuffer& xc, const void* b_rm, void* x_rm,
+                        int* info) {
+  const cudaDataType_t ct = CudaType(t);
+  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
+  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct, w, n, ipiv,
+                                     ct, xc.data(), n, info));
+  return ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm);
+}
+
 }  // namespace
 
 double MachineEps(DType t) {
@@ -167,20 +240,13 @@ absl::StatusOr<SolveFailure> CholeskySolve(GpuContext& ctx, DType t, int64_t n, 
                                      work.host.data(), host_bytes, info.as<int>()));
   LINALGD_ASSIGN_OR_RETURN(int64_t failed, CheckInfo(hs, info, "cusolverDnXpotrf"));
   if (failed > 0) return InfoFailure(SolveFailure::Kind::kNotPositiveDefinite, failed);
-  if (cond != nullptr) {
-    LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kCholesky, n, w.data(),
-                                                      nullptr, cond->anorm));
-    const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
-    if (!conditioned.ok()) return conditioned;
-  }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
-  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));  // complex only
-  LINALGD_GPU_CHECK(cusolverDnXpotrs(hs.solver, hs.solver_params, CUBLAS_FILL_MODE_LOWER, n, k, ct,
-                                     w.data(), n, ct, xc.data(), n, info.as<int>()));
-  LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, xc.data(), n * k, hs.stream));
-  LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
-  return SolveFailure();
+  auto solve = [&] { return QueuePotrs(hs, t, n, k, w.data(), xc, b_rm, x_rm, info.as<int>()); };
+  if (cond == nullptr) {
+    LINALGD_RETURN_IF_ERROR(solve());
+    return SolveFailure();
+  }
+  return EstimateAndSolve(ctx, t, SolveMethod::kCholesky, n, w.data(), nullptr, *cond, solve);
 }
 
 // The row-major buffer of a is a^T in column-major order: getrf factors a^T
@@ -209,18 +275,15 @@ absl::StatusOr<SolveFailure> LuSolve(GpuContext& ctx, DType t, int64_t n, int64_
     if (cond != nullptr) cond->rcond = 0;
     return InfoFailure(SolveFailure::Kind::kZeroPivot, failed - 1);
   }
-  if (cond != nullptr) {
-    LINALGD_ASSIGN_OR_RETURN(cond->rcond, FactorRcond(ctx, t, SolveMethod::kLu, n, w.data(),
-                                                      ipiv.as<int64_t>(), cond->anorm));
-    const SolveFailure conditioned = CheckCondition(t, n, cond->rcond_factor, cond->rcond);
-    if (!conditioned.ok()) return conditioned;
-  }
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer xc, ctx.Alloc(n * k * es));
-  LINALGD_RETURN_IF_ERROR(RowToColMajor(hs, t, b_rm, n, k, xc.data(), n));
-  LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, CUBLAS_OP_T, n, k, ct, w.data(),
-                                     n, ipiv.as<int64_t>(), ct, xc.data(), n, info.as<int>()));
-  LINALGD_RETURN_IF_ERROR(ColToRowMajor(hs, t, xc.data(), n, k, n, x_rm));
-  return SolveFailure();
+  auto solve = [&] {
+    return QueueGetrs(hs, t, n, k, w.data(), ipiv.as<int64_t>(), xc, b_rm, x_rm, info.as<int>());
+  };
+  if (cond == nullptr) {
+    LINALGD_RETURN_IF_ERROR(solve());
+    return SolveFailure();
+  }
+  return EstimateAndSolve(ctx, t, SolveMethod::kLu, n, w.data(), ipiv.as<int64_t>(), *cond, solve);
 }
 
 // Tall (m >= n): a = QR, x = R^-1 (Q^T b)[:n]. Wide: a^T = QR (a^T is the

@@ -4,8 +4,9 @@
 // One dense system on the device, by one method (cuSOLVER 64-bit API where it
 // exists). Every routine reads a_rm (row-major m x n) and b_rm (row-major
 // m x k) without changing them and writes x_rm (row-major n x k), all on
-// ctx.hs.stream. F32 or F64; CholeskySolve and LuSolve also C64 and C128
-// (Cholesky: a Hermitian positive definite). The devInfo of each
+// ctx.hs.stream (LuSolve and CholeskySolve also use hs.side_stream for the
+// condition estimate; hs.stream is ordered after it when they return). F32 or F64; CholeskySolve
+// and LuSolve also C64 and C128 (Cholesky: a Hermitian positive definite). The devInfo of each
 // factorization is read (the stream is synchronized for it).
 //
 // A routine returns a SolveFailure saying why the method does not apply
@@ -47,6 +48,11 @@ struct ConditionCheck {
   double anorm = 0;
   double rcond_factor = 1.0;
   double rcond = std::numeric_limits<double>::quiet_NaN();
+  // true: the user's solve is queued on hs.stream and the estimate runs on
+  // hs.side_stream at the same time; false: the estimate, its check, then
+  // the solve, all on hs.stream (what the tests and linalgd-gpu-bench
+  // compare against). Same x, rcond and decisions either way.
+  bool overlap = true;
 };
 
 // kIllConditioned when rcond is below rcond_factor * n * eps(t) (or NaN).
@@ -59,7 +65,9 @@ absl::StatusOr<std::vector<double>> ReadDiagonals(GpuContext& ctx, DType t, cons
                                                   int64_t batch);
 
 // REQUIRES: m == n. Both estimate rcond from their factors into cond->rcond
-// and fail with kIllConditioned below the threshold; with cond null they
+// and fail with kIllConditioned below the threshold (x_rm then holds no
+// answer: with cond->overlap it may hold the solve's values, written on
+// hs.stream, which the fallback overwrites); with cond null they
 // skip the estimate and its check (what linalgd-gpu-bench measures the
 // estimate's cost against). LU factors a^T (the
 // row-major buffer read column-major), as the CPU backend does, so that

@@ -24,10 +24,11 @@ using Complex = std::complex<double>;
 
 // Host staging for an estimate's vectors: a page-locked block of ctx's pool
 // when one is free and large enough (DMA-speed, truly asynchronous copies),
-// else pageable memory.
+// else pageable memory. The block is this estimate's alone (leased from the
+// pool), released after `stream`'s copies.
 class Staging {
  public:
-  Staging(GpuContext& ctx, size_t bytes) : stream_(ctx.hs.stream) {
+  Staging(GpuContext& ctx, size_t bytes, cudaStream_t stream) : stream_(stream) {
     std::optional<PinnedBlock> block = ctx.pinned.TryAcquire();
     if (block.has_value() && block->size() >= bytes) {
       pinned_.emplace(std::move(*block));
@@ -99,11 +100,14 @@ constexpr TriangleOp kN = TriangleOp::kNoTranspose, kT = TriangleOp::kTranspose,
 // FactorRcond's device work: the estimator's vector on the device, solved
 // by a list of steps per call with the n x n factors (column-major, ld n);
 // one host-to-device copy, the steps, one device-to-host copy and one sync
-// per call.
+// per call, all on `stream` (its buffers allocated and freed on it too).
 class FactorSolves {
  public:
   // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
-  static absl::StatusOr<std::unique_ptr<FactorSolves>> Create(GpuContext& ctx, DType t, int64_t n,
+  // REQUIRES: impl is kCustom unless stream is ctx.hs.stream (cuBLAS's
+  // handle is bound to hs.stream).
+  static absl::StatusOr<std::unique_ptr<FactorSolves>> Create(GpuContext& ctx, cudaStream_t stream,
+                                                              DType t, int64_t n,
                                                               const void* factors,
                                                               const int64_t* pivots, TrsvImpl impl);
 
@@ -112,11 +116,20 @@ class FactorSolves {
   absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps);
 
  private:
-  FactorSolves(GpuContext& ctx, DType t, int64_t n, const void* factors, TrsvImpl impl)
-      : ctx_(ctx), t_(t), n_(n), factors_(factors), impl_(impl), staging_(ctx, n * DTypeSize(t)) {}
+  FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
+               TrsvImpl impl)
+      : ctx_(ctx),
+        stream_(stream),
+        t_(t),
+        n_(n),
+        factors_(factors),
+        impl_(impl),
+        staging_(ctx, n * DTypeSize(t), stream) {}
   absl::Status Apply(const Step& step);
+  absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
 
   GpuContext& ctx_;
+  const cudaStream_t stream_;
   const DType t_;
   const int64_t n_;
   const void* factors_;
@@ -125,39 +138,49 @@ class FactorSolves {
   DeviceBuffer v_, tmp_, perm_, scratch_;
 };
 
-absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx, DType t,
+absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx,
+                                                                   cudaStream_t stream, DType t,
                                                                    int64_t n, const void* factors,
                                                                    const int64_t* pivots,
                                                                    TrsvImpl impl) {
-  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, t, n, factors, impl));
+  if (impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
+    return absl::InvalidArgumentError(
+        "FactorRcond: cuBLAS trsv runs on the set's stream only (its handle is bound to it); "
+        "another stream takes the custom triangular solve");
+  }
+  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl));
   const int64_t bytes = std::max<int64_t>(1, n * DTypeSize(t));
-  LINALGD_ASSIGN_OR_RETURN(s->v_, ctx.Alloc(bytes));
-  LINALGD_ASSIGN_OR_RETURN(s->scratch_, ctx.Alloc(kTriangularSolveScratchBytes));
+  LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(kTriangularSolveScratchBytes));
   if (pivots == nullptr || n == 0) return s;
   std::vector<int64_t> ipiv(n);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t),
-                                    cudaMemcpyDeviceToHost, ctx.hs.stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(stream));
   LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
-  LINALGD_ASSIGN_OR_RETURN(s->tmp_, ctx.Alloc(bytes));
-  LINALGD_ASSIGN_OR_RETURN(s->perm_, ctx.Alloc(n * sizeof(int64_t)));
+  LINALGD_ASSIGN_OR_RETURN(s->tmp_, s->Alloc(bytes));
+  LINALGD_ASSIGN_OR_RETURN(s->perm_, s->Alloc(n * sizeof(int64_t)));
   // From pageable memory: returns once `perm` has been staged.
   LINALGD_GPU_CHECK(cudaMemcpyAsync(s->perm_.data(), perm.data(), n * sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, ctx.hs.stream));
+                                    cudaMemcpyHostToDevice, stream));
   return s;
 }
 
 absl::Status FactorSolves::Apply(const Step& step) {
-  if (step.kind == Step::Kind::kTriangle) {
+  if (step.kind == Step::Kind::kTriangle && impl_ == TrsvImpl::kCublas) {  // on hs.stream
     return SolveTriangle(ctx_.hs, impl_, t_, step.fill, step.op, step.unit, n_, factors_, n_,
                          v_.data(), scratch_.data());
+  }
+  if (step.kind == Step::Kind::kTriangle) {
+    return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_, v_.data(),
+                           scratch_.data(), stream_);
   }
   if (perm_.data() == nullptr) {
     return absl::InternalError("FactorSolves: a row interchange step without pivots");
   }
   LINALGD_RETURN_IF_ERROR(PermuteVector(t_, perm_.as<int64_t>(),
                                         step.kind == Step::Kind::kUnpermute, v_.data(), tmp_.data(),
-                                        n_, ctx_.hs.stream));
+                                        n_, stream_));
   std::swap(v_, tmp_);
   return absl::OkStatus();
 }
@@ -166,7 +189,7 @@ template <typename V>
 absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> steps) {
   const size_t bytes = n_ * DTypeSize(t_);
   if (bytes == 0) return absl::OkStatus();
-  const cudaStream_t st = ctx_.hs.stream;
+  const cudaStream_t st = stream_;
   Narrow(v, t_, staging_.data());
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
   for (const Step& step : steps) LINALGD_RETURN_IF_ERROR(Apply(step));
@@ -265,7 +288,7 @@ absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int6
                                                   const DeviceVectorSolve& solve) {
   const int64_t count = static_cast<int64_t>(anorm.size());
   const size_t bytes = count * n * DTypeSize(t);
-  Staging staging(ctx, bytes);
+  Staging staging(ctx, bytes, ctx.hs.stream);
   const cudaStream_t st = ctx.hs.stream;
   // One copy in, the solves, one copy out, one sync.
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
@@ -301,9 +324,16 @@ absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl) {
+  return FactorRcondOn(ctx, ctx.hs.stream, t, method, n, factors, pivots, anorm, impl);
+}
+
+absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
+                                     SolveMethod method, int64_t n, const void* factors,
+                                     const int64_t* pivots, double anorm, TrsvImpl impl) {
   const bool lu = method == SolveMethod::kLu;
-  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<FactorSolves> fs,
-                           FactorSolves::Create(ctx, t, n, factors, lu ? pivots : nullptr, impl));
+  LINALGD_ASSIGN_OR_RETURN(
+      std::unique_ptr<FactorSolves> fs,
+      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, impl));
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm);
   // One solve with a (or a^T) on the host vector v, through the device.
   auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {

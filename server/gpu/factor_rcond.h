@@ -61,6 +61,18 @@ absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl = TrsvImpl::kCustom);
 
+// FactorRcond on `stream` instead of ctx.hs.stream: every copy, kernel,
+// buffer (allocated and freed on `stream`) and sync of the estimate is on
+// it, and it only reads `factors` and `pivots`, so it may run beside other
+// work on hs.stream that reads them too (the dense solves run the user's
+// solve that way). The caller orders `stream` after the factorization.
+// INVALID_ARGUMENT for kCublas on a stream other than ctx.hs.stream (the
+// set's cuBLAS handle is bound to hs.stream). Synchronizes `stream`.
+absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
+                                     SolveMethod method, int64_t n, const void* factors,
+                                     const int64_t* pivots, double anorm,
+                                     TrsvImpl impl = TrsvImpl::kCustom);
+
 // getrf's 1-based row interchanges as one permutation of [0, n): applying
 // the interchanges in order to v gives w[i] = v[perm[i]]; in reverse order,
 // w[perm[i]] = v[i]. An ipiv[k] outside [1, n] is an INTERNAL error naming

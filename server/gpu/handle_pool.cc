@@ -15,6 +15,8 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   device = dev;
   LINALGD_GPU_CHECK(cudaSetDevice(dev));
   LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
+  LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&side_event, cudaEventDisableTiming));
   LINALGD_GPU_CHECK(cublasCreate(&blas));
   LINALGD_GPU_CHECK(cublasSetStream(blas, stream));
   LINALGD_GPU_CHECK(cublasLtCreate(&lt));
@@ -47,6 +49,8 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
 HandleSet::~HandleSet() {
   cudaSetDevice(device);
   if (stream != nullptr) cudaStreamSynchronize(stream);
+  if (side_stream != nullptr) cudaStreamSynchronize(side_stream);
+  if (side_event != nullptr) cudaEventDestroy(side_event);
   for (cudaEvent_t e : copy_events) {
     if (e != nullptr) cudaEventDestroy(e);
   }
@@ -59,6 +63,7 @@ HandleSet::~HandleSet() {
   if (check_host != nullptr) cudaFreeHost(check_host);
   if (small_device != nullptr) cudaFree(small_device);
   if (small_host != nullptr) cudaFreeHost(small_host);
+  if (side_stream != nullptr) cudaStreamDestroy(side_stream);
   if (stream != nullptr) cudaStreamDestroy(stream);
   cudaGetLastError();
 }

@@ -18,7 +18,9 @@
 namespace linalgd::gpu {
 
 // What one job on one device needs: a non-blocking stream with its library
-// handles bound to it, a cuBLAS(Lt) workspace, two events for staged copies,
+// handles bound to it, a second non-blocking stream without any (work that
+// runs beside the first: the dense solves' condition estimate) and the event
+// that orders the two, a cuBLAS(Lt) workspace, two events for staged copies,
 // the slots of on-device checks, the staging of small jobs and the cuBLASLt
 // descriptors of its products. Created once, owned by a HandlePool, used by
 // one job at a time.
@@ -32,6 +34,11 @@ struct HandleSet {
 
   int device = 0;
   cudaStream_t stream = nullptr;
+  // No library handle is bound to side_stream: only linalgd's kernels and
+  // plain copies run on it. side_event: recorded on one stream and waited
+  // for on the other (one job at a time uses it).
+  cudaStream_t side_stream = nullptr;
+  cudaEvent_t side_event = nullptr;
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cusolverDnHandle_t solver = nullptr;

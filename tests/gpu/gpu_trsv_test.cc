@@ -73,14 +73,6 @@ Vec RandomMatrix(int64_t n, bool complex, uint32_t seed) {
   return a;
 }
 
-Vec RandomVector(int64_t n, bool complex, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Vec v(n);
-  for (C& z : v) z = C(u(rng), complex ? u(rng) : 0.0);
-  return v;
-}
-
 bool OpLower(const Case& c) {
   return (c.fill == TriangleFill::kLower) == (c.op == TriangleOp::kNoTranspose);
 }
@@ -145,7 +137,7 @@ absl::StatusOr<Vec> Solve(GpuContext& ctx, TrsvImpl impl, const Case& c, int64_t
   return Download(x.data(), n, c.t, ctx.hs.stream);
 }
 
-// A random system (RandomMatrix, RandomVector) on the host and the device.
+// A random system (RandomMatrix, gpu_test::RandomValues) on the host and the device.
 struct System {
   Vec a, b;
   DeviceBuffer da, db;
@@ -154,7 +146,7 @@ struct System {
 absl::StatusOr<System> MakeSystem(GpuContext& ctx, DType t, int64_t n, uint32_t seed) {
   System s;
   s.a = RandomMatrix(n, IsComplex(t), seed);
-  s.b = RandomVector(n, IsComplex(t), seed + 1);
+  s.b = gpu_test::RandomValues(n, IsComplex(t), seed + 1);
   LINALGD_ASSIGN_OR_RETURN(s.da, Upload(ctx, s.a, t));
   LINALGD_ASSIGN_OR_RETURN(s.db, Upload(ctx, s.b, t));
   return s;
@@ -416,7 +408,7 @@ TEST(GpuTrsvTest, PermuteVectorGathersAndScatters) {
     LINALGD_GPU_CHECK(cudaMemcpyAsync(dperm.data(), perm.data(), n * sizeof(int64_t),
                                       cudaMemcpyHostToDevice, ctx.hs.stream));
     for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
-      const Vec v = RandomVector(n, IsComplex(t), 42);
+      const Vec v = gpu_test::RandomValues(n, IsComplex(t), 42);
       LINALGD_ASSIGN_OR_RETURN(DeviceBuffer src, Upload(ctx, v, t));
       LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dst, ctx.Alloc(src.bytes()));
       for (bool inverse : {false, true}) {

@@ -1,6 +1,7 @@
 #include "tests/gpu/host_device_values.h"
 
 #include <cstring>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "server/common/status_macros.h"
@@ -49,6 +50,14 @@ Vec FromBytes(const std::vector<char>& bytes, DType t) {
       std::memcpy(&v[i], p, sizeof(C));
     }
   }
+  return v;
+}
+
+Vec RandomValues(int64_t count, bool complex, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Vec v(count);
+  for (C& z : v) z = C(u(rng), complex ? u(rng) : 0.0);
   return v;
 }
 

@@ -26,6 +26,10 @@ using Vec = std::vector<C>;
 std::vector<char> ToBytes(const Vec& v, DType t);
 Vec FromBytes(const std::vector<char>& bytes, DType t);
 
+// count uniform values in [-1, 1) (real and imaginary parts when complex)
+// from the seed.
+Vec RandomValues(int64_t count, bool complex, uint32_t seed);
+
 // A device copy of v as elements of t, on ctx's stream (synchronized).
 absl::StatusOr<gpu::DeviceBuffer> Upload(gpu::GpuContext& ctx, const Vec& v, DType t);
 

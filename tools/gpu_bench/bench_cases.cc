@@ -271,6 +271,21 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                                                        x.data(), nullptr)
                                  .status();
                            }));
+  // The default (the estimate on the side stream beside getrs / potrs)
+  // against the sequential path (estimate, check, then the solve).
+  gpu::ConditionCheck seq = cond;
+  seq.overlap = false;
+  Row lu_ovl{"lu_solve_overlap_vs_sequential", "f64", n, lu.ours_ms, 0, 2.0 / 3.0 * n3};
+  LINALGD_ASSIGN_OR_RETURN(
+      lu_ovl.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        return gpu::LuSolve(ctx, DType::kF64, n, 1, a.data(), b.data(), x.data(), &seq).status();
+      }));
+  Row ch_ovl{"cholesky_solve_overlap_vs_sequential", "f64", n, ch.ours_ms, 0, 1.0 / 3.0 * n3};
+  LINALGD_ASSIGN_OR_RETURN(ch_ovl.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                       x.data(), &seq)
+                                 .status();
+                           }));
   Row irs{"lu_irs_solve", "f64", n, 0, 0, 2.0 / 3.0 * n3};
   int iters = 0;
   LINALGD_ASSIGN_OR_RETURN(
@@ -280,7 +295,7 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
   LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x, b,
                                                                  work, lu_host, ch_host, info));
-  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, irs};
+  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, lu_ovl, ch_ovl, irs};
   rows.insert(rows.end(), parts.begin(), parts.end());
   return rows;
 }
