@@ -172,8 +172,19 @@ def test_a_channel_keeps_transfers_on_threads(server, caplog):
 
 
 def test_transfer_processes_must_not_be_negative():
-    with pytest.raises(ValueError, match="transfer_processes must be 0 or more, not -1"):
+    with pytest.raises(ValueError, match="transfer_processes must be 0 to 64, not -1"):
         linalgd.Client("127.0.0.1:1", transfer_processes=-1)
+
+
+def test_transfer_processes_are_bounded():
+    # The largest count is accepted (workers start only at the first large
+    # transfer); one more is refused before any process is spawned.
+    with linalgd.Client("127.0.0.1:1", transfer_processes=64) as c:
+        assert c.transfer_processes == 64
+    with pytest.raises(ValueError, match="transfer_processes must be 0 to 64, not 65"):
+        linalgd.Client("127.0.0.1:1", transfer_processes=65)
+    with pytest.raises(ValueError, match="not 1000000"):
+        linalgd.Client("127.0.0.1:1", transfer_processes=10**6)
 
 
 def test_tls_client_certificate_and_token_reach_the_workers(start_server, tmp_path, tasks):

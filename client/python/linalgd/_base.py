@@ -106,6 +106,11 @@ def _bearer(token: Optional[str]) -> tuple:
     return (("authorization", "Bearer " + token),)
 
 
+# Each transfer worker is a Python interpreter with its own channel, all
+# started at the first large transfer; a tensor moves in at most
+# transfer_connections parts, so more workers than that only cost memory.
+MAX_TRANSFER_PROCESSES = 64
+
 class ClientBase:
     """Options and request-side helpers of both clients (see Client's docstring)."""
 
@@ -150,8 +155,9 @@ class ClientBase:
         """transfer_processes: the parts of large tensors move in that many
         worker processes (_procs.py), started on first use; 0: on threads."""
         processes = int(processes)
-        if processes < 0:
-            raise ValueError(f"transfer_processes must be 0 or more, not {processes}")
+        if processes < 0 or processes > MAX_TRANSFER_PROCESSES:
+            raise ValueError(f"transfer_processes must be 0 to {MAX_TRANSFER_PROCESSES}, "
+                             f"not {processes}")
         self.transfer_processes = processes
         if processes:
             self._worker_spec = _procs.channel_spec(tls_pems, credentials, options,

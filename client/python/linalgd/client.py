@@ -97,7 +97,7 @@ class Client(ClientBase):
         bytes or more, in more than one part) in this many worker processes,
         each with its own gRPC channel and interpreter lock, through a
         shared-memory segment (_procs.py); started on the first such transfer,
-        stopped by close(). 0 (the default): on this process's threads. The
+        stopped by close(); at most 64. 0 (the default): on this process's threads. The
         workers are 'spawn'ed: a script that makes a Client at import time
         needs the usual `if __name__ == "__main__":` guard. Credentials given
         as credentials= cannot be passed to a worker: use tls_ca, tls_cert,
