@@ -108,7 +108,7 @@ absl::StatusOr<CsrMatrix> ToCsr(std::vector<Entry> entries, int64_t rows, int64_
 
 }  // namespace
 
-absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype) {
+absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype, int64_t max_rows) {
   if (dtype != DType::kF32 && dtype != DType::kF64) {
     return absl::InvalidArgumentError("Matrix Market: dtype must be f32 or f64");
   }
@@ -132,6 +132,10 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
       if (rows >= kMaxDim || cols >= kMaxDim) {
         return LineError(n, absl::StrCat(rows, " x ", cols, ": dimensions must be below 2^31"));
       }
+      if (rows > max_rows) {
+        return LineError(n, absl::StrCat(rows, " rows exceed max_rows ", max_rows,
+                                         " (the CSR row offsets this size line would allocate)"));
+      }
       if (header->symmetry != 0 && rows != cols) {
         return LineError(n,
                          absl::StrCat("a ", header->symmetry > 0 ? "symmetric" : "skew-symmetric",
@@ -153,12 +157,12 @@ absl::StatusOr<CsrMatrix> ParseMatrixMarket(absl::string_view text, DType dtype)
   return ToCsr(std::move(entries), rows, cols, dtype);
 }
 
-absl::StatusOr<CsrMatrix> ReadMatrixMarket(const std::string& path, DType dtype) {
+absl::StatusOr<CsrMatrix> ReadMatrixMarket(const std::string& path, DType dtype, int64_t max_rows) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  auto m = ParseMatrixMarket(buffer.str(), dtype);
+  auto m = ParseMatrixMarket(buffer.str(), dtype, max_rows);
   if (!m.ok())
     return absl::Status(m.status().code(), absl::StrCat(path, ": ", m.status().message()));
   return m;

@@ -114,6 +114,23 @@ TEST(MatrixMarketTest, RejectsNonSquareSymmetricAndHugeDeclarations) {
   EXPECT_THAT(m.status().message(), HasSubstr("declares 1000000000000000000 entries"));
 }
 
+// A size line alone must not make the reader allocate gigabytes of row
+// offsets (a 30-byte file declaring 863 million rows, which the fuzzer
+// found): rows beyond max_rows are refused naming both numbers; the
+// bound's edge is accepted, and a caller may raise it.
+TEST(MatrixMarketTest, RowsBeyondMaxRowsAreRefusedBeforeAllocating) {
+  const std::string huge = "%%MatrixMarket matrix coordinate real general\n863958625 1 0\n";
+  EXPECT_THAT(ParseMatrixMarket(huge).status().message(),
+              HasSubstr("863958625 rows exceed max_rows 33554432"));
+  const std::string over = "%%MatrixMarket matrix coordinate real general\n9 9 1\n9 9 1\n";
+  EXPECT_THAT(ParseMatrixMarket(over, DType::kF64, 8).status().message(),
+              HasSubstr("line 2: 9 rows exceed max_rows 8"));
+  auto edge = ParseMatrixMarket(over, DType::kF64, 9);
+  ASSERT_TRUE(edge.ok()) << edge.status();
+  EXPECT_EQ(edge->rows, 9);
+  EXPECT_EQ(edge->nnz(), 1);
+}
+
 TEST(SparseConvertTest, RequestCarriesPackedInt32Arrays) {
   SparseSolveArgs args;
   args.a = *CsrMatrix::FromArrays(2, 2, {0, 1, 2}, {0, 1}, {2, 3});
