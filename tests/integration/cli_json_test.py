@@ -88,6 +88,22 @@ def test_sparse_solve(server, tmp_path):
     assert "method_used" in out and "iterations" in out
 
 
+
+def test_sparse_solve_max_rows_bounds_the_size_line(server, tmp_path):
+    # A size line declaring more rows than --max-rows is refused before the
+    # reader allocates anything; raising the bound reads the same file.
+    with open(f"{tmp_path}/a.mtx", "w") as m:
+        m.write("%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 2\n2 2 4\n3 3 8\n")
+    b = save(tmp_path, "b", np.ones(3))
+    args = ("sparse-solve", f"{tmp_path}/a.mtx", b, "-o", f"{tmp_path}/x.npy")
+    err = cli_json(server, *args, "--max-rows", "2", rc=3)["error"]
+    assert "3 rows exceed max_rows 2" in err["message"], err
+    assert cli_json(server, *args, "--max-rows", "3")["residual"] < 1e-12
+    for bad in ("0", "2147483647"):
+        err = cli_json(server, *args, "--max-rows", bad, rc=2)["error"]
+        assert "--max-rows" in err["message"] and bad in err["message"], err
+    assert cli_json(server, *args, "--max-rows", "2147483646")["residual"] < 1e-12
+
 def test_server_error_is_json_with_exit_code_1(server, tmp_path):
     a = save(tmp_path, "a", np.ones((3, 4)))
     b = save(tmp_path, "b", np.ones((5, 2)))

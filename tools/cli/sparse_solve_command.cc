@@ -1,7 +1,10 @@
 #include "tools/cli/sparse_solve_command.h"
 
+#include <cstdint>
 #include <iostream>
+#include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "linalgd/matrix_market.h"
 #include "tools/cli/cli_common.h"
@@ -24,6 +27,10 @@ CLI::App* AddSparseSolveCommand(CLI::App& app, SparseSolveFlags& f) {
       "--no-fallback", f.no_fallback,
       "fail (FAILED_PRECONDITION) instead of falling back (non-SPD, singular, no convergence)");
   cmd->add_flag("--allow-non-finite", f.allow_non_finite, "accept NaN/Inf inputs");
+  cmd->add_option("--max-rows", f.max_rows,
+                  "largest row count A.mtx may declare: the reader allocates the row offsets from "
+                  "the size line before reading the entries")
+      ->capture_default_str();
   return cmd;
 }
 
@@ -40,6 +47,12 @@ absl::Status FillOptions(const SparseSolveFlags& flags, client::SparseSolveArgs&
   args.max_iterations = flags.max_iterations;
   args.no_fallback = flags.no_fallback;
   args.allow_non_finite = flags.allow_non_finite;
+  // CSR indices are 32-bit: at most 2^31 - 2 rows.
+  constexpr int64_t kMaxRows = int64_t{std::numeric_limits<int32_t>::max()} - 1;
+  if (flags.max_rows < 1 || flags.max_rows > kMaxRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-rows must be in [1, ", kMaxRows, "], got ", flags.max_rows));
+  }
   return absl::OkStatus();
 }
 
@@ -78,7 +91,8 @@ int RunSparseSolve(Client& client, const client::CallOptions& call, const Output
   if (absl::Status s = FillOptions(flags, args); !s.ok()) return out.LocalError(s, kExitUsage);
   absl::StatusOr<client::Tensor> b = ReadTensor(flags.b);
   if (!b.ok()) return out.LocalError(b.status(), kExitFileError);
-  absl::StatusOr<client::CsrMatrix> a = client::ReadMatrixMarket(flags.a, b->dtype());
+  absl::StatusOr<client::CsrMatrix> a =
+      client::ReadMatrixMarket(flags.a, b->dtype(), flags.max_rows);
   if (!a.ok()) return out.LocalError(a.status(), kExitFileError);
   const bool b_vector = b->rank() == 1;
   if (b_vector) (void)b->Reshape({b->shape()[0], 1});

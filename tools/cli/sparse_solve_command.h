@@ -6,12 +6,13 @@
 
 #include "CLI/CLI.hpp"
 #include "linalgd/client.h"
+#include "linalgd/matrix_market.h"
 #include "tools/cli/cli_common.h"
 
 namespace linalgd::cli {
 
 // Flags of `sparse-solve A.mtx B.npy -o X.npy [--method M] [--preconditioner P]
-// [--tol T] [--max-iter N] [--no-fallback]`.
+// [--tol T] [--max-iter N] [--no-fallback] [--max-rows R]`.
 struct SparseSolveFlags {
   std::string a, b, out;
   std::string method = "auto";
@@ -20,6 +21,7 @@ struct SparseSolveFlags {
   int64_t max_iterations = 0;
   bool no_fallback = false;
   bool allow_non_finite = false;
+  int64_t max_rows = client::kMatrixMarketDefaultMaxRows;
 };
 
 // Adds the `sparse-solve` subcommand to `app`; `flags` must outlive `app`.
