@@ -41,7 +41,11 @@ class CpuSolveTest : public ::testing::Test {
                                     const Mat& b, SolveMethod method, bool fallback = true) {
     a_ = FromValues(dt, as, a);
     b_ = FromValues(dt, bs, b);
-    SolveOp op{.a = a_.view(), .b = b_.view(), .method = method, .allow_fallback = fallback};
+    SolveOp op;
+    op.a = a_.view();
+    op.b = b_.view();
+    op.method = method;
+    op.allow_fallback = fallback;
     absl::StatusOr<SolvePlan> plan = PlanSolve(op);
     if (!plan.ok()) return plan.status();
     absl::StatusOr<SolveResult> r = backend_->Solve(op, *plan);
