@@ -12,6 +12,11 @@ namespace linalgd::bench {
 struct BenchOptions {
   std::string target;     // empty: start linalgd in-process on 127.0.0.1:0
   std::string json_path;  // empty: no JSON file
+  // The raw gRPC echo: empty serves it in this process (its client and server
+  // then share one gRPC runtime); HOST:PORT uses one served by another
+  // process (`linalgd-bench --serve-echo HOST:PORT`), as linalgd is.
+  std::string echo_target;
+  std::string serve_echo;  // non-empty: only serve the echo there until stopped
   std::vector<std::string> workloads = {"latency", "throughput", "large"};
   int64_t max_message_bytes = int64_t{1} << 30;
   // (a) small-call latency and (b) throughput: an n x n x n f32 product.

@@ -10,12 +10,13 @@
 
 namespace linalgd::bench {
 
-// An in-process gRPC server of the Echo service (callback API), listening on
-// 127.0.0.1 on a free port. Replies with response_bytes zero bytes. Shuts
-// down when destroyed.
+// A gRPC server of the Echo service (callback API), listening on `listen`
+// (default 127.0.0.1 on a free port). Replies with response_bytes zero bytes.
+// Shuts down when destroyed.
 class EchoServer {
  public:
-  static absl::StatusOr<std::unique_ptr<EchoServer>> Start(int64_t max_message_bytes);
+  static absl::StatusOr<std::unique_ptr<EchoServer>> Start(
+      int64_t max_message_bytes, const std::string& listen = "127.0.0.1:0");
   ~EchoServer();
 
   int port() const { return port_; }
@@ -23,6 +24,12 @@ class EchoServer {
   // own_connection, over a TCP connection of its own (else gRPC shares one
   // among the process's channels).
   std::shared_ptr<grpc::Channel> NewChannel(bool own_connection = false) const;
+
+  // A channel to an echo server at `target` (HOST:PORT) with this message
+  // limit, as NewChannel.
+  static std::shared_ptr<grpc::Channel> ChannelTo(const std::string& target,
+                                                  int64_t max_message_bytes,
+                                                  bool own_connection = false);
 
  private:
   class Service;

@@ -1,6 +1,10 @@
 // linalgd-bench: linalgd against its floors. By default it starts linalgd
 // in-process (127.0.0.1:0, metrics off); --target measures a running server.
-// The raw gRPC echo (transport floor) is always served in-process.
+// The raw gRPC echo (transport floor) is served in-process unless
+// --echo-target names one that another process serves (--serve-echo).
+#include <pthread.h>
+
+#include <csignal>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +25,11 @@ namespace {
 void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--target", o.target, "benchmark a running server (default: in-process)");
   app.add_option("--json", o.json_path, "write every result to this JSON file");
+  app.add_option("--echo-target", o.echo_target,
+                 "the raw gRPC echo served by another process at HOST:PORT (see --serve-echo; "
+                 "default: served in this process, sharing the client's gRPC runtime)");
+  app.add_option("--serve-echo", o.serve_echo,
+                 "only serve the raw gRPC echo on HOST:PORT until SIGINT/SIGTERM");
   app.add_option("--workloads", o.workloads,
                  "latency, throughput, large, e2e64, batching, sparse, stress, data")
       ->delimiter(',')
@@ -132,6 +141,7 @@ namespace {
 void SetConfig(const BenchOptions& o, const std::string& target, Report& report) {
   report.SetConfig("target", target);
   report.SetConfig("in_process", o.target.empty() ? "true" : "false");
+  report.SetConfig("echo", o.echo_target.empty() ? "in-process" : o.echo_target);
   report.SetConfig("workloads", absl::StrJoin(o.workloads, ","));
   report.SetConfig("small_n", absl::StrCat(o.small_n));
   report.SetConfig("small_iterations", absl::StrCat(o.small_iterations));
@@ -142,9 +152,17 @@ void SetConfig(const BenchOptions& o, const std::string& target, Report& report)
 
 // Runs every requested workload against `target`; prints and writes results.
 int RunAll(const BenchOptions& o, const std::string& target) {
-  absl::StatusOr<std::unique_ptr<EchoServer>> echo_server = EchoServer::Start(o.max_message_bytes);
-  if (!echo_server.ok()) return std::cerr << "error: " << echo_server.status() << "\n", 1;
-  std::unique_ptr<echo::Echo::Stub> echo_stub = echo::Echo::NewStub((*echo_server)->NewChannel());
+  std::unique_ptr<EchoServer> echo_server;  // none with --echo-target
+  std::shared_ptr<grpc::Channel> echo_channel;
+  if (o.echo_target.empty()) {
+    absl::StatusOr<std::unique_ptr<EchoServer>> started = EchoServer::Start(o.max_message_bytes);
+    if (!started.ok()) return std::cerr << "error: " << started.status() << "\n", 1;
+    echo_server = *std::move(started);
+    echo_channel = echo_server->NewChannel();
+  } else {
+    echo_channel = EchoServer::ChannelTo(o.echo_target, o.max_message_bytes);
+  }
+  std::unique_ptr<echo::Echo::Stub> echo_stub = echo::Echo::NewStub(echo_channel);
   client::ClientOptions options;
   options.target = target;
   options.max_message_bytes = o.max_message_bytes;
@@ -173,6 +191,22 @@ int RunAll(const BenchOptions& o, const std::string& target) {
   return 0;
 }
 
+// --serve-echo: serves until SIGINT or SIGTERM.
+int ServeEcho(const BenchOptions& o) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before gRPC starts its threads
+  absl::StatusOr<std::unique_ptr<EchoServer>> server =
+      EchoServer::Start(o.max_message_bytes, o.serve_echo);
+  if (!server.ok()) return std::cerr << "error: " << server.status() << "\n", 1;
+  std::cerr << "echo serving on port " << (*server)->port() << "\n";
+  int signal = 0;
+  sigwait(&stop, &signal);
+  return 0;
+}
+
 }  // namespace
 }  // namespace linalgd::bench
 
@@ -185,6 +219,7 @@ int main(int argc, char** argv) {
   linalgd::bench::AddFlags(app, options);
   app.set_version_flag("--version", "linalgd-bench " + linalgd::LinalgdVersionString());
   CLI11_PARSE(app, argc, argv);
+  if (!options.serve_echo.empty()) return linalgd::bench::ServeEcho(options);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {
       std::cerr << "error: unknown workload '" << name

@@ -21,12 +21,15 @@ B="$h/bin/linalgd-bench"
 "$h/bin/linalgd" --listen 127.0.0.1:50081 --metrics-listen "" > "$logs/srv_cpu.log" 2>&1 & p1=$!
 "$h/bin/linalgd" --listen 127.0.0.1:50082 --metrics-listen "" --cpu-threshold 0 > "$logs/srv_gpu.log" 2>&1 & p2=$!
 "$h/bin/linalgd" --listen 127.0.0.1:50083 --metrics-listen "" --cpu-threshold 0 $NO_INLINE_FLAG > "$logs/srv_gpu_queued.log" 2>&1 & p3=$!
+"$B" --serve-echo 127.0.0.1:50099 > "$logs/echo_server.log" 2>&1 & p4=$!
 sleep 4
+run latency_cpu_echo_apart 60 "$B" --target 127.0.0.1:50081 --echo-target 127.0.0.1:50099 --workloads latency --small-iterations 5000 --json "$json/latency_cpu_echo_apart.json"
+run latency_gpu128_echo_apart 60 "$B" --target 127.0.0.1:50082 --echo-target 127.0.0.1:50099 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/latency_gpu128_echo_apart.json"
 run latency_cpu 60 "$B" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/latency_cpu.json"
 run latency_gpu128 60 "$B" --target 127.0.0.1:50082 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/latency_gpu128.json"
 run latency_gpu128_queued 60 "$B" --target 127.0.0.1:50083 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/latency_gpu128_queued.json"
 run latency_gpu128_again 60 "$B" --target 127.0.0.1:50082 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/latency_gpu128_again.json"
-kill $p1 $p2 $p3; wait 2>/dev/null
+kill $p1 $p2 $p3 $p4; wait 2>/dev/null
 # The batched path, per thread: is one thread the bound (a tid near 100% of a core)?
 P="$h/bin/perf"
 timeout 120 "$P" record -F 499 -g -o "$logs/batching.data" -- "$B" --workloads batching --batch-shm --batch-connections 16 --batch-seconds 3 --json "$json/batching_shm.json" > "$logs/batching_shm.log" 2>&1
@@ -41,7 +44,7 @@ for f in gpu_tests gpu_unit_tests gpu_server_tests; do
 done
 grep -hE "Failure|Expected|Which is|error|Value of" "$logs"/gpu_*.log | head -40 >> "$s"
 echo "== gpu_bench" >> "$s"; grep -vE "^\[" "$logs/gpu_bench.log" >> "$s"
-for f in latency_cpu latency_gpu128 latency_gpu128_queued latency_gpu128_again; do echo "== $f"; grep -vE "^\s*$" "$logs/$f.log" | tail -8; done >> "$s"
+for f in latency_cpu_echo_apart latency_gpu128_echo_apart latency_cpu latency_gpu128 latency_gpu128_queued latency_gpu128_again; do echo "== $f"; grep -vE "^\s*$" "$logs/$f.log" | tail -8; done >> "$s"
 for f in batching_shm batching_handles8 batching_conn32; do echo "== $f"; grep -iE "calls/s|p50" "$logs/$f.log" | head -6; done >> "$s"
 echo "== batching threads (perf samples by tid; 499 Hz)" >> "$s"; head -25 "$logs/batching.tid.txt" >> "$s"; cat "$logs/batching.toptids.txt" >> "$s"
 rm -f "$logs/batching.data"
