@@ -165,17 +165,17 @@ def test_corrupted_download_is_data_loss(small_parts, monkeypatch, place_behind)
     small_parts._transfer.place_behind = place_behind
     x = np.random.default_rng(5).standard_normal((200, 300))
     t = small_parts.put(x)
-    real = transfer.parse_get_response
+    real = transfer.decode_get_response
     flipped = []
 
     def corrupt(buf):
-        info, chunk, offset = real(buf)
+        head, chunk = real(buf)
         if len(chunk) and not flipped:
             flipped.append(1)
             chunk = memoryview(bytes([chunk[0] ^ 0x80]) + bytes(chunk[1:]))
-        return info, chunk, offset
+        return head, chunk
 
-    monkeypatch.setattr(transfer, "parse_get_response", corrupt)
+    monkeypatch.setattr(transfer, "decode_get_response", corrupt)
     with pytest.raises(linalgd.DataLoss, match="CRC32C mismatch"):
         t.get()
     monkeypatch.undo()
