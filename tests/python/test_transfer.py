@@ -1,4 +1,5 @@
 """Parallel multi-part uploads and ranged downloads of the Python client (transfer.py)."""
+import ctypes
 import random
 import threading
 import zlib
@@ -62,6 +63,16 @@ def test_crc32c_backends_agree():
         assert library(_crc32c.crc32c(data[:5]), memoryview(data[5:])) == want
     crc32c = pytest.importorskip("crc32c")
     assert crc32c.crc32c(data.tobytes()) == want
+
+
+def test_crc32c_library_is_called_without_the_gil():
+    """ctypes releases the GIL around a CDLL function's call and keeps it for a
+    PyDLL one (FUNCFLAG_PYTHONAPI): the parts' CRC32Cs run on several cores."""
+    library, path = _crc32c._load_library()
+    if path is None:
+        pytest.skip("no liblinalgd_crc32c.so (build the repository's common/ library)")
+    assert not library.function._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+    assert ctypes.pythonapi.PyBytes_FromStringAndSize._flags_ & ctypes._FUNCFLAG_PYTHONAPI
 
 
 def test_split_ranges_cover_the_tensor():
