@@ -25,7 +25,11 @@ end and without the server's run time, then where the Python client's round
 trip went (upload, the Matmul call, download, deletes: ms per call) and its
 process's CPU time, for --connections x --chunk-mib and each --sweep setting,
 and with --processes, for each number of transfer worker processes
-(Client(transfer_processes=N)), their CPU time included.
+(Client(transfer_processes=N)), their CPU time included. Last, put and get of
+--transfer-mib MiB on threads (and with each --processes) with the CPU ns per
+byte they cost this process (its worker processes' included): on a host with
+few cores the figure to compare, wall GB/s being noisy there. --tune-malloc
+calls linalgd.tune_malloc() first.
 linalgd-bench's data workload serves from a server in its own process; this
 script's from --server / --target.
 """
@@ -304,8 +308,9 @@ def timed_transfers(c, x, repeat):
 
 
 def process_transfers(c, args):
-    """Markdown lines: put and get of --transfer-mib MiB on threads (c) and with
-    each --processes number of transfer worker processes."""
+    """Markdown lines: put and get of --transfer-mib MiB on threads (c), CPU ns
+    per byte included, and with each --processes number of transfer worker
+    processes."""
     x = np.random.default_rng(0).standard_normal((args.transfer_mib << 20) // 8)
     lines = [f"\nput / get of {args.transfer_mib} MiB f64 over {args.connections} parts: "
              "threads, and N transfer worker processes; best of "
@@ -388,7 +393,12 @@ def main():
     default_cpp = os.path.join(REPO, "build", "bin", "linalgd-bench")
     p.add_argument("--cpp-bench", default=default_cpp if os.path.exists(default_cpp) else "",
                    help="linalgd-bench, to compare with the C++ client (\"\" skips it)")
+    p.add_argument("--tune-malloc", action="store_true",
+                   help="call linalgd.tune_malloc() first (glibc keeps freed chunk-sized "
+                        "buffers for reuse: fewer page faults, some GIL-held); the server "
+                        "started by --server is not affected")
     args = p.parse_args()
+    tuned = linalgd.tune_malloc() if args.tune_malloc else False
     proc = None
     if args.target is None:
         if not args.server:
@@ -403,7 +413,7 @@ def main():
             info = c.server_info()
             table = rows(c, args)
             versus = comparison(c, args) if args.cpp_bench else []
-            versus += process_transfers(c, args) if args.processes else []
+            versus += process_transfers(c, args)
     finally:
         if proc is not None:
             proc.terminate()
@@ -411,7 +421,7 @@ def main():
     print(f"server {info.version} ({', '.join(info.backends)}) at {args.target}; "
           f"CRC32C: {_crc32c.BACKEND}; connections {args.connections}, stream threshold "
           f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB, "
-          f"chunks of {args.chunk_mib} MiB; "
+          f"chunks of {args.chunk_mib} MiB; malloc tuned: {'yes' if tuned else 'no'}; "
           f"best of {args.repeat}\n")
     print("| what | size | linalgd (Python client) s | server queue + run s | GB/s | "
           "GB/s without the server's time | numpy here s |")

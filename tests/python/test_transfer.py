@@ -1,4 +1,5 @@
 """Parallel multi-part uploads and ranged downloads of the Python client (transfer.py)."""
+import ctypes
 import random
 import threading
 import zlib
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import linalgd
-from linalgd import _crc32c, transfer
+from linalgd import _crc32c, _wire, transfer
 
 
 @pytest.fixture
@@ -62,6 +63,16 @@ def test_crc32c_backends_agree():
         assert library(_crc32c.crc32c(data[:5]), memoryview(data[5:])) == want
     crc32c = pytest.importorskip("crc32c")
     assert crc32c.crc32c(data.tobytes()) == want
+
+
+def test_crc32c_library_is_called_without_the_gil():
+    """ctypes releases the GIL around a CDLL function's call and keeps it for a
+    PyDLL one (FUNCFLAG_PYTHONAPI): the parts' CRC32Cs run on several cores."""
+    library, path = _crc32c._load_library()
+    if path is None:
+        pytest.skip("no liblinalgd_crc32c.so (build the repository's common/ library)")
+    assert not library.function._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+    assert ctypes.pythonapi.PyBytes_FromStringAndSize._flags_ & ctypes._FUNCFLAG_PYTHONAPI
 
 
 def test_split_ranges_cover_the_tensor():
@@ -165,17 +176,17 @@ def test_corrupted_download_is_data_loss(small_parts, monkeypatch, place_behind)
     small_parts._transfer.place_behind = place_behind
     x = np.random.default_rng(5).standard_normal((200, 300))
     t = small_parts.put(x)
-    real = transfer.parse_get_response
+    real = transfer.decode_get_response
     flipped = []
 
     def corrupt(buf):
-        info, chunk, offset = real(buf)
+        head, chunk = real(buf)
         if len(chunk) and not flipped:
             flipped.append(1)
             chunk = memoryview(bytes([chunk[0] ^ 0x80]) + bytes(chunk[1:]))
-        return info, chunk, offset
+        return head, chunk
 
-    monkeypatch.setattr(transfer, "parse_get_response", corrupt)
+    monkeypatch.setattr(transfer, "decode_get_response", corrupt)
     with pytest.raises(linalgd.DataLoss, match="CRC32C mismatch"):
         t.get()
     monkeypatch.undo()
@@ -400,3 +411,58 @@ def test_default_stream_threshold_is_the_cpp_clients(client, monkeypatch):
     small = big[:1023]
     np.testing.assert_array_equal(client.matmul(small, b), small @ b)
     assert uploaded == []
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 16383, 16384, (2 << 20) + 1])
+def test_chunks_of_the_wire_formats_edge_sizes_round_trip(small_parts, n):
+    """Messages whose chunk is n bytes (a length varint of one, two or three
+    bytes at its edges), then a shorter last one, up and down, in parts."""
+    small_parts.chunk_bytes = n
+    nbytes = (3 * n + 6) // 2 * 2  # three chunks and a few bytes, in whole f16 elements
+    x = np.frombuffer(np.random.default_rng(n).bytes(nbytes), np.float16)
+    t = small_parts.put(x)
+    assert small_parts.get(t).tobytes() == x.tobytes()
+    t.delete()
+
+
+def test_empty_tensor_round_trips(small_parts):
+    x = np.zeros((0, 7), np.float32)
+    t = small_parts.put(x)
+    back = small_parts.get(t)
+    assert back.shape == (0, 7) and back.dtype == np.float32
+    t.delete()
+
+
+@pytest.mark.parametrize("cut", ["varint", "length"])
+def test_malformed_download_message_is_data_loss_naming_the_field(small_parts, monkeypatch, cut):
+    x = np.random.default_rng(18).standard_normal((200, 300))
+    t = small_parts.put(x)
+    stream = transfer.Transfer._stream
+
+    class Truncated:
+        """The stream's second message cut inside the chunk's length varint, or
+        its length left pointing past the end."""
+
+        def __init__(self, it):
+            self._it, self._seen = it, 0
+            self.cancel = it.cancel
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            message = next(self._it)
+            self._seen += 1
+            if self._seen == 2:
+                at = message.index(_wire.GET_CHUNK.tag) + 1
+                message = message[:at + 1] if cut == "varint" else message[:-1]
+            return message
+
+    monkeypatch.setattr(transfer.Transfer, "_stream",
+                        lambda self, *a: Truncated(stream(self, *a)))
+    why = "is truncated" if cut == "varint" else "run past the end"
+    with pytest.raises(linalgd.DataLoss, match=rf"GetTensorResponse\.chunk \(field 2\).*{why}"):
+        t.get()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(t.get(), x)  # the client is still usable
+    t.delete()

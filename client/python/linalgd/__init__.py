@@ -18,6 +18,7 @@ from .errors import (
     Unimplemented, Unknown, error_class)
 from .results import Device, ExecutionInfo, Limits, MatmulResult, ServerInfo, SolveResult
 from .remote import Factor, RemoteTensor
+from ._malloc import tune_malloc
 from ._replicas import ReplicaState
 from .retry import RetryPolicy
 from .sparse import Preconditioner, SparseMethod, SparseSolveResult
@@ -33,5 +34,5 @@ __all__ = [
     "Unknown", "error_class", "Device", "ExecutionInfo", "Limits", "MatmulResult",
     "ServerInfo", "SolveResult", "RetryPolicy", "__version__",
     "SparseMethod", "Preconditioner", "SparseSolveResult", "RemoteTensor", "Factor",
-    "ReplicaState", "TransferWorkerError",
+    "ReplicaState", "TransferWorkerError", "tune_malloc",
 ]

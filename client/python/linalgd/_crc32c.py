@@ -55,6 +55,7 @@ def _load_library():
             arr = np.frombuffer(data, np.uint8)  # a view: read-only buffers too
             return fn(crc, arr.ctypes.data, arr.size)
 
+        extend_with_library.function = fn  # a CDLL function: called without the GIL
         return extend_with_library, path
     return None, None
 

@@ -438,8 +438,8 @@ def _get(channel, spec: ChannelSpec, tensor_id: str, offset: int, length: int, c
         with _Mapped(segment, offset, offset + length) as dest:
             got, crc = 0, 0
             for i, message in enumerate(stream):
-                _, data, at = transfer.parse_get_response(message)
-                if i == 0 and at != offset:
+                head, data = transfer.decode_get_response(message)
+                if i == 0 and head.offset != offset:
                     return ("norange",)
                 if got + len(data) > length:
                     return ("error", "DATA_LOSS", f"GetTensor {tensor_id}: range [{offset}, "

@@ -19,7 +19,9 @@ server's.
 Zero copy where Python allows: chunks are sliced from the caller's array with
 memoryview (one copy into each message, none of the whole tensor), received
 chunks are copied once into the result (ctypes.memmove, without the GIL), and
-neither direction goes through protobuf objects for the bulk bytes. grpc
+neither direction goes through protobuf objects for the bulk bytes (_wire.py
+writes and finds the chunk field on the wire, by the descriptor's field
+number, and leaves the small fields to protobuf). grpc
 releases the GIL while it waits on the network, so the parts of one tensor,
 and the tensors of one call, move on threads at once; but grpcio copies every
 sent message once and builds every received one with the GIL held (a bytes
@@ -45,12 +47,11 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import grpc
 import numpy as np
 
-from . import _crc32c, _procs, tensors
+from . import _crc32c, _procs, _wire, tensors
 from ._stubs import pb
 from .errors import DataLoss, Unimplemented, from_rpc_error
 
 _SERVICE = "/linalgd.v1.Linalg/"
-_CHUNK_TAG = b"\x12"  # PutTensorRequest.chunk: field 2, length-delimited
 
 
 def _identity(b):
@@ -75,11 +76,6 @@ def split_ranges(total: int, max_parts: int, min_part: int) -> List[Tuple[int, i
     return out
 
 
-def address(buf):
-    """The address of a contiguous buffer's first byte (read-only buffers too)."""
-    return np.frombuffer(buf, np.uint8).ctypes.data
-
-
 def copy_into(dest, data):
     """dest[:len(data)] = data with the GIL released (ctypes.memmove), so the
     copy, and the page faults of a fresh destination, run while the other
@@ -90,38 +86,18 @@ def copy_into(dest, data):
     if n > len(dest):
         raise ValueError(f"copy_into: {n} bytes do not fit in {len(dest)}")
     if n:
-        ctypes.memmove(address(dest), address(data), n)
-
-
-def _varint(n):
-    out = bytearray()
-    while True:
-        bits = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)
-
-
-_new_bytes = ctypes.pythonapi.PyBytes_FromStringAndSize  # (NULL, n): n bytes to fill in
-_new_bytes.restype = ctypes.py_object
-_new_bytes.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+        ctypes.memmove(_wire.address(dest), _wire.address(data), n)
 
 
 def _chunk_message(data):
     """A serialized PutTensorRequest{chunk: data}: one copy of data, made with
-    the GIL released (b"".join keeps the GIL for a memoryview, which another
-    thread could resize; grpc needs bytes). The new bytes object is filled
-    before anything else can see it."""
-    head = _CHUNK_TAG + _varint(len(data))
-    out = _new_bytes(None, len(head) + len(data))
-    at = address(out)
-    ctypes.memmove(at, head, len(head))
-    if len(data):
-        ctypes.memmove(at + len(head), address(data), len(data))
-    return out
+    the GIL released (_wire.BytesField.encode)."""
+    return _wire.PUT_CHUNK.encode(data)
+
+
+def decode_get_response(buf):
+    """(the GetTensorResponse without its chunk, the chunk: a memoryview of buf)."""
+    return _wire.GET_CHUNK.decode(buf)
 
 
 def _built_ahead(builder, views):
@@ -137,46 +113,6 @@ def _built_ahead(builder, views):
         pending = following
     if pending is not None:
         yield pending.result()
-
-
-def _read_varint(mv, i):
-    shift = result = 0
-    while True:
-        if i >= len(mv) or shift > 63:
-            raise DataLoss("GetTensor: malformed response (varint)")
-        b = mv[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-
-
-def parse_get_response(buf):
-    """(info bytes or None, chunk memoryview, offset) of a serialized GetTensorResponse."""
-    mv = memoryview(buf)
-    info, chunk, offset, i = None, mv[0:0], 0, 0
-    while i < len(mv):
-        key, i = _read_varint(mv, i)
-        field, wire = key >> 3, key & 7
-        if wire == 2:
-            n, i = _read_varint(mv, i)
-            if i + n > len(mv):
-                raise DataLoss("GetTensor: malformed response (truncated field)")
-            if field == 1:
-                info = mv[i:i + n]
-            elif field == 2:
-                chunk = mv[i:i + n]
-            i += n
-        elif wire == 0:
-            value, i = _read_varint(mv, i)
-            if field == 20:
-                offset = value
-        elif wire in (1, 5):
-            i += 8 if wire == 1 else 4
-        else:
-            raise DataLoss(f"GetTensor: malformed response (wire type {wire})")
-    return info, chunk, offset
 
 
 class _Placed:
@@ -503,15 +439,18 @@ class Transfer:
         chunk = int(self._client.chunk_bytes)
         leader = self._stream(0, pb.GetTensorRequest(id=tensor_id, chunk_bytes=chunk), deadline)
         try:
-            info_bytes, first, _ = parse_get_response(next(leader))
+            head, first = decode_get_response(next(leader))
         except StopIteration:
             raise DataLoss(f"GetTensor {tensor_id}: the stream carried no message") from None
         except grpc.RpcError as e:
             raise from_rpc_error(e, "GetTensor") from None
-        if info_bytes is None:
+        except DataLoss:
+            leader.cancel()
+            raise
+        if not head.HasField("info"):
             leader.cancel()
             raise DataLoss(f"GetTensor {tensor_id}: the first message carries no info")
-        info = pb.TensorInfo.FromString(info_bytes)
+        info = head.info
         total = int(info.bytes)
         ranges = self.parts_of(total) if ranged else [(0, total)]
         pool = self._processes() if len(ranges) > 1 else None
@@ -566,8 +505,8 @@ class Transfer:
                                       length=r[1] - r[0])
             stream = self._stream(index, req, deadline)
             try:
-                _, data, offset = parse_get_response(next(stream))
-                if offset != r[0]:
+                head, data = decode_get_response(next(stream))
+                if head.offset != r[0]:
                     raise _NoRanges()
                 return self._place_all(stream, data, dest[r[0]:r[1]], True, f"range {r}")
             except StopIteration:
@@ -603,7 +542,7 @@ class Transfer:
             if got == size and not to_end:
                 return placed.crc()
             try:
-                data = parse_get_response(next(stream))[1]
+                data = decode_get_response(next(stream))[1]
             except StopIteration:
                 break
         if got != size:
