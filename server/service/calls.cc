@@ -181,7 +181,13 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
                                       v1::MatmulResponse* response) {
   return SubmitRpc<MatmulJob>(
       env, "Matmul", context, *request, response,
-      [&](const CallEnv& e) { return PrepareMatmul(*request, e.limits, e.sources); },
+      [&](const CallEnv& e) {
+        absl::StatusOr<PreparedMatmul> p = PrepareMatmul(*request, e.limits, e.sources);
+        if (p.ok()) {
+          AllowInlineResult(p->output, request->inline_if_store_refuses(), e.max_message_bytes);
+        }
+        return p;
+      },
       [](const PreparedMatmul& p) { return SpecOf(OpKind::kMatmul, p); });
 }
 
@@ -190,7 +196,13 @@ grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerCon
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return SubmitRpc<SolveJob>(
       env, "Solve", context, *request, response,
-      [&](const CallEnv& e) { return PrepareSolve(*request, e.limits, e.sources); },
+      [&](const CallEnv& e) {
+        absl::StatusOr<PreparedSolve> p = PrepareSolve(*request, e.limits, e.sources);
+        if (p.ok()) {
+          AllowInlineResult(p->output, request->inline_if_store_refuses(), e.max_message_bytes);
+        }
+        return p;
+      },
       [](const PreparedSolve& p) { return SpecOf(OpKind::kSolve, p); });
 }
 

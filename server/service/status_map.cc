@@ -4,6 +4,7 @@
 
 #include "server/scheduler/scheduler.h"
 #include "server/store/resident_id.h"
+#include "server/store/resident_store.h"
 
 namespace linalgd {
 
@@ -12,6 +13,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::CallbackServerContex
   if (context != nullptr) {
     if (auto retry = status.GetPayload(kRetryAfterPayload)) {
       context->AddTrailingMetadata("retry-after-ms", std::string(*retry));
+    }
+    if (auto limit = status.GetPayload(kStoreRefusedPayload)) {
+      context->AddTrailingMetadata("linalgd-store-refused", std::string(*limit));
     }
     if (auto owner = status.GetPayload(kOwnerReplicaPayload)) {
       context->AddTrailingMetadata("linalgd-owner-replica", std::string(*owner));

@@ -13,6 +13,10 @@
 namespace linalgd {
 namespace {
 
+// What a response needs beyond its result's bytes (the tensor's header,
+// ExecutionInfo, a solve's numerics), counted against --max-message-bytes.
+constexpr int64_t kResponseMarginBytes = int64_t{64} << 10;
+
 absl::StatusOr<TensorView> ResolveResident(const v1::Tensor& t, absl::string_view field,
                                            const TensorSources& sources, InputLeases& leases,
                                            int min_rank) {
@@ -132,6 +136,29 @@ ResultDestination DirectDestination(OutputSpec& spec, size_t result_bytes,
   return ResultDestination(spec.shm->data, static_cast<size_t>(spec.shm->bytes));
 }
 
+void AllowInlineResult(OutputSpec& spec, bool asked, int64_t max_message_bytes) {
+  if (asked && spec.keep) spec.inline_max_bytes = max_message_bytes;
+}
+
+absl::Status InlineIfAllowed(Tensor result, const OutputSpec& spec, const absl::Status& refused,
+                             v1::Tensor* out, int64_t* inline_bytes) {
+  const auto limit = refused.GetPayload(kStoreRefusedPayload);
+  if (spec.inline_max_bytes <= 0 || !limit.has_value()) return refused;
+  const int64_t bytes = static_cast<int64_t>(result.num_bytes());
+  if (bytes + kResponseMarginBytes > spec.inline_max_bytes) {
+    return StoreRefusal(
+        std::string(*limit),
+        absl::StrCat(refused.message(), "; the result's ", bytes, " bytes (+", kResponseMarginBytes,
+                     " for the rest of the response) are too large to send "
+                     "inline instead (--max-message-bytes=",
+                     spec.inline_max_bytes, ")"));
+  }
+  out->Clear();
+  *inline_bytes = bytes;
+  MoveToProto(std::move(result), out);
+  return absl::OkStatus();
+}
+
 absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
                            v1::Tensor* out, int64_t* inline_bytes) {
   *inline_bytes = 0;
@@ -159,10 +186,11 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
     return absl::OkStatus();
   }
   result = AdoptIfAt(std::move(result), spec.kept_memory);  // when written there
-  LINALGD_ASSIGN_OR_RETURN(StoreReservation r, sources.store->Reserve(bytes, sources.owner));
+  absl::StatusOr<StoreReservation> r = sources.store->Reserve(bytes, sources.owner);
+  if (!r.ok()) return InlineIfAllowed(std::move(result), spec, r.status(), out, inline_bytes);
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
-  LINALGD_ASSIGN_OR_RETURN(
-      std::string id, sources.store->PutTensor(std::move(result), "", crc, spec.ttl, std::move(r)));
+  LINALGD_ASSIGN_OR_RETURN(std::string id, sources.store->PutTensor(std::move(result), "", crc,
+                                                                    spec.ttl, *std::move(r)));
   out->set_resident_id(id);
   return absl::OkStatus();
 }

@@ -57,7 +57,15 @@ struct OutputSpec {
   // keep: the store's host memory the backend may write the result into
   // (DirectDestination); the kept tensor adopts it.
   std::shared_ptr<std::byte> kept_memory;
+  // keep with inline_if_store_refuses: the server's --max-message-bytes,
+  // within which a result the store refuses to keep goes in the response
+  // instead (InlineIfAllowed); 0: the refusal stands.
+  int64_t inline_max_bytes = 0;
 };
+
+// Sets spec.inline_max_bytes to `max_message_bytes` when the request asked
+// for it (inline_if_store_refuses) and keeps its result.
+void AllowInlineResult(OutputSpec& spec, bool asked, int64_t max_message_bytes);
 
 // Validates keep_result / out_shm of a request (`field`: "out", "x").
 absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has_shm,
@@ -77,6 +85,13 @@ ResultDestination DirectDestination(OutputSpec& spec, size_t result_bytes,
 // Puts `result` where `spec` says, describing it in `out`; *inline_bytes
 // gets the bytes placed in the response. RESOURCE_EXHAUSTED when the store is
 // full; INVALID_ARGUMENT when the shm range is too small.
+// A store refusal to keep a result (kStoreRefusedPayload) when the spec
+// allows the result inline (inline_max_bytes): the result goes in `out` (its
+// bytes in *inline_bytes) if it fits, else the refusal, its message also
+// naming the result's bytes and the limit. Any other status: unchanged.
+absl::Status InlineIfAllowed(Tensor result, const OutputSpec& spec, const absl::Status& refused,
+                             v1::Tensor* out, int64_t* inline_bytes);
+
 absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
                            v1::Tensor* out, int64_t* inline_bytes);
 

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/caller_string.h"
@@ -64,16 +65,23 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const Sto
   return StoreReservation(used_, usage.bytes, owner.tenant, charge);
 }
 
+absl::Status StoreRefusal(absl::string_view limit, absl::string_view message) {
+  absl::Status status = absl::ResourceExhaustedError(message);
+  status.SetPayload(kStoreRefusedPayload, absl::Cord(limit));
+  return status;
+}
+
 absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
                                    const OwnerUsage& usage) {
   const int64_t overhead = options_.object_overhead_bytes;
   if (usage.objects >= owner.max_objects) {
-    return absl::ResourceExhaustedError(absl::StrCat("tenant quota max_objects=", owner.max_objects,
-                                                     " reached (", usage.objects,
-                                                     " objects stored, every one in use)"));
+    return StoreRefusal("max_objects",
+                        absl::StrCat("tenant quota max_objects=", owner.max_objects, " reached (",
+                                     usage.objects, " objects stored, every one in use)"));
   }
   if (usage.bytes->load() + bytes + overhead > owner.max_bytes) {
-    return absl::ResourceExhaustedError(
+    return StoreRefusal(
+        "store_bytes",
         absl::StrCat("tenant quota store_bytes=", owner.max_bytes, ": ", bytes, " bytes (+",
                      overhead, " per object) do not fit (", usage.bytes->load(),
                      " bytes used by this tenant's objects in use and uploads in progress)"));
@@ -84,17 +92,20 @@ absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
   }
   const int64_t used = used_->load();
   if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
-    return absl::ResourceExhaustedError(
+    return StoreRefusal(
+        "--store-max-objects",
         absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
                      options_.max_objects, ", and every one of this tenant's is in use"));
   }
   const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
-      options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
-      " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
-      " reserved by uploads and results in progress; only this tenant's objects are evicted "
-      "for it)"));
+  return StoreRefusal(
+      "--store-bytes",
+      absl::StrCat(
+          "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
+          options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
+          " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
+          " reserved by uploads and results in progress; only this tenant's objects are evicted "
+          "for it)"));
 }
 
 bool ResidentStore::MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,

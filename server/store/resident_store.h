@@ -54,6 +54,16 @@ struct StoreOptions {
   std::string replica_id;
 };
 
+// The payload of every refusal of ResidentStore::Reserve for room (the
+// tenant's store_bytes or max_objects quota, --store-bytes,
+// --store-max-objects): the limit's name, which the service sends as the
+// trailing metadata linalgd-store-refused, so that clients tell it from other
+// RESOURCE_EXHAUSTED errors (a full queue, max_inflight) without parsing text.
+inline constexpr char kStoreRefusedPayload[] = "linalgd/store-refused";
+
+// RESOURCE_EXHAUSTED with `message` and kStoreRefusedPayload = `limit`.
+absl::Status StoreRefusal(absl::string_view limit, absl::string_view message);
+
 // The tenant of every call when authentication is off.
 inline constexpr absl::string_view kDefaultTenant = "default";
 

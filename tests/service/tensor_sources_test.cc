@@ -84,5 +84,40 @@ TEST_F(KeptResultTest, AResultForTheResponseGetsNoStoreMemory) {
   EXPECT_TRUE(blocks_.empty());
 }
 
+TEST_F(KeptResultTest, AResultTheQuotaRefusesGoesInlineWhenAllowedAndItFits) {
+  sources_.owner = StoreOwner{"tight", 16, 10};  // a tenant's store_bytes: 16
+  auto deliver = [this](OutputSpec spec, v1::Tensor* out, int64_t* inline_bytes) {
+    Tensor result(DType::kF64, {2, 3});
+    for (int i = 0; i < 6; ++i) result.mutable_as<double>()[i] = i;
+    return DeliverTensor(std::move(result), spec, sources_, out, inline_bytes);
+  };
+  v1::Tensor out;
+  int64_t inline_bytes = -1;
+  absl::Status refused = deliver(Keep(), &out, &inline_bytes);  // not allowed: refused
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(std::string(*refused.GetPayload(kStoreRefusedPayload)), "store_bytes");
+
+  OutputSpec allowed = Keep();
+  AllowInlineResult(allowed, true, int64_t{1} << 20);
+  out.Clear();
+  ASSERT_TRUE(deliver(allowed, &out, &inline_bytes).ok());
+  EXPECT_EQ(inline_bytes, 48);
+  EXPECT_EQ(out.shape_size(), 2);  // the header written once
+  EXPECT_EQ(out.data().size(), 48u);
+  EXPECT_EQ(out.resident_id(), "");
+
+  OutputSpec small = Keep();
+  AllowInlineResult(small, true, 1000);  // below the result and the response's margin
+  absl::Status s = deliver(small, &out, &inline_bytes);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("tenant quota store_bytes=16"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("the result's 48 bytes (+65536 for the rest of the response) are "
+                             "too large to send inline instead (--max-message-bytes=1000)"),
+            absl::string_view::npos)
+      << s;
+  EXPECT_TRUE(s.GetPayload(kStoreRefusedPayload).has_value());
+  EXPECT_TRUE(store_->List("tight").empty());
+}
+
 }  // namespace
 }  // namespace linalgd

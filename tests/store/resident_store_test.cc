@@ -208,6 +208,23 @@ TEST_F(ResidentStoreTest, TenantQuotasStoreBytesAndMaxObjects) {
   EXPECT_THAT(s.Reserve(8, Tenant("beta")), IsOk());  // another tenant's share
 }
 
+// Every refusal for room names its limit in kStoreRefusedPayload (the
+// clients' cue to send a call's temporaries inline instead).
+TEST_F(ResidentStoreTest, RefusalsForRoomCarryTheLimitsName) {
+  ResidentStore& s = MakeStore(1 << 20);
+  auto payload = [](const absl::Status& status) {
+    auto p = status.GetPayload(kStoreRefusedPayload);
+    return p.has_value() ? std::string(*p) : std::string("(none)");
+  };
+  EXPECT_EQ(payload(s.Reserve(200, Tenant("alpha", 128)).status()), "store_bytes");
+  const StoreOwner one = Tenant("beta", INT64_MAX, 1);
+  const std::string x = Put(s, Filled(2, 2, 1), absl::ZeroDuration(), one);
+  auto leased = s.GetTensor(x, "beta");
+  EXPECT_EQ(payload(s.Reserve(8, one).status()), "max_objects");
+  EXPECT_EQ(payload(s.Reserve(2 << 20, Tenant("gamma")).status()), "--store-bytes");
+  EXPECT_EQ(payload(s.Reserve(-1).status()), "(none)");  // not a refusal for room
+}
+
 TEST_F(ResidentStoreTest, NeverEvictsALeasedTensor) {
   ResidentStore& s = MakeStore(2 * 64);
   const std::string a = Put(s, Filled(4, 4, 7));
