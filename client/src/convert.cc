@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/dtype_proto.h"
@@ -261,6 +262,21 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response) {
 absl::Status FromGrpc(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+absl::Status FromGrpc(const grpc::Status& status, const grpc::ClientContext& context) {
+  absl::Status out = FromGrpc(status);
+  if (out.ok()) return out;
+  const auto& trailing = context.GetServerTrailingMetadata();
+  if (auto it = trailing.find("linalgd-store-refused"); it != trailing.end()) {
+    out.SetPayload(kStoreRefusedPayload,
+                   absl::Cord(absl::string_view(it->second.data(), it->second.size())));
+  }
+  return out;
+}
+
+bool IsStoreRefusal(const absl::Status& status) {
+  return absl::IsResourceExhausted(status) && status.GetPayload(kStoreRefusedPayload).has_value();
 }
 
 }  // namespace linalgd::client::internal

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "grpcpp/client_context.h"
 #include "grpcpp/support/status.h"
 #include "linalgd/matmul.h"
 #include "linalgd/server_info.h"
@@ -43,6 +44,20 @@ ServerInfo FromProto(const v1::GetServerInfoResponse& response);
 
 // Same code (gRPC and absl share the canonical codes) and message.
 absl::Status FromGrpc(const grpc::Status& status);
+
+// The payload of a status whose call's trailing metadata had
+// linalgd-store-refused: the server's store refused to keep a tensor (the
+// tenant's store_bytes or max_objects quota, --store-bytes,
+// --store-max-objects); its value names the limit.
+inline constexpr char kStoreRefusedPayload[] = "linalgd/store-refused";
+
+// FromGrpc, with kStoreRefusedPayload when the call's (finished) `context`
+// has linalgd-store-refused in its trailing metadata.
+absl::Status FromGrpc(const grpc::Status& status, const grpc::ClientContext& context);
+
+// Whether `status` is RESOURCE_EXHAUSTED from a store refusal (above), not
+// another limit (a full queue, max_inflight, a message's size).
+bool IsStoreRefusal(const absl::Status& status);
 
 }  // namespace linalgd::client::internal
 

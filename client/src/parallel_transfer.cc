@@ -29,7 +29,7 @@ absl::StatusOr<std::string> StartUpload(v1::Linalg::Stub& stub, const v1::PutTen
   *request.mutable_header() = header;
   v1::StartUploadResponse response;
   const grpc::Status status = stub.StartUpload(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpc(status, context);
   return response.upload_id();
 }
 

@@ -19,6 +19,10 @@ namespace {
 // before deleting them.
 constexpr absl::Duration kTemporaryTtl = absl::Minutes(10);
 
+// What a response needs beyond its result's bytes (ExecutionInfo, a solve's
+// numerics), as the server counts it before sending a kept result inline.
+constexpr int64_t kResponseMarginBytes = int64_t{64} << 10;
+
 int64_t BatchOf(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
@@ -108,7 +112,7 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   TransferProgress progress(options_.transfer_progress, static_cast<int64_t>(bytes.size()));
   const grpc::Status status =
       StreamPut(stub_, context, first, bytes.data(), bytes.size(), chunk, &response, &progress);
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpc(status, context);
   return FromProto(response.tensor());
 }
 
@@ -163,7 +167,8 @@ absl::StatusOr<StoreListing> Transfer::List(const CallOptions& call) {
 
 absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOptions& call) {
   Uploads up;
-  if (absl::Status s = UploadLarge({&args.a}, {&args.a_resident_id}, call, up); !s.ok()) return s;
+  const absl::Status uploaded = UploadLarge({&args.a}, {&args.a_resident_id}, call, up);
+  if (!uploaded.ok() && !IsStoreRefusal(uploaded)) return uploaded;
   const std::future<void> freed = FreeInBackground(std::move(up.spent));
   v1::FactorizeRequest request;
   if (args.a_resident_id.empty()) {
@@ -176,6 +181,12 @@ absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOpt
   request.set_ttl_seconds(absl::ToDoubleSeconds(args.ttl));
   request.set_allow_non_finite(args.allow_non_finite);
   request.set_priority(args.priority);
+  if (!uploaded.ok()) {
+    if (absl::Status s = InlineInstead(uploaded, "Factorize", request.ByteSizeLong(), call);
+        !s.ok()) {
+      return s;
+    }
+  }
   grpc::ClientContext context;
   deadline_(call, context);
   v1::FactorizeResponse response;
@@ -252,28 +263,84 @@ void Transfer::DeleteAll(const std::vector<std::string>& ids) {
   }
 }
 
+absl::StatusOr<int64_t> Transfer::MessageLimit(const CallOptions& call) {
+  if (server_max_message_.load() == 0) {
+    grpc::ClientContext context;
+    deadline_(call, context);
+    v1::GetServerInfoResponse response;
+    const grpc::Status status =
+        stub_.GetServerInfo(&context, v1::GetServerInfoRequest(), &response);
+    if (!status.ok()) return FromGrpc(status);
+    const int64_t server = response.limits().max_message_bytes();
+    server_max_message_ = server > 0 ? server : std::numeric_limits<int32_t>::max();
+  }
+  return std::min(options_.max_message_bytes, server_max_message_.load());
+}
+
+absl::Status Transfer::InlineInstead(const absl::Status& refused, absl::string_view op,
+                                     size_t request_bytes, const CallOptions& call) {
+  absl::StatusOr<int64_t> limit = MessageLimit(call);
+  if (!limit.ok()) return refused;
+  const int64_t bytes = static_cast<int64_t>(request_bytes);
+  if (bytes > *limit) {
+    absl::Status out(refused.code(),
+                     absl::StrCat(refused.message(),
+                                  "; the operands are too large to send inline instead: the "
+                                  "request would be ",
+                                  bytes, " bytes, over the ", *limit,
+                                  "-byte message limit (the smaller of "
+                                  "ClientOptions.max_message_bytes ",
+                                  options_.max_message_bytes, " and the server's ",
+                                  server_max_message_.load(), ")"));
+    refused.ForEachPayload(
+        [&out](absl::string_view key, const absl::Cord& value) { out.SetPayload(key, value); });
+    return out;
+  }
+  DebugLog(options_,
+           absl::StrCat(op, ": the store refused its operands' uploads (", refused.message(),
+                        "); sending them inline instead, a request of ", bytes, " bytes"));
+  return absl::OkStatus();
+}
+
+bool Transfer::FitsInline(int64_t bytes) const {
+  return bytes + kResponseMarginBytes <= options_.max_message_bytes;
+}
+
 absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions& call) {
-  const bool auto_keep = !args.keep_result && Large(MatmulOutBytes(args));
+  const int64_t out_bytes = MatmulOutBytes(args);
+  const bool auto_keep = !args.keep_result && Large(out_bytes);
   Uploads up;
   absl::Status uploaded = UploadLarge(
       {&args.a, &args.b, args.c ? &*args.c : nullptr, args.bias ? &*args.bias : nullptr},
       {&args.a_resident_id, &args.b_resident_id, &args.c_resident_id, &args.bias_resident_id}, call,
       up);
-  if (!uploaded.ok()) return uploaded;
+  if (!uploaded.ok() && !IsStoreRefusal(uploaded)) return uploaded;
   const std::future<void> freed = FreeInBackground(std::move(up.spent));
   if (auto_keep) {
     args.keep_result = true;
     args.result_ttl = kTemporaryTtl;
   }
   v1::MatmulRequest request = ToProto(std::move(args));
+  request.set_inline_if_store_refuses(auto_keep && FitsInline(out_bytes));
+  if (!uploaded.ok()) {
+    if (absl::Status s = InlineInstead(uploaded, "Matmul", request.ByteSizeLong(), call); !s.ok()) {
+      return s;
+    }
+  }
   v1::MatmulResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
   DeleteAll(up.ids);
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<MatmulResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
+  if (result->out_resident_id.empty()) {
+    DebugLog(options_, absl::StrCat("Matmul: the store refused to keep the result; the server "
+                                    "sent it inline (",
+                                    result->out.bytes().size(), " bytes)"));
+    return result;
+  }
   absl::StatusOr<Tensor> out = Get(result->out_resident_id, call);
   DeleteAll({result->out_resident_id});
   if (!out.ok()) return out.status();
@@ -288,21 +355,33 @@ absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& c
   Uploads up;
   absl::Status uploaded = UploadLarge({args.factor_id.empty() ? &args.a : nullptr, &args.b},
                                       {&args.a_resident_id, &args.b_resident_id}, call, up);
-  if (!uploaded.ok()) return uploaded;
+  if (!uploaded.ok() && !IsStoreRefusal(uploaded)) return uploaded;
   const std::future<void> freed = FreeInBackground(std::move(up.spent));
   if (auto_keep) {
     args.keep_result = true;
     args.result_ttl = kTemporaryTtl;
   }
   v1::SolveRequest request = ToProto(std::move(args));
+  request.set_inline_if_store_refuses(auto_keep && FitsInline(x_bytes));
+  if (!uploaded.ok()) {
+    if (absl::Status s = InlineInstead(uploaded, "Solve", request.ByteSizeLong(), call); !s.ok()) {
+      return s;
+    }
+  }
   v1::SolveResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
   DeleteAll(up.ids);
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<SolveResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
+  if (result->x_resident_id.empty()) {
+    DebugLog(options_, absl::StrCat("Solve: the store refused to keep x; the server sent it "
+                                    "inline (",
+                                    result->x.bytes().size(), " bytes)"));
+    return result;
+  }
   absl::StatusOr<Tensor> x = Get(result->x_resident_id, call);
   DeleteAll({result->x_resident_id});
   if (!x.ok()) return x.status();

@@ -54,7 +54,12 @@ class Transfer {
 
   // Matmul / Solve: operands at or above the stream threshold are uploaded
   // (in parallel, one stream each) and referred to by id; a result at or above
-  // it is kept and streamed back. Temporaries are deleted afterwards.
+  // it is kept and streamed back. Temporaries are deleted afterwards. When the
+  // store refuses the uploads (IsStoreRefusal: the tenant's quota or the
+  // store is full), every operand goes inline instead if the request fits
+  // the message limit of both ends (else the refusal, naming the bytes and
+  // the limit); a result to be kept comes inline when the store refuses it
+  // and it fits (the request's inline_if_store_refuses).
   absl::StatusOr<MatmulResult> Matmul(MatmulArgs args, const CallOptions& call);
   absl::StatusOr<SolveResult> Solve(SolveArgs args, const CallOptions& call);
 
@@ -76,6 +81,17 @@ class Transfer {
   // for it when destroyed. An empty `spent`: nothing started.
   static std::future<void> FreeInBackground(std::vector<std::string> spent);
   void DeleteAll(const std::vector<std::string>& ids);
+  // After UploadLarge's store refusal `refused` (its tensors left inline):
+  // OK, logged, when a request of `request_bytes` fits MessageLimit; else
+  // `refused` with the bytes and the limit added to its message.
+  absl::Status InlineInstead(const absl::Status& refused, absl::string_view op,
+                             size_t request_bytes, const CallOptions& call);
+  // The largest message both ends take: options.max_message_bytes and the
+  // server's (GetServerInfo's limits, asked once and kept).
+  absl::StatusOr<int64_t> MessageLimit(const CallOptions& call);
+  // Whether a kept result of `bytes` (plus the rest of the response) would
+  // fit this client's messages: such a result may come inline instead.
+  bool FitsInline(int64_t bytes) const;
   bool Large(int64_t bytes) const {
     return options_.stream_threshold_bytes > 0 && bytes >= options_.stream_threshold_bytes;
   }
@@ -88,8 +104,9 @@ class Transfer {
   const ClientOptions& options_;
   const DeadlineSetter deadline_;
   StubPool pool_;
-  std::atomic<bool> multipart_{true};  // false once StartUpload was UNIMPLEMENTED
-  std::atomic<bool> ranged_{true};     // false once a server ignored a range
+  std::atomic<bool> multipart_{true};           // false once StartUpload was UNIMPLEMENTED
+  std::atomic<bool> ranged_{true};              // false once a server ignored a range
+  std::atomic<int64_t> server_max_message_{0};  // GetServerInfo's; 0: not asked yet
 };
 
 TensorInfo FromProto(const v1::TensorInfo& info);
