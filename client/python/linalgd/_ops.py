@@ -22,6 +22,7 @@ differ in nothing else. Effects:
 exception raised while performing an effect is thrown into the generator at
 the yield, so try/finally in an operation works as in straight-line code.
 """
+import logging
 import math
 import time
 from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -30,12 +31,22 @@ from . import _health, shm, tensors
 from ._stubs import pb
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
 from ._replicas import request_ids
-from .errors import DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError, ReplicaGone
+from .errors import (DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError, ReplicaGone,
+                     ResourceExhausted, store_refusal)
 from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
 from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, complex_b_for,
                      encode_csr, is_scipy_sparse, to_scipy_like)
 from .store import TEMPORARY_TTL, TensorInfo, id_of, put_item
+
+_log = logging.getLogger("linalgd")
+
+# What a response needs beyond its result's bytes (ExecutionInfo, a solve's
+# numerics), as the server counts it before sending a kept result inline.
+RESPONSE_MARGIN_BYTES = 64 << 10
+# protobuf's hard limit on one message (as _base.PROTOBUF_LIMIT).
+_PROTOBUF_LIMIT = 2**31 - 1
+
 
 class _Default:
     def __repr__(self):
@@ -133,14 +144,71 @@ def encode_operands(client, req, operands, timeout) -> Op:
     return [info.id for info in infos]
 
 
+def message_limit(client, timeout) -> Op:
+    """The largest message both ends take: the client's max_message_bytes and
+    the server's (GetServerInfo's limits.max_message_bytes, asked once and
+    kept on the client)."""
+    server = getattr(client, "_server_message_limit", None)
+    if server is None:
+        info = yield Invoke("GetServerInfo", pb.GetServerInfoRequest(), timeout)
+        server = info.limits.max_message_bytes or _PROTOBUF_LIMIT
+        client._server_message_limit = server
+    return min(client.max_message_bytes, server, _PROTOBUF_LIMIT)
+
+
+def encode_inline_instead(client, method, req, operands, refused, timeout) -> Op:
+    """After the store refused the call's uploads (refused: the
+    RESOURCE_EXHAUSTED with linalgd-store-refused; put_many deleted what it
+    had stored): every operand inline when the request then fits the message
+    limit of both ends, else refused again, its message naming the bytes and
+    the limit."""
+    for name, (arr, wire) in operands.items():
+        if not isinstance(arr, RemoteTensor) and client._large(arr.nbytes):
+            getattr(req, name).CopyFrom(tensors.encode_array(arr, wire, name))
+    size = req.ByteSize()
+    limit = yield from message_limit(client, timeout)
+    if size > limit:
+        raise type(refused)(
+            f"{refused.message}; the operands are too large to send inline instead: the "
+            f"request would be {size} bytes, over the {limit}-byte message limit (the smaller "
+            f"of the client's max_message_bytes {client.max_message_bytes} and the server's "
+            f"{client._server_message_limit})", code=refused.code, method=refused.method,
+            attempts=refused.attempts, trailing_metadata=refused.trailing_metadata,
+            retry_after=refused.retry_after)
+    _log.debug("%s: the store refused its operands' uploads (%s); sending them inline "
+               "instead, a request of %d bytes", method, refused.message, size)
+
+
 def call_with_operands(client, method, req, operands, timeout) -> Op:
     temps = []
     try:
-        temps = yield from encode_operands(client, req, operands, timeout)
+        try:
+            temps = yield from encode_operands(client, req, operands, timeout)
+        except ResourceExhausted as e:
+            if store_refusal(e) is None:
+                raise
+            yield from encode_inline_instead(client, method, req, operands, e, timeout)
         return (yield Invoke(method, req, timeout))
     finally:
         if temps:
             yield Drop(temps)
+
+
+def keep_or_inline(client, req, keep, out_bytes) -> None:
+    """Sets req.keep_result for a result of about out_bytes: kept when asked
+    (keep) or large; a large one not asked to be kept may come inline instead
+    when the store refuses to keep it (inline_if_store_refuses) and it fits
+    the client's max_message_bytes (the server checks its own)."""
+    req.keep_result = bool(keep) or client._large(out_bytes)
+    req.inline_if_store_refuses = (req.keep_result and not keep and
+                                   out_bytes + RESPONSE_MARGIN_BYTES <= client.max_message_bytes)
+
+
+def note_inline_result(method, t) -> None:
+    """Logs a result the server sent inline although it was to be kept."""
+    if t.WhichOneof("source") != "resident_id":
+        _log.debug("%s: the store refused to keep its result; the server sent it inline "
+                   "(%d bytes)", method, len(t.data))
 
 
 def fetch_kept(client, t, field, as_torch) -> Op:
@@ -244,10 +312,12 @@ def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b
         out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
                      a_arr.shape[-1 if transpose_a else -2] *
                      b_arr.shape[-2 if transpose_b else -1] * a_arr.itemsize)
-    req.keep_result = bool(keep) or client._large(out_bytes)
+    keep_or_inline(client, req, keep, out_bytes)
     resp = yield from call_with_operands(client, "Matmul", req, operands, timeout)
     if keep:
         return resp, remote_result(client, resp.out, "out")
+    if req.keep_result:
+        note_inline_result("Matmul", resp.out)
     return resp, (yield from fetch_kept(client, resp.out, "out", as_torch))
 
 
@@ -298,11 +368,13 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
         resp, x = done
     else:
         client._check_size(operands)
-        req.keep_result = bool(keep) or client._large(b_arr.nbytes)
+        keep_or_inline(client, req, keep, b_arr.nbytes)
         resp = yield from _solve_call(client, req, operands, timeout, factor)
         if keep:
             x = remote_result(client, resp.x, "x")
         else:
+            if req.keep_result:
+                note_inline_result("Solve", resp.x)
             x = yield from fetch_kept(client, resp.x, "x", as_torch)
     batch_shape = tuple(x.shape[:-2])
     if vector and not keep:

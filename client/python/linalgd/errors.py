@@ -8,6 +8,9 @@ Every error the client raises is a LinalgdError carrying the status `code`
 import grpc
 
 RETRY_AFTER_KEY = "retry-after-ms"
+# Trailing metadata of the server's refusals to store (a tenant's store_bytes
+# or max_objects quota, --store-bytes, --store-max-objects): the limit's name.
+STORE_REFUSED_KEY = "linalgd-store-refused"
 
 
 class LinalgdError(Exception):
@@ -135,6 +138,19 @@ def retry_after_seconds(metadata):
             except ValueError:
                 return None
             return max(ms, 0.0) / 1000.0
+    return None
+
+
+def store_refusal(error):
+    """The limit a RESOURCE_EXHAUSTED error says the store refused for
+    (linalgd-store-refused: "store_bytes", "max_objects", "--store-bytes",
+    "--store-max-objects"), or None for any other error (a full queue,
+    max_inflight, a message over a limit)."""
+    if getattr(error, "code", None) != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    for key, value in getattr(error, "trailing_metadata", ()) or ():
+        if key == STORE_REFUSED_KEY:
+            return value.decode() if isinstance(value, bytes) else value
     return None
 
 

@@ -41,6 +41,7 @@ import concurrent.futures
 import contextlib
 import ctypes
 import threading
+import time
 import zlib
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -56,6 +57,16 @@ _SERVICE = "/linalgd.v1.Linalg/"
 
 def _identity(b):
     return b
+
+
+def _settled(fn):
+    """fn as a job that returns the exception it raises instead of raising it."""
+    def job():
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001  the caller raises it, once the others are in
+            return e
+    return job
 
 
 def _schedule(jobs):
@@ -324,11 +335,26 @@ class Transfer:
                 sends.append(((j, r), send))
         order = _schedule(sends)
         results = dict(zip((key for key, _ in order),
-                           self.run_all([fn for _, fn in order])))
-        finished = dict(zip(list(uploads), self.run_all(
-            [self._finish_job(uploads, j, deadline) for j in list(uploads)])))
-        return [finished[j] if j in finished else results[(j, ranges[0])].tensor
-                for j, ranges in enumerate(plans)]
+                           self.run_all([_settled(fn) for _, fn in order])))
+        stored = {j: results[(j, ranges[0])] for j, ranges in enumerate(plans)
+                  if j not in uploads}
+        stored = {j: r.tensor if not isinstance(r, Exception) else r for j, r in stored.items()}
+        if not any(isinstance(r, Exception) for r in results.values()):
+            stored.update(zip(list(uploads), self.run_all(
+                [_settled(self._finish_job(uploads, j, deadline)) for j in list(uploads)])))
+        failed = [r for r in [*results.values(), *stored.values()] if isinstance(r, Exception)]
+        if failed:  # what did get stored is of no use without the rest
+            self._delete_stored([t.id for t in stored.values() if not isinstance(t, Exception)])
+            raise failed[0]
+        return [stored[j] for j in range(len(plans))]
+
+    def _delete_stored(self, ids):
+        for tensor_id in ids:
+            try:
+                self._unary("DeleteTensor", pb.DeleteTensorRequest(id=tensor_id),
+                            pb.DeleteTensorResponse, time.monotonic() + 10.0)
+            except Exception:  # noqa: BLE001  best effort; the tensor's TTL covers it
+                pass
 
     def _segments_of(self, pool, items, uploads, held):
         """With transfer worker processes (pool): {tensor index: a shared-memory

@@ -1,0 +1,159 @@
+"""A tenant whose store quota leaves no room for a call's temporaries: both
+clients (linalgd.Client and linalgd.aio.Client) against the real server.
+
+The tenant "tight" may store 3 MiB, less than one 5 MiB operand or result,
+and keeps 2 MiB of its own data there. Its calls with a 5 MiB operand, or a
+5 MiB result, get the right answer inline; over the message limit they still
+fail RESOURCE_EXHAUSTED naming the bytes and the limit; a refusal for another
+limit (a full --max-inflight-bytes, the tenant's max_message_bytes) is not
+taken for the store's; no temporary is left in the store.
+"""
+import asyncio
+import hashlib
+import logging
+
+import grpc
+import numpy as np
+import pytest
+
+import linalgd
+import linalgd.aio
+
+TIGHT, SMALL = "tight-quota-token", "small-quota-token"
+QUOTA = 3 << 20
+RNG = np.random.default_rng(11)
+A_BIG, B_THIN = RNG.standard_normal((640, 1024)), RNG.standard_normal((1024, 8))  # a: 5 MiB
+A_TALL, B_WIDE = RNG.standard_normal((1024, 16)), RNG.standard_normal((16, 640))  # out: 5 MiB
+
+
+def tokens_file(tmp_path):
+    sha = lambda t: hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
+    path = tmp_path / "tokens"
+    path.write_text(f"tight {sha(TIGHT)} store_bytes={QUOTA}\n"
+                    f"small {sha(SMALL)} max_message_bytes=1048576\n")
+    return str(path)
+
+
+def start(start_server, tmp_path, *flags):
+    return start_server("--auth-tokens", tokens_file(tmp_path), *flags)
+
+
+def own_data(c):
+    """The tenant's own 2 MiB tensor: most of its quota."""
+    return c.put(np.ones((256, 1024))).id
+
+
+def listed(c):
+    return [t.id for t in c.list_tensors()]
+
+
+@pytest.fixture
+def debug_log(caplog):
+    caplog.set_level(logging.DEBUG, logger="linalgd")
+    return caplog
+
+
+def test_operands_the_quota_refuses_go_inline(start_server, tmp_path, debug_log):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
+        mine = own_data(c)
+        np.testing.assert_allclose(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN, rtol=1e-10)
+        square = RNG.standard_normal((1024, 1024)) + 64 * np.eye(1024)  # 8 MiB
+        x = c.solve(square, B_THIN)
+        np.testing.assert_allclose(square @ x, B_THIN, atol=1e-9)
+        assert listed(c) == [mine]
+    assert "Matmul: the store refused its operands' uploads (tenant quota " \
+        f"store_bytes={QUOTA}" in debug_log.text
+    assert "Solve: the store refused" in debug_log.text
+    assert "sending them inline instead" in debug_log.text
+
+
+def test_a_result_the_quota_refuses_to_keep_comes_inline(start_server, tmp_path, debug_log):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
+        mine = own_data(c)
+        np.testing.assert_allclose(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE, rtol=1e-10)
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_TALL, B_WIDE, keep=True)  # asked to be kept: the refusal stands
+        assert f"tenant quota store_bytes={QUOTA}: 5242880 bytes" in str(e.value)
+        assert "inline" not in str(e.value)
+        assert listed(c) == [mine]
+    assert "Matmul: the store refused to keep its result; the server sent it inline " \
+        "(5242880 bytes)" in debug_log.text
+
+
+def test_over_the_message_limit_the_quota_error_stands_naming_the_bytes(start_server,
+                                                                        tmp_path):
+    s = start(start_server, tmp_path, "--max-message-bytes", str(4 << 20))
+    with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
+        mine = own_data(c)
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_BIG, B_THIN)
+        message = str(e.value)
+        assert f"tenant quota store_bytes={QUOTA}: 5242880 bytes" in message
+        assert "the operands are too large to send inline instead: the request would be " \
+            "5308" in message
+        assert "over the 4194304-byte message limit (the smaller of the client's " \
+            "max_message_bytes" in message and "and the server's 4194304)" in message
+        assert e.value.trailing_metadata  # the server's, kept
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_TALL, B_WIDE)
+        assert "the result's 5242880 bytes (+65536 for the rest of the response) are too " \
+            "large to send inline instead (--max-message-bytes=4194304)" in str(e.value)
+        assert listed(c) == [mine]
+
+
+def test_a_queue_refusal_after_the_inline_resend_is_not_a_quota_refusal(start_server, tmp_path,
+                                                                        debug_log):
+    s = start(start_server, tmp_path, "--max-inflight-bytes", str(4 << 20))
+    with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_BIG, B_THIN)
+        assert "do not fit in --max-inflight-bytes=4194304" in str(e.value)
+        assert "inline" not in str(e.value)
+        assert e.value.retry_after is not None
+        assert listed(c) == []
+    assert debug_log.text.count("sending them inline instead") == 1
+
+
+def test_an_upload_refused_for_another_limit_is_not_sent_inline(start_server, tmp_path,
+                                                                debug_log):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=SMALL, retries=0) as c:
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_BIG, B_THIN)
+        assert "tenant quota max_message_bytes=1048576" in str(e.value)
+        assert "inline" not in str(e.value)
+        assert listed(c) == []
+    assert "inline" not in debug_log.text
+
+
+def test_a_refused_upload_leaves_none_of_the_others_stored(start_server, tmp_path):
+    """a (2 MiB) fits the quota and is uploaded, b (3.1 MiB) is refused: a's
+    stored copy is deleted, then the call goes inline."""
+    s = start(start_server, tmp_path)
+    a, b = RNG.standard_normal((256, 1024)), RNG.standard_normal((1024, 400))  # out: 800 KiB
+    with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
+        c.stream_threshold = 1 << 20  # both uploaded, at once
+        np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-10)
+        assert listed(c) == []
+
+
+def test_the_asyncio_client_falls_back_alike(start_server, tmp_path, debug_log):
+    s = start(start_server, tmp_path, "--max-message-bytes", str(16 << 20))
+
+    async def main():
+        async with linalgd.aio.Client(s.target, token=TIGHT, retries=0) as c:
+            mine = (await c.put(np.ones((256, 1024)))).id
+            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
+                                       rtol=1e-10)
+            np.testing.assert_allclose(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE,
+                                       rtol=1e-10)
+            with pytest.raises(linalgd.ResourceExhausted) as e:
+                await c.matmul(np.ones((2400, 1024)), B_THIN)  # 18.75 MiB inline: too large
+            assert "too large to send inline instead" in str(e.value)
+            assert "16777216-byte message limit" in str(e.value)
+            assert [t.id for t in await c.list_tensors()] == [mine]
+    asyncio.run(main())
+    assert "sending them inline instead" in debug_log.text
+    assert "the server sent it inline" in debug_log.text
