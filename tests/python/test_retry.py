@@ -62,6 +62,9 @@ def test_backoff_schedule():
     assert not p.should_retry(err, 1)
     assert p.should_retry(linalgd.ResourceExhausted("queue full"), 5)
     assert not p.should_retry(linalgd.ResourceExhausted("queue full"), 6)
+    quota = linalgd.ResourceExhausted(
+        "tenant quota store_bytes=1", trailing_metadata=(("linalgd-store-refused", "store_bytes"),))
+    assert not p.should_retry(quota, 1)  # would run the op again; only freeing space helps
 
 
 class _Overloaded(grpc.GenericRpcHandler):

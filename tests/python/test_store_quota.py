@@ -101,6 +101,10 @@ def test_over_the_message_limit_the_quota_error_stands_naming_the_bytes(start_se
         assert "the result's 5242880 bytes (+65536 for the rest of the response) are too " \
             "large to send inline instead (--max-message-bytes=4194304)" in str(e.value)
         assert listed(c) == [mine]
+    with linalgd.Client(s.target, token=TIGHT) as c:  # retries on: not for a store refusal
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(A_TALL, B_WIDE)
+        assert e.value.attempts == 1  # the product ran once
 
 
 def test_a_queue_refusal_after_the_inline_resend_is_not_a_quota_refusal(start_server, tmp_path,

@@ -4,7 +4,10 @@ A failed attempt is retried when its status code is in `codes` (default
 UNAVAILABLE and RESOURCE_EXHAUSTED), attempts remain, and the next attempt can
 start before the call's deadline. The server's `retry-after-ms` trailing
 metadata, when present, replaces the computed delay. Errors produced by the
-client itself (e.g. a message over the size limit) are never retried.
+client itself (e.g. a message over the size limit) are never retried, nor is a
+refusal of the server's store (linalgd-store-refused: a tenant's quota or a
+full store): another attempt would run the operation again, and only freeing
+stored objects makes room (the clients already sent what fit inline instead).
 
 With several replicas (an ipv4: list or a dns: target), a stateless call that
 fails with a code in `failover_codes` is first retried at once on another
@@ -14,6 +17,8 @@ import dataclasses
 import random
 
 import grpc
+
+from .errors import store_refusal
 
 DEFAULT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 # gRPC's own RESOURCE_EXHAUSTED for an oversized message: retrying cannot help.
@@ -41,6 +46,8 @@ class RetryPolicy:
     def should_retry(self, error, attempt):
         """attempt: 1-based number of the attempt that just failed."""
         if attempt > self.retries or error.code not in self.codes:
+            return False
+        if store_refusal(error) is not None:
             return False
         msg = (error.message or "").lower()
         return not any(s in msg for s in _LOCAL_SIZE_ERRORS)
