@@ -35,10 +35,10 @@ std::vector<double> Product(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-void ExpectNear(const Tensor& got, const std::vector<double>& want) {
+void ExpectNear(const Tensor& got, const std::vector<double>& want, double tolerance = 1e-9) {
   const std::vector<double> g = got.ToVector<double>();
   ASSERT_EQ(g.size(), want.size());
-  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], 1e-9) << "element " << i;
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], tolerance) << "element " << i;
 }
 
 // A matmul whose a is 5 MiB (above the stream threshold), its result small.
@@ -131,6 +131,24 @@ TEST_F(StoreQuotaTest, OperandsTheQuotaRefusesGoInline) {
   EXPECT_THAT(Log(), HasSubstr("Matmul: the store refused its operands' uploads (tenant quota "
                                "store_bytes=3145728"));
   EXPECT_THAT(Log(), HasSubstr("sending them inline instead"));
+  ExpectOnly(mine);
+}
+
+TEST_F(StoreQuotaTest, ASolveWhoseOperandAndResultTheQuotaRefusesGoesInline) {
+  Start();
+  const std::string mine = StoreOwnData();
+  client::SolveArgs args;
+  std::vector<double> a = RandomValues(1024 * 1024, 6);  // 8 MiB
+  for (int i = 0; i < 1024; ++i) a[i * 1024 + i] += 64;  // well conditioned
+  args.a = Tensor::FromVector<double>({1024, 1024}, absl::MakeConstSpan(a)).value();
+  args.b = RandomTensor<double>({1024, 640}, 7);  // 5 MiB, and so is x
+  const Tensor b = args.b;
+  auto r = client_->Solve(args);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->x_resident_id.empty());
+  ExpectNear(b, Product(args.a, r->x), 1e-9);
+  EXPECT_THAT(Log(), HasSubstr("Solve: the store refused its operands' uploads"));
+  EXPECT_THAT(Log(), HasSubstr("Solve: the store refused to keep x"));
   ExpectOnly(mine);
 }
 
