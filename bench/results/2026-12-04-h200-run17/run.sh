@@ -47,7 +47,8 @@ run latency_gpu128 60 "$B" --target 127.0.0.1:50082 --workloads latency --small-
 run e2e64 240 "$B" --target 127.0.0.1:50082 --workloads e2e64 --e2e-matmul-sizes 4096 --e2e-solve-sizes 4096 8192 --large-iterations 3 --json "$json/e2e64.json"
 run accuracy 200 python3 bench/accuracy.py --target 127.0.0.1:50082 --out "$logs/accuracy.md"
 run decisions 200 python3 bench/decision_table.py --target 127.0.0.1:50082 --big
-run py_transfer 150 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$B" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4 --sweep 8x2 --processes 2,4,8
+run py_transfer 150 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$B" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4 --sweep 8x2 --processes 8
+run py_transfer_tuned 150 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$B" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4 --sweep 8x2 --tune-malloc
 kill $p1 $p2 $p3; wait 2>/dev/null
 for n in 1024 2048 4096; do
   run "data_$n" 120 "$B" --workloads data --data-n "$n" --data-iterations 3 --factor-n 1024 --factor-solves 20 --json "$json/data_$n.json"
@@ -61,6 +62,7 @@ for f in latency_cpu latency_cpu_again latency_gpu128; do echo "== $f"; grep -E 
 echo "== e2e64" >> "$s"; grep -iE "solve|matmul" "$logs/e2e64.log" | head -12 >> "$s"
 echo "== accuracy" >> "$s"; cat "$logs/accuracy.md" >> "$s" 2>/dev/null; tail -3 "$logs/accuracy.log" >> "$s"
 echo "== py_transfer" >> "$s"; tail -60 "$logs/py_transfer.log" >> "$s"
+echo "== py_transfer_tuned" >> "$s"; tail -45 "$logs/py_transfer_tuned.log" >> "$s"
 for f in batching_shm batching_shm_again; do echo "== $f"; grep -iE "calls/s|p50" "$logs/$f.log" | head -12; done >> "$s"
 echo "== gpu_bench" >> "$s"; grep -vE "^\[" "$logs/gpu_bench.log" | head -90 >> "$s"
 echo "== decisions" >> "$s"; tail -40 "$logs/decisions.log" >> "$s"
