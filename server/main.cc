@@ -62,7 +62,7 @@ struct Flags {
   std::string op_timeout = "10s";
   std::string cpu_threshold = "auto";
   int inline_max_us = 50;
-  int gpu_inline_max_us = 200;
+  int gpu_inline_max_us = 0;
   std::string max_queue_delay = "200us";
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
@@ -201,7 +201,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--gpu-inline-max-us", f.gpu_inline_max_us,
                  "a GPU job predicted to take at most this many microseconds runs on the gRPC "
                  "thread that received it when its GPU's queue is empty, a handle set is free "
-                 "and its memory fits at once (still watched by --op-timeout); 0: always queue")
+                 "and its memory (at most 1 MiB) fits at once (still watched by --op-timeout); 0: "
+                 "always queue")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")

@@ -72,8 +72,13 @@ struct SchedulerOptions {
   // the op-timeout watchdog (a call that overruns is rerun on the CPU and
   // counts toward max_abandoned_per_device), CPU reruns of retryable errors.
   // Jobs run through Job::Run (not watched by the op-timeout) never run
-  // inline. Zero: every GPU job queues.
-  absl::Duration gpu_inline_max_run = absl::Microseconds(200);
+  // inline, nor do jobs of more than gpu_inline_max_bytes device bytes (the
+  // lane's speed is one average: after large jobs it can predict a
+  // mid-sized one under the bound that takes a millisecond). Zero (the
+  // default): every GPU job queues.
+  absl::Duration gpu_inline_max_run = absl::ZeroDuration();
+  // 1 MiB: what the small GPU products' one page-locked round trip carries.
+  int64_t gpu_inline_max_bytes = int64_t{1} << 20;
 };
 
 struct BackendCallResult;  // scheduler_run.cc

@@ -139,6 +139,7 @@ bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
 bool Scheduler::GpuInlineAllowed(const Lane& lane, const QueuedJob& item) const {
   const Job& job = *item.job;
   return options_.gpu_inline_max_run > absl::ZeroDuration() && !IsOpaque(job) &&
+         job.spec().device_bytes <= options_.gpu_inline_max_bytes &&
          lane.estimate.Predict(job.spec().flops) <= options_.gpu_inline_max_run &&
          lane.queue->size() == 0 && !Fenced(lane);
 }

@@ -47,8 +47,8 @@ struct ServerOptions {
   absl::Duration inline_max_run = absl::Microseconds(50);
   // The same for a GPU job, when its GPU's queue is empty, a handle set is
   // free and its memory fits at once (SchedulerOptions::gpu_inline_max_run);
-  // zero: every GPU job queues.
-  absl::Duration gpu_inline_max_run = absl::Microseconds(200);
+  // zero (the default): every GPU job queues.
+  absl::Duration gpu_inline_max_run = absl::ZeroDuration();
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   // --cpu-threshold auto: with a GPU lane, the threshold per op and dtype is
   // measured at start-up (server/scheduler/crossover.h) instead.

@@ -245,11 +245,12 @@ TEST_F(GpuServerTest, SmallProductsOnTheGpuTakeOneCopyEachWay) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("bias: element 3 is NaN"));
 }
 
-// --gpu-inline-max-us (default 200 us): a small product on an idle GPU runs
-// on the gRPC thread that received it, with no queue wait, and is right.
+// --gpu-inline-max-us 200: a small product on an idle GPU runs on the gRPC
+// thread that received it, with no queue wait, and is right.
 TEST_F(GpuServerTest, SmallProductOnAnIdleGpuRunsInline) {
   ServerOptions o;
   o.cpu_threshold = 0;
+  o.gpu_inline_max_run = absl::Microseconds(200);
   START_OR_SKIP(o);
   for (int i = 0; i < 5; ++i) {
     client::MatmulArgs args;

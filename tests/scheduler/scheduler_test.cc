@@ -933,6 +933,29 @@ TEST(SchedulerGpuInlineTest, JobsThatMustQueueDoNotRunInline) {
   }
 }
 
+// Predicted quick but holding more than gpu_inline_max_bytes of device
+// memory (a mid-sized product the lane's average speed underestimates):
+// a worker runs it; at the bound it runs inline.
+TEST(SchedulerGpuInlineTest, JobsOverTheByteBoundQueue) {
+  FakeBackend cpu("cpu");
+  ThreadNotingBackend gpu("gpu:0");
+  Outcome out;
+  std::thread::id at_bound, over_bound;
+  SchedulerOptions o = GpuInline();
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    JobSpec spec = TinyGpuSpec();
+    spec.device_bytes = o.gpu_inline_max_bytes;
+    s.Submit(std::make_unique<ThreadNotingJob>(1, spec, &out, &at_bound));
+    EXPECT_EQ(out.finish_calls.load(), 1);
+    spec.device_bytes = o.gpu_inline_max_bytes + 1;
+    s.Submit(std::make_unique<ThreadNotingJob>(2, spec, &out, &over_bound));
+    ASSERT_TRUE(out.WaitFor(2));
+  }
+  EXPECT_EQ(at_bound, std::this_thread::get_id());
+  EXPECT_NE(over_bound, std::this_thread::get_id());
+}
+
 // An inline call that hangs: the watchdog reruns the job on the CPU at the
 // op-timeout (the submitting thread is still in the call) and counts the call
 // abandoned, exactly as a worker's; max_abandoned_per_device of them fence
