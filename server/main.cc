@@ -62,6 +62,7 @@ struct Flags {
   std::string op_timeout = "10s";
   std::string cpu_threshold = "auto";
   int inline_max_us = 50;
+  int gpu_inline_max_us = 0;
   std::string max_queue_delay = "200us";
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
@@ -195,6 +196,13 @@ void AddFlags(CLI::App& app, Flags& f) {
          "a CPU job predicted to take at most this many microseconds runs on the gRPC "
          "thread that received it when the CPU lane is idle, without a hand-off to a worker; 0: "
          "always queue")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--gpu-inline-max-us", f.gpu_inline_max_us,
+                 "a GPU job predicted to take at most this many microseconds runs on the gRPC "
+                 "thread that received it when its GPU's queue is empty, a handle set is free "
+                 "and its memory (at most 1 MiB) fits at once (still watched by --op-timeout); 0: "
+                 "always queue")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
   app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")
@@ -342,6 +350,7 @@ bool Finalize(Flags& f, StopTimes* stop) {
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
   if (!ParseCpuThreshold(f.cpu_threshold, o)) return false;
   o.inline_max_run = absl::Microseconds(f.inline_max_us);
+  o.gpu_inline_max_run = absl::Microseconds(f.gpu_inline_max_us);
   if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))
     return bad("--max-queue-delay", f.max_queue_delay);
   if (!ParseSeconds(f.budget_wait, &o.budget_wait)) return bad("--budget-wait", f.budget_wait);

@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_BACKEND_BACKEND_H_
 #define LINALGD_SERVER_BACKEND_BACKEND_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "server/backend/sparse_plan.h"
 
 namespace linalgd {
+
+// What one call needs to start at once on a backend (a GPU: one of its
+// handle sets), claimed without waiting by Backend::TryClaimCall. Held by
+// the thread that claimed it; releasing it (destruction) gives it back.
+class CallClaim {
+ public:
+  virtual ~CallClaim() = default;
+};
 
 // One engine that runs operations: the CPU, or one GPU. The scheduler may
 // send any job to any backend.
@@ -31,6 +40,15 @@ class Backend {
 
   // "cpu" or "gpu:N".
   virtual std::string name() const = 0;
+
+  // Claims, without waiting, what one call needs to start at once, for the
+  // calls that the claiming thread makes while the claim lives: they use it
+  // instead of waiting for one. Null when none is free now, or when another
+  // caller already waits for one (a claim never jumps that queue). The
+  // scheduler takes one before it runs a GPU job on a gRPC thread, which
+  // must never wait. The default: a claim on nothing, for backends whose
+  // calls never wait for a resource of their own.
+  virtual std::unique_ptr<CallClaim> TryClaimCall() { return std::make_unique<CallClaim>(); }
 
   // REQUIRES: `plan` is PlanMatmul(op). Returns a tensor of op.out_dtype and
   // plan.out_shape.

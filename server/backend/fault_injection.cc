@@ -59,6 +59,9 @@ class FaultyBackend : public Backend {
 
   std::string name() const override { return inner_->name(); }
 
+  // The inner backend's calls are what wait for its resources.
+  std::unique_ptr<CallClaim> TryClaimCall() override { return inner_->TryClaimCall(); }
+
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
     absl::Status s = Apply("matmul");
     if (!s.ok()) return s;

@@ -13,6 +13,15 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt on Hopper
 
+// A handle set claimed for the thread that made the claim.
+class HandleSetClaim : public CallClaim {
+ public:
+  explicit HandleSetClaim(HandlePool::Claim claim) : claim_(std::move(claim)) {}
+
+ private:
+  HandlePool::Claim claim_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(const GpuBackendConfig& config) {
@@ -53,6 +62,13 @@ GpuBackend::~GpuBackend() {
   handles_.reset();  // synchronizes and destroys the streams first
   memory_.reset();
   cudaGetLastError();
+}
+
+std::unique_ptr<CallClaim> GpuBackend::TryClaimCall() {
+  if (fenced()) return nullptr;
+  std::optional<HandlePool::Claim> claim = handles_->TryClaim();
+  if (!claim) return nullptr;
+  return std::make_unique<HandleSetClaim>(*std::move(claim));
 }
 
 bool GpuBackend::fenced() const {

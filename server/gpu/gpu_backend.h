@@ -58,6 +58,9 @@ class GpuBackend : public Backend {
   ~GpuBackend() override;
 
   std::string name() const override { return name_; }
+  // A free handle set for the calling thread (HandlePool::TryClaim); null
+  // when none is free now or the device is fenced.
+  std::unique_ptr<CallClaim> TryClaimCall() override;
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override;
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override;
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,

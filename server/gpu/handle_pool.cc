@@ -1,5 +1,7 @@
 #include "server/gpu/handle_pool.h"
 
+#include <algorithm>
+
 #include "server/gpu/cuda_check.h"
 
 namespace linalgd::gpu {
@@ -84,20 +86,56 @@ absl::StatusOr<std::unique_ptr<HandlePool>> HandlePool::Create(int device, int c
 
 HandlePool::Lease HandlePool::Acquire() {
   absl::MutexLock lock(&mu_);
+  const std::thread::id self = std::this_thread::get_id();
+  for (Claimed& c : claimed_) {
+    if (c.thread != self || c.leased) continue;
+    c.leased = true;
+    return Lease(this, c.set);
+  }
+  ++waiting_;
   mu_.Await(absl::Condition(
       +[](std::vector<HandleSet*>* f) { return !f->empty(); }, &free_));
+  --waiting_;
   HandleSet* set = free_.back();
   free_.pop_back();
   return Lease(this, set);
 }
 
+std::optional<HandlePool::Claim> HandlePool::TryClaim() {
+  absl::MutexLock lock(&mu_);
+  if (free_.empty() || waiting_ > 0) return std::nullopt;
+  HandleSet* set = free_.back();
+  free_.pop_back();
+  claimed_.push_back(Claimed{set, std::this_thread::get_id()});
+  return Claim(this, set);
+}
+
 void HandlePool::Return(HandleSet* set) {
   absl::MutexLock lock(&mu_);
+  for (Claimed& c : claimed_) {
+    if (c.set != set) continue;
+    c.leased = false;  // stays its thread's until the claim ends
+    return;
+  }
   free_.push_back(set);
+}
+
+void HandlePool::Unclaim(HandleSet* set) {
+  absl::MutexLock lock(&mu_);
+  const auto it = std::find_if(claimed_.begin(), claimed_.end(),
+                               [set](const Claimed& c) { return c.set == set; });
+  if (it == claimed_.end()) return;
+  const bool leased = it->leased;
+  claimed_.erase(it);
+  if (!leased) free_.push_back(set);  // else its lease's Return frees it
 }
 
 HandlePool::Lease::~Lease() {
   if (pool_ != nullptr) pool_->Return(set_);
+}
+
+HandlePool::Claim::~Claim() {
+  if (pool_ != nullptr) pool_->Unclaim(set_);
 }
 
 }  // namespace linalgd::gpu

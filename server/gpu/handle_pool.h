@@ -8,6 +8,8 @@
 #include <cusparse.h>
 
 #include <memory>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -88,23 +90,56 @@ class HandlePool {
     HandleSet* set_;
   };
 
+  // A set taken from the pool for the thread that claimed it: that thread's
+  // Acquire() calls lease it without waiting while the claim lives (one
+  // lease at a time; a second one at once waits as any other). Released on
+  // destruction, on any thread: the set goes back to the pool (after its
+  // lease, when one is still held).
+  class Claim {
+   public:
+    Claim(Claim&& other) noexcept : pool_(other.pool_), set_(other.set_) { other.pool_ = nullptr; }
+    Claim(const Claim&) = delete;
+    Claim& operator=(const Claim&) = delete;
+    ~Claim();
+
+   private:
+    friend class HandlePool;
+    Claim(HandlePool* pool, HandleSet* set) : pool_(pool), set_(set) {}
+    HandlePool* pool_;
+    HandleSet* set_;
+  };
+
   static absl::StatusOr<std::unique_ptr<HandlePool>> Create(int device, int count,
                                                             size_t workspace_bytes,
                                                             size_t small_bytes = 0);
 
-  // Blocks until a set is free. No GPU call is made under the pool's lock.
+  // The calling thread's claimed set when it has one not leased now;
+  // otherwise blocks until a set is free. No GPU call is made under the
+  // pool's lock.
   Lease Acquire() ABSL_LOCKS_EXCLUDED(mu_);
+  // Claims a free set for the calling thread without waiting; nullopt when
+  // none is free or a caller of Acquire() is waiting for one.
+  std::optional<Claim> TryClaim() ABSL_LOCKS_EXCLUDED(mu_);
   int size() const { return static_cast<int>(sets_.size()); }
   // Set i (i < size()), for tests that look at what each set owns.
   const HandleSet& set(int i) const { return *sets_[i]; }
 
  private:
   HandlePool() = default;
+  struct Claimed {
+    HandleSet* set;
+    std::thread::id thread;
+    bool leased = false;
+  };
   void Return(HandleSet* set) ABSL_LOCKS_EXCLUDED(mu_);
+  void Unclaim(HandleSet* set) ABSL_LOCKS_EXCLUDED(mu_);
 
   std::vector<std::unique_ptr<HandleSet>> sets_;  // fixed after Create
   absl::Mutex mu_;
   std::vector<HandleSet*> free_ ABSL_GUARDED_BY(mu_);
+  std::vector<Claimed> claimed_
+      ABSL_GUARDED_BY(mu_);               // neither free nor leased but by their thread
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;  // callers blocked in Acquire()
 };
 
 }  // namespace linalgd::gpu

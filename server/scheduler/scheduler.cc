@@ -183,7 +183,7 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   item.expires = std::min(item.job->spec().deadline, now + options_.op_timeout);
   Lane& lane =
       HasEmptyOp(*item.job) ? *lanes_[0] : Route(item.job->spec(), now, &item.fallback_reason);
-  if (!lane.is_gpu && TryRunInline(lane, item)) return;
+  if (lane.is_gpu ? TryRunGpuInline(lane, item) : TryRunInline(lane, item)) return;
   item.key = batcher_.KeyFor(*item.job);  // only a queued job is batched
   item.queue_wait = trace::AsyncRange([&] {
     return JobRangeName(*item.job, absl::StrCat("queue wait on ", lane.backend->name()));

@@ -61,6 +61,24 @@ struct SchedulerOptions {
   // tenant's flood. Jobs that queue keep their priority order and form
   // batches. Zero: every job queues.
   absl::Duration inline_max_run = absl::ZeroDuration();
+  // A GPU job predicted (by its lane's measured speed) to run in at most
+  // this long runs on the thread that submits it when its lane's queue is
+  // empty (nothing is overtaken), the lane is not fenced, one of the GPU's
+  // handle sets is free now (Backend::TryClaimCall) and its device bytes
+  // fit the lane's budget at once: a few tens of microseconds of GPU work
+  // cost less than a queue hand-off, a worker's wake-up and a response
+  // finished from a non-gRPC thread. Otherwise it queues as any other. It
+  // runs as on a worker: reservation, metrics (no queue wait), trace ranges,
+  // the op-timeout watchdog (a call that overruns is rerun on the CPU and
+  // counts toward max_abandoned_per_device), CPU reruns of retryable errors.
+  // Jobs run through Job::Run (not watched by the op-timeout) never run
+  // inline, nor do jobs of more than gpu_inline_max_bytes device bytes (the
+  // lane's speed is one average: after large jobs it can predict a
+  // mid-sized one under the bound that takes a millisecond). Zero (the
+  // default): every GPU job queues.
+  absl::Duration gpu_inline_max_run = absl::ZeroDuration();
+  // 1 MiB: what the small GPU products' one page-locked round trip carries.
+  int64_t gpu_inline_max_bytes = int64_t{1} << 20;
 };
 
 struct BackendCallResult;  // scheduler_run.cc
@@ -89,7 +107,8 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 //   group that does not fit waits up to budget_wait (or goes to the CPU when
 //   that is predicted faster); a matmul that can never fit is split into
 //   pieces run in sequence, a solve runs on the CPU.
-// - Inline: a tiny CPU job may run on the submitting thread (inline_max_run).
+// - Inline: a tiny CPU job may run on the submitting thread (inline_max_run),
+//   and so may a tiny GPU job (gpu_inline_max_run).
 // - Rollback: a GPU call failing with a retryable error (RESOURCE_EXHAUSTED,
 //   INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED, UNIMPLEMENTED: what the GPU
 //   backend has no path for, e.g. complex lstsq) or still running after
@@ -162,6 +181,10 @@ class Scheduler {
   // watched by watchdog_; when one overruns, the watchdog ends its jobs and
   // starts a replacement worker that takes over `deferred`.
   struct Worker {
+    // on_lane false: a submitting thread running one job inline, which the
+    // watchdog never replaces (the lane's workers stay as they are).
+    explicit Worker(bool on_lane = true) : lane_worker(on_lane) {}
+    const bool lane_worker;
     absl::Mutex mu;
     // Dequeued jobs this worker runs one by one (a failed batch, a group that
     // never fits): on a timeout the replacement runs them.
@@ -225,6 +248,13 @@ class Scheduler {
   // Runs `item` on this thread when inline_max_run allows it (see the
   // option); false (item untouched) when it must queue.
   bool TryRunInline(Lane& lane, QueuedJob& item);
+  // As TryRunInline, for a GPU lane (see gpu_inline_max_run).
+  bool TryRunGpuInline(Lane& lane, QueuedJob& item);
+  bool GpuInlineAllowed(const Lane& lane, const QueuedJob& item) const;
+  // Counts a job run inline (Shutdown waits for them); false when it may not
+  // start: shutting down, or (`cpu`) cpu_workers CPU jobs run inline now.
+  bool BeginInline(bool cpu) ABSL_LOCKS_EXCLUDED(inline_mu_);
+  void EndInline(bool cpu) ABSL_LOCKS_EXCLUDED(inline_mu_);
   // Why a queued job must end without running at `now` (cancelled, or past
   // its op-timeout or deadline); OK when it may still run.
   static absl::Status QueuedEnd(const Lane& lane, const QueuedJob& item, absl::Time now);
@@ -240,8 +270,9 @@ class Scheduler {
   std::vector<std::unique_ptr<Lane>> lanes_;  // [0] is the CPU
   std::once_flag shutdown_once_;
   absl::Mutex inline_mu_;
-  int inline_running_ ABSL_GUARDED_BY(inline_mu_) = 0;
-  bool closing_ ABSL_GUARDED_BY(inline_mu_) = false;  // Shutdown began: nothing runs inline
+  int inline_running_ ABSL_GUARDED_BY(inline_mu_) = 0;      // CPU and GPU jobs
+  int inline_cpu_running_ ABSL_GUARDED_BY(inline_mu_) = 0;  // CPU jobs
+  bool closing_ ABSL_GUARDED_BY(inline_mu_) = false;        // Shutdown began: nothing runs inline
   // Every kSweepPeriod, finishes queued jobs that were cancelled or expired,
   // so their requests are freed without waiting for a worker.
   void SweepLoop();

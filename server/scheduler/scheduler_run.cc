@@ -105,25 +105,68 @@ absl::Duration Scheduler::TimeoutFor(const Lane& lane) const {
   return lane.is_gpu ? options_.op_timeout : absl::InfiniteDuration();
 }
 
+bool Scheduler::BeginInline(bool cpu) {
+  absl::MutexLock lock(&inline_mu_);
+  if (closing_ || (cpu && inline_cpu_running_ >= std::max(1, options_.cpu_workers))) return false;
+  ++inline_running_;
+  if (cpu) ++inline_cpu_running_;
+  return true;
+}
+
+void Scheduler::EndInline(bool cpu) {
+  absl::MutexLock lock(&inline_mu_);
+  --inline_running_;
+  if (cpu) --inline_cpu_running_;
+}
+
 bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
   if (options_.inline_max_run <= absl::ZeroDuration() ||
       lane.estimate.Predict(item.job->spec().flops) > options_.inline_max_run ||
       !lane.queue->MayOvertake(item.job->spec().tenant, item.job->spec().priority)) {
     return false;  // queued jobs that must go first, or this tenant's own turn
   }
-  {
-    absl::MutexLock lock(&inline_mu_);
-    if (closing_ || inline_running_ >= std::max(1, options_.cpu_workers)) return false;
-    ++inline_running_;
-  }
-  Worker worker;  // the CPU lane has no timeout: runs here
+  if (!BeginInline(/*cpu=*/true)) return false;
+  Worker worker(/*on_lane=*/false);  // the CPU lane has no timeout: runs here
   try {
     ExecuteGroup(lane, worker, Single(std::move(item)));
   } catch (const std::exception& e) {  // as in WorkerLoop
     spdlog::error("{}: an inline job's delivery threw: {}", lane.backend->name(), e.what());
   }
-  absl::MutexLock lock(&inline_mu_);
-  --inline_running_;
+  EndInline(/*cpu=*/true);
+  return true;
+}
+
+bool Scheduler::GpuInlineAllowed(const Lane& lane, const QueuedJob& item) const {
+  const Job& job = *item.job;
+  return options_.gpu_inline_max_run > absl::ZeroDuration() && !IsOpaque(job) &&
+         job.spec().device_bytes <= options_.gpu_inline_max_bytes &&
+         lane.estimate.Predict(job.spec().flops) <= options_.gpu_inline_max_run &&
+         lane.queue->size() == 0 && !Fenced(lane);
+}
+
+bool Scheduler::TryRunGpuInline(Lane& lane, QueuedJob& item) {
+  if (!GpuInlineAllowed(lane, item)) return false;
+  // Taken on this thread: its backend call leases the claimed set.
+  std::unique_ptr<CallClaim> claim = lane.backend->TryClaimCall();
+  if (claim == nullptr) return false;  // every set is leased (or awaited): a worker's turn
+  MemoryBudget::Reservation reservation;
+  const int64_t bytes = item.job->spec().device_bytes;
+  if (lane.budget != nullptr && bytes > 0) {
+    absl::StatusOr<MemoryBudget::Reservation> now = lane.budget->TryReserve(bytes);
+    if (!now.ok()) return false;  // a worker waits for room (or splits, or reroutes)
+    reservation = *std::move(now);
+  }
+  if (!BeginInline(/*cpu=*/false)) return false;
+  Worker worker(/*on_lane=*/false);
+  const absl::Time start = item.enqueued;  // it waited in no queue
+  try {
+    Group group = Admissible(lane, Single(std::move(item)), start);
+    if (!group.empty()) RunGroup(lane, worker, std::move(group), std::move(reservation), start);
+  } catch (const std::exception& e) {  // as in WorkerLoop
+    spdlog::error("{}: an inline job's delivery threw: {}", lane.backend->name(), e.what());
+  }
+  claim.reset();
+  EndInline(/*cpu=*/false);
   return true;
 }
 
@@ -190,14 +233,14 @@ bool Scheduler::RunCall(Lane& lane, Worker& worker, absl::AnyInvocable<void() &&
   const bool returned = watchdog_.Run(std::move(fn), timeout, [&] {
     lane.abandoned->Add();
     std::move(on_timeout)();
-    StartReplacement(lane, worker);
+    if (worker.lane_worker) StartReplacement(lane, worker);
   });
   if (returned) return true;
   absl::MutexLock lock(&worker.mu);
   if (worker.replaced) {
     worker.retired = true;  // WorkerLoop ends, counting the call done
   } else {
-    lane.abandoned->Done();  // no replacement: this worker goes on
+    lane.abandoned->Done();  // no replacement (or an inline caller): this thread goes on
   }
   return false;
 }

@@ -45,6 +45,10 @@ struct ServerOptions {
   // that received it when the CPU lane is idle, without a hand-off to a
   // worker (SchedulerOptions::inline_max_run); zero: every job queues.
   absl::Duration inline_max_run = absl::Microseconds(50);
+  // The same for a GPU job, when its GPU's queue is empty, a handle set is
+  // free and its memory fits at once (SchedulerOptions::gpu_inline_max_run);
+  // zero (the default): every GPU job queues.
+  absl::Duration gpu_inline_max_run = absl::ZeroDuration();
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   // --cpu-threshold auto: with a GPU lane, the threshold per op and dtype is
   // measured at start-up (server/scheduler/crossover.h) instead.

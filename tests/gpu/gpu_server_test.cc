@@ -163,6 +163,7 @@ TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
   ServerOptions o;
   o.cpu_threshold = 0;
   o.allow_shm = true;
+  o.gpu_inline_max_run = absl::ZeroDuration();  // every call queues: batches form
   START_OR_SKIP(o);
   client::ClientOptions co;
   co.target = testing::LoopbackTarget(*server_);
@@ -242,6 +243,44 @@ TEST_F(GpuServerTest, SmallProductsOnTheGpuTakeOneCopyEachWay) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("bias: element 3 is NaN"));
+}
+
+// --gpu-inline-max-us 200: a small product on an idle GPU runs on the gRPC
+// thread that received it, with no queue wait, and is right.
+TEST_F(GpuServerTest, SmallProductOnAnIdleGpuRunsInline) {
+  ServerOptions o;
+  o.cpu_threshold = 0;
+  o.gpu_inline_max_run = absl::Microseconds(200);
+  START_OR_SKIP(o);
+  for (int i = 0; i < 5; ++i) {
+    client::MatmulArgs args;
+    args.a = Random({128, 96}, 600 + i);
+    args.b = Random({96, 80}, 700 + i);
+    const client::Tensor a = args.a, b = args.b;
+    auto r = client_->Matmul(std::move(args));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->info.backend, "gpu:0");
+    EXPECT_EQ(r->info.queue_time_ns, 0) << "call " << i;  // it waited in no queue
+    EXPECT_EQ(r->info.batch_size, 1);
+    const std::vector<double> ref =
+        test_ref::MatMul(a.ToVector<double>(), b.ToVector<double>(), 128, 96, 80);
+    EXPECT_LT(test_ref::RelError(r->out.ToVector<double>(), ref), 1e-12);
+  }
+}
+
+// With --gpu-inline-max-us 0 the same product queues for a lane worker.
+TEST_F(GpuServerTest, WithoutGpuInlineASmallProductQueues) {
+  ServerOptions o;
+  o.cpu_threshold = 0;
+  o.gpu_inline_max_run = absl::ZeroDuration();
+  START_OR_SKIP(o);
+  client::MatmulArgs args;
+  args.a = Random({128, 96}, 800);
+  args.b = Random({96, 80}, 801);
+  auto r = client_->Matmul(std::move(args));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->info.backend, "gpu:0");
+  EXPECT_GT(r->info.queue_time_ns, 0);
 }
 
 TEST_F(GpuServerTest, SolveOnGpuHasSmallResidual) {

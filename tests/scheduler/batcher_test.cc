@@ -19,6 +19,7 @@ SchedulerOptions Batching(int max_batch, absl::Duration delay) {
   o.max_queue = 1000;
   o.batching.max_batch = max_batch;
   o.batching.max_queue_delay = delay;
+  o.gpu_inline_max_run = absl::ZeroDuration();  // every job queues: batches can form
   return o;
 }
 

@@ -68,7 +68,8 @@ SchedulerOptions GpuOptions(int gpu_workers) {
   o.max_queue = 10000;
   o.batching.max_batch = 1;
   o.budget_wait = absl::Seconds(30);
-  o.cpu_flops_per_second = 1e6;  // the CPU looks slow: jobs wait for the GPU
+  o.gpu_inline_max_run = absl::ZeroDuration();  // the queued path's admission
+  o.cpu_flops_per_second = 1e6;                 // the CPU looks slow: jobs wait for the GPU
   return o;
 }
 

@@ -4,6 +4,39 @@
 #include "server/linalg/finite_check.h"
 
 namespace linalgd {
+namespace {
+
+// Gives its place back to the backend's count when released.
+class FakeClaim : public CallClaim {
+ public:
+  explicit FakeClaim(std::function<void()> release) : release_(std::move(release)) {}
+  ~FakeClaim() override { release_(); }
+
+ private:
+  std::function<void()> release_;
+};
+
+}  // namespace
+
+std::unique_ptr<CallClaim> FakeBackend::TryClaimCall() {
+  absl::MutexLock lock(&mu_);
+  if (claim_limit_ >= 0 && claims_held_ >= claim_limit_) return nullptr;
+  ++claims_held_;
+  return std::make_unique<FakeClaim>([this] {
+    absl::MutexLock lock(&mu_);
+    --claims_held_;
+  });
+}
+
+void FakeBackend::SetClaimLimit(int n) {
+  absl::MutexLock lock(&mu_);
+  claim_limit_ = n;
+}
+
+int FakeBackend::claims_held() const {
+  absl::MutexLock lock(&mu_);
+  return claims_held_;
+}
 
 void FakeBackend::SetBehaviour(absl::Duration delay, absl::Status status) {
   absl::MutexLock lock(&mu_);

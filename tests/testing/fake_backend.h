@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -22,6 +23,12 @@ class FakeBackend : public Backend {
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override;
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override;
 
+  // TryClaimCall: null while `n` claims are held (as a GPU whose `n` handle
+  // sets are all leased); negative (the default): never null.
+  std::unique_ptr<CallClaim> TryClaimCall() override ABSL_LOCKS_EXCLUDED(mu_);
+  void SetClaimLimit(int n) ABSL_LOCKS_EXCLUDED(mu_);
+  int claims_held() const ABSL_LOCKS_EXCLUDED(mu_);
+
   // Every following call sleeps `delay` and then returns `status` (ok: a
   // zero result).
   void SetBehaviour(absl::Duration delay, absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
@@ -35,6 +42,8 @@ class FakeBackend : public Backend {
   mutable absl::Mutex mu_;
   absl::Duration delay_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  int claim_limit_ ABSL_GUARDED_BY(mu_) = -1;
+  int claims_held_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace linalgd

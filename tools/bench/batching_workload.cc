@@ -60,11 +60,6 @@ int ClientCount(const BenchOptions& o) {
                                                  : std::max(1, o.batch_connections);
 }
 
-// Sizes of the shared-memory Matmul request and response of this workload
-// (tensors as references into a region, 32-digit id and secret each),
-// rounded up: what its echo sends.
-constexpr int64_t kShmRequestBytes = 320, kShmResponseBytes = 128;
-
 absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int max_batch) {
   ServerOptions so;
   so.listen = "127.0.0.1:0";

@@ -50,6 +50,10 @@ struct BenchOptions {
   // 0 sends every CPU job through the queue and the batcher, the path a GPU
   // lane's jobs take, so that it can be measured on a machine without one.
   int batch_inline_max_us = -1;
+  // gpu_inline: --gpu-inline-max-us of its first server (the second: 0); it
+  // reuses batch_n, batch_shm, batch_handles, batch_cpu_threshold and
+  // batch_latency_iterations.
+  int gpu_inline_max_us = 200;
   // e2e64: f64 matmuls and LU solves through the service vs in-process
   // OpenBLAS/LAPACK (large_warmup / large_iterations runs each).
   std::vector<int> e2e_matmul_sizes = {256, 1024};

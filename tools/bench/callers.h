@@ -23,6 +23,11 @@ struct MatmulOperands {
   int64_t response_bytes() const { return m * n * 4; }
 };
 
+// Sizes of a shared-memory Matmul request and response (tensors as
+// references into a region, 32-digit id and secret each), rounded up: what
+// an echo of such a call sends.
+inline constexpr int64_t kShmRequestBytes = 320, kShmResponseBytes = 128;
+
 // linalgd Matmul of fixed operands through a shared Client. Prepare() copies
 // the operands into the next request (untimed); Call() sends it (timed).
 class MatmulCaller final : public Caller {

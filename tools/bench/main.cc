@@ -31,7 +31,7 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--serve-echo", o.serve_echo,
                  "only serve the raw gRPC echo on HOST:PORT until SIGINT/SIGTERM");
   app.add_option("--workloads", o.workloads,
-                 "latency, throughput, large, e2e64, batching, sparse, stress, data")
+                 "latency, throughput, large, e2e64, batching, gpu_inline, sparse, stress, data")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--small-n", o.small_n, "size of the small matmul")->capture_default_str();
@@ -116,6 +116,10 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "every CPU job queues and is batched, as a GPU lane's are)")
       ->check(CLI::Range(-1, 100000))
       ->capture_default_str();
+  app.add_option("--gpu-inline-max-us", o.gpu_inline_max_us,
+                 "gpu_inline: --gpu-inline-max-us of its first server (the second has 0)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
@@ -129,6 +133,7 @@ std::unique_ptr<Workload> MakeWorkload(absl::string_view name) {
   if (name == "throughput") return MakeThroughputWorkload();
   if (name == "large") return MakeLargeMatmulWorkload();
   if (name == "batching") return MakeBatchingWorkload();
+  if (name == "gpu_inline") return MakeGpuInlineWorkload();
   if (name == "e2e64") return MakeF64EndToEndWorkload();
   if (name == "sparse") return MakeSparseWorkload();
   if (name == "stress") return MakeStressWorkload();
@@ -222,8 +227,9 @@ int main(int argc, char** argv) {
   if (!options.serve_echo.empty()) return linalgd::bench::ServeEcho(options);
   for (const std::string& name : options.workloads) {
     if (linalgd::bench::MakeWorkload(name) == nullptr) {
-      std::cerr << "error: unknown workload '" << name
-                << "' (latency, throughput, large, e2e64, batching, sparse, stress, data)\n";
+      std::cerr
+          << "error: unknown workload '" << name
+          << "' (latency, throughput, large, e2e64, batching, gpu_inline, sparse, stress, data)\n";
       return 2;
     }
   }

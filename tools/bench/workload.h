@@ -52,6 +52,9 @@ std::unique_ptr<Workload> MakeStressWorkload();
 // shared memory vs the echo and memcpy; cached-factor solves vs full solves
 // (tools/bench/data_workload.cc; its own in-process server with allow_shm).
 std::unique_ptr<Workload> MakeDataWorkload();
+// gpu_inline: one caller's small GPU matmuls with --gpu-inline-max-us on and
+// off (its own servers), beside the echo (tools/bench/gpu_inline_workload.cc).
+std::unique_ptr<Workload> MakeGpuInlineWorkload();
 
 }  // namespace linalgd::bench
 
