@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int m
   so.allow_shm = o.batch_shm;
   so.handles_per_device = o.batch_handles;
   if (o.batch_inline_max_us >= 0) so.inline_max_run = absl::Microseconds(o.batch_inline_max_us);
+  so.gpu_inline_max_run = absl::Microseconds(o.batch_gpu_inline_max_us);
   return Server::Start(so);
 }
 
@@ -181,6 +182,7 @@ class BatchingWorkload final : public Workload {
     if (o.batch_inline_max_us >= 0) {
       report.SetConfig(w + ".inline_max_us", absl::StrCat(o.batch_inline_max_us));
     }
+    report.SetConfig(w + ".gpu_inline_max_us", absl::StrCat(o.batch_gpu_inline_max_us));
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
     report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});

@@ -50,6 +50,8 @@ struct BenchOptions {
   // 0 sends every CPU job through the queue and the batcher, the path a GPU
   // lane's jobs take, so that it can be measured on a machine without one.
   int batch_inline_max_us = -1;
+  // batching: --gpu-inline-max-us of the servers (0, the server's default: GPU jobs queue).
+  int batch_gpu_inline_max_us = 0;
   // gpu_inline: --gpu-inline-max-us of its first server (the second: 0); it
   // reuses batch_n, batch_shm, batch_handles, batch_cpu_threshold and
   // batch_latency_iterations.

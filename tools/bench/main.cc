@@ -116,6 +116,10 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "every CPU job queues and is batched, as a GPU lane's are)")
       ->check(CLI::Range(-1, 100000))
       ->capture_default_str();
+  app.add_option("--batch-gpu-inline-max-us", o.batch_gpu_inline_max_us,
+                 "batching: --gpu-inline-max-us of the servers (0: every GPU job queues)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   app.add_option("--gpu-inline-max-us", o.gpu_inline_max_us,
                  "gpu_inline: --gpu-inline-max-us of its first server (the second has 0)")
       ->check(CLI::Range(0, 100000))
