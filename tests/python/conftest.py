@@ -91,11 +91,13 @@ class Server:
         self.stop()
         return False
 
-    def stop(self):
+    def stop(self, wait=5):
+        """SIGTERM, then SIGKILL after `wait` seconds (the server may drain
+        calls still in flight for up to its --shutdown-grace, 30 s)."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(5)
+                self.proc.wait(wait)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
