@@ -89,6 +89,7 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   for (int64_t d : tensor.shape()) header->add_shape(d);
   header->set_placement(put.placement);
   header->set_ttl_seconds(absl::ToDoubleSeconds(put.ttl));
+  header->set_no_evict(put.no_evict);
   header->set_total_bytes(static_cast<int64_t>(bytes.size()));
   const ContextSetup setup = Setup(call);
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_bytes));
@@ -220,6 +221,7 @@ absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std
   std::vector<std::pair<size_t, std::future<absl::StatusOr<TensorInfo>>>> pending;
   PutOptions put;
   put.ttl = kTemporaryTtl;
+  put.no_evict = true;  // a call's temporary never pushes out what the caller stored
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i] == nullptr || !ids[i]->empty()) continue;
     if (!Large(static_cast<int64_t>(tensors[i]->bytes().size()))) continue;

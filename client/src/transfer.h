@@ -54,9 +54,11 @@ class Transfer {
 
   // Matmul / Solve: operands at or above the stream threshold are uploaded
   // (in parallel, one stream each) and referred to by id; a result at or above
-  // it is kept and streamed back. Temporaries are deleted afterwards. When the
-  // store refuses the uploads (IsStoreRefusal: the tenant's quota or the
-  // store is full), every operand goes inline instead if the request fits
+  // it is kept and streamed back. Temporaries are deleted afterwards, and the
+  // store evicts nothing for them (PutOptions::no_evict; a kept result that
+  // may come inline likewise). When the store refuses the uploads
+  // (IsStoreRefusal: the tenant's quota or the store is full, or the room is
+  // not free), every operand goes inline instead if the request fits
   // the message limit of both ends (else the refusal, naming the bytes and
   // the limit); a result to be kept comes inline when the store refuses it
   // and it fits (the request's inline_if_store_refuses).

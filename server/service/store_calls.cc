@@ -37,6 +37,10 @@ absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTenso
   return view;
 }
 
+Evict EvictionFor(const v1::PutTensorHeader& header) {
+  return header.no_evict() ? Evict::kNever : Evict::kLeastRecentlyUsed;
+}
+
 absl::Status DescribeStored(const CallEnv& env, Rpc& rpc, const std::string& id,
                             v1::PutTensorResponse* response) {
   LINALGD_ASSIGN_OR_RETURN(TensorLease lease,
@@ -120,7 +124,8 @@ absl::Status PutTensorReactor::OnHeader() {
   LINALGD_RETURN_IF_ERROR(RefuseWhileDraining(env_));  // a new tensor; parts above finish
   LINALGD_ASSIGN_OR_RETURN(shape_, CheckPutHeader(env_, header_));
   total_ = static_cast<int64_t>(shape_.num_bytes());
-  LINALGD_ASSIGN_OR_RETURN(reservation_, env_.sources.store->Reserve(total_, env_.sources.owner));
+  LINALGD_ASSIGN_OR_RETURN(
+      reservation_, env_.sources.store->Reserve(total_, env_.sources.owner, EvictionFor(header_)));
   return absl::OkStatus();  // the buffer comes with the first chunk
 }
 

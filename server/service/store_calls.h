@@ -44,6 +44,9 @@ absl::Status NeedStore(const CallEnv& env);
 // PutTensor's header checks (dtype, shape, placement, ttl_seconds,
 // total_bytes), also StartUpload's; the tensor's dtype and shape.
 absl::StatusOr<TensorView> CheckPutHeader(const CallEnv& env, const v1::PutTensorHeader& header);
+// How the store makes room for the tensor of `header`: a call's temporary
+// (no_evict) evicts nothing, a plain put the least recently used.
+Evict EvictionFor(const v1::PutTensorHeader& header);
 // After a tensor is stored (PutTensor, FinishUpload): notes its bytes as
 // received on `rpc` and describes it in `response`.
 absl::Status DescribeStored(const CallEnv& env, Rpc& rpc, const std::string& id,

@@ -137,7 +137,9 @@ ResultDestination DirectDestination(OutputSpec& spec, size_t result_bytes,
 }
 
 void AllowInlineResult(OutputSpec& spec, bool asked, int64_t max_message_bytes) {
-  if (asked && spec.keep) spec.inline_max_bytes = max_message_bytes;
+  if (!asked || !spec.keep) return;
+  spec.inline_max_bytes = max_message_bytes;
+  spec.evict = Evict::kNever;
 }
 
 absl::Status InlineIfAllowed(Tensor result, const OutputSpec& spec, const absl::Status& refused,
@@ -186,7 +188,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
     return absl::OkStatus();
   }
   result = AdoptIfAt(std::move(result), spec.kept_memory);  // when written there
-  absl::StatusOr<StoreReservation> r = sources.store->Reserve(bytes, sources.owner);
+  absl::StatusOr<StoreReservation> r = sources.store->Reserve(bytes, sources.owner, spec.evict);
   if (!r.ok()) return InlineIfAllowed(std::move(result), spec, r.status(), out, inline_bytes);
   const uint32_t crc = Crc32c(result.mutable_data(), static_cast<size_t>(bytes));
   LINALGD_ASSIGN_OR_RETURN(std::string id, sources.store->PutTensor(std::move(result), "", crc,

@@ -61,10 +61,15 @@ struct OutputSpec {
   // within which a result the store refuses to keep goes in the response
   // instead (InlineIfAllowed); 0: the refusal stands.
   int64_t inline_max_bytes = 0;
+  // keep: how the store makes room for the result. A result the client
+  // keeps for its own transfer (inline_if_store_refuses) evicts nothing.
+  Evict evict = Evict::kLeastRecentlyUsed;
 };
 
-// Sets spec.inline_max_bytes to `max_message_bytes` when the request asked
-// for it (inline_if_store_refuses) and keeps its result.
+// When the request asked for it (inline_if_store_refuses) and keeps its
+// result: sets spec.inline_max_bytes to `max_message_bytes`, and spec.evict
+// to Evict::kNever (such a result is the client's temporary, which must not
+// push out what the caller stored).
 void AllowInlineResult(OutputSpec& spec, bool asked, int64_t max_message_bytes);
 
 // Validates keep_result / out_shm of a request (`field`: "out", "x").

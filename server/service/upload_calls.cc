@@ -30,6 +30,7 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
   spec.placement = header.placement();
   spec.crc32c = header.crc32c();
   spec.ttl = absl::Seconds(header.ttl_seconds());
+  spec.evict = EvictionFor(header);
   if (env.idle_streams) spec.idle_timeout = env.idle_streams->limit();
   LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
                            env.sources.store->StartUpload(std::move(spec), env.sources.owner));

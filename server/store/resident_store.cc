@@ -51,7 +51,8 @@ void ResidentStore::Notify() {
   if (observer_) observer_(stored_bytes_, static_cast<int64_t>(index_.size()));
 }
 
-absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const StoreOwner& owner) {
+absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const StoreOwner& owner,
+                                                        Evict evict) {
   if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
   uploads_.DropExpired();         // abandoned uploads give their space back first
   std::vector<EntryPtr> dropped;  // destroyed after the lock is released
@@ -59,7 +60,11 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const Sto
   DropExpired(options_.now(), dropped);
   const int64_t charge = bytes + options_.object_overhead_bytes;
   OwnerUsage& usage = owners_[owner.tenant];
-  if (!MakeRoom(charge, owner, usage, dropped)) return NoRoom(bytes, owner, usage);
+  if (evict == Evict::kNever) {
+    if (Full(charge, owner, usage)) return NotFree(bytes, owner, usage);
+  } else if (!MakeRoom(charge, owner, usage, dropped)) {
+    return NoRoom(bytes, owner, usage);
+  }
   used_->fetch_add(charge);
   usage.bytes->fetch_add(charge);
   return StoreReservation(used_, usage.bytes, owner.tenant, charge);
@@ -108,23 +113,55 @@ absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
           "for it)"));
 }
 
+absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
+                                    const OwnerUsage& usage) {
+  const int64_t overhead = options_.object_overhead_bytes;
+  const std::string asked = absl::StrCat(bytes, " bytes (+", overhead, " per object) are not free");
+  constexpr absl::string_view kWhy =
+      "; this reservation (a call's temporary) evicts nothing to make room";
+  if (usage.objects >= owner.max_objects) {
+    return StoreRefusal("max_objects",
+                        absl::StrCat("tenant quota max_objects=", owner.max_objects, ": ",
+                                     usage.objects, " objects stored, no object free", kWhy));
+  }
+  const int64_t tenant_used = usage.bytes->load();
+  if (tenant_used + bytes + overhead > owner.max_bytes) {
+    return StoreRefusal(
+        "store_bytes", absl::StrCat("tenant quota store_bytes=", owner.max_bytes, ": ", asked, " (",
+                                    owner.max_bytes - tenant_used, " bytes free, ", tenant_used,
+                                    " used by this tenant)", kWhy));
+  }
+  if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
+    return StoreRefusal(
+        "--store-max-objects",
+        absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
+                     options_.max_objects, kWhy));
+  }
+  const int64_t used = used_->load();
+  return StoreRefusal(
+      "--store-bytes",
+      absl::StrCat("store: ", asked, " in --store-bytes=", options_.capacity_bytes, " (",
+                   options_.capacity_bytes - used, " bytes free, ", used, " used)", kWhy));
+}
+
+bool ResidentStore::Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage) const {
+  return used_->load() + charge > options_.capacity_bytes ||
+         static_cast<int64_t>(index_.size()) >= options_.max_objects ||
+         usage.bytes->load() + charge > owner.max_bytes || usage.objects >= owner.max_objects;
+}
+
 bool ResidentStore::MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,
                              std::vector<EntryPtr>& dropped) {
   if (bytes > options_.capacity_bytes || bytes > owner.max_bytes) return false;
-  auto full = [&] {
-    return used_->load() + bytes > options_.capacity_bytes ||
-           static_cast<int64_t>(index_.size()) >= options_.max_objects ||
-           usage.bytes->load() + bytes > owner.max_bytes || usage.objects >= owner.max_objects;
-  };
   auto it = lru_.begin();
-  while (full() && it != lru_.end()) {
+  while (Full(bytes, owner, usage) && it != lru_.end()) {
     const std::string id = *it++;
     auto found = index_.find(id);
     if (found->second.use_count() > 1) continue;              // leased: pinned
     if (found->second->meta.owner != owner.tenant) continue;  // another tenant's
     Remove(id, "evicted (least recently used, beyond --store-bytes)", dropped);
   }
-  return !full();
+  return !Full(bytes, owner, usage);
 }
 
 void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) {
@@ -224,7 +261,7 @@ absl::StatusOr<std::shared_ptr<UploadSession>> ResidentStore::StartUpload(Upload
   if (spec.ttl <= absl::ZeroDuration()) spec.ttl = options_.default_ttl;
   spec.owner = owner.tenant;
   const int64_t bytes = NumElements(spec.shape) * static_cast<int64_t>(DTypeSize(spec.dtype));
-  absl::StatusOr<StoreReservation> reservation = Reserve(bytes, owner);
+  absl::StatusOr<StoreReservation> reservation = Reserve(bytes, owner, spec.evict);
   if (!reservation.ok()) return reservation.status();
   return uploads_.Start(std::move(spec), *std::move(reservation));
 }

@@ -122,8 +122,11 @@ class ResidentStore {
   // object) against the capacity, evicting as above to make room.
   // RESOURCE_EXHAUSTED naming --store-bytes and the numbers when it cannot,
   // or naming the tenant quota (store_bytes, max_objects) that `owner` would
-  // pass; only `owner`'s objects are evicted for it.
-  absl::StatusOr<StoreReservation> Reserve(int64_t bytes, const StoreOwner& owner = {})
+  // pass; only `owner`'s objects are evicted for it. Evict::kNever evicts
+  // no stored object: refused (the same payload) unless the room is free,
+  // naming the bytes asked, the free bytes and the limit.
+  absl::StatusOr<StoreReservation> Reserve(int64_t bytes, const StoreOwner& owner = {},
+                                           Evict evict = Evict::kLeastRecentlyUsed)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stores and returns the new id; the object belongs to the reservation's
@@ -148,7 +151,8 @@ class ResidentStore {
                       absl::string_view owner = kDefaultTenant) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Multi-part uploads (upload_session.h): the tensor's bytes are reserved
-  // (RESOURCE_EXHAUSTED as Reserve); spec.ttl zero: the default. Uploads in
+  // (RESOURCE_EXHAUSTED as Reserve, evicting as spec.evict says); spec.ttl
+  // zero: the default. Uploads in
   // progress are not listed and their ids are not resident ids.
   // The upload belongs to `owner` (its spec.owner).
   absl::StatusOr<std::shared_ptr<UploadSession>> StartUpload(UploadSpec spec,
@@ -205,6 +209,14 @@ class ResidentStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `e` used at `now`: its LRU position and expiry key move.
   void Touch(Entry& e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RESOURCE_EXHAUSTED for a reservation of `bytes` that fits (Full) only
+  // by eviction, naming the free bytes and the binding limit.
+  absl::Status NotFree(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a new object charged `charge` bytes does not fit in the store or
+  // in the owner's share as they are.
+  bool Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts unleased LRU entries of `owner` until `bytes` more fit in the
   // store and in the owner's share; false if they cannot.
   bool MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,

@@ -9,6 +9,18 @@
 
 namespace linalgd {
 
+// How ResidentStore::Reserve makes room for a new object.
+enum class Evict {
+  // Expired objects, then the owner's least recently used unused ones, as
+  // needed (plain puts, results kept with keep_result, factors).
+  kLeastRecentlyUsed,
+  // Expired objects only: refused unless the room is free without evicting
+  // a stored object (a call's temporaries: PutTensorHeader.no_evict, results
+  // a client keeps for its own transfer), so they never push out what the
+  // caller stored.
+  kNever,
+};
+
 // Bytes counted against a store's capacity, and against its owner's (the
 // tenant that reserved them), until destroyed (or handed to the store with
 // the object they are for). Move-only; may outlive the store.

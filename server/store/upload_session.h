@@ -27,6 +27,7 @@ struct UploadSpec {
   // (--stream-idle-timeout): an abandoned upload gives its space back.
   absl::Duration idle_timeout = absl::InfiniteDuration();
   std::string owner = std::string("default");  // the tenant that started it
+  Evict evict = Evict::kLeastRecentlyUsed;     // how StartUpload makes room
 };
 
 // One tensor being uploaded in parts (StartUpload, PutTensor parts,

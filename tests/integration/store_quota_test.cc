@@ -57,6 +57,24 @@ MatmulArgs BigResult() {
   return args;
 }
 
+// The tenant "roomy": its 10 MiB quota holds its own 6 MiB tensor (OwnData)
+// or a call's 5 MiB temporary, but not both: only evicting its tensor would
+// make room for the temporary.
+constexpr char kRoomyToken[] = "roomy-quota-token";
+constexpr char kRoomyLine[] =
+    "roomy 0af395747b7834960a6ac221af422a084dfb0792541135a6ce771c228c5304f9 "
+    "store_bytes=10485760";
+
+client::Tensor OwnData() { return RandomTensor<double>({768, 1024}, 9); }  // 6 MiB
+
+// `id` is still stored with the bytes of `want`.
+void ExpectIntact(Client& c, const std::string& id, const Tensor& want) {
+  auto got = c.GetTensor(id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->shape(), want.shape());
+  EXPECT_TRUE(got->bytes() == want.bytes()) << "the stored bytes changed";
+}
+
 void ExpectNothingStored(Client& c) {
   auto listing = c.ListTensors();
   ASSERT_TRUE(listing.ok()) << listing.status();
@@ -78,8 +96,11 @@ class StoreQuotaTest : public ServerTest {
     client_ = Connect(kToken);
   }
 
-  std::unique_ptr<Client> Connect(const std::string& token, int64_t stream_threshold = 4 << 20) {
+  // `part_min_bytes`: ClientOptions.transfer_part_min_bytes.
+  std::unique_ptr<Client> Connect(const std::string& token, int64_t stream_threshold = 4 << 20,
+                                  int64_t part_min_bytes = int64_t{8} << 20) {
     client::ClientOptions co;
+    co.transfer_part_min_bytes = part_min_bytes;
     co.target = target();
     co.token = token;
     co.stream_threshold_bytes = stream_threshold;
@@ -221,6 +242,80 @@ TEST_F(StoreQuotaTest, AnUploadRefusedForAnotherLimitIsNotSentInline) {
   EXPECT_THAT(r.status().message(), Not(HasSubstr("inline")));
   EXPECT_THAT(Log(), Not(HasSubstr("inline")));
   ExpectNothingStored(*small);
+}
+
+// The caller's own tensor fills most of its quota: a call's 5 MiB operand
+// or result fits only if that tensor went, so the store refuses the
+// temporary (it evicts nothing), the call goes inline, and the tensor stays.
+TEST_F(StoreQuotaTest, ACallsTemporariesNeverEvictTheCallersOwnTensor) {
+  Start({}, kRoomyLine);
+  client_ = Connect(kRoomyToken);
+  const Tensor w = OwnData();
+  client::PutOptions weights;
+  weights.ttl = absl::Hours(1);  // a pipeline's weights
+  auto mine = client_->PutTensor(w, weights);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ExpectRightProduct(BigOperand());
+  EXPECT_THAT(Log(), HasSubstr("Matmul: the store refused its operands' uploads (tenant quota "
+                               "store_bytes=10485760: 5242880 bytes"));
+  EXPECT_THAT(Log(), HasSubstr("evicts nothing"));
+  ExpectIntact(*client_, mine->id, w);
+  EXPECT_TRUE(ExpectRightProduct(BigResult()).out_resident_id.empty());
+  EXPECT_THAT(Log(), HasSubstr("Matmul: the store refused to keep the result; the server sent "
+                               "it inline (5242880 bytes)"));
+  ExpectIntact(*client_, mine->id, w);
+  client_ = Connect(kRoomyToken, 4 << 20, 1 << 20);  // multi-part: StartUpload reserves
+  ExpectRightProduct(BigOperand());
+  ExpectIntact(*client_, mine->id, w);
+  ExpectOnly(mine->id);
+}
+
+// With room free, a call's temporaries are stored and deleted as before:
+// nothing goes inline, nothing is left.
+TEST_F(StoreQuotaTest, WithRoomFreeTemporariesAreStoredAndDeleted) {
+  Start({}, kRoomyLine);
+  client_ = Connect(kRoomyToken, 4 << 20, 1 << 20);  // in parts, which the debug log names
+  ExpectRightProduct(BigOperand());
+  ExpectRightProduct(BigResult());
+  EXPECT_THAT(Log(), HasSubstr("PutTensor: 5242880 bytes in"));  // uploaded, in parts
+  EXPECT_THAT(Log(), HasSubstr("GetTensor: 5242880 bytes in"));  // kept, then fetched
+  EXPECT_THAT(Log(), Not(HasSubstr("refused")));
+  ExpectNothingStored(*client_);
+}
+
+// A plain put and a result the user keeps evict the least recently used, as
+// they always did.
+TEST_F(StoreQuotaTest, PlainPutsAndUserKeptResultsStillEvictTheLeastRecentlyUsed) {
+  Start({}, kRoomyLine);
+  client_ = Connect(kRoomyToken);
+  auto first = client_->PutTensor(OwnData());
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = client_->PutTensor(RandomTensor<double>({640, 1024}, 10));  // 5 MiB
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_THAT(client_->GetTensor(first->id).status().message(), HasSubstr("evicted"));
+  MatmulArgs keep = BigResult();
+  keep.keep_result = true;
+  auto kept = client_->Matmul(keep);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(kept->out_resident_id.empty());
+  EXPECT_THAT(client_->GetTensor(second->id).status().message(), HasSubstr("evicted"));
+}
+
+// Without tenants, near a full --store-bytes: the same.
+TEST_F(StoreQuotaTest, WithoutTenantsTemporariesNeverEvictWhatWasStored) {
+  ServerOptions o;
+  o.store_bytes = int64_t{10} << 20;
+  StartServer(o);
+  client_ = Connect("");
+  const Tensor w = OwnData();
+  auto mine = client_->PutTensor(w);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ExpectRightProduct(BigOperand());
+  EXPECT_TRUE(ExpectRightProduct(BigResult()).out_resident_id.empty());
+  EXPECT_THAT(Log(), HasSubstr("are not free in --store-bytes=10485760"));
+  EXPECT_THAT(Log(), HasSubstr("Matmul: the store refused to keep the result"));
+  ExpectIntact(*client_, mine->id, w);
+  ExpectOnly(mine->id);
 }
 
 }  // namespace

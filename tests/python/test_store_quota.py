@@ -7,10 +7,19 @@ and keeps 2 MiB of its own data there. Its calls with a 5 MiB operand, or a
 fail RESOURCE_EXHAUSTED naming the bytes and the limit; a refusal for another
 limit (a full --max-inflight-bytes, the tenant's max_message_bytes) is not
 taken for the store's; no temporary is left in the store.
+
+The tenant "roomy" may store 10 MiB: its own 6 MiB tensor or a call's 5 MiB
+temporary, not both. The server evicts nothing for a call's temporaries
+(PutTensorHeader.no_evict, results kept for the client's own transfer), so
+the call goes inline and the tenant's tensor stays, bytes intact; with room
+free they are stored and deleted as before; a plain put still evicts the
+least recently used. The same without tenants near a full --store-bytes.
 """
 import asyncio
 import hashlib
 import logging
+import re
+import urllib.request
 
 import grpc
 import numpy as np
@@ -19,8 +28,8 @@ import pytest
 import linalgd
 import linalgd.aio
 
-TIGHT, SMALL = "tight-quota-token", "small-quota-token"
-QUOTA = 3 << 20
+TIGHT, SMALL, ROOMY = "tight-quota-token", "small-quota-token", "roomy-quota-token"
+QUOTA, ROOMY_QUOTA = 3 << 20, 10 << 20
 RNG = np.random.default_rng(11)
 A_BIG, B_THIN = RNG.standard_normal((640, 1024)), RNG.standard_normal((1024, 8))  # a: 5 MiB
 A_TALL, B_WIDE = RNG.standard_normal((1024, 16)), RNG.standard_normal((16, 640))  # out: 5 MiB
@@ -30,7 +39,8 @@ def tokens_file(tmp_path):
     sha = lambda t: hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
     path = tmp_path / "tokens"
     path.write_text(f"tight {sha(TIGHT)} store_bytes={QUOTA}\n"
-                    f"small {sha(SMALL)} max_message_bytes=1048576\n")
+                    f"small {sha(SMALL)} max_message_bytes=1048576\n"
+                    f"roomy {sha(ROOMY)} store_bytes={ROOMY_QUOTA}\n")
     return str(path)
 
 
@@ -161,3 +171,83 @@ def test_the_asyncio_client_falls_back_alike(start_server, tmp_path, debug_log):
     asyncio.run(main())
     assert "sending them inline instead" in debug_log.text
     assert "the server sent it inline" in debug_log.text
+
+
+W = RNG.standard_normal((768, 1024))  # 6 MiB: the caller's own data, e.g. a pipeline's weights
+
+
+def check_products(c):
+    np.testing.assert_allclose(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN, rtol=1e-10)
+    np.testing.assert_allclose(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE, rtol=1e-10)
+
+
+def test_a_calls_temporaries_never_evict_the_callers_own_tensor(start_server, tmp_path,
+                                                                 debug_log):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=ROOMY, retries=0) as c:
+        mine = c.put(W, ttl=3600).id
+        check_products(c)
+        np.testing.assert_array_equal(c.get(mine), W)
+        c.transfer_part_min_bytes = 1 << 20  # multi-part uploads: StartUpload reserves
+        check_products(c)
+        np.testing.assert_array_equal(c.get(mine), W)
+        assert listed(c) == [mine]
+    assert f"tenant quota store_bytes={ROOMY_QUOTA}: 5242880 bytes" in debug_log.text
+    assert "evicts nothing" in debug_log.text
+    assert "sending them inline instead" in debug_log.text
+    assert "the server sent it inline" in debug_log.text
+
+
+def test_without_tenants_temporaries_never_evict_what_was_stored(start_server, debug_log):
+    s = start_server("--store-bytes", str(10 << 20))
+
+    async def main():
+        async with linalgd.aio.Client(s.target, retries=0) as c:
+            mine = (await c.put(W)).id
+            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
+                                       rtol=1e-10)
+            np.testing.assert_allclose(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE,
+                                       rtol=1e-10)
+            np.testing.assert_array_equal(await c.get(mine), W)
+            assert [t.id for t in await c.list_tensors()] == [mine]
+    asyncio.run(main())
+    with linalgd.Client(s.target, retries=0) as c:
+        mine = listed(c)[0]
+        check_products(c)
+        np.testing.assert_array_equal(c.get(mine), W)
+    assert "are not free in --store-bytes=10485760" in debug_log.text
+    assert "the server sent it inline" in debug_log.text
+
+
+def ok_requests(s, op):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{s.metrics_port}/metrics").read().decode()
+    return sum(int(n) for n in re.findall(
+        r'linalgd_requests_total\{[^}]*code="OK",op="' + op + r'",tenant="roomy"\} (\d+)', text))
+
+
+def test_with_room_free_temporaries_are_stored_and_deleted(start_server, tmp_path, debug_log):
+    s = start_server("--auth-tokens", tokens_file(tmp_path), metrics=True)
+    with linalgd.Client(s.target, token=ROOMY, retries=0) as c:
+        check_products(c)
+        assert listed(c) == []
+
+    async def main():
+        async with linalgd.aio.Client(s.target, token=ROOMY, retries=0) as c:
+            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
+                                       rtol=1e-10)
+            assert [t.id for t in await c.list_tensors()] == []
+    asyncio.run(main())
+    assert "refused" not in debug_log.text
+    assert ok_requests(s, "DeleteTensor") == 3  # two uploaded operands, one kept result
+    assert ok_requests(s, "GetTensor") >= 1  # the kept result, fetched
+
+
+def test_a_plain_put_still_evicts_the_least_recently_used(start_server, tmp_path):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=ROOMY, retries=0) as c:
+        first = c.put(W).id
+        second = c.put(A_BIG).id  # 5 MiB: only evicting the first makes room
+        with pytest.raises(linalgd.NotFound) as e:
+            c.get(first)
+        assert "evicted" in str(e.value)
+        assert listed(c) == [second]

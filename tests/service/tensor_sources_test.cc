@@ -119,5 +119,39 @@ TEST_F(KeptResultTest, AResultTheQuotaRefusesGoesInlineWhenAllowedAndItFits) {
   EXPECT_TRUE(store_->List("tight").empty());
 }
 
+// A result the client keeps for its own transfer (inline_if_store_refuses)
+// evicts nothing: the caller's stored tensor stays and the result comes
+// inline; a result kept by plain keep_result evicts it as PutTensor would.
+TEST_F(KeptResultTest, AResultAllowedInlineEvictsNothingAPlainKeptOneEvicts) {
+  auto result = [] {
+    Tensor t(DType::kF64, {2, 3});
+    for (int i = 0; i < 6; ++i) t.mutable_as<double>()[i] = i;
+    return t;
+  };
+  const int64_t one = 48 + 1024;  // a result's bytes and the per-object overhead
+  sources_.owner = StoreOwner{"t", 2 * one - 1, 10};  // room for one object only
+  absl::StatusOr<StoreReservation> r = store_->Reserve(48, sources_.owner);
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<std::string> mine =
+      store_->PutTensor(result(), "", 0, absl::ZeroDuration(), *std::move(r));
+  ASSERT_TRUE(mine.ok()) << mine.status();
+
+  OutputSpec allowed = Keep();
+  AllowInlineResult(allowed, true, int64_t{1} << 20);
+  EXPECT_EQ(allowed.evict, Evict::kNever);
+  v1::Tensor out;
+  int64_t inline_bytes = -1;
+  ASSERT_TRUE(DeliverTensor(result(), allowed, sources_, &out, &inline_bytes).ok());
+  EXPECT_EQ(inline_bytes, 48);
+  EXPECT_EQ(out.resident_id(), "");
+  EXPECT_TRUE(store_->GetTensor(*mine, "t").ok());
+
+  out.Clear();
+  ASSERT_TRUE(DeliverTensor(result(), Keep(), sources_, &out, &inline_bytes).ok());
+  EXPECT_NE(out.resident_id(), "");
+  EXPECT_NE(store_->GetTensor(*mine, "t").status().message().find("evicted"),
+            absl::string_view::npos);
+}
+
 }  // namespace
 }  // namespace linalgd

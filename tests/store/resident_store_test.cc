@@ -225,6 +225,84 @@ TEST_F(ResidentStoreTest, RefusalsForRoomCarryTheLimitsName) {
   EXPECT_EQ(payload(s.Reserve(-1).status()), "(none)");  // not a refusal for room
 }
 
+std::string RefusedLimit(const absl::Status& status) {
+  auto p = status.GetPayload(kStoreRefusedPayload);
+  return p.has_value() ? std::string(*p) : std::string("(none)");
+}
+
+// Evict::kNever (a call's temporaries): refused when only eviction would make
+// room, with the store's refusal payload and the numbers; nothing is touched.
+TEST_F(ResidentStoreTest, NoEvictionIsRefusedWhenOnlyEvictionWouldMakeRoom) {
+  ResidentStore& s = MakeStore(3 * 64);
+  const std::string a = Put(s, Filled(4, 4, 1)), b = Put(s, Filled(4, 4, 2));
+  auto refused = s.Reserve(128, {}, Evict::kNever);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(RefusedLimit(refused.status()), "--store-bytes");
+  EXPECT_THAT(refused.status().message(), HasSubstr("128 bytes"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("64 bytes free"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--store-bytes=192"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("evicts nothing"));
+  EXPECT_EQ(s.List().size(), 2u);
+  EXPECT_EQ(s.used_bytes(), 2 * 64);
+  for (const auto& [id, value] : {std::pair{a, 1.0f}, std::pair{b, 2.0f}}) {
+    auto lease = s.GetTensor(id);
+    ASSERT_THAT(lease, IsOk());
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(lease->tensor->as<float>()[i], value);
+  }
+  // The default evicts the least recently used (a) for the same room.
+  EXPECT_THAT(s.Reserve(128), IsOk());
+  EXPECT_THAT(s.GetTensor(a).status().message(), HasSubstr("evicted"));
+}
+
+TEST_F(ResidentStoreTest, NoEvictionIsAcceptedWhenTheRoomIsFree) {
+  ResidentStore& s = MakeStore(3 * 64);
+  const std::string a = Put(s, Filled(4, 4, 1));
+  auto r = s.Reserve(128, {}, Evict::kNever);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(s.used_bytes(), 3 * 64);
+  auto id = s.PutTensor(Filled(4, 8, 5), "", 0, absl::ZeroDuration(), *std::move(r));
+  ASSERT_THAT(id, IsOk());
+  EXPECT_THAT(s.GetTensor(a), IsOk());
+  EXPECT_THAT(s.GetTensor(*id), IsOk());
+  EXPECT_EQ(s.List().size(), 2u);
+}
+
+TEST_F(ResidentStoreTest, NoEvictionKeepsToTheTenantsQuotasAndNamesThem) {
+  ResidentStore& s = MakeStore(1 << 20);
+  const StoreOwner alpha = Tenant("alpha", 128, 2);
+  const std::string w = Put(s, Filled(4, 4, 3), absl::ZeroDuration(), alpha);
+  const std::string other = Put(s, Filled(4, 4, 4), absl::ZeroDuration(), Tenant("beta"));
+  auto refused = s.Reserve(100, alpha, Evict::kNever);
+  EXPECT_THAT(refused, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(RefusedLimit(refused.status()), "store_bytes");
+  EXPECT_THAT(refused.status().message(), HasSubstr("tenant quota store_bytes=128"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("100 bytes"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("64 bytes free"));
+  ASSERT_THAT(s.Reserve(64, alpha, Evict::kNever), IsOk());  // free within the quota
+  const StoreOwner one = Tenant("alpha", INT64_MAX, 1);
+  refused = s.Reserve(8, one, Evict::kNever);
+  EXPECT_EQ(RefusedLimit(refused.status()), "max_objects");
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_objects=1"));
+  EXPECT_THAT(s.GetTensor(w, "alpha"), IsOk());
+  EXPECT_THAT(s.GetTensor(other, "beta"), IsOk());
+}
+
+TEST_F(ResidentStoreTest, NoEvictionNamesTheStoresObjectLimit) {
+  StoreOptions o;
+  o.capacity_bytes = 1 << 20;
+  o.object_overhead_bytes = 0;
+  o.max_objects = 1;
+  ResidentStore s(o);
+  auto r = s.Reserve(64);
+  ASSERT_THAT(r, IsOk());
+  const auto id = s.PutTensor(Filled(4, 4, 1), "", 0, absl::ZeroDuration(), *std::move(r));
+  ASSERT_THAT(id, IsOk());
+  auto refused = s.Reserve(64, {}, Evict::kNever);
+  EXPECT_EQ(RefusedLimit(refused.status()), "--store-max-objects");
+  EXPECT_THAT(refused.status().message(), HasSubstr("--store-max-objects=1"));
+  EXPECT_THAT(s.GetTensor(*id), IsOk());
+}
+
 TEST_F(ResidentStoreTest, NeverEvictsALeasedTensor) {
   ResidentStore& s = MakeStore(2 * 64);
   const std::string a = Put(s, Filled(4, 4, 7));

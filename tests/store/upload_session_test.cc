@@ -279,6 +279,24 @@ TEST_F(UploadTest, StartUploadReservesTheTensorOrIsResourceExhausted) {
   EXPECT_THAT(s.message(), HasSubstr("--store-bytes"));
 }
 
+TEST_F(UploadTest, AnUploadWithoutEvictionIsRefusedWhenOnlyEvictionWouldMakeRoom) {
+  auto r = store_->Reserve(600 << 10);  // a stored tensor's bytes, evictable
+  ASSERT_THAT(r, IsOk());
+  auto kept = store_->PutTensor(Tensor(DType::kF32, {600, 256}), "", 0, absl::ZeroDuration(),
+                                *std::move(r));
+  ASSERT_THAT(kept, IsOk());
+  UploadSpec spec;
+  spec.shape = {600, 256};
+  spec.evict = Evict::kNever;
+  absl::Status s = store_->StartUpload(spec).status();
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("evicts nothing")));
+  EXPECT_TRUE(s.GetPayload(kStoreRefusedPayload).has_value());
+  EXPECT_THAT(store_->GetTensor(*kept), IsOk());
+  spec.evict = Evict::kLeastRecentlyUsed;  // a plain upload evicts it
+  EXPECT_THAT(store_->StartUpload(spec), IsOk());
+  EXPECT_THAT(store_->GetTensor(*kept).status().message(), HasSubstr("evicted"));
+}
+
 TEST_F(UploadTest, ResourceExhaustedCountsTheSpaceOfUploadsInProgress) {
   UploadSpec spec;
   spec.shape = {600, 256};  // 600 KiB of f32 of the 1 MiB capacity, held while in progress

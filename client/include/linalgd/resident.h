@@ -30,6 +30,12 @@ struct TensorInfo {
 struct PutOptions {
   std::string placement;                      // "" / "host", or "gpu:N"
   absl::Duration ttl = absl::ZeroDuration();  // zero: the server's --store-ttl
+  // The server evicts nothing to make room for it: RESOURCE_EXHAUSTED
+  // (linalgd-store-refused) unless the room is free. Matmul, Solve and
+  // Factorize set it on the operands they upload for one call, so those never
+  // push out what the caller stored. Unset: the least recently used unused
+  // tensors are evicted as needed.
+  bool no_evict = false;
 };
 
 struct StoreListing {

@@ -125,14 +125,16 @@ def _deadline(client, timeout):
 def encode_operands(client, req, operands, timeout) -> Op:
     """Fills req's operand fields: a RemoteTensor by id, an array at or above
     stream_threshold uploaded (all of them at once, in parallel parts) and
-    named by id, the rest inline. Returns the ids of the uploads, for Drop."""
+    named by id, the rest inline. The uploads ask the server to evict nothing
+    for them (no_evict), so they never push out what the caller stored.
+    Returns the ids of the uploads, for Drop."""
     large = []
     for name, (arr, wire) in operands.items():
         field = getattr(req, name)
         if isinstance(arr, RemoteTensor):
             field.CopyFrom(arr.to_proto())
         elif client._large(arr.nbytes):
-            large.append((name, put_item(arr, wire, ttl=TEMPORARY_TTL)))
+            large.append((name, put_item(arr, wire, ttl=TEMPORARY_TTL, no_evict=True)))
         else:
             field.CopyFrom(tensors.encode_array(arr, wire, name))
     if not large:

@@ -46,9 +46,11 @@ def id_of(x) -> str:
     return x.id if isinstance(x, (RemoteTensor, Factor)) else str(x)
 
 
-def put_item(arr, wire, placement=None, ttl=None):
+def put_item(arr, wire, placement=None, ttl=None, no_evict=False):
     """(PutTensorHeader without checksum, flat uint8 memoryview) of an array
-    from tensors.to_numpy; copies only a non-contiguous or big-endian array."""
+    from tensors.to_numpy; copies only a non-contiguous or big-endian array.
+    no_evict: a call's temporary, for which the server evicts nothing (the
+    store refuses it unless the room is free)."""
     little = arr.dtype.newbyteorder("<")
     if arr.dtype != little or not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr, dtype=little)
@@ -56,5 +58,6 @@ def put_item(arr, wire, placement=None, ttl=None):
         raise ValueError("put: needs at least 1 dimension")
     raw = memoryview(arr.reshape(-1).view(np.uint8))  # cast() refuses a 0 in the shape
     header = pb.PutTensorHeader(dtype=int(wire), shape=arr.shape, placement=placement or "",
-                                ttl_seconds=float(ttl or 0), total_bytes=len(raw))
+                                ttl_seconds=float(ttl or 0), total_bytes=len(raw),
+                                no_evict=bool(no_evict))
     return header, raw
