@@ -83,7 +83,7 @@ struct ServerOptions {
   // Connections are closed after this age so clients re-resolve and
   // rebalance (0: never).
   absl::Duration max_connection_age = absl::Minutes(5);
-  // Resident tensors and cached factors (issue 5): LRU beyond this many
+  // Resident tensors and cached factors: LRU beyond this many
   // bytes; an object unused for its TTL (default below) is dropped.
   int64_t store_bytes = int64_t{8} << 30;
   absl::Duration store_ttl = absl::Hours(1);
