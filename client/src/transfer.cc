@@ -182,12 +182,7 @@ absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOpt
   request.set_ttl_seconds(absl::ToDoubleSeconds(args.ttl));
   request.set_allow_non_finite(args.allow_non_finite);
   request.set_priority(args.priority);
-  if (!uploaded.ok()) {
-    if (absl::Status s = InlineInstead(uploaded, "Factorize", request.ByteSizeLong(), call);
-        !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = InlineInstead(uploaded, "Factorize", request, call); !s.ok()) return s;
   grpc::ClientContext context;
   deadline_(call, context);
   v1::FactorizeResponse response;
@@ -279,11 +274,14 @@ absl::StatusOr<int64_t> Transfer::MessageLimit(const CallOptions& call) {
   return std::min(options_.max_message_bytes, server_max_message_.load());
 }
 
-absl::Status Transfer::InlineInstead(const absl::Status& refused, absl::string_view op,
-                                     size_t request_bytes, const CallOptions& call) {
+absl::Status Transfer::InlineInstead(const absl::Status& uploaded, absl::string_view op,
+                                     const google::protobuf::MessageLite& request,
+                                     const CallOptions& call) {
+  if (uploaded.ok()) return uploaded;
+  const absl::Status& refused = uploaded;
   absl::StatusOr<int64_t> limit = MessageLimit(call);
   if (!limit.ok()) return refused;
-  const int64_t bytes = static_cast<int64_t>(request_bytes);
+  const int64_t bytes = static_cast<int64_t>(request.ByteSizeLong());
   if (bytes > *limit) {
     absl::Status out(refused.code(),
                      absl::StrCat(refused.message(),
@@ -301,6 +299,22 @@ absl::Status Transfer::InlineInstead(const absl::Status& refused, absl::string_v
   DebugLog(options_,
            absl::StrCat(op, ": the store refused its operands' uploads (", refused.message(),
                         "); sending them inline instead, a request of ", bytes, " bytes"));
+  return absl::OkStatus();
+}
+
+absl::Status Transfer::FetchKept(absl::string_view op, absl::string_view what, Tensor& result,
+                                 std::string& resident_id, const CallOptions& call) {
+  if (resident_id.empty()) {
+    DebugLog(options_,
+             absl::StrCat(op, ": the store refused to keep ", what, "; the server sent it inline (",
+                          result.bytes().size(), " bytes)"));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Tensor> kept = Get(resident_id, call);
+  DeleteAll({resident_id});
+  if (!kept.ok()) return kept.status();
+  result = *std::move(kept);
+  resident_id.clear();
   return absl::OkStatus();
 }
 
@@ -324,11 +338,7 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
   }
   v1::MatmulRequest request = ToProto(std::move(args));
   request.set_inline_if_store_refuses(auto_keep && FitsInline(out_bytes));
-  if (!uploaded.ok()) {
-    if (absl::Status s = InlineInstead(uploaded, "Matmul", request.ByteSizeLong(), call); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = InlineInstead(uploaded, "Matmul", request, call); !s.ok()) return s;
   v1::MatmulResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
@@ -337,17 +347,11 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
   if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<MatmulResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
-  if (result->out_resident_id.empty()) {
-    DebugLog(options_, absl::StrCat("Matmul: the store refused to keep the result; the server "
-                                    "sent it inline (",
-                                    result->out.bytes().size(), " bytes)"));
-    return result;
+  if (absl::Status s =
+          FetchKept("Matmul", "the result", result->out, result->out_resident_id, call);
+      !s.ok()) {
+    return s;
   }
-  absl::StatusOr<Tensor> out = Get(result->out_resident_id, call);
-  DeleteAll({result->out_resident_id});
-  if (!out.ok()) return out.status();
-  result->out = *std::move(out);
-  result->out_resident_id.clear();
   return result;
 }
 
@@ -365,11 +369,7 @@ absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& c
   }
   v1::SolveRequest request = ToProto(std::move(args));
   request.set_inline_if_store_refuses(auto_keep && FitsInline(x_bytes));
-  if (!uploaded.ok()) {
-    if (absl::Status s = InlineInstead(uploaded, "Solve", request.ByteSizeLong(), call); !s.ok()) {
-      return s;
-    }
-  }
+  if (absl::Status s = InlineInstead(uploaded, "Solve", request, call); !s.ok()) return s;
   v1::SolveResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
@@ -378,17 +378,9 @@ absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& c
   if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<SolveResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
-  if (result->x_resident_id.empty()) {
-    DebugLog(options_, absl::StrCat("Solve: the store refused to keep x; the server sent it "
-                                    "inline (",
-                                    result->x.bytes().size(), " bytes)"));
-    return result;
+  if (absl::Status s = FetchKept("Solve", "x", result->x, result->x_resident_id, call); !s.ok()) {
+    return s;
   }
-  absl::StatusOr<Tensor> x = Get(result->x_resident_id, call);
-  DeleteAll({result->x_resident_id});
-  if (!x.ok()) return x.status();
-  result->x = *std::move(x);
-  result->x_resident_id.clear();
   return result;
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/src/parallel_transfer.h"
+#include "google/protobuf/message_lite.h"
 #include "grpcpp/client_context.h"
 #include "linalgd/matmul.h"
 #include "linalgd/options.h"
@@ -83,11 +84,17 @@ class Transfer {
   // for it when destroyed. An empty `spent`: nothing started.
   static std::future<void> FreeInBackground(std::vector<std::string> spent);
   void DeleteAll(const std::vector<std::string>& ids);
-  // After UploadLarge's store refusal `refused` (its tensors left inline):
-  // OK, logged, when a request of `request_bytes` fits MessageLimit; else
-  // `refused` with the bytes and the limit added to its message.
-  absl::Status InlineInstead(const absl::Status& refused, absl::string_view op,
-                             size_t request_bytes, const CallOptions& call);
+  // After UploadLarge: OK when it uploaded; after its store refusal (its
+  // tensors left inline in `request`), OK, logged, when the request fits
+  // MessageLimit, else the refusal with the bytes and the limit added to its
+  // message.
+  absl::Status InlineInstead(const absl::Status& uploaded, absl::string_view op,
+                             const google::protobuf::MessageLite& request, const CallOptions& call);
+  // A result (`what`, for the log) the call asked the server to keep
+  // (resident_id): streamed back into `result` and deleted; none when the
+  // server sent it inline instead (an empty resident_id: logged).
+  absl::Status FetchKept(absl::string_view op, absl::string_view what, Tensor& result,
+                         std::string& resident_id, const CallOptions& call);
   // The largest message both ends take: options.max_message_bytes and the
   // server's (GetServerInfo's limits, asked once and kept).
   absl::StatusOr<int64_t> MessageLimit(const CallOptions& call);
