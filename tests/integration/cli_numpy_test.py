@@ -181,6 +181,23 @@ def test_put_bad_ttl_is_usage_error(server):
     assert r.returncode == 2 and "--ttl" in r.stderr
 
 
+def test_put_no_evict_is_refused_where_a_plain_put_evicts():
+    proc, target = start_linalgd("--store-bytes", str(3 << 20))
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            np.save(f"{d}/x.npy", np.ones((256, 1024)))  # 2 MiB of the store's 3
+            first = put(target, f"{d}/x.npy")
+            r = cli(target, "put", f"{d}/x.npy", "--no-evict")
+            assert r.returncode == 1 and "RESOURCE_EXHAUSTED" in r.stderr, r.stderr
+            assert "2097152" in r.stderr and "--store-bytes=3145728" in r.stderr, r.stderr
+            assert first in cli(target, "ls").stdout
+            second = put(target, f"{d}/x.npy")  # without the flag: evicts the first
+            listing = cli(target, "ls").stdout
+            assert second in listing and first not in listing
+    finally:
+        stop_linalgd(proc)
+
+
 @pytest.mark.parametrize("method", ["auto", "lu", "cholesky"])
 def test_factorize_then_solve_with_factor(server, method):
     rng = np.random.default_rng(5)

@@ -251,3 +251,23 @@ def test_a_plain_put_still_evicts_the_least_recently_used(start_server, tmp_path
             c.get(first)
         assert "evicted" in str(e.value)
         assert listed(c) == [second]
+
+
+def test_a_put_with_no_evict_is_refused_and_evicts_nothing(start_server, tmp_path):
+    s = start(start_server, tmp_path)
+    with linalgd.Client(s.target, token=ROOMY, retries=0) as c:
+        first = c.put(W).id
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.put(A_BIG, no_evict=True)  # 5 MiB: would need the first evicted
+        assert "5242880" in str(e.value) and f"store_bytes={ROOMY_QUOTA}" in str(e.value)
+        np.testing.assert_array_equal(c.get(first), W)
+        assert listed(c) == [first]
+        small = c.put(B_THIN, no_evict=True)  # 64 KiB: room enough, stored as usual
+        np.testing.assert_array_equal(small.get(), B_THIN)
+
+    async def main():
+        async with linalgd.aio.Client(s.target, token=ROOMY, retries=0) as c:
+            with pytest.raises(linalgd.ResourceExhausted):
+                await c.put(A_BIG, no_evict=True)
+            assert sorted(t.id for t in await c.list_tensors()) == sorted([first, small.id])
+    asyncio.run(main())

@@ -13,6 +13,9 @@ CLI::App* AddPutCommand(CLI::App& app, PutFlags& f) {
   cmd->add_option("X", f.path, "X.npy")->required();
   cmd->add_option("--ttl", f.ttl, "lifetime after the last use: 1h, 30m, 600 (default: server's)");
   cmd->add_option("--placement", f.placement, "host|gpu:N (default host)");
+  cmd->add_flag("--no-evict", f.no_evict,
+                "when the store or the tenant's quota is full, fail (RESOURCE_EXHAUSTED) instead "
+                "of evicting the least recently used tensors");
   return cmd;
 }
 
@@ -20,6 +23,7 @@ int RunPut(Client& client, const client::CallOptions& call, const Output& out,
            const PutFlags& flags) {
   client::PutOptions put;
   put.placement = flags.placement;
+  put.no_evict = flags.no_evict;
   if (!flags.ttl.empty()) {
     absl::StatusOr<absl::Duration> ttl = ParseDurationFlag("--ttl", flags.ttl);
     if (!ttl.ok()) return out.LocalError(ttl.status(), kExitUsage);

@@ -9,11 +9,12 @@
 
 namespace linalgd::cli {
 
-// Flags of `put X.npy [--ttl 1h] [--placement host|gpu:N]`.
+// Flags of `put X.npy [--ttl 1h] [--placement host|gpu:N] [--no-evict]`.
 struct PutFlags {
   std::string path;
   std::string ttl;        // empty: the server's --store-ttl
   std::string placement;  // empty: host
+  bool no_evict = false;  // refused rather than evicting others when the store is full
 };
 
 // Adds the `put` subcommand to `app`; `flags` must outlive `app`.

@@ -451,24 +451,27 @@ def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Op:
 
 
 def put(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
-        timeout: Optional[float] = None) -> Op:
+        timeout: Optional[float] = None, no_evict: bool = False) -> Op:
     """Uploads x (numpy/torch/array-like) and returns its RemoteTensor.
 
     placement: "host" (default) or "gpu:N"; ttl: seconds from the last use
     (default the server's --store-ttl). Pass the RemoteTensor (or its
     .id to get/delete) instead of an array; see linalgd.remote.
+    no_evict: when the store (or the tenant's quota) is full, refuse the
+    upload (RESOURCE_EXHAUSTED naming the bytes) instead of evicting the
+    least recently used tensors; by default a put evicts them.
     """
     arr, wire = tensors.to_numpy(x, "tensor")
     info = yield from put_info(client, arr, placement=placement, ttl=ttl, timeout=timeout,
-                               _wire=wire)
+                               no_evict=no_evict, _wire=wire)
     return client._remote_tensor(info.id, info.dtype, info.shape, info)
 
 
 def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
-             timeout: Optional[float] = None, _wire: Any = None) -> Op:
+             timeout: Optional[float] = None, no_evict: bool = False, _wire: Any = None) -> Op:
     """As put(), returning the server's TensorInfo."""
     arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
-    [info] = yield PutMany([put_item(arr, wire, placement, ttl)],
+    [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)],
                            _deadline(client, timeout or client.timeout))
     return TensorInfo.from_proto(info)
 
