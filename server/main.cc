@@ -74,6 +74,7 @@ struct Flags {
   std::string store_ttl = "1h";
   std::string max_ttl = "24h";
   std::string stream_idle_timeout = "60s";
+  std::string idle_trim = "2s";
   int64_t tenant_store_bytes = 0;
   int64_t tenant_max_objects = 0;
   int64_t tenant_max_priority = -1;
@@ -281,6 +282,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--stream-idle-timeout", f.stream_idle_timeout,
                  "cancel a PutTensor/GetTensor stream, or expire an upload, idle this long")
       ->capture_default_str();
+  app.add_option("--idle-trim", f.idle_trim,
+                 "after this long with no call, give the heap's freed memory back to the OS "
+                 "(malloc_trim, once per idle spell); 0: never")
+      ->capture_default_str();
   app.add_option("--max-ttl", f.max_ttl,
                  "longest TTL a request may ask for (tensors, factors, uploads)")
       ->capture_default_str();
@@ -374,6 +379,9 @@ bool Finalize(Flags& f, StopTimes* stop) {
   if (!ParseSeconds(f.stream_idle_timeout, &o.stream_idle_timeout) ||
       o.stream_idle_timeout <= absl::ZeroDuration()) {
     return bad("--stream-idle-timeout", f.stream_idle_timeout);
+  }
+  if (!ParseSeconds(f.idle_trim, &o.idle_trim) || o.idle_trim == absl::InfiniteDuration()) {
+    return bad("--idle-trim", f.idle_trim);
   }
   for (absl::string_view d : absl::StrSplit(f.devices, ',', absl::SkipWhitespace())) {
     int ordinal;

@@ -140,9 +140,13 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version,
       "1 while the replica drains (--drain-grace): NOT_SERVING, new work refused, stored "
       "objects still readable.",
       {}));
+  LINALGD_RETURN_IF_ERROR(idle_trims_.Register(
+      r, "linalgd_idle_trims_total",
+      "Times the heap's freed memory went back to the OS after an idle spell (--idle-trim).", {}));
   build_info_.With({version, commit}).Set(1);
   insecure_listen_.With({}).Set(0);
   draining_.With({}).Set(0);
+  idle_trims_.With({});
   store_bytes_.With({}).Set(0);
   store_objects_.With({}).Set(0);
   return absl::OkStatus();
@@ -248,6 +252,8 @@ void LinalgdMetrics::SetInsecureListen(bool insecure) {
 
 void LinalgdMetrics::SetDraining(bool draining) { draining_.With({}).Set(draining ? 1 : 0); }
 
+void LinalgdMetrics::RecordIdleTrim() { idle_trims_.With({}).Increment(); }
+
 std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
   return {requests_.header(),
           request_seconds_.header(),
@@ -270,7 +276,8 @@ std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
           store_objects_.header(),
           build_info_.header(),
           insecure_listen_.header(),
-          draining_.header()};
+          draining_.header(),
+          idle_trims_.header()};
 }
 
 }  // namespace linalgd

@@ -111,6 +111,8 @@ class LinalgdMetrics {
   // 1 while the replica drains (--drain-grace): health NOT_SERVING, new work
   // refused, stored objects still readable.
   void SetDraining(bool draining);
+  // The heap's freed memory went back to the OS after an idle spell (--idle-trim).
+  void RecordIdleTrim();
 
  private:
   explicit LinalgdMetrics(prometheus::Registry* registry) : registry_(registry) {}
@@ -146,6 +148,7 @@ class LinalgdMetrics {
   GaugeSeries build_info_;
   GaugeSeries insecure_listen_;
   GaugeSeries draining_;
+  CounterSeries idle_trims_;
   GaugeSeries cpu_threshold_;
 };
 

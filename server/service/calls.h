@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "linalgd/v1/linalgd.pb.h"
+#include "server/common/idle_trim.h"
 #include "server/scheduler/scheduler.h"
 #include "server/service/authenticator.h"
 #include "server/service/convert.h"
@@ -29,6 +30,7 @@ struct CallEnv {
   int max_priority = 10;                // callers' priorities are clamped to [-this, this]
   InflightBudget* inflight = nullptr;   // request bytes held by jobs; null: unlimited
   IdleStreams* idle_streams = nullptr;  // cancels stalled PutTensor/GetTensor; null: none
+  IdleTrimmer* idle_trim = nullptr;     // told of every call (Rpc); null: no trimming
   Authenticator* auth = nullptr;        // null: every caller is "default", unlimited
   // Set while the replica drains (--drain-grace): responses say so, new work
   // is refused; null: never drains.

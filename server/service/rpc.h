@@ -38,7 +38,9 @@ class Rpc {
   // `op` is the RPC's name ("Matmul", "PutTensor", ...) and must outlive
   // this (a literal).
   Rpc(const CallEnv& env, absl::string_view op, grpc::CallbackServerContext* context)
-      : env_(env), op_(op), context_(context) {}
+      : env_(env), op_(op), context_(context) {
+    if (env.idle_trim != nullptr) env.idle_trim->NoteCall();
+  }
 
   absl::string_view op() const { return op_; }
   grpc::CallbackServerContext* context() const { return context_; }

@@ -115,6 +115,7 @@ class ServerImpl : public Server {
   bool thresholds_measured_ = false;
   std::unique_ptr<InflightBudget> inflight_;
   std::unique_ptr<IdleStreams> idle_streams_;
+  std::unique_ptr<IdleTrimmer> idle_trim_;
   std::unique_ptr<Authenticator> auth_;
   // Declared after the backends: GPU factors must go before their devices.
   std::unique_ptr<ResidentStore> store_;
@@ -176,6 +177,14 @@ absl::Status ServerImpl::Init() {
   env.inflight = inflight_.get();
   idle_streams_ = std::make_unique<IdleStreams>(options_.stream_idle_timeout);
   env.idle_streams = idle_streams_.get();
+  if (options_.idle_trim > absl::ZeroDuration()) {
+    LinalgdMetrics* metrics = metrics_.get();
+    idle_trim_ = std::make_unique<IdleTrimmer>(options_.idle_trim, [metrics] {
+      IdleTrimmer::TrimHeap();
+      if (metrics != nullptr) metrics->RecordIdleTrim();
+    });
+    env.idle_trim = idle_trim_.get();
+  }
   LINALGD_RETURN_IF_ERROR(InitStore(env.sources));
   LINALGD_RETURN_IF_ERROR(InitAuth());
   env.auth = auth_.get();

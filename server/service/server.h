@@ -38,6 +38,9 @@ struct ServerOptions {
   // A PutTensor/GetTensor stream with no message for this long is cancelled;
   // an upload with no part in progress for this long expires.
   absl::Duration stream_idle_timeout = absl::Seconds(60);
+  // After this long with no call, the heap's freed memory goes back to the OS
+  // (malloc_trim, once per idle spell: server/common/idle_trim.h); zero: never.
+  absl::Duration idle_trim = absl::Seconds(2);
   // A GPU with this many calls abandoned after --op-timeout still running is
   // fenced (unhealthy, its work goes to the CPU) until they end.
   int max_abandoned_per_device = 4;

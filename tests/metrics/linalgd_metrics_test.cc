@@ -80,6 +80,7 @@ TEST_F(LinalgdMetricsTest, FamilyNamesAndTypes) {
       {"linalgd_build_info", MetricType::Gauge},
       {"linalgd_insecure_listen", MetricType::Gauge},
       {"linalgd_draining", MetricType::Gauge},
+      {"linalgd_idle_trims_total", MetricType::Counter},
   };
   EXPECT_EQ(families, expected);
 }
@@ -135,6 +136,13 @@ TEST_F(LinalgdMetricsTest, DrainingStartsAtZeroAndFollowsTheServer) {
   EXPECT_TRUE(Has("linalgd_draining 1"));
   metrics_->SetDraining(false);
   EXPECT_TRUE(Has("linalgd_draining 0"));
+}
+
+TEST_F(LinalgdMetricsTest, IdleTrimsStartAtZeroAndCount) {
+  EXPECT_TRUE(Has("linalgd_idle_trims_total 0"));
+  metrics_->RecordIdleTrim();
+  metrics_->RecordIdleTrim();
+  EXPECT_TRUE(Has("linalgd_idle_trims_total 2"));
 }
 
 TEST_F(LinalgdMetricsTest, RecordRequest) {

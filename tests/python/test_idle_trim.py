@@ -1,0 +1,52 @@
+"""--idle-trim against the real server: after a spell with no call the heap's
+freed memory goes back to the OS once (linalgd_idle_trims_total counts it, the
+debug log gives the resident set before and after), health probes do not keep
+the server from being idle, and 0 turns it off."""
+import time
+import urllib.request
+
+import numpy as np
+
+import linalgd
+
+A = np.random.default_rng(5).standard_normal((300, 300))
+
+
+def trims(server):
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
+                                timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("linalgd_idle_trims_total "):
+                return float(line.split()[1])
+    raise AssertionError("linalgd_idle_trims_total is not exported")
+
+
+def wait_for_trims(server, c, want, seconds=15.0):
+    """Polls health (not a call that counts) until the counter reaches `want`."""
+    deadline = time.monotonic() + seconds
+    while trims(server) < want:
+        assert time.monotonic() < deadline, f"no idle trim within {seconds} s"
+        assert c.health() == "SERVING"
+        time.sleep(0.05)
+
+
+def test_an_idle_server_trims_once_per_idle_spell(start_server):
+    s = start_server("--idle-trim", "200ms", metrics=True, log_level="debug")
+    with linalgd.Client(s.target, timeout=30) as c:
+        np.testing.assert_allclose(c.matmul(A, A), A @ A, rtol=1e-10)
+        wait_for_trims(s, c, 1)
+        first = trims(s)
+        time.sleep(1.0)  # five quiet periods without a call
+        assert trims(s) == first
+        np.testing.assert_allclose(c.solve(A + 300 * np.eye(300), A[:, :2]),
+                                   np.linalg.solve(A + 300 * np.eye(300), A[:, :2]), rtol=1e-9)
+        wait_for_trims(s, c, first + 1)
+    assert "idle: returned freed heap memory to the OS" in s.output()
+
+
+def test_zero_never_trims(start_server):
+    s = start_server("--idle-trim", "0", metrics=True)
+    with linalgd.Client(s.target, timeout=30) as c:
+        c.matmul(A, A)
+        time.sleep(1.0)
+    assert trims(s) == 0
