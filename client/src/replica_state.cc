@@ -20,6 +20,11 @@ class ObserverInterceptor : public grpc::experimental::Interceptor {
   explicit ObserverInterceptor(ReplicaState& state) : state_(state) {}
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      // The replica's load comes back only when asked for (server/service/rpc.h).
+      methods->GetSendInitialMetadata()->emplace("linalgd-load", "1");
+    }
+    if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::POST_RECV_STATUS)) {
       const grpc::Status* status = methods->GetRecvStatus();
       const auto* trailing = methods->GetRecvTrailingMetadata();

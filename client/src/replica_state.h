@@ -74,7 +74,8 @@ class ReplicaState {
   Misrouted misrouted_ ABSL_GUARDED_BY(mu_);
 };
 
-// One interceptor factory per channel of the replica: each finished call's
+// One interceptor factory per channel of the replica: each call asks for the
+// replica's load (request metadata linalgd-load: 1), and each finished call's
 // status and trailing metadata go to `state`.
 InterceptorFactories ObserveResponses(std::shared_ptr<ReplicaState> state);
 

@@ -102,6 +102,8 @@ void Rpc::AddLoadMetadata() {
     context_->AddTrailingMetadata(kKeys->draining, "1");
   }
   if (env_.scheduler == nullptr) return;
+  const auto& asked = context_->client_metadata();
+  if (asked.find(grpc::string_ref(kLoadRequestMetadata)) == asked.end()) return;
   const Scheduler::Load load = env_.scheduler->CurrentLoad();
   context_->AddTrailingMetadata(kKeys->queue_depth, absl::StrCat(load.queued));
   context_->AddTrailingMetadata(kKeys->predicted_wait,

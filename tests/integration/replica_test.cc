@@ -17,7 +17,10 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "client/src/channel_credentials.h"
+#include "client/src/replica_state.h"
 #include "linalgd/client.h"
+#include "linalgd/v1/linalgd.grpc.pb.h"
 #include "tests/integration/replica_process.h"
 
 namespace linalgd::testing {
@@ -237,6 +240,28 @@ TEST_F(ReplicaTest, LosingAReplicaFailsOnlyCallsNamingItsIds) {
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_NE(Owner(r->out_resident_id), "b");
   }
+}
+
+// A replica's channel asks for the load with every call (linalgd-load: 1),
+// which the server sends only on request.
+TEST_F(ReplicaTest, AReplicasChannelLearnsItsLoad) {
+  Start({{"a", {}}});
+  const std::string address = processes_[0]->address();
+  auto state = std::make_shared<client::internal::ReplicaState>(address);
+  client::ClientOptions options;
+  options.target = address;
+  auto channel = client::internal::CreateClientChannel(options, grpc::InsecureChannelCredentials(),
+                                                       grpc::ChannelArguments(),
+                                                       client::internal::ObserveResponses(state));
+  auto stub = v1::Linalg::NewStub(channel);
+  grpc::ClientContext context;
+  v1::GetServerInfoRequest request;
+  v1::GetServerInfoResponse response;
+  ASSERT_TRUE(stub->GetServerInfo(&context, request, &response).ok());
+  const client::internal::ReplicaLoad load = state->Load(absl::Now());
+  EXPECT_EQ(state->id(), "a");
+  EXPECT_EQ(load.queue_depth, 0);
+  EXPECT_GE(load.predicted_wait_us, 0);
 }
 
 TEST_F(ReplicaTest, ASlowReplicaGetsFewerNewCalls) {

@@ -68,27 +68,38 @@ def _trailing(call):
     return dict(call.trailing_metadata())
 
 
-def test_every_response_carries_the_replica_and_its_load(start_server):
+ASK_LOAD = (("linalgd-load", "1"),)
+
+
+def test_every_response_carries_the_replica_and_when_asked_its_load(start_server):
     s = start_server("--replica-id", "rl")
     with grpc.insecure_channel(s.target) as channel:
         stub = pb_grpc.LinalgStub(channel)
-        _, call = stub.GetServerInfo.with_call(pb.GetServerInfoRequest())
+        _, call = stub.GetServerInfo.with_call(pb.GetServerInfoRequest(), metadata=ASK_LOAD)
         md = _trailing(call)
         assert md["linalgd-replica"] == "rl"
         assert int(md["linalgd-queue-depth"]) >= 0
         assert 0 <= int(md["linalgd-predicted-wait-us"]) < 60_000_000
         # Errors carry it too: a client learns the load from a refusal as well.
         with pytest.raises(grpc.RpcError) as e:
-            stub.DeleteTensor(pb.DeleteTensorRequest(id="rl-" + "0" * 32))
+            stub.DeleteTensor(pb.DeleteTensorRequest(id="rl-" + "0" * 32), metadata=ASK_LOAD)
         assert e.value.code() == grpc.StatusCode.NOT_FOUND
         md = dict(e.value.trailing_metadata())
         assert md["linalgd-replica"] == "rl" and "linalgd-queue-depth" in md
+        # Not asked: the replica id only, no load keys to encode and parse.
+        _, call = stub.GetServerInfo.with_call(pb.GetServerInfoRequest())
+        md = _trailing(call)
+        assert md["linalgd-replica"] == "rl"
+        assert "linalgd-queue-depth" not in md and "linalgd-predicted-wait-us" not in md
 
 
-def test_without_replica_id_the_load_keys_still_come(start_server):
+def test_without_replica_id_the_load_keys_still_come_when_asked(start_server):
     s = start_server()
     with grpc.insecure_channel(s.target) as channel:
-        _, call = pb_grpc.LinalgStub(channel).GetServerInfo.with_call(pb.GetServerInfoRequest())
+        stub = pb_grpc.LinalgStub(channel)
+        _, call = stub.GetServerInfo.with_call(pb.GetServerInfoRequest(), metadata=ASK_LOAD)
         md = _trailing(call)
         assert "linalgd-replica" not in md
         assert "linalgd-queue-depth" in md and "linalgd-predicted-wait-us" in md
+        _, call = stub.GetServerInfo.with_call(pb.GetServerInfoRequest())
+        assert not any(k.startswith("linalgd-") for k in _trailing(call))

@@ -82,6 +82,9 @@ def test_ids_route_to_their_replica_and_stateless_calls_spread(start_server):
         states = {s.replica_id: s for s in c.replicas()}
         assert set(states) == {"r0", "r1", "r2"}
         assert all(s.usable for s in states.values())
+        # The client asks for the load (linalgd-load) and every replica sent it.
+        assert all(s.queue_depth is not None and s.predicted_wait_us is not None
+                   for s in states.values()), states
 
 
 def test_large_upload_parts_stay_on_one_replica(start_server):
@@ -279,6 +282,8 @@ def test_asyncio_client_routes_alike(start_server):
                     assert (await c.get(t)).shape == (3, 3)
             states = {s.replica_id: s.usable for s in await c.replicas()}
             assert states == {"r0": victim != "r0", "r1": victim != "r1", "r2": victim != "r2"}
+            assert all(s.queue_depth is not None for s in await c.replicas()
+                       if s.replica_id != victim)
     asyncio.run(main())
 
 

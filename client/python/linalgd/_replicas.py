@@ -9,8 +9,10 @@ an ipv4:/ipv6: list of one address included, is one channel as before.
 
 Ids minted by a server started with --replica-id X are "X-" + 32 hex digits;
 X names the replica that holds the object. Every response carries trailing
-metadata: linalgd-replica (the id), linalgd-queue-depth and
-linalgd-predicted-wait-us (its load), and linalgd-draining: 1 while it drains.
+metadata linalgd-replica (the id) and linalgd-draining: 1 while it drains;
+a request that carries LOAD_REQUEST (a client routing over replicas sends it
+with every call) is answered with linalgd-queue-depth and
+linalgd-predicted-wait-us too (its load).
 """
 import dataclasses
 import re
@@ -23,6 +25,7 @@ QUEUE_DEPTH_KEY = "linalgd-queue-depth"
 PREDICTED_WAIT_KEY = "linalgd-predicted-wait-us"
 DRAINING_KEY = "linalgd-draining"
 OWNER_KEY = "linalgd-owner-replica"
+LOAD_REQUEST = (("linalgd-load", "1"),)  # request metadata: send the load keys back
 
 _ID = re.compile(r"([a-z0-9]{1,16})-[0-9a-f]{32}")
 _ID_FIELDS = ("id", "resident_id", "factor_id", "upload_id", "region_id")

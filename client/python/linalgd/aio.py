@@ -133,6 +133,7 @@ class Client(ClientBase):
         self._init_processes(transfer_processes, pems, credentials, options)
         self._router = None
         if replicas is not None:
+            self._metadata += _replicas.LOAD_REQUEST
             self._router = Router(self, replicas,
                                   lambda address: self._replica(address, credentials, options),
                                   refresh_interval)

@@ -134,6 +134,7 @@ class Client(ClientBase):
             if use_shared_memory:
                 raise ValueError("use_shared_memory needs one same-host server, not the "
                                  f"replicas of {target!r}")
+            self._metadata += _replicas.LOAD_REQUEST
             self._router = self._replica_router(replicas, credentials, options,
                                                 refresh_interval)
             self._shm = None
