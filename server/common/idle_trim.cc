@@ -40,9 +40,10 @@ void IdleTrimmer::TrimHeap() {
   const double before = ResidentMiB();
   const absl::Time start = absl::Now();
   malloc_trim(0);
-  spdlog::debug("idle: returned freed heap memory to the OS in {:.1f} ms (resident {:.1f} -> "
-                "{:.1f} MiB)",
-                absl::ToDoubleMilliseconds(absl::Now() - start), before, ResidentMiB());
+  spdlog::debug(
+      "idle: returned freed heap memory to the OS in {:.1f} ms (resident {:.1f} -> "
+      "{:.1f} MiB)",
+      absl::ToDoubleMilliseconds(absl::Now() - start), before, ResidentMiB());
 }
 
 void IdleTrimmer::Watch() {
