@@ -272,6 +272,7 @@ std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
           flops_.header(),
           bytes_received_.header(),
           bytes_sent_.header(),
+          cpu_threshold_.header(),
           store_bytes_.header(),
           store_objects_.header(),
           build_info_.header(),

@@ -54,6 +54,7 @@ TEST_F(MetricsEndpointTest, FamiliesWithoutSeriesAreNamedOnce) {
   EXPECT_THAT(response, HasSubstr("# TYPE linalgd_cpu_fallbacks_total counter\n"));
   EXPECT_THAT(response, HasSubstr("# TYPE linalgd_request_duration_seconds histogram\n"));
   EXPECT_THAT(response, HasSubstr("# HELP linalgd_device_memory_budget_bytes "));
+  EXPECT_THAT(response, HasSubstr("# TYPE linalgd_cpu_threshold gauge\n"));
   metrics_->RecordRequest("Matmul", "OK", kCpuLabel, 0.01);
   response = HttpGet(endpoint_->port(), "/metrics");
   const std::string type = "# TYPE linalgd_requests_total counter";
