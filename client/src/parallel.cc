@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/usable_cores.h"
+
 namespace linalgd::client::internal {
 
 absl::Status RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn) {
@@ -20,9 +22,7 @@ absl::Status RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn
 }
 
 void ParallelCopy(void* dst, const void* src, size_t n, int max_threads) {
-  // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
-  // on every call, and this runs for every tensor of every shm call.
-  static const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  static const size_t cores = static_cast<size_t>(UsableCores());  // read once
   const size_t pieces =
       std::min({static_cast<size_t>(std::max(1, max_threads)), cores, n / kParallelCopyPieceBytes});
   if (pieces <= 1) {

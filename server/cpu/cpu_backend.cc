@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/usable_cores.h"
 #include "server/cpu/cpu_execution.h"
 #include "server/cpu/cpu_factor.h"
 #include "server/cpu/cpu_matmul.h"
@@ -18,7 +19,7 @@
 namespace linalgd {
 namespace {
 
-int AllCores() { return std::max(1u, std::thread::hardware_concurrency()); }
+int AllCores() { return UsableCores(); }
 
 class CpuBackend : public Backend {
  public:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/usable_cores.h"
 #include "server/common/half.h"
 #include "server/common/status_macros.h"
 
@@ -80,9 +81,7 @@ constexpr int64_t kMaxScanThreads = 16;
 
 int64_t FirstNonFinite(const TensorView& t) {
   const int64_t n = t.num_elements();
-  // Read once: hardware_concurrency() opens /sys/devices/system/cpu/online
-  // on every call, and this runs for every operand of every request.
-  static const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  static const int64_t hw = UsableCores();  // read once
   const int64_t pieces =
       std::min({kMaxScanThreads, hw, static_cast<int64_t>(t.num_bytes() / kScanPieceBytes)});
   if (pieces <= 1) return FirstNonFiniteIn(t, 0, n);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/usable_cores.h"
 #include "common/version.h"
 #include "server/backend/fault_injection.h"
 #include "server/common/memory_budget.h"
@@ -32,7 +33,7 @@ namespace {
 
 constexpr char kServiceName[] = "linalgd.v1.Linalg";
 
-int Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+int Cores() { return UsableCores(); }
 
 // Timeouts, batching, budget waits and fallback, from the server options.
 void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
@@ -158,6 +159,8 @@ absl::Status ServerImpl::Init() {
   sched.cpu_threshold = options_.cpu_threshold;
   LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
   sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
+  spdlog::info("cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads", DescribeUsableCores(),
+               sched.cpu_workers, options_.blas_threads > 0 ? options_.blas_threads : Cores());
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
   AddSchedulingOptions(options_, sched);

@@ -1,0 +1,32 @@
+#ifndef LINALGD_COMMON_USABLE_CORES_H_
+#define LINALGD_COMMON_USABLE_CORES_H_
+
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace linalgd {
+
+// The cores this process may run on at once: the CPUs of its affinity mask
+// (taskset, cpusets), capped by its cgroup's CPU quota rounded up (a
+// Kubernetes CPU limit: cgroup v2 cpu.max, v1 cpu.cfs_quota_us over
+// cpu.cfs_period_us), at least 1. std::thread::hardware_concurrency() counts
+// every online CPU of the host instead, so a pod limited to 4 CPUs on a
+// 64-core node would start 64 workers and 64 BLAS threads and be throttled.
+// Read once (the first call reads /proc and /sys); thread-safe.
+int UsableCores();
+
+// What UsableCores() found, for the start-up log: "4 (affinity 64, cgroup
+// quota 4)" or "2 (affinity 2, no cgroup quota)".
+std::string DescribeUsableCores();
+
+// The quota of a cgroup v2 cpu.max ("max 100000" or "QUOTA PERIOD") in
+// cores, rounded up (at least 1); nullopt for no quota or malformed text.
+std::optional<int> CoresOfCpuMax(absl::string_view cpu_max);
+// The same from cgroup v1's cpu.cfs_quota_us (-1: none) and cpu.cfs_period_us.
+std::optional<int> CoresOfCfsQuota(absl::string_view quota_us, absl::string_view period_us);
+
+}  // namespace linalgd
+
+#endif  // LINALGD_COMMON_USABLE_CORES_H_
