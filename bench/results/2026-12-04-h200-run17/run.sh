@@ -44,6 +44,17 @@ sleep 5
 run latency_cpu 60 "$B" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/latency_cpu.json"
 run latency_cpu_again 60 "$B" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/latency_cpu_again.json"
 run latency_gpu128 60 "$B" --target 127.0.0.1:50082 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/latency_gpu128.json"
+# Mid-size products on the CPU lane (--cpu-threshold 100000) with OpenBLAS threaded over every
+# core (default) and single-threaded (--blas-threads 1): on the 2-core build machine 128^3 and
+# 256^3 single-caller p50 was bimodal with the default (437 or ~3,900 us for 128^3; blas 1:
+# ~400), and 16 callers of 128^3 reached 1,300-3,500 calls/s (blas 1: 3,200-3,900).
+"$h/bin/linalgd" --listen 127.0.0.1:50084 --metrics-listen "" --cpu-threshold 100000 > "$logs/srv_cpu_mid.log" 2>&1 & p4=$!
+"$h/bin/linalgd" --listen 127.0.0.1:50085 --metrics-listen "" --cpu-threshold 100000 --blas-threads 1 > "$logs/srv_cpu_mid_blas1.log" 2>&1 & p5=$!
+sleep 3
+for port in 50084 50085; do for n in 128 256 512; do
+  run "cpu_mid_${port}_lat$n" 60 "$B" --target 127.0.0.1:$port --workloads latency --small-n $n --small-iterations 1000
+done; run "cpu_mid_${port}_tp128x64" 60 "$B" --target 127.0.0.1:$port --workloads throughput --concurrency 64 --small-n 128 --throughput-seconds 4; done
+kill $p4 $p5
 run e2e64 240 "$B" --target 127.0.0.1:50082 --workloads e2e64 --e2e-matmul-sizes 4096 --e2e-solve-sizes 4096 8192 --large-iterations 3 --json "$json/e2e64.json"
 run accuracy 200 python3 bench/accuracy.py --target 127.0.0.1:50082 --out "$logs/accuracy.md"
 run decisions 200 python3 bench/decision_table.py --target 127.0.0.1:50082 --big
@@ -63,7 +74,7 @@ OPENBLAS_THREAD_TIMEOUT=4 run batching_cpu_nospin 90 "$B" --workloads batching -
 run gpu_bench 200 "$h/bin/linalgd-gpu-bench" --json "$json/gpu_bench.json"
 run replicas 90 python3 bench/replica_throughput.py --server "$h/bin/linalgd" --replicas 1 3 --callers 64 --processes 8 --n 512 --seconds 4 -- --cpu-threshold 0
 echo "== cpu-threshold auto" >> "$s"; grep -i "cpu-threshold auto" "$logs/srv_auto.log" | head -3 >> "$s"
-for f in latency_cpu latency_cpu_again latency_gpu128; do echo "== $f"; grep -E "p50|p99" "$logs/$f.log" | head -3; done >> "$s"
+for f in latency_cpu latency_cpu_again latency_gpu128 $(cd "$logs" && ls cpu_mid_*.log | sed "s/.log$//"); do echo "== $f"; grep -E "p50|p99|calls/s" "$logs/$f.log" | head -3; done >> "$s"
 echo "== e2e64" >> "$s"; grep -iE "solve|matmul" "$logs/e2e64.log" | head -12 >> "$s"
 echo "== accuracy" >> "$s"; cat "$logs/accuracy.md" >> "$s" 2>/dev/null; tail -3 "$logs/accuracy.log" >> "$s"
 echo "== py_transfer" >> "$s"; tail -60 "$logs/py_transfer.log" >> "$s"
