@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -42,12 +44,29 @@ int AffinityCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+std::optional<int> Smaller(std::optional<int> a, std::optional<int> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+// The smallest quota of the process's cgroup and its ancestors (a pod's
+// limit may sit on the pod's cgroup, a container's on its own), cgroup v2
+// then v1; a directory without the file (the host's root cgroup, a path
+// the container cannot see) counts as no quota there.
 std::optional<int> CgroupQuotaCores() {
-  // cgroup v2 (the process's own cgroup is the namespace's root in a
-  // container), then v1.
-  if (std::optional<int> v2 = CoresOfCpuMax(ReadFile("/sys/fs/cgroup/cpu.max"))) return v2;
-  return CoresOfCfsQuota(ReadFile("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
-                         ReadFile("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
+  const std::string cgroups = ReadFile("/proc/self/cgroup");
+  std::optional<int> v2, v1;
+  for (const std::string& dir : CgroupDirs(cgroups, "")) {
+    v2 = Smaller(v2, CoresOfCpuMax(ReadFile(("/sys/fs/cgroup" + dir + "/cpu.max").c_str())));
+  }
+  if (v2) return v2;
+  for (const std::string& dir : CgroupDirs(cgroups, "cpu")) {
+    const std::string base = "/sys/fs/cgroup/cpu" + dir;
+    v1 = Smaller(v1, CoresOfCfsQuota(ReadFile((base + "/cpu.cfs_quota_us").c_str()),
+                                     ReadFile((base + "/cpu.cfs_period_us").c_str())));
+  }
+  return v1;
 }
 
 struct Found {
@@ -66,6 +85,29 @@ const Found& Find() {
 }
 
 }  // namespace
+
+std::vector<std::string> CgroupDirs(absl::string_view proc_self_cgroup,
+                                    absl::string_view controller) {
+  std::vector<std::string> dirs;
+  for (absl::string_view line : absl::StrSplit(proc_self_cgroup, '\n', absl::SkipEmpty())) {
+    // "hierarchy-ID:controller-list:path"; the path may hold ':'.
+    const std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3 || !absl::StartsWith(f[2], "/")) continue;
+    const bool match = controller.empty()
+                           ? f[0] == "0" && f[1].empty()
+                           : absl::c_linear_search(absl::StrSplit(f[1], ','), controller);
+    if (!match) continue;
+    std::string dir(absl::StripSuffix(f[2], "/"));
+    while (true) {
+      dirs.push_back(dir);
+      if (dir.empty()) break;
+      dir.resize(dir.rfind('/'));
+    }
+    break;
+  }
+  if (dirs.empty()) dirs.push_back("");  // no such line: the mount's root
+  return dirs;
+}
 
 std::optional<int> CoresOfCpuMax(absl::string_view cpu_max) {
   const std::vector<absl::string_view> parts =

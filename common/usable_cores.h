@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -11,7 +12,8 @@ namespace linalgd {
 // The cores this process may run on at once: the CPUs of its affinity mask
 // (taskset, cpusets), capped by its cgroup's CPU quota rounded up (a
 // Kubernetes CPU limit: cgroup v2 cpu.max, v1 cpu.cfs_quota_us over
-// cpu.cfs_period_us), at least 1. std::thread::hardware_concurrency() counts
+// cpu.cfs_period_us, the smallest of its cgroup and their ancestors'), at
+// least 1. std::thread::hardware_concurrency() counts
 // every online CPU of the host instead, so a pod limited to 4 CPUs on a
 // 64-core node would start 64 workers and 64 BLAS threads and be throttled.
 // Read once (the first call reads /proc and /sys); thread-safe.
@@ -20,6 +22,14 @@ int UsableCores();
 // What UsableCores() found, for the start-up log: "4 (affinity 64, cgroup
 // quota 4)" or "2 (affinity 2, no cgroup quota)".
 std::string DescribeUsableCores();
+
+// The directories, relative to the controller's mount, of the process's
+// cgroup and every ancestor up to the root ("" last), from the text of
+// /proc/self/cgroup: the cgroup v2 line ("0::/a/b") when `controller` is
+// empty, else the v1 line whose controller list holds it ("4:cpu,cpuacct:/a/b").
+// Without such a line, just the root.
+std::vector<std::string> CgroupDirs(absl::string_view proc_self_cgroup,
+                                    absl::string_view controller);
 
 // The quota of a cgroup v2 cpu.max ("max 100000" or "QUOTA PERIOD") in
 // cores, rounded up (at least 1); nullopt for no quota or malformed text.

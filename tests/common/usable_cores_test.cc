@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace linalgd {
 namespace {
@@ -24,8 +26,8 @@ TEST(CoresOfCpuMaxTest, NoQuotaMissingFileOrMalformedIsNone) {
   EXPECT_EQ(CoresOfCpuMax("2e5 1e5"), std::nullopt);
   EXPECT_EQ(CoresOfCpuMax("200000 100000 7"), std::nullopt);
   EXPECT_EQ(CoresOfCpuMax("99999999999999999999999 1"), std::nullopt);  // overflows int64
-  EXPECT_EQ(CoresOfCpuMax("9223372036854775807 1"), 1 << 20);          // clamped
-  EXPECT_EQ(CoresOfCpuMax("9223372036854775807 2"), 1 << 20);          // no overflow rounding up
+  EXPECT_EQ(CoresOfCpuMax("9223372036854775807 1"), 1 << 20);           // clamped
+  EXPECT_EQ(CoresOfCpuMax("9223372036854775807 2"), 1 << 20);           // no overflow rounding up
 }
 
 TEST(CoresOfCfsQuotaTest, CgroupV1) {
@@ -33,6 +35,26 @@ TEST(CoresOfCfsQuotaTest, CgroupV1) {
   EXPECT_EQ(CoresOfCfsQuota("-1\n", "100000\n"), std::nullopt);  // no quota
   EXPECT_EQ(CoresOfCfsQuota("", ""), std::nullopt);              // no cgroup v1 files
   EXPECT_EQ(CoresOfCfsQuota("abc", "100000"), std::nullopt);
+}
+
+TEST(CgroupDirsTest, TheProcessCgroupAndItsAncestors) {
+  const char* text = "12:cpu,cpuacct:/kubepods/pod1/c2\n0::/kubepods.slice/pod1.slice/c2.scope\n";
+  EXPECT_EQ(CgroupDirs(text, ""),
+            (std::vector<std::string>{"/kubepods.slice/pod1.slice/c2.scope",
+                                      "/kubepods.slice/pod1.slice", "/kubepods.slice", ""}));
+  EXPECT_EQ(CgroupDirs(text, "cpu"),
+            (std::vector<std::string>{"/kubepods/pod1/c2", "/kubepods/pod1", "/kubepods", ""}));
+  EXPECT_EQ(CgroupDirs(text, "cpuacct").size(), 4u);
+  EXPECT_EQ(CgroupDirs("0::/\n", ""), (std::vector<std::string>{""}));
+  EXPECT_EQ(CgroupDirs("0::/a:b/c/\n", ""), (std::vector<std::string>{"/a:b/c", "/a:b", ""}));
+}
+
+TEST(CgroupDirsTest, NoMatchingLineOrMalformedIsTheRootOnly) {
+  const std::vector<std::string> root{""};
+  EXPECT_EQ(CgroupDirs("", ""), root);
+  EXPECT_EQ(CgroupDirs("4:memory:/x\n", "cpu"), root);
+  EXPECT_EQ(CgroupDirs("4:cpuset:/x\n", "cpu"), root);  // "cpuset" is not "cpu"
+  EXPECT_EQ(CgroupDirs("garbage\n0:x\n1::relative\n", ""), root);
 }
 
 TEST(UsableCoresTest, AtLeastOneAndNoMoreThanTheHostHas) {
