@@ -19,6 +19,10 @@ namespace linalgd {
 // Read once (the first call reads /proc and /sys); thread-safe.
 int UsableCores();
 
+// A thread-count flag's value: `requested` when positive, else UsableCores()
+// (--cpu-workers, --blas-threads and the like, where 0 means "every usable core").
+inline int ThreadsOrUsableCores(int requested) { return requested > 0 ? requested : UsableCores(); }
+
 // What UsableCores() found, for the start-up log: "4 (affinity 64, cgroup
 // quota 4)" or "2 (affinity 2, no cgroup quota)".
 std::string DescribeUsableCores();

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <thread>
 
 #include "common/usable_cores.h"
 #include "server/cpu/cpu_execution.h"
@@ -19,17 +18,14 @@
 namespace linalgd {
 namespace {
 
-int AllCores() { return UsableCores(); }
-
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
-      : batch_threads_(options.batch_threads > 0 ? options.batch_threads : AllCores()),
+      : batch_threads_(ThreadsOrUsableCores(options.batch_threads)),
         pool_(std::max(1, batch_threads_ - 1)),
         rcond_factor_(options.singular_rcond_factor) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
-    const int blas = options.blas_threads > 0 ? options.blas_threads : AllCores();
-    openblas_set_num_threads(blas);
+    openblas_set_num_threads(ThreadsOrUsableCores(options.blas_threads));
     // Inputs are validated by the service; with allow_non_finite a NaN must
     // flow through the math (as on the GPU), not be refused by LAPACKE.
     LAPACKE_set_nancheck(0);

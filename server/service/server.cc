@@ -33,8 +33,6 @@ namespace {
 
 constexpr char kServiceName[] = "linalgd.v1.Linalg";
 
-int Cores() { return UsableCores(); }
-
 // Timeouts, batching, budget waits and fallback, from the server options.
 void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
   s.op_timeout = o.op_timeout > absl::ZeroDuration() ? o.op_timeout : absl::InfiniteDuration();
@@ -158,9 +156,9 @@ absl::Status ServerImpl::Init() {
   SchedulerOptions sched;
   sched.cpu_threshold = options_.cpu_threshold;
   LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
-  sched.cpu_workers = options_.cpu_workers > 0 ? options_.cpu_workers : Cores();
+  sched.cpu_workers = ThreadsOrUsableCores(options_.cpu_workers);
   spdlog::info("cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads", DescribeUsableCores(),
-               sched.cpu_workers, options_.blas_threads > 0 ? options_.blas_threads : Cores());
+               sched.cpu_workers, ThreadsOrUsableCores(options_.blas_threads));
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
   AddSchedulingOptions(options_, sched);
@@ -438,7 +436,7 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
   }
   limits->set_op_timeout_seconds(absl::ToDoubleSeconds(options_.op_timeout));
   limits->set_gpu_memory_fraction(options_.gpu_memory_fraction);
-  limits->set_cpu_threads(options_.blas_threads > 0 ? options_.blas_threads : Cores());
+  limits->set_cpu_threads(ThreadsOrUsableCores(options_.blas_threads));
   limits->set_max_elements(options_.max_elements);
 }
 
