@@ -97,10 +97,15 @@ constexpr TriangleFill kLower = TriangleFill::kLower, kUpper = TriangleFill::kUp
 constexpr TriangleOp kN = TriangleOp::kNoTranspose, kT = TriangleOp::kTranspose,
                      kC = TriangleOp::kConjTranspose;
 
-// FactorRcond's device work: the estimator's vector on the device, solved
-// by a list of steps per call with the n x n factors (column-major, ld n);
-// one host-to-device copy, the steps, one device-to-host copy and one sync
-// per call, all on `stream` (its buffers allocated and freed on it too).
+bool Forward(const Step& step) {
+  return (step.fill == TriangleFill::kLower) == (step.op == TriangleOp::kNoTranspose);
+}
+
+// FactorRcond's device work: the estimator's vectors (1 or 2 columns) on the
+// device, solved by a list of steps per call with the n x n factors
+// (column-major, ld n); one host-to-device copy, the steps, one
+// device-to-host copy and one sync per call, all on `stream` (its buffers
+// allocated and freed on it too).
 class FactorSolves {
  public:
   // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
@@ -111,9 +116,12 @@ class FactorSolves {
                                                               const void* factors,
                                                               const int64_t* pivots, TrsvImpl impl);
 
-  // v <- the steps applied to v (n values).
+  // v <- the steps applied to each of v's columns (v.size() / n of them, 1
+  // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
+  // first triangular solve, when a forward substitution, starts at the row
+  // the steps before it move it to.
   template <typename V>
-  absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps);
+  absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps, int64_t unit_row = -1);
 
  private:
   FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
@@ -124,8 +132,14 @@ class FactorSolves {
         n_(n),
         factors_(factors),
         impl_(impl),
-        staging_(ctx, n * DTypeSize(t), stream) {}
-  absl::Status Apply(const Step& step);
+        staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
+  // One step on `columns` columns; first_nonzero: TrsvOptions' (a
+  // triangular solve by the custom kernel only).
+  absl::Status Apply(const Step& step, int columns, int64_t first_nonzero);
+  absl::Status Permute(bool inverse, int columns);
+  absl::Status CublasColumns(const Step& step, int columns);
+
+  static constexpr int kMaxColumns = 2;
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
 
   GpuContext& ctx_;
@@ -136,6 +150,9 @@ class FactorSolves {
   const TrsvImpl impl_;
   Staging staging_;
   DeviceBuffer v_, tmp_, perm_, scratch_;
+  // getrf's interchanges as one permutation (PivotPermutation) and its
+  // inverse, on the host: where a unit vector's row goes.
+  std::vector<int64_t> perm_host_, inverse_host_;
 };
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx,
@@ -149,7 +166,7 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& c
         "another stream takes the custom triangular solve");
   }
   std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl));
-  const int64_t bytes = std::max<int64_t>(1, n * DTypeSize(t));
+  const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
   LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(kTriangularSolveScratchBytes));
   if (pivots == nullptr || n == 0) return s;
@@ -163,36 +180,81 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& c
   // From pageable memory: returns once `perm` has been staged.
   LINALGD_GPU_CHECK(cudaMemcpyAsync(s->perm_.data(), perm.data(), n * sizeof(int64_t),
                                     cudaMemcpyHostToDevice, stream));
+  s->inverse_host_.resize(n);
+  for (int64_t i = 0; i < n; ++i) s->inverse_host_[perm[i]] = i;
+  s->perm_host_ = std::move(perm);
   return s;
 }
 
-absl::Status FactorSolves::Apply(const Step& step) {
-  if (step.kind == Step::Kind::kTriangle && impl_ == TrsvImpl::kCublas) {  // on hs.stream
-    return SolveTriangle(ctx_.hs, impl_, t_, step.fill, step.op, step.unit, n_, factors_, n_,
-                         v_.data(), scratch_.data());
+absl::Status FactorSolves::CublasColumns(const Step& step, int columns) {  // on hs.stream
+  for (int c = 0; c < columns; ++c) {
+    LINALGD_RETURN_IF_ERROR(SolveTriangle(ctx_.hs, impl_, t_, step.fill, step.op, step.unit, n_,
+                                          factors_, n_, v_.as<char>() + c * n_ * DTypeSize(t_),
+                                          scratch_.data()));
   }
-  if (step.kind == Step::Kind::kTriangle) {
-    return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_, v_.data(),
-                           scratch_.data(), stream_);
-  }
+  return absl::OkStatus();
+}
+
+absl::Status FactorSolves::Permute(bool inverse, int columns) {
   if (perm_.data() == nullptr) {
     return absl::InternalError("FactorSolves: a row interchange step without pivots");
   }
-  LINALGD_RETURN_IF_ERROR(PermuteVector(t_, perm_.as<int64_t>(),
-                                        step.kind == Step::Kind::kUnpermute, v_.data(), tmp_.data(),
-                                        n_, stream_));
+  const int64_t col_bytes = n_ * DTypeSize(t_);
+  for (int c = 0; c < columns; ++c) {
+    LINALGD_RETURN_IF_ERROR(PermuteVector(t_, perm_.as<int64_t>(), inverse,
+                                          v_.as<char>() + c * col_bytes,
+                                          tmp_.as<char>() + c * col_bytes, n_, stream_));
+  }
   std::swap(v_, tmp_);
   return absl::OkStatus();
 }
 
+absl::Status FactorSolves::Apply(const Step& step, int columns, int64_t first_nonzero) {
+  if (step.kind != Step::Kind::kTriangle) {
+    return Permute(step.kind == Step::Kind::kUnpermute, columns);
+  }
+  if (impl_ == TrsvImpl::kCublas) return CublasColumns(step, columns);
+  TrsvOptions o;
+  o.columns = columns;
+  o.first_nonzero = first_nonzero;
+  return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_, v_.data(),
+                         scratch_.data(), stream_, o);
+}
+
 template <typename V>
-absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> steps) {
-  const size_t bytes = n_ * DTypeSize(t_);
+absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> steps,
+                               int64_t unit_row) {
+  const size_t bytes = v.size() * DTypeSize(t_);
   if (bytes == 0) return absl::OkStatus();
+  const int columns = static_cast<int>(v.size() / n_);
+  if (columns < 1 || columns > kMaxColumns || columns * n_ != static_cast<int64_t>(v.size())) {
+    return absl::InternalError(absl::StrCat("FactorSolves: ", v.size(), " values are not 1 to ",
+                                            kMaxColumns, " columns of n ", n_));
+  }
   const cudaStream_t st = stream_;
   Narrow(v, t_, staging_.data());
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
-  for (const Step& step : steps) LINALGD_RETURN_IF_ERROR(Apply(step));
+  // The unit vector's row through the interchanges before the first
+  // triangular solve; it is zero above that row from then on as long as
+  // each solve is a forward substitution.
+  int64_t zero_above = 0;
+  bool unit = unit_row >= 0;
+  if (unit) zero_above = unit_row;
+  for (const Step& step : steps) {
+    if (step.kind == Step::Kind::kTriangle) {
+      LINALGD_RETURN_IF_ERROR(Apply(step, columns, Forward(step) ? zero_above : 0));
+      if (!Forward(step)) zero_above = 0;
+      unit = false;
+      continue;
+    }
+    LINALGD_RETURN_IF_ERROR(Apply(step, columns, 0));  // an error without pivots
+    if (unit) {  // w[i] = v[perm[i]]: e_j goes to inverse[j]; w[perm[i]] = v[i]: to perm[j]
+      zero_above = step.kind == Step::Kind::kPermute ? inverse_host_[zero_above]
+                                                     : perm_host_[zero_above];
+    } else {
+      zero_above = 0;
+    }
+  }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
   Widen(staging_.data(), t_, v);
@@ -203,32 +265,68 @@ void Conjugate(std::vector<Complex>& v) {
   for (Complex& z : v) z = std::conj(z);
 }
 
-// FactorRcond's estimate for C64 / C128 factors, with ComplexInverseNorm1.
-absl::StatusOr<double> ComplexRcond(FactorSolves& fs, SolveMethod method, int64_t n, double anorm) {
-  auto solve = [&](std::vector<Complex>& v, bool conj_transposed) -> absl::Status {
-    if (method == SolveMethod::kCholesky) {
-      // The factor is that of B = conj(a) = L L^H (the buffer read
-      // column-major): B is Hermitian, B^-H = B^-1, and ||B^-1||_1 =
-      // ||a^-1||_1, so the estimate runs on B.
-      return fs.Run(v, {Tri(kLower, kN, false), Tri(kLower, kC, false)});
-    }
-    // The factors are those of A = a^T (P A = L U, unit L below, U above).
-    if (conj_transposed) {  // a^H x = v: conj(A) x = v, conj(x) = U^-1 L^-1 P conj(v)
-      Conjugate(v);
-      LINALGD_RETURN_IF_ERROR(fs.Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)}));
-      Conjugate(v);
-      return absl::OkStatus();
-    }
-    // a x = v: A^T x = v, x = P^T L^-T U^-T v (plain transposes)
-    return fs.Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute});
+// One solve of the complex estimate with the factors (v: 1 or 2 columns;
+// unit_row: FactorSolves::Run's).
+absl::Status RunComplex(FactorSolves& fs, SolveMethod method, std::vector<Complex>& v,
+                        bool conj_transposed, int64_t unit_row) {
+  if (method == SolveMethod::kCholesky) {
+    // The factor is that of B = conj(a) = L L^H (the buffer read
+    // column-major): B is Hermitian, B^-H = B^-1, and ||B^-1||_1 =
+    // ||a^-1||_1, so the estimate runs on B.
+    return fs.Run(v, {Tri(kLower, kN, false), Tri(kLower, kC, false)}, unit_row);
+  }
+  // The factors are those of A = a^T (P A = L U, unit L below, U above).
+  if (conj_transposed) {  // a^H x = v: conj(A) x = v, conj(x) = U^-1 L^-1 P conj(v)
+    Conjugate(v);
+    LINALGD_RETURN_IF_ERROR(
+        fs.Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)}, unit_row));
+    Conjugate(v);
+    return absl::OkStatus();
+  }
+  // a x = v: A^T x = v, x = P^T L^-T U^-T v (plain transposes)
+  return fs.Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute}, unit_row);
+}
+
+// One solve of the real estimate with the factors (v: 1 or 2 columns;
+// unit_row: FactorSolves::Run's).
+absl::Status RunReal(FactorSolves& fs, SolveMethod method, std::vector<double>& v, bool transposed,
+                     int64_t unit_row) {
+  if (method == SolveMethod::kCholesky) {  // a = L L^T, symmetric: a^-T = a^-1
+    return fs.Run(v, {Tri(kLower, kN, false), Tri(kLower, kT, false)}, unit_row);
+  }
+  // The factors are those of A = a^T (P A = L U, unit L below, U above).
+  if (transposed) {  // a^T x = v: A x = v, x = U^-1 L^-1 P v
+    return fs.Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)}, unit_row);
+  }
+  // a x = v: A^T x = v, x = P^T L^-T U^-T v
+  return fs.Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute}, unit_row);
+}
+
+// FactorRcond's estimate for C64 / C128 factors, with ComplexInverseNorm1
+// (kOneByOne) or ComplexInverseNorm1Paired.
+absl::StatusOr<double> ComplexRcond(FactorSolves& fs, SolveMethod method, int64_t n, double anorm,
+                                    RcondSolves solves) {
+  auto solve = [&](std::vector<Complex>& v, bool conj_transposed, int64_t unit_row) {
+    return RunComplex(fs, method, v, conj_transposed, unit_row);
   };
-  LINALGD_ASSIGN_OR_RETURN(double inv, ComplexInverseNorm1(n, solve));
+  double inv = 0;
+  if (solves == RcondSolves::kPaired) {
+    LINALGD_ASSIGN_OR_RETURN(inv, ComplexInverseNorm1Paired(n, solve));
+  } else {
+    LINALGD_ASSIGN_OR_RETURN(inv, ComplexInverseNorm1(n, [&](std::vector<Complex>& v, bool ct) {
+                               return solve(v, ct, -1);
+                             }));
+  }
   return RcondFromNorms(anorm, inv);
 }
 
 }  // namespace
 
-absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& solve) {
+namespace {
+
+// ComplexInverseNorm1, its safeguard vector's solve paired with the first
+// one (two columns) when `paired` and n > 1, else made last.
+absl::StatusOr<double> ComplexEstimate(int64_t n, const ComplexPairedSolve& solve, bool paired) {
   constexpr int kMaxIterations = 5;  // zlacn2's ITMAX
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (n == 0) return 0.0;
@@ -250,37 +348,62 @@ absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& 
     }
     return j;
   };
+  // zlacn2's safeguard: x_i = (-1)^i (1 + i / (n - 1)), 2 ||a^-1 x||_1 / (3 n).
+  auto safeguard = [n] {
+    std::vector<double> re(n);
+    AlternatingSignVector(n, re.data());
+    return std::vector<Complex>(re.begin(), re.end());
+  };
   std::vector<Complex> x(n, Complex(1.0 / static_cast<double>(n), 0.0));
-  LINALGD_RETURN_IF_ERROR(solve(x, false));
+  std::vector<Complex> alt;  // a^-1 times the safeguard vector, once solved
+  if (paired && n > 1) {
+    std::vector<Complex> pair = x;
+    const std::vector<Complex> g = safeguard();
+    pair.insert(pair.end(), g.begin(), g.end());
+    LINALGD_RETURN_IF_ERROR(solve(pair, false, -1));
+    x.assign(pair.begin(), pair.begin() + n);
+    alt.assign(pair.begin() + n, pair.end());
+  } else {
+    LINALGD_RETURN_IF_ERROR(solve(x, false, -1));
+  }
   double est = norm1(x);
   if (!std::isfinite(est)) return kInf;
   if (n == 1) return est;
   to_signs(x);
-  LINALGD_RETURN_IF_ERROR(solve(x, true));
+  LINALGD_RETURN_IF_ERROR(solve(x, true, -1));
   size_t j = largest(x);
   for (int iter = 2;; ++iter) {
     std::fill(x.begin(), x.end(), Complex(0.0, 0.0));
     x[j] = Complex(1.0, 0.0);
-    LINALGD_RETURN_IF_ERROR(solve(x, false));
+    LINALGD_RETURN_IF_ERROR(solve(x, false, static_cast<int64_t>(j)));
     const double norm = norm1(x);
     if (!std::isfinite(norm)) return kInf;
     if (norm <= est) break;  // stopped growing: est is kept
     est = norm;
     to_signs(x);
-    LINALGD_RETURN_IF_ERROR(solve(x, true));
+    LINALGD_RETURN_IF_ERROR(solve(x, true, -1));
     const size_t last = j;
     j = largest(x);
     if (!(std::abs(x[last]) != std::abs(x[j]) && iter < kMaxIterations)) break;
   }
-  // zlacn2's safeguard: x_i = (-1)^i (1 + i / (n - 1)), 2 ||a^-1 x||_1 / (3 n).
-  for (int64_t i = 0; i < n; ++i) {
-    const double mag = 1.0 + static_cast<double>(i) / static_cast<double>(n - 1);
-    x[i] = Complex(i % 2 == 0 ? mag : -mag, 0.0);
+  if (alt.empty()) {
+    alt = safeguard();
+    LINALGD_RETURN_IF_ERROR(solve(alt, false, -1));
   }
-  LINALGD_RETURN_IF_ERROR(solve(x, false));
-  const double alt = 2 * norm1(x) / (3.0 * static_cast<double>(n));
-  if (!std::isfinite(alt)) return kInf;
-  return std::max(est, alt);
+  const double a = 2 * norm1(alt) / (3.0 * static_cast<double>(n));
+  if (!std::isfinite(a)) return kInf;
+  return std::max(est, a);
+}
+
+}  // namespace
+
+absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& solve) {
+  return ComplexEstimate(
+      n, [&](std::vector<Complex>& v, bool ct, int64_t) { return solve(v, ct); }, false);
+}
+
+absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve) {
+  return ComplexEstimate(n, solve, true);
 }
 
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
@@ -324,30 +447,44 @@ absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl) {
-  return FactorRcondOn(ctx, ctx.hs.stream, t, method, n, factors, pivots, anorm, impl);
+  return FactorRcondOn(ctx, ctx.hs.stream, t, method, n, factors, pivots, anorm,
+                       FactorRcondOptions{impl});
+}
+
+absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                                   const void* factors, const int64_t* pivots, double anorm,
+                                   const FactorRcondOptions& options) {
+  return FactorRcondOn(ctx, ctx.hs.stream, t, method, n, factors, pivots, anorm, options);
 }
 
 absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
                                      SolveMethod method, int64_t n, const void* factors,
                                      const int64_t* pivots, double anorm, TrsvImpl impl) {
+  return FactorRcondOn(ctx, stream, t, method, n, factors, pivots, anorm,
+                       FactorRcondOptions{impl});
+}
+
+absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
+                                     SolveMethod method, int64_t n, const void* factors,
+                                     const int64_t* pivots, double anorm,
+                                     const FactorRcondOptions& options) {
   const bool lu = method == SolveMethod::kLu;
   LINALGD_ASSIGN_OR_RETURN(
       std::unique_ptr<FactorSolves> fs,
-      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, impl));
-  if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm);
-  // One solve with a (or a^T) on the host vector v, through the device.
-  auto host_solve = [&](std::vector<double>& v, bool transposed) -> absl::Status {
-    if (!lu) {  // a = L L^T, symmetric: a^-T = a^-1
-      return fs->Run(v, {Tri(kLower, kN, false), Tri(kLower, kT, false)});
-    }
-    // The factors are those of A = a^T (P A = L U, unit L below, U above).
-    if (transposed) {  // a^T x = v: A x = v, x = U^-1 L^-1 P v
-      return fs->Run(v, {kPermute, Tri(kLower, kN, true), Tri(kUpper, kN, false)});
-    }
-    // a x = v: A^T x = v, x = P^T L^-T U^-T v
-    return fs->Run(v, {Tri(kUpper, kT, false), Tri(kLower, kT, true), kUnpermute});
+      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl));
+  if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
+  // One solve with a (or a^T) on the host vectors v, through the device.
+  auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {
+    return RunReal(*fs, method, v, transposed, unit_row);
   };
-  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, host_solve));
+  if (options.solves == RcondSolves::kPaired) {
+    LINALGD_ASSIGN_OR_RETURN(double inv, EstimateInverseNorm1Paired(n, solve));
+    return RcondFromNorms(anorm, inv);
+  }
+  auto one_by_one = [&](std::vector<double>& v, bool transposed) {
+    return solve(v, transposed, -1);
+  };
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> inv, EstimateInverseNorm1(1, n, one_by_one));
   return RcondFromNorms(anorm, inv[0]);
 }
 

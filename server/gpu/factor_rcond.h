@@ -47,6 +47,18 @@ using ComplexVectorSolve =
 // met. A non-finite solve gives +inf. Host code: `solve` does the device work.
 absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& solve);
 
+// ComplexInverseNorm1's solves in the paired form (condition.h
+// PairedVectorSolve): v holds v.size() / n columns (1 or 2); unit_row >= 0:
+// v is the unit vector at that row, else -1.
+using ComplexPairedSolve = std::function<absl::Status(std::vector<std::complex<double>>& v,
+                                                      bool conj_transposed, int64_t unit_row)>;
+
+// ComplexInverseNorm1, bitwise the same value, in one chain of solves
+// fewer for n > 1: the first solve takes the safeguard vector as a second
+// column beside e / n and keeps its result for the end; each a^-1 e_j says
+// j.
+absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve);
+
 // One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower
 // Cholesky factor of a (Xpotrf; pivots null). Complex dtypes (C64, C128):
@@ -56,10 +68,32 @@ absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& 
 // a block), the row interchanges on the device (kernels.h PermuteVector),
 // two triangular solves by `impl` (kernels.h TriangularSolve unless
 // kCublas: the comparison linalgd-gpu-bench and the tests make), one copy
-// back and one host sync. Synchronizes.
+// back and one host sync; the first one with two columns (RcondSolves
+// kPaired, the default). Synchronizes.
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl = TrsvImpl::kCustom);
+
+// How FactorRcond lays out the estimator's solves; both give the same
+// rcond, bitwise, with the custom kernel.
+enum class RcondSolves {
+  // EstimateInverseNorm1Paired / ComplexInverseNorm1Paired: the first chain
+  // solves e / n and the safeguard vector as two columns of one solve, and
+  // a unit vector's solve starts at its block of rows (TrsvOptions).
+  kPaired,
+  // EstimateInverseNorm1 / ComplexInverseNorm1: one vector per chain, the
+  // safeguard vector's chain last, every solve from row 0 (what the
+  // estimate did before kPaired; kept for comparison).
+  kOneByOne,
+};
+
+struct FactorRcondOptions {
+  TrsvImpl impl = TrsvImpl::kCustom;  // kCublas: every column its own trsv, from row 0
+  RcondSolves solves = RcondSolves::kPaired;
+};
+absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                                   const void* factors, const int64_t* pivots, double anorm,
+                                   const FactorRcondOptions& options);
 
 // FactorRcond on `stream` instead of ctx.hs.stream: every copy, kernel,
 // buffer (allocated and freed on `stream`) and sync of the estimate is on
@@ -72,6 +106,10 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
                                      SolveMethod method, int64_t n, const void* factors,
                                      const int64_t* pivots, double anorm,
                                      TrsvImpl impl = TrsvImpl::kCustom);
+absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
+                                     SolveMethod method, int64_t n, const void* factors,
+                                     const int64_t* pivots, double anorm,
+                                     const FactorRcondOptions& options);
 
 // getrf's 1-based row interchanges as one permutation of [0, n): applying
 // the interchanges in order to v gives w[i] = v[perm[i]]; in reverse order,

@@ -122,6 +122,14 @@ TrsvBlock TrsvBlockFor(int64_t n) {
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              TrsvBlock block) {
+  return TriangularSolve(t, fill, op, unit_diag, n, a, ld, x, scratch, stream,
+                         TrsvOptions{block, 1, 0});
+}
+
+absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
+                             const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
+                             const TrsvOptions& options) {
+  TrsvBlock block = options.block;
   static_assert(kTriangularSolveScratchBytes == impl::kTriangularSolveScratchBytes);
   // One CTA per 32 or 64 rows, counted in 32 bits (kernels_trsv.cu).
   constexpr int64_t kMaxN = int64_t{1} << 36;
@@ -142,11 +150,19 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
                                                    static_cast<int>(block),
                                                    " is not kAuto (0), k32 (1) or k64 (2)"));
   }
+  if (options.columns != 1 && options.columns != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TriangularSolve: columns ", options.columns, " must be 1 or 2"));
+  }
+  if (options.first_nonzero < 0 || options.first_nonzero > n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TriangularSolve: first_nonzero ", options.first_nonzero, " must be in [0, n ", n, "]"));
+  }
   if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
   const int rows = block == TrsvBlock::k64 ? 64 : 32;
   LINALGD_GPU_CHECK(impl::TriangularSolve(ToElem(t), fill == TriangleFill::kLower,
-                                          static_cast<int>(op), unit_diag, rows, n, a, ld, x,
-                                          scratch, stream));
+                                          static_cast<int>(op), unit_diag, rows, options.columns,
+                                          options.first_nonzero, n, a, ld, x, scratch, stream));
   return absl::OkStatus();
 }
 

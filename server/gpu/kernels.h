@@ -116,6 +116,27 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              TrsvBlock block = TrsvBlock::kAuto);
 
+// TriangularSolve's further options.
+struct TrsvOptions {
+  TrsvBlock block = TrsvBlock::kAuto;
+  // x's columns (1 or 2): n x columns column-major, ld n, all solved in one
+  // launch that reads each tile of the triangle once. Each column's result
+  // is bitwise that of solving it alone. (Where the two-column kernel would
+  // spill registers, complex op N at 32 rows and complex<double> at 64, the
+  // columns are solved one after the other.)
+  int columns = 1;
+  // Every column of x is zero above this row (in [0, n]): a forward
+  // substitution (op(T) lower) writes zeros for the blocks of rows before
+  // its block and starts there; a backward one ignores it. The result is
+  // bitwise the full solve's when the triangle's rows above its block are
+  // finite (a NaN or Inf there would reach those zero rows in the full
+  // solve: 0 * Inf).
+  int64_t first_nonzero = 0;
+};
+absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
+                             const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
+                             const TrsvOptions& options);
+
 // Test hook: a kernel that writes through an invalid device address, leaving
 // the context with cudaErrorIllegalAddress (sticky).
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream);

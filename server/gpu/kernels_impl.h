@@ -54,11 +54,14 @@ struct ScanSet {
 cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream);
 
 // kernels_trsv.cu. op: 0 N, 1 T, 2 C (conjugate transpose). nb: rows per
-// block, 32 or 64 (else cudaErrorInvalidValue). scratch:
+// block, 32 or 64; nrhs: columns of x (column-major, ld n), 1 or 2;
+// first_nonzero in [0, n]: x is zero above that row (used by a forward
+// substitution; else cudaErrorInvalidValue for any of them). scratch:
 // kTriangularSolveScratchBytes of device memory, zeroed here on `stream`.
 inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
-cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int64_t n, const void* a,
-                            int64_t ld, void* x, void* scratch, cudaStream_t stream);
+cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
+                            int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
+                            void* scratch, cudaStream_t stream);
 // kernels_trsv.cu too.
 cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
                     int64_t n, cudaStream_t stream);

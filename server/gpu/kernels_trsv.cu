@@ -1,7 +1,11 @@
 // The sync-free blocked triangular solve (kernels_impl.h TriangularSolve),
 // and the permutation of a vector its callers apply getrf's pivots with.
 //
-// op(T) x = b for one vector, in place. Logical indices run in substitution
+// op(T) X = B for kNrhs columns (1 or 2, a template parameter; column-major,
+// ld n), in place. Each column's arithmetic is that of a one-column solve
+// (the same operations in the same order), so each column's result is
+// bitwise the one-column solve's; a CTA reads each factor tile once and
+// applies it to every column. Logical indices run in substitution
 // order: row l of the logical system is physical row l (forward: op(T) lower)
 // or n - 1 - l (backward: op(T) upper), so the logical matrix M is always
 // lower triangular and every CTA does forward substitution on its rows.
@@ -36,9 +40,20 @@
 //
 // Non-finite values propagate: nothing is clamped, and a zero on a non-unit
 // diagonal has an infinite (complex: NaN) reciprocal.
+//
+// A first block F > 0 (forward substitution only: the caller's x is zero
+// above row F * kNb): the CTAs of tickets L < F write zeros for their rows
+// and exit, and ticket 0 raises done to F at once (atomicMax: it never
+// lowers a count that block F may already have raised to F + 1). Blocks
+// L >= F accumulate tiles J >= F only: with x_J zero, the skipped tiles'
+// products would be exact zeros added to +0 sums (finite triangle), so the
+// sums, and every x, are bitwise those of the solve from block 0, and
+// every wait, release and the deadlock argument above stay as they are
+// (block L waits only for blocks F <= J < L, all resident).
 #include <cuComplex.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "server/gpu/kernels_impl.h"
 
@@ -267,39 +282,45 @@ __device__ __forceinline__ void LoadTile(const Triangle<T, kTrans>& m, int64_t r
   }
 }
 
-// acc[q] += t[q] * x(column of slot q), x of published block starting at j0.
-template <typename T, int kNb, bool kTrans>
+// acc[c][q] += t[q] * x_c(column of slot q), x_c (column c, at x + c * n)
+// of the published block starting at j0.
+template <typename T, int kNb, int kNrhs, bool kTrans>
 __device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T* x, int64_t j0,
                                            int lane, int warp, const T (&t)[Shape<kNb>::kPerThread],
-                                           T (&acc)[Shape<kNb>::kPerThread]) {
+                                           T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
 #pragma unroll
   for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
     int r, k;
     SlotOf<kNb, kTrans>(q, lane, warp, r, k);
-    acc[q] = MulAdd(acc[q], t[q], __ldcg(x + m.Phys(j0 + k)));
+    const int64_t i = m.Phys(j0 + k);
+#pragma unroll
+    for (int c = 0; c < kNrhs; ++c) acc[c][q] = MulAdd(acc[c][q], t[q], __ldcg(x + c * m.n + i));
   }
 }
 
-// acc += this block row's tiles J < L, each once its x is published. Every
-// warp runs the same sequence of J and `known`, so the waits are
+// acc += this block row's tiles first <= J < L, each once its x is
+// published (in J order for every sum, however the tiles are grouped).
+// Every warp runs the same sequence of J and `known`, so the waits are
 // CTA-uniform.
-template <typename T, int kNb, bool kTrans>
+template <typename T, int kNb, int kNrhs, bool kTrans>
 __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsigned* done,
-                            unsigned* seen, int64_t L, int64_t row0, int nb, int lane, int warp,
-                            T (&acc)[Shape<kNb>::kPerThread]) {
+                            unsigned* seen, int64_t first, int64_t L, int64_t row0, int nb,
+                            int lane, int warp, T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
   constexpr int kPer = Shape<kNb>::kPerThread;
   // Tiles per step once they are all published: their loads are issued
   // together, so a warp keeps several tiles in flight (fewer for the 16-byte
-  // complex<double> and the 4x larger tiles of kNb 64, to bound registers).
-  constexpr int kGroup = (sizeof(T) >= 16 ? 2 : 4) * 32 / kNb;
-  int64_t known = 0;  // blocks known published (CTA-uniform)
-  int64_t J = 0;
+  // complex<double>, the 4x larger tiles of kNb 64 and two columns' sums, to
+  // bound registers).
+  constexpr int kTiles = (sizeof(T) >= 16 ? 2 : 4) * 32 / kNb / kNrhs;
+  constexpr int kGroup = kTiles > 1 ? kTiles : 1;
+  int64_t known = first;  // blocks known published or known zero (CTA-uniform)
+  int64_t J = first;
   while (J < L) {
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
       T t[kPer];
       LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
       known = WaitPublished(done, static_cast<unsigned>(J + 1), static_cast<unsigned>(L), seen);
-      Accumulate<T, kNb>(m, x, J * kNb, lane, warp, t, acc);
+      Accumulate<T, kNb, kNrhs>(m, x, J * kNb, lane, warp, t, acc);
       ++J;
       continue;
     }
@@ -312,13 +333,13 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsi
       }
 #pragma unroll
       for (int g = 0; g < kGroup; ++g) {
-        Accumulate<T, kNb>(m, x, (J + g) * kNb, lane, warp, t[g], acc);
+        Accumulate<T, kNb, kNrhs>(m, x, (J + g) * kNb, lane, warp, t[g], acc);
       }
       J += kGroup;
     } else {
       T t[kPer];
       LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
-      Accumulate<T, kNb>(m, x, J * kNb, lane, warp, t, acc);
+      Accumulate<T, kNb, kNrhs>(m, x, J * kNb, lane, warp, t, acc);
       ++J;
     }
   }
@@ -390,23 +411,30 @@ __device__ void InvertDiagonalBlock(const T* rdiag, bool unit, int lane, int war
   }
 }
 
-// xr[p] = sum over c <= r, c < nb of inv(r, c) * s_c, r = lane + 32 p (s_c:
-// row c's s, lane c % 32's slot c / 32): the block's solve. Terms above the
-// diagonal are skipped, not multiplied by zero, so a non-finite s_c reaches
-// only the rows it should. Warp-uniform (nb is the same in every lane).
-template <typename T, int kNb>
-__device__ void ApplyInverse(const T* inv, const T (&s)[Shape<kNb>::kRows], int nb, int lane,
-                             T (&xr)[Shape<kNb>::kRows]) {
+// xr[j][p] = sum over c <= r, c < nb of inv(r, c) * s_c, r = lane + 32 p
+// (s_c: row c's s of column j, lane c % 32's slot c / 32): the block's
+// solve, for each column j in the same order. Terms above the diagonal are
+// skipped, not multiplied by zero, so a non-finite s_c reaches only the rows
+// it should. Warp-uniform (nb is the same in every lane).
+template <typename T, int kNb, int kNrhs>
+__device__ void ApplyInverse(const T* inv, const T (&s)[kNrhs][Shape<kNb>::kRows], int nb, int lane,
+                             T (&xr)[kNrhs][Shape<kNb>::kRows]) {
   using S = Shape<kNb>;
 #pragma unroll
-  for (int p = 0; p < S::kRows; ++p) xr[p] = ZeroOf<T>();
+  for (int j = 0; j < kNrhs; ++j) {
+#pragma unroll
+    for (int p = 0; p < S::kRows; ++p) xr[j][p] = ZeroOf<T>();
+  }
 #pragma unroll
   for (int c = 0; c < kNb; ++c) {
-    const T sc = Shfl(s[c / 32], c % 32);
 #pragma unroll
-    for (int p = 0; p < S::kRows; ++p) {
-      const int r = lane + 32 * p;
-      if (c <= r && c < nb) xr[p] = MulAdd(xr[p], inv[Tri(r, c)], sc);
+    for (int j = 0; j < kNrhs; ++j) {
+      const T sc = Shfl(s[j][c / 32], c % 32);
+#pragma unroll
+      for (int p = 0; p < S::kRows; ++p) {
+        const int r = lane + 32 * p;
+        if (c <= r && c < nb) xr[j][p] = MulAdd(xr[j][p], inv[Tri(r, c)], sc);
+      }
     }
   }
 }
@@ -446,16 +474,54 @@ __device__ T RowSum(const T (*partial)[kNb], int r) {
   return sum;
 }
 
-template <typename T, int kNb, bool kTrans>
+// Rows of partial sums per column: op N gathers one row per warp, op T / C
+// one summed over the lanes.
+template <bool kTrans>
+constexpr int kPartialRows = kTrans ? 1 : kWarps;
+
+// The rows of block row0 (nb of them) set to zero in every column: a block
+// before the first one that the caller's x has nonzero values in. Every
+// thread of the CTA.
+template <typename T, int kNrhs, bool kTrans>
+__device__ void WriteZeroRows(const Triangle<T, kTrans>& m, T* x, int64_t row0, int nb) {
+  for (int e = threadIdx.x; e < kNrhs * nb; e += kThreads) {
+    x[(e / nb) * m.n + m.Phys(row0 + e % nb)] = ZeroOf<T>();
+  }
+}
+
+// s[j][p] = b[j][p] - (row lane + 32 p's sum of acc[j]) in warp 0, for each
+// column j. Every thread of the CTA; its barrier also publishes the inverse
+// InvertDiagonalBlock wrote.
+template <typename T, int kNb, bool kTrans, int kNrhs>
+__device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
+                               const T (&b)[kNrhs][Shape<kNb>::kRows], int lane, int warp,
+                               T (*partial)[kPartialRows<kTrans>][kNb],
+                               T (&s)[kNrhs][Shape<kNb>::kRows]) {
+#pragma unroll
+  for (int j = 0; j < kNrhs; ++j) GatherRowSums<T, kNb, kTrans>(acc[j], lane, warp, partial[j]);
+  __syncthreads();  // partial and the inverse are complete
+  if (warp != 0) return;
+#pragma unroll
+  for (int j = 0; j < kNrhs; ++j) {
+#pragma unroll
+    for (int p = 0; p < Shape<kNb>::kRows; ++p) {
+      s[j][p] = Sub(b[j][p], RowSum<T, kNb, kTrans>(partial[j], lane + 32 * p));
+    }
+  }
+}
+
+// first: the first block the caller's x has nonzero values in (forward
+// substitution), else 0.
+template <typename T, int kNb, bool kTrans, int kNrhs>
 __global__ void __launch_bounds__(kThreads)
-    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync) {
+    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, int64_t first) {
   using S = Shape<kNb>;
   // M's diagonal block strictly below its diagonal, then its inverse (lower;
   // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
   // pass the 48 KiB of static shared memory.
   __shared__ T tri[S::kTri];
-  __shared__ T partial[kWarps][kNb];  // row sums (GatherRowSums)
-  __shared__ T rdiag[kNb];            // 1 / its diagonal
+  __shared__ T partial[kNrhs][kPartialRows<kTrans>][kNb];  // row sums (GatherRowSums)
+  __shared__ T rdiag[kNb];                                 // 1 / its diagonal
   __shared__ unsigned ticket, seen;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
@@ -463,31 +529,41 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t L = ticket;
   const int64_t row0 = L * kNb;
   const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
-  T b[S::kRows];  // warp 0, lane l, slot p: b of row l + 32 p
+  if (L < first) {  // x is zero here: so is the solution
+    if (L == 0 && threadIdx.x == 0) atomicMax(sync + 1, static_cast<unsigned>(first));
+    WriteZeroRows<T, kNrhs>(m, x, row0, nb);
+    return;
+  }
+  T b[kNrhs][S::kRows];  // warp 0, lane l, slot p: b of row l + 32 p
 #pragma unroll
-  for (int p = 0; p < S::kRows; ++p) {
-    const int r = lane + 32 * p;
-    b[p] = warp == 0 && r < nb ? __ldcg(x + m.Phys(row0 + r)) : ZeroOf<T>();
+  for (int j = 0; j < kNrhs; ++j) {
+#pragma unroll
+    for (int p = 0; p < S::kRows; ++p) {
+      const int r = lane + 32 * p;
+      b[j][p] = warp == 0 && r < nb ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
+    }
   }
   LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
   __syncthreads();  // tri and rdiag are complete
   InvertDiagonalBlock<T, kNb>(rdiag, unit, lane, warp, tri);
-  T acc[S::kPerThread];
+  T acc[kNrhs][S::kPerThread];
 #pragma unroll
-  for (int q = 0; q < S::kPerThread; ++q) acc[q] = ZeroOf<T>();
-  OffDiagonal<T, kNb>(m, x, sync + 1, &seen, L, row0, nb, lane, warp, acc);
-  GatherRowSums<T, kNb, kTrans>(acc, lane, warp, partial);
-  __syncthreads();  // partial and the inverse are complete
-  if (warp != 0) return;
-  T s[S::kRows], xr[S::kRows];
+  for (int j = 0; j < kNrhs; ++j) {
 #pragma unroll
-  for (int p = 0; p < S::kRows; ++p) {
-    s[p] = Sub(b[p], RowSum<T, kNb, kTrans>(partial, lane + 32 * p));
+    for (int q = 0; q < S::kPerThread; ++q) acc[j][q] = ZeroOf<T>();
   }
-  ApplyInverse<T, kNb>(tri, s, nb, lane, xr);
+  OffDiagonal<T, kNb, kNrhs>(m, x, sync + 1, &seen, first, L, row0, nb, lane, warp, acc);
+  T s[kNrhs][S::kRows];
+  BlockResiduals<T, kNb, kTrans, kNrhs>(acc, b, lane, warp, partial, s);
+  if (warp != 0) return;
+  T xr[kNrhs][S::kRows];
+  ApplyInverse<T, kNb, kNrhs>(tri, s, nb, lane, xr);
 #pragma unroll
-  for (int p = 0; p < S::kRows; ++p) {
-    if (lane + 32 * p < nb) x[m.Phys(row0 + lane + 32 * p)] = xr[p];
+  for (int j = 0; j < kNrhs; ++j) {
+#pragma unroll
+    for (int p = 0; p < S::kRows; ++p) {
+      if (lane + 32 * p < nb) x[j * m.n + m.Phys(row0 + lane + 32 * p)] = xr[j][p];
+    }
   }
   __syncwarp();  // every lane's stores precede lane 0's release (one fence, in the release)
   if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
@@ -516,28 +592,69 @@ cudaError_t LaunchPermute(const int64_t* perm, bool inverse, const void* src, vo
   return cudaGetLastError();
 }
 
-template <typename T, int kNb>
-cudaError_t LaunchTrsv(bool forward, int op, bool unit, int64_t n, const void* a, int64_t ld,
-                       void* x, unsigned* sync, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((n + kNb - 1) / kNb);
-  const T* at = static_cast<const T*>(a);
-  T* xt = static_cast<T*>(x);
-  if (op == 0) {
-    TrsvKernel<T, kNb, false><<<blocks, kThreads, 0, stream>>>(
-        Triangle<T, false>{at, n, ld, forward, false}, unit, xt, sync);
-  } else {
-    TrsvKernel<T, kNb, true><<<blocks, kThreads, 0, stream>>>(
-        Triangle<T, true>{at, n, ld, forward, op == 2}, unit, xt, sync);
-  }
+// One TriangularSolve, resolved: forward when op(T) is lower; columns of
+// x at x + c * n.
+struct TrsvArgs {
+  bool forward;
+  int op;
+  bool unit;
+  int64_t n;
+  const void* a;
+  int64_t ld;
+  void* x;
+  unsigned* sync;
+  int64_t first_nonzero;
+  cudaStream_t stream;
+};
+
+// Zeroes the block counters, then launches the kNrhs-column kernel (op N
+// when !kTrans, else T or C).
+template <typename T, int kNb, bool kTrans, int kNrhs>
+cudaError_t LaunchTrsv(const TrsvArgs& g) {
+  const cudaError_t e = cudaMemsetAsync(g.sync, 0, kTriangularSolveScratchBytes, g.stream);
+  if (e != cudaSuccess) return e;
+  const int64_t blocks = (g.n + kNb - 1) / kNb;
+  const int64_t first = g.forward ? std::min(g.first_nonzero / kNb, blocks) : 0;
+  const Triangle<T, kTrans> m{static_cast<const T*>(g.a), g.n, g.ld, g.forward, g.op == 2};
+  TrsvKernel<T, kNb, kTrans, kNrhs><<<static_cast<unsigned>(blocks), kThreads, 0, g.stream>>>(
+      m, g.unit, static_cast<T*>(g.x), g.sync, first);
   return cudaGetLastError();
 }
 
-// LaunchTrsv at block rows nb (32 or 64; checked by the caller).
+// Whether the two-column kernel exists for T at kNb rows and the op: where
+// it spills no registers (ptxas -v, sm_90: complex<float> and
+// complex<double> op N at 32 rows, complex<double> at 64 rows do). Elsewhere
+// two columns are two one-column solves, one after the other.
+template <typename T, int kNb, bool kTrans>
+constexpr bool kTwoColumnKernel = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                  (kNb == 32 && kTrans) || (std::is_same_v<T, float2> && kNb == 64);
+
+// `nrhs` (1 or 2) columns at kNb rows per block.
+template <typename T, int kNb, bool kTrans>
+cudaError_t LaunchColumns(const TrsvArgs& g, int nrhs) {
+  if (nrhs == 1) return LaunchTrsv<T, kNb, kTrans, 1>(g);
+  if constexpr (kTwoColumnKernel<T, kNb, kTrans>) {
+    return LaunchTrsv<T, kNb, kTrans, 2>(g);
+  } else {
+    for (int c = 0; c < nrhs; ++c) {
+      TrsvArgs one = g;
+      one.x = static_cast<T*>(g.x) + c * g.n;
+      const cudaError_t e = LaunchTrsv<T, kNb, kTrans, 1>(one);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
+}
+
+template <typename T, int kNb>
+cudaError_t LaunchOp(const TrsvArgs& g, int nrhs) {
+  return g.op == 0 ? LaunchColumns<T, kNb, false>(g, nrhs) : LaunchColumns<T, kNb, true>(g, nrhs);
+}
+
+// LaunchOp at block rows nb (32 or 64; checked by the caller).
 template <typename T>
-cudaError_t LaunchTrsvRows(int nb, bool forward, int op, bool unit, int64_t n, const void* a,
-                           int64_t ld, void* x, unsigned* sync, cudaStream_t stream) {
-  return nb == 64 ? LaunchTrsv<T, 64>(forward, op, unit, n, a, ld, x, sync, stream)
-                  : LaunchTrsv<T, 32>(forward, op, unit, n, a, ld, x, sync, stream);
+cudaError_t LaunchTrsvRows(int nb, const TrsvArgs& g, int nrhs) {
+  return nb == 64 ? LaunchOp<T, 64>(g, nrhs) : LaunchOp<T, 32>(g, nrhs);
 }
 
 }  // namespace
@@ -560,23 +677,25 @@ cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, 
   return cudaErrorInvalidValue;
 }
 
-cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int64_t n, const void* a,
-                            int64_t ld, void* x, void* scratch, cudaStream_t stream) {
+cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
+                            int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
+                            void* scratch, cudaStream_t stream) {
   if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
+  if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
+  if (first_nonzero < 0 || first_nonzero > n) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  unsigned* sync = static_cast<unsigned*>(scratch);
-  const cudaError_t e = cudaMemsetAsync(sync, 0, kTriangularSolveScratchBytes, stream);
-  if (e != cudaSuccess) return e;
   const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
+  const TrsvArgs g{forward,       op,    unit, n, a, ld, x, static_cast<unsigned*>(scratch),
+                   first_nonzero, stream};
   switch (t) {
     case Elem::kF32:
-      return LaunchTrsvRows<float>(nb, forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<float>(nb, g, nrhs);
     case Elem::kF64:
-      return LaunchTrsvRows<double>(nb, forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<double>(nb, g, nrhs);
     case Elem::kC64:
-      return LaunchTrsvRows<float2>(nb, forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<float2>(nb, g, nrhs);
     case Elem::kC128:
-      return LaunchTrsvRows<double2>(nb, forward, op, unit, n, a, ld, x, sync, stream);
+      return LaunchTrsvRows<double2>(nb, g, nrhs);
     case Elem::kF16:
     case Elem::kBF16:
       return cudaErrorInvalidValue;

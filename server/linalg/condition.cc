@@ -23,6 +23,7 @@ double Eps(DType t) {
 struct MemberState {
   double estimate = 0;
   bool done = false;
+  int64_t unit_row = -1;  // x is the unit vector at this row (set by NextX)
 };
 
 // After y = a^-1 x: the new norm, or done when it stopped growing.
@@ -56,6 +57,50 @@ void NextX(const double* z, int64_t n, MemberState& s, double* x) {
   }
   std::fill(x, x + n, 0.0);
   x[j] = 1.0;
+  s.unit_row = j;
+}
+
+// 2 ||y||_1 / (3 n), y = a^-1 times AlternatingSignVector, against the
+// iterations' estimate: the larger, +inf when NaN.
+double WithSafeguard(double estimate, const double* y, int64_t n) {
+  double alt = 0;
+  for (int64_t j = 0; j < n; ++j) alt += std::fabs(y[j]);
+  alt = 2 * alt / (3.0 * static_cast<double>(n));
+  return std::isnan(alt) ? std::numeric_limits<double>::infinity() : std::max(estimate, alt);
+}
+
+// Leaves a^-1 x in v (batch vectors of n) for iteration `iter`; for
+// iter > 0 each member still active has the unit vector at its unit_row in x.
+using SolveX = std::function<absl::Status(int iter, const std::vector<double>& x,
+                                          const std::vector<MemberState>& state,
+                                          std::vector<double>& v)>;
+
+// Hager's iterations (at most five of a^-1 x, then a^-T sign) for every
+// member in lockstep, until every member's estimate is final: no solve is
+// made whose result no member would use.
+absl::StatusOr<std::vector<MemberState>> Iterate(int64_t batch, int64_t n, const SolveX& solve_x,
+                                                 const BatchVectorSolve& solve) {
+  std::vector<MemberState> state(batch);
+  std::vector<double> x(batch * n, n > 0 ? 1.0 / static_cast<double>(n) : 0.0);
+  std::vector<double> v(batch * n);
+  for (int iter = 0; iter < kMaxEstimatorIterations; ++iter) {
+    LINALGD_RETURN_IF_ERROR(solve_x(iter, x, state, v));
+    bool any = false;
+    for (int64_t i = 0; i < batch; ++i) {
+      if (state[i].done) continue;
+      TakeNorm(v.data() + i * n, n, iter, state[i], v.data() + i * n);  // v: signs
+      any = any || !state[i].done;
+    }
+    if (!any) break;
+    LINALGD_RETURN_IF_ERROR(solve(v, true));
+    any = false;
+    for (int64_t i = 0; i < batch; ++i) {
+      if (!state[i].done) NextX(v.data() + i * n, n, state[i], x.data() + i * n);
+      any = any || !state[i].done;
+    }
+    if (!any) break;
+  }
+  return state;
 }
 
 }  // namespace
@@ -106,44 +151,54 @@ absl::StatusOr<std::string> FactorConditionVerdict(const FactorInfo& info, bool 
                  "the factor)");
 }
 
+void AlternatingSignVector(int64_t n, double* x) {
+  for (int64_t j = 0; j < n; ++j) {
+    const double mag = 1.0 + (n > 1 ? static_cast<double>(j) / (n - 1) : 0.0);
+    x[j] = j % 2 == 0 ? mag : -mag;
+  }
+}
+
 absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
                                                          const BatchVectorSolve& solve) {
-  std::vector<MemberState> state(batch);
-  std::vector<double> x(batch * n, n > 0 ? 1.0 / static_cast<double>(n) : 0.0);
-  std::vector<double> v(batch * n);
-  for (int iter = 0; iter < kMaxEstimatorIterations; ++iter) {
+  auto solve_x = [&](int, const std::vector<double>& x, const std::vector<MemberState>&,
+                     std::vector<double>& v) -> absl::Status {
     v = x;
-    LINALGD_RETURN_IF_ERROR(solve(v, false));
-    bool any = false;
-    for (int64_t i = 0; i < batch; ++i) {
-      if (state[i].done) continue;
-      TakeNorm(v.data() + i * n, n, iter, state[i], v.data() + i * n);  // v: signs
-      any = any || !state[i].done;
-    }
-    if (!any) break;
-    LINALGD_RETURN_IF_ERROR(solve(v, true));
-    for (int64_t i = 0; i < batch; ++i) {
-      if (!state[i].done) NextX(v.data() + i * n, n, state[i], x.data() + i * n);
-    }
-  }
-  // LAPACK's lacn2 safeguard: x_j = (-1)^j (1 + j / (n - 1)), whose
-  // 2 ||a^-1 x||_1 / (3 n) catches matrices that fool the iteration.
-  for (int64_t i = 0; i < batch; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const double mag = 1.0 + (n > 1 ? static_cast<double>(j) / (n - 1) : 0.0);
-      v[i * n + j] = j % 2 == 0 ? mag : -mag;
-    }
-  }
+    return solve(v, false);
+  };
+  LINALGD_ASSIGN_OR_RETURN(std::vector<MemberState> state, Iterate(batch, n, solve_x, solve));
+  // LAPACK's lacn2 safeguard, whose 2 ||a^-1 x||_1 / (3 n) catches matrices
+  // that fool the iteration.
+  std::vector<double> v(batch * n);
+  for (int64_t i = 0; i < batch; ++i) AlternatingSignVector(n, v.data() + i * n);
   LINALGD_RETURN_IF_ERROR(solve(v, false));
   std::vector<double> out(batch);
   for (int64_t i = 0; i < batch; ++i) {
-    double alt = 0;
-    for (int64_t j = 0; j < n; ++j) alt += std::fabs(v[i * n + j]);
-    alt = 2 * alt / (3.0 * static_cast<double>(n));
-    out[i] = std::isnan(alt) ? std::numeric_limits<double>::infinity()
-                             : std::max(state[i].estimate, alt);
+    out[i] = WithSafeguard(state[i].estimate, v.data() + i * n, n);
   }
   return out;
+}
+
+absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve) {
+  std::vector<double> alt(n);  // a^-1 times the safeguard vector, from the first solve
+  auto solve_x = [&](int iter, const std::vector<double>& x, const std::vector<MemberState>& state,
+                     std::vector<double>& v) -> absl::Status {
+    if (iter > 0) {  // x is e_j
+      v = x;
+      return solve(v, false, state[0].unit_row);
+    }
+    std::vector<double> pair(2 * n);
+    std::copy(x.begin(), x.end(), pair.begin());
+    AlternatingSignVector(n, pair.data() + n);
+    LINALGD_RETURN_IF_ERROR(solve(pair, false, -1));
+    v.assign(pair.begin(), pair.begin() + n);
+    alt.assign(pair.begin() + n, pair.end());
+    return absl::OkStatus();
+  };
+  auto solve_t = [&](std::vector<double>& v, bool transposed) {
+    return solve(v, transposed, -1);
+  };
+  LINALGD_ASSIGN_OR_RETURN(std::vector<MemberState> state, Iterate(1, n, solve_x, solve_t));
+  return WithSafeguard(state[0].estimate, alt.data(), n);
 }
 
 namespace {

@@ -62,6 +62,26 @@ using BatchVectorSolve = std::function<absl::Status(std::vector<double>& v, bool
 absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t n,
                                                          const BatchVectorSolve& solve);
 
+// One matrix's solves for EstimateInverseNorm1Paired: v holds v.size() / n
+// columns of n values (1 or 2; column c at v[c * n]), solved in place with
+// a, or with a^T when transposed. unit_row >= 0: v is one column, the unit
+// vector e_unit_row (zero above that row, so a forward substitution may
+// start there); -1 for any other v.
+using PairedVectorSolve =
+    std::function<absl::Status(std::vector<double>& v, bool transposed, int64_t unit_row)>;
+
+// EstimateInverseNorm1 for one matrix, bitwise the same value, in fewer
+// chains of solves: the first solve takes LAPACK's alternating-sign vector
+// as a second column beside e / n (it does not depend on a) and keeps its
+// result for the end, so no solve follows the iterations; each a^-1 e_j
+// says j. (An iteration whose estimate is already final solves nothing, in
+// both.)
+absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve);
+
+// LAPACK's lacn2 safeguard vector: x_j = (-1)^j (1 + j / (n - 1)) (x_0 = 1
+// when n is 1), into x[0, n).
+void AlternatingSignVector(int64_t n, double* x);
+
 // Solves, in place, a block of t columns per batch member with the member's
 // factors: v holds `batch` column-major n x t blocks (member i at v[i * n * t],
 // its column c at v[i * n * t + c * n]); transposed selects a^T instead of a.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/common/status_macros.h"
 #include "server/gpu/factor_rcond.h"
 
 namespace linalgd::gpu {
@@ -115,6 +116,42 @@ TEST(ComplexInverseNorm1Test, EmptyOneByOneAndNonFinite) {
     return absl::InternalError("trsv failed");
   };
   EXPECT_EQ(ComplexInverseNorm1(3, failing).status().code(), absl::StatusCode::kInternal);
+}
+
+// The paired form: bitwise ComplexInverseNorm1's value, one call fewer for
+// n > 1 (the safeguard vector is the first call's second column), and every
+// unit vector named by its row.
+TEST(ComplexInverseNorm1Test, PairedGivesTheSameValueInOneCallFewer) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int n = 1; n <= 24; ++n) {
+    for (int trial = 0; trial < 3; ++trial) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " trial " << trial);
+      Mat a(size_t{1} * n * n);
+      for (C& z : a) z = C(u(rng), u(rng));
+      const Mat inv = Inverse(a, n);
+      int calls = 0, paired_calls = 0;
+      const ComplexVectorSolve one = MultiplyBy(inv, n, &calls);
+      const double want = ComplexInverseNorm1(n, one).value();
+      int ignored = 0;
+      const ComplexVectorSolve column = MultiplyBy(inv, n, &ignored);
+      auto paired = [&](std::vector<C>& v, bool ct, int64_t unit_row) -> absl::Status {
+        const bool first = paired_calls++ == 0;
+        EXPECT_EQ(v.size(), size_t{1} * n * (first && n > 1 ? 2 : 1));
+        if (unit_row >= 0) {
+          for (int i = 0; i < n; ++i) EXPECT_EQ(v[i], C(i == unit_row ? 1.0 : 0.0, 0.0));
+        }
+        for (size_t c = 0; c * n < v.size(); ++c) {  // each column alone
+          std::vector<C> col(v.begin() + c * n, v.begin() + (c + 1) * n);
+          LINALGD_RETURN_IF_ERROR(column(col, ct));
+          std::copy(col.begin(), col.end(), v.begin() + c * n);
+        }
+        return absl::OkStatus();
+      };
+      EXPECT_EQ(ComplexInverseNorm1Paired(n, paired).value(), want);  // bitwise
+      EXPECT_EQ(paired_calls, n > 1 ? calls - 1 : calls);
+    }
+  }
 }
 
 }  // namespace

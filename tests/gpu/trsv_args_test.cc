@@ -47,6 +47,27 @@ TEST(TrsvArgsTest, RefusesAnUnknownBlockHeightNamingIt) {
   EXPECT_THAT(s.message(), HasSubstr("block 7"));
 }
 
+TEST(TrsvArgsTest, RefusesBadColumnsAndFirstNonzeroNamingThem) {
+  auto solve = [](int columns, int64_t first_nonzero) {
+    TrsvOptions o;
+    o.columns = columns;
+    o.first_nonzero = first_nonzero;
+    return TriangularSolve(DType::kF64, TriangleFill::kLower, TriangleOp::kNoTranspose, false, 4,
+                           nullptr, 4, nullptr, nullptr, nullptr, o);
+  };
+  absl::Status s = solve(3, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("columns 3 must be 1 or 2"));
+  s = solve(0, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = solve(1, 5);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("first_nonzero 5 must be in [0, n 4]"));
+  s = solve(2, -1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("first_nonzero -1"));
+}
+
 // kAuto's rule: 32-row blocks below kTrsvBlock64MinN, 64 from it on.
 TEST(TrsvArgsTest, AutoBlockIs64FromTheThreshold) {
   EXPECT_EQ(TrsvBlockFor(1), TrsvBlock::k32);
