@@ -249,8 +249,8 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
     }
     LINALGD_RETURN_IF_ERROR(Apply(step, columns, 0));  // an error without pivots
     if (unit) {  // w[i] = v[perm[i]]: e_j goes to inverse[j]; w[perm[i]] = v[i]: to perm[j]
-      zero_above = step.kind == Step::Kind::kPermute ? inverse_host_[zero_above]
-                                                     : perm_host_[zero_above];
+      zero_above =
+          step.kind == Step::Kind::kPermute ? inverse_host_[zero_above] : perm_host_[zero_above];
     } else {
       zero_above = 0;
     }
@@ -460,8 +460,7 @@ absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method,
 absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,
                                      SolveMethod method, int64_t n, const void* factors,
                                      const int64_t* pivots, double anorm, TrsvImpl impl) {
-  return FactorRcondOn(ctx, stream, t, method, n, factors, pivots, anorm,
-                       FactorRcondOptions{impl});
+  return FactorRcondOn(ctx, stream, t, method, n, factors, pivots, anorm, FactorRcondOptions{impl});
 }
 
 absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType t,

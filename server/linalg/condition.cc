@@ -71,9 +71,9 @@ double WithSafeguard(double estimate, const double* y, int64_t n) {
 
 // Leaves a^-1 x in v (batch vectors of n) for iteration `iter`; for
 // iter > 0 each member still active has the unit vector at its unit_row in x.
-using SolveX = std::function<absl::Status(int iter, const std::vector<double>& x,
-                                          const std::vector<MemberState>& state,
-                                          std::vector<double>& v)>;
+using SolveX =
+    std::function<absl::Status(int iter, const std::vector<double>& x,
+                               const std::vector<MemberState>& state, std::vector<double>& v)>;
 
 // Hager's iterations (at most five of a^-1 x, then a^-T sign) for every
 // member in lockstep, until every member's estimate is final: no solve is
@@ -194,9 +194,7 @@ absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorS
     alt.assign(pair.begin() + n, pair.end());
     return absl::OkStatus();
   };
-  auto solve_t = [&](std::vector<double>& v, bool transposed) {
-    return solve(v, transposed, -1);
-  };
+  auto solve_t = [&](std::vector<double>& v, bool transposed) { return solve(v, transposed, -1); };
   LINALGD_ASSIGN_OR_RETURN(std::vector<MemberState> state, Iterate(1, n, solve_x, solve_t));
   return WithSafeguard(state[0].estimate, alt.data(), n);
 }

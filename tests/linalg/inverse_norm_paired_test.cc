@@ -12,34 +12,18 @@
 
 #include "gtest/gtest.h"
 #include "server/linalg/condition.h"
+#include "tests/testing/test_reference.h"
 
 namespace linalgd {
 namespace {
 
 using Mat = std::vector<double>;  // row-major n x n
 
-// a^-1 by Gauss-Jordan elimination with partial pivoting.
-Mat Inverse(Mat a, int n) {
-  Mat inv(static_cast<size_t>(n) * n, 0.0);
-  for (int i = 0; i < n; ++i) inv[i * n + i] = 1;
-  for (int c = 0; c < n; ++c) {
-    int p = c;
-    for (int r = c + 1; r < n; ++r) {
-      if (std::fabs(a[r * n + c]) > std::fabs(a[p * n + c])) p = r;
-    }
-    for (int j = 0; j < n; ++j) {
-      std::swap(a[c * n + j], a[p * n + j]);
-      std::swap(inv[c * n + j], inv[p * n + j]);
-    }
-    const double d = a[c * n + c];
-    for (int j = 0; j < n; ++j) a[c * n + j] /= d, inv[c * n + j] /= d;
-    for (int r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r * n + c];
-      for (int j = 0; j < n; ++j) a[r * n + j] -= f * a[c * n + j], inv[r * n + j] -= f * inv[c * n + j];
-    }
-  }
-  return inv;
+// a^-1 (row-major), by the reference solver with the identity.
+Mat Inverse(const Mat& a, int n) {
+  Mat id(static_cast<size_t>(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) id[i * n + i] = 1;
+  return test_ref::GaussSolve(a, id, n, n);
 }
 
 // Random entries in (-1, 1), the diagonal shifted by `shift`, column j
