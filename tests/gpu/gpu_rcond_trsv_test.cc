@@ -1,9 +1,12 @@
 // FactorRcond with linalgd's triangular solve kernel against the same
 // estimate with cuBLAS trsv (factor_rcond.h TrsvImpl): the same estimator on
 // the same vectors, so the same rcond within rounding, on random,
-// ill-conditioned and singular matrices, LU and Cholesky, real and complex.
-// Skips without a GPU.
+// ill-conditioned and singular matrices, LU and Cholesky, real and complex;
+// and the paired solves (RcondSolves::kPaired, the default) against one
+// vector per solve (kOneByOne): the same rcond bit for bit, on random,
+// ill-conditioned and near-singular matrices. Skips without a GPU.
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,17 +25,20 @@ namespace {
 using gpu_test::C;
 using gpu_test::Vec;
 
-enum class Family { kRandom, kIllConditioned, kSingular };
+enum class Family { kRandom, kIllConditioned, kSingular, kNearSingular };
 
 const char* FamilyName(Family f) {
-  return f == Family::kRandom ? "random" : f == Family::kIllConditioned ? "ill" : "singular";
+  const char* names[] = {"random", "ill", "singular", "near_singular"};
+  return names[static_cast<int>(f)];
 }
 
 // Column-major n x n. LU: random (diagonal + sqrt(n)), its columns graded
 // from 1 to 1e-12 (ill-conditioned, yet every triangular solve with its
 // factors accurate: the grading only scales U's columns), or a zero column
-// (an exactly zero pivot). Cholesky: R R^H / n + I, or D (R R^H / n + I) D
-// with D graded from 1 to 1e-6 (the factor's rows scaled).
+// (an exactly zero pivot), or column n / 2 a 1e-13 perturbation of column
+// n / 2 - 1 (near-singular). Cholesky: R R^H / n + I, or D (R R^H / n + I) D
+// with D graded from 1 to 1e-6 (the factor's rows scaled; near-singular:
+// to 1e-8).
 Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f) {
   std::mt19937 rng(static_cast<uint32_t>(n) * 3 + static_cast<uint32_t>(f));
   std::uniform_real_distribution<double> u(-1, 1);
@@ -49,11 +55,17 @@ Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f) {
         m[i + j * n] = f == Family::kSingular && j == n / 2 ? 0.0
                        : f == Family::kIllConditioned       ? v * grade(j, -12)
                                                             : v;
+        if (f == Family::kNearSingular && j == n / 2) {
+          m[i + j * n] = m[i + (j - 1) * n] + 1e-13 * r[i + j * n];
+        }
         continue;
       }
       C s = i == j ? 1.0 : 0.0;
       for (int64_t k = 0; k < n; ++k) s += r[i + k * n] * std::conj(r[j + k * n]) / double(n);
-      m[i + j * n] = f == Family::kIllConditioned ? s * grade(i, -6) * grade(j, -6) : s;
+      const double e = f == Family::kNearSingular ? -8 : -6;
+      m[i + j * n] = f == Family::kIllConditioned || f == Family::kNearSingular
+                         ? s * grade(i, e) * grade(j, e)
+                         : s;
     }
   }
   return m;
@@ -147,12 +159,67 @@ std::vector<Param> AllParams() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, RcondTrsvTest, ::testing::ValuesIn(AllParams()),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return absl::StrCat(DTypeName(info.param.t), "_",
-                                               SolveMethodName(info.param.method), "_",
-                                               FamilyName(info.param.family));
-                         });
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return absl::StrCat(DTypeName(info.param.t), "_", SolveMethodName(info.param.method), "_",
+                      FamilyName(info.param.family));
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RcondTrsvTest, ::testing::ValuesIn(AllParams()), ParamName);
+
+// rcond with the paired solves against one vector per solve on one
+// factored test matrix of order n: equal, bit for bit.
+absl::Status ComparePaired(GpuContext& ctx, DType t, SolveMethod method, Family f, int64_t n) {
+  SCOPED_TRACE(absl::StrCat("rcond paired vs one by one ", DTypeName(t), " ",
+                            SolveMethodName(method), " ", FamilyName(f), " n=", n));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer m,
+                           gpu_test::Upload(ctx, TestMatrix(n, IsComplex(t), method, f), t));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer ipiv, ctx.Alloc(n * sizeof(int64_t)));
+  LINALGD_RETURN_IF_ERROR(FactorOnDevice(ctx, t, method, n, m.data(), ipiv.as<int64_t>()));
+  const int64_t* piv = method == SolveMethod::kLu ? ipiv.as<int64_t>() : nullptr;
+  FactorRcondOptions one_by_one;
+  one_by_one.solves = RcondSolves::kOneByOne;
+  LINALGD_ASSIGN_OR_RETURN(
+      double paired, FactorRcond(ctx, t, method, n, m.data(), piv, 2.5, FactorRcondOptions{}));
+  LINALGD_ASSIGN_OR_RETURN(double before,
+                           FactorRcond(ctx, t, method, n, m.data(), piv, 2.5, one_by_one));
+  EXPECT_EQ(std::memcmp(&paired, &before, sizeof(double)), 0)
+      << "paired " << paired << " one by one " << before;
+  if (f == Family::kRandom) {
+    EXPECT_GT(paired, 1e-6);
+  } else if (f == Family::kNearSingular && RealPart(t) == DType::kF64) {
+    EXPECT_LT(paired, 1e-9);
+  }
+  return absl::OkStatus();
+}
+
+class RcondPairedTest : public ::testing::TestWithParam<Param> {};
+
+// 300: 32-row blocks, 1100: 64-row blocks (kAuto), each with a last
+// partial block.
+TEST_P(RcondPairedTest, SameRcondAsOneVectorPerSolve) {
+  LINALGD_REQUIRE_GPU();
+  const Param p = GetParam();
+  gpu_test::OnGpu([&](GpuContext& ctx) -> absl::Status {
+    for (int64_t n : {300, 1100}) {
+      LINALGD_RETURN_IF_ERROR(ComparePaired(ctx, p.t, p.method, p.family, n));
+    }
+    return absl::OkStatus();
+  });
+}
+
+std::vector<Param> PairedParams() {
+  std::vector<Param> out;
+  for (DType t : {DType::kF64, DType::kC128, DType::kF32, DType::kC64}) {
+    for (SolveMethod m : {SolveMethod::kLu, SolveMethod::kCholesky}) {
+      for (Family f : {Family::kRandom, Family::kIllConditioned, Family::kNearSingular}) {
+        out.push_back({t, m, f});
+      }
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RcondPairedTest, ::testing::ValuesIn(PairedParams()), ParamName);
 
 }  // namespace
 }  // namespace linalgd::gpu

@@ -150,8 +150,11 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 // Where the solves' condition estimate spends its time, on factors made by
 // the direct calls: the whole estimate (FactorRcond, every solve it makes)
 // against one solve with the factors, the estimate against the same one
-// with cuBLAS trsv (*_rcond_vs_cublas), and a solve with 3 right-hand sides
-// (b and the estimator's two start vectors) against one with b alone.
+// with cuBLAS trsv (*_rcond_vs_cublas), the estimate (paired solves, the
+// default) against the same with one vector per solve (*_rcond_vs_one_by_one,
+// RcondSolves::kOneByOne, the sequence before), and a solve with 3
+// right-hand sides (b and the estimator's two start vectors) against one
+// with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
                                                int reps, gpu::DeviceBuffer& a, gpu::DeviceBuffer& w,
                                                gpu::DeviceBuffer& ipiv, gpu::DeviceBuffer& x,
@@ -183,6 +186,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      gpu::TrsvImpl::kCublas)
                                  .status();
                            }));
+  gpu::FactorRcondOptions one_by_one;
+  one_by_one.solves = gpu::RcondSolves::kOneByOne;
+  Row lu_old{"lu_rcond_vs_one_by_one", "f64", n, lu.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu_old.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0, one_by_one)
+                                 .status();
+                           }));
   Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
   k3.direct_ms = lu.direct_ms;
@@ -207,7 +218,13 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, gpu::TrsvImpl::kCublas)
                                  .status();
                            }));
-  return std::vector<Row>{lu, lu_lib, k3, ch, ch_lib};
+  Row ch_old{"chol_rcond_vs_one_by_one", "f64", n, ch.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_old.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, one_by_one)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu, lu_lib, lu_old, k3, ch, ch_lib, ch_old};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
@@ -371,6 +388,40 @@ absl::StatusOr<std::vector<Row>> TrsvCases(gpu::GpuContext& ctx, DType t, int64_
   return rows;
 }
 
+// linalgd's triangular solve with two columns in one launch (ours) against
+// two one-column solves (direct), on TrsvCases' kind of matrix, at the
+// default block height: rows "trsv2_LN" (forward) and "trsv2_UT"; flops
+// 2 n^2 per call.
+absl::StatusOr<std::vector<Row>> Trsv2Cases(gpu::GpuContext& ctx, DType t, int64_t n, int reps) {
+  const cudaStream_t st = ctx.hs.stream;
+  const int64_t col = n * DTypeSize(t);
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(2 * col));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch, ctx.Alloc(gpu::kTriangularSolveScratchBytes));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
+  LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), 2 * n, 8, -1, 1, st));
+  std::vector<Row> rows;
+  for (const TrsvCase& c :
+       {TrsvCase{"trsv2_LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
+        TrsvCase{"trsv2_UT", gpu::TriangleFill::kUpper, gpu::TriangleOp::kTranspose}}) {
+    Row row{c.op, std::string(DTypeName(t)), n, 0, 0, 2.0 * n * n};
+    auto solve = [&](int columns, char* at) {
+      gpu::TrsvOptions o;
+      o.columns = columns;
+      return gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n, at, scratch.data(), st,
+                                  o);
+    };
+    LINALGD_ASSIGN_OR_RETURN(row.ours_ms, TimeMs(st, reps, [&] { return solve(2, x.as<char>()); }));
+    LINALGD_ASSIGN_OR_RETURN(row.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                               LINALGD_RETURN_IF_ERROR(solve(1, x.as<char>()));
+                               return solve(1, x.as<char>() + col);
+                             }));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 template <typename F>
 double WallMs(int reps, F&& f) {
   std::vector<double> ms;
@@ -436,19 +487,36 @@ absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
       });
 }
 
-absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
-                                           int reps) {
+namespace {
+
+// cases(ctx, t, n, reps) for every size, f64 then f32, in one job.
+using DtypeCases = absl::StatusOr<std::vector<Row>> (*)(gpu::GpuContext&, DType, int64_t, int);
+absl::StatusOr<std::vector<Row>> BenchF64F32(gpu::GpuBackend& gpu,
+                                             const std::vector<int64_t>& sizes, int reps,
+                                             DtypeCases cases) {
   return gpu.RunJob<std::vector<Row>>(
       [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
         std::vector<Row> rows;
         for (int64_t n : sizes) {
           for (DType t : {DType::kF64, DType::kF32}) {
-            LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, TrsvCases(ctx, t, n, reps));
+            LINALGD_ASSIGN_OR_RETURN(std::vector<Row> r, cases(ctx, t, n, reps));
             rows.insert(rows.end(), r.begin(), r.end());
           }
         }
         return rows;
       });
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                           int reps) {
+  return BenchF64F32(gpu, sizes, reps, TrsvCases);
+}
+
+absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                            int reps) {
+  return BenchF64F32(gpu, sizes, reps, Trsv2Cases);
 }
 
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps) {

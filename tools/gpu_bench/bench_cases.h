@@ -31,6 +31,11 @@ absl::StatusOr<std::vector<Row>> BenchSolves(gpu::GpuBackend& gpu,
 // blocks (direct_ms).
 absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
                                            int reps);
+// linalgd's triangular solve with two columns in one launch (ours_ms)
+// against two one-column solves (direct_ms), f64 and f32, ops "trsv2_LN"
+// and "trsv2_UT", at the default block height.
+absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
+                                            int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 

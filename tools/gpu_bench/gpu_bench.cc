@@ -7,8 +7,8 @@
 //                     [--sizes N,N,...] [--only PART,PART,...]
 //
 // --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
-// --only: the parts to run, of gemm, solves, trsv, e2e, batching, small (default
-// all).
+// --only: the parts to run, of gemm, solves, trsv, trsv2, e2e, batching, small
+// (default all).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -129,6 +129,7 @@ int Main(int argc, char** argv) {
       {"gemm", [&] { return BenchGemm(*gpu, gemm_sizes, flags.reps); }},
       {"solves", [&] { return BenchSolves(*gpu, solve_sizes, flags.reps); }},
       {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
+      {"trsv2", [&] { return BenchTrsv2(*gpu, solve_sizes, flags.reps); }},
       {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
       {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
       {"small",
@@ -167,8 +168,9 @@ int Main(int argc, char** argv) {
       "ours through the small products' one round trip, direct without it; trsv_*: ours =\n"
       "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op;\n"
       "trsv64_*: ours = that kernel with 64-row blocks, direct = with 32-row blocks;\n"
+      "trsv2_*: ours = that kernel on two columns in one launch, direct = two launches;\n"
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
-      "cuBLAS trsv)\n",
+      "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve)\n",
       device.c_str());
   PrintTable(rows);
   return 0;
