@@ -118,8 +118,9 @@ class FactorSolves {
 
   // v <- the steps applied to each of v's columns (v.size() / n of them, 1
   // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
-  // first triangular solve, when a forward substitution, starts at the row
-  // the steps before it move it to.
+  // forward substitutions before any other step start at its block (a^-1
+  // e_j: LU's chain U^-T, L^-T, then the interchanges; Cholesky's L^-1,
+  // L^-T, so the first solve starts at row j).
   template <typename V>
   absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps, int64_t unit_row = -1);
 
@@ -150,9 +151,6 @@ class FactorSolves {
   const TrsvImpl impl_;
   Staging staging_;
   DeviceBuffer v_, tmp_, perm_, scratch_;
-  // getrf's interchanges as one permutation (PivotPermutation) and its
-  // inverse, on the host: where a unit vector's row goes.
-  std::vector<int64_t> perm_host_, inverse_host_;
 };
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx,
@@ -180,9 +178,6 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& c
   // From pageable memory: returns once `perm` has been staged.
   LINALGD_GPU_CHECK(cudaMemcpyAsync(s->perm_.data(), perm.data(), n * sizeof(int64_t),
                                     cudaMemcpyHostToDevice, stream));
-  s->inverse_host_.resize(n);
-  for (int64_t i = 0; i < n; ++i) s->inverse_host_[perm[i]] = i;
-  s->perm_host_ = std::move(perm);
   return s;
 }
 
@@ -234,26 +229,13 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   const cudaStream_t st = stream_;
   Narrow(v, t_, staging_.data());
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
-  // The unit vector's row through the interchanges before the first
-  // triangular solve; it is zero above that row from then on as long as
-  // each solve is a forward substitution.
-  int64_t zero_above = 0;
-  bool unit = unit_row >= 0;
-  if (unit) zero_above = unit_row;
+  // v is zero above this row while only forward substitutions have run
+  // (an interchange moves the rows: no hint after one).
+  int64_t zero_above = std::max<int64_t>(unit_row, 0);
   for (const Step& step : steps) {
-    if (step.kind == Step::Kind::kTriangle) {
-      LINALGD_RETURN_IF_ERROR(Apply(step, columns, Forward(step) ? zero_above : 0));
-      if (!Forward(step)) zero_above = 0;
-      unit = false;
-      continue;
-    }
-    LINALGD_RETURN_IF_ERROR(Apply(step, columns, 0));  // an error without pivots
-    if (unit) {  // w[i] = v[perm[i]]: e_j goes to inverse[j]; w[perm[i]] = v[i]: to perm[j]
-      zero_above =
-          step.kind == Step::Kind::kPermute ? inverse_host_[zero_above] : perm_host_[zero_above];
-    } else {
-      zero_above = 0;
-    }
+    const bool forward = step.kind == Step::Kind::kTriangle && Forward(step);
+    LINALGD_RETURN_IF_ERROR(Apply(step, columns, forward ? zero_above : 0));
+    if (!forward) zero_above = 0;
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
