@@ -84,10 +84,7 @@ Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f, uint32_t s
         m[i * n + j] = f == Family::kSingular && j == zero ? C(0.0) : v;
         continue;
       }
-      // Hermitian and diagonally dominant (off-diagonal row sums below n),
-      // so positive definite: O(n^2) to build, unlike R R^H.
-      const C s = (r[i * n + j] + std::conj(r[j * n + i])) / 2.0 +
-                  (i == j ? 2.0 * static_cast<double>(n) : 0.0);
+      const C s = gpu_test::DominantHermitianEntry(r, n, j, i);
       m[i * n + j] = f == Family::kSingular && (i == zero || j == zero) ? C(0.0) : s;
     }
   }

@@ -36,9 +36,9 @@ const char* FamilyName(Family f) {
 // from 1 to 1e-12 (ill-conditioned, yet every triangular solve with its
 // factors accurate: the grading only scales U's columns), or a zero column
 // (an exactly zero pivot), or column n / 2 a 1e-13 perturbation of column
-// n / 2 - 1 (near-singular). Cholesky: R R^H / n + I, or D (R R^H / n + I) D
-// with D graded from 1 to 1e-6 (the factor's rows scaled; near-singular:
-// to 1e-8).
+// n / 2 - 1 (near-singular). Cholesky: S, a diagonally dominant Hermitian
+// matrix (diagonal 2n), or D S D with D graded from 1 to 1e-6 (the factor's rows
+// scaled; near-singular: to 1e-8).
 Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f) {
   std::mt19937 rng(static_cast<uint32_t>(n) * 3 + static_cast<uint32_t>(f));
   std::uniform_real_distribution<double> u(-1, 1);
@@ -60,8 +60,7 @@ Vec TestMatrix(int64_t n, bool complex, SolveMethod method, Family f) {
         }
         continue;
       }
-      C s = i == j ? 1.0 : 0.0;
-      for (int64_t k = 0; k < n; ++k) s += r[i + k * n] * std::conj(r[j + k * n]) / double(n);
+      const C s = gpu_test::DominantHermitianEntry(r, n, i, j);
       const double e = f == Family::kNearSingular ? -8 : -6;
       m[i + j * n] = f == Family::kIllConditioned || f == Family::kNearSingular
                          ? s * grade(i, e) * grade(j, e)

@@ -53,6 +53,11 @@ Vec FromBytes(const std::vector<char>& bytes, DType t) {
   return v;
 }
 
+C DominantHermitianEntry(const Vec& r, int64_t n, int64_t i, int64_t j) {
+  return (r[i + j * n] + std::conj(r[j + i * n])) / 2.0 +
+         (i == j ? 2.0 * static_cast<double>(n) : 0.0);
+}
+
 Vec RandomValues(int64_t count, bool complex, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);

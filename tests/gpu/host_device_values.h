@@ -30,6 +30,13 @@ Vec FromBytes(const std::vector<char>& bytes, DType t);
 // from the seed.
 Vec RandomValues(int64_t count, bool complex, uint32_t seed);
 
+// Entry (i, j) of (R + R^H) / 2 + 2n I, R the n x n values r (r[i + j * n]
+// its (i, j), or its (j, i) for a row-major caller: the matrix is Hermitian
+// either way): each row's diagonal above the sum of its other moduli (each <
+// sqrt(2)), so Hermitian positive definite with condition ~ 1, built in
+// O(n^2) where R R^H takes O(n^3).
+C DominantHermitianEntry(const Vec& r, int64_t n, int64_t i, int64_t j);
+
 // A device copy of v as elements of t, on ctx's stream (synchronized).
 absl::StatusOr<gpu::DeviceBuffer> Upload(gpu::GpuContext& ctx, const Vec& v, DType t);
 
