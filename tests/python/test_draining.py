@@ -18,6 +18,7 @@ import pytest
 import linalgd
 from linalgd._stubs import pb, pb_grpc
 from conftest import server_binary
+from numerics import assert_close
 
 DRAINING = ("linalgd-draining", "1")
 REFUSED = "replica ra is draining; send new work to another replica"
@@ -114,7 +115,7 @@ def test_sigterm_drains_reads_go_on_and_the_empty_store_ends_it(start_server):
                 assert REFUSED in e.value.details()
         np.testing.assert_array_equal(np.frombuffer(data, np.float64).reshape(3, 3), a)
         x = c.solve(t, np.ones((3, 1)))
-        np.testing.assert_allclose(a @ x, np.ones((3, 1)), rtol=1e-10)
+        assert_close(a @ x, np.ones((3, 1)))
 
         # The call accepted before the signal finished OK.
         job.join(30)

@@ -7,6 +7,7 @@ import pytest
 
 import linalgd
 from linalgd.remote import Factor, RemoteTensor
+from numerics import assert_close
 
 
 def _ids(client, kind):
@@ -63,14 +64,14 @@ def test_remote_operands_in_solve_and_sparse_solve(client, monkeypatch):
     b = rng.standard_normal((n, 2))
     ra, rb = client.put(a), client.put(b)
     _no_bytes_sent(monkeypatch, client)
-    np.testing.assert_allclose(client.solve(ra, rb), np.linalg.solve(a, b), rtol=1e-10)
+    assert_close(client.solve(ra, rb), np.linalg.solve(a, b))
     spd = np.diag(np.arange(1.0, n + 1))
     csr = (np.arange(n + 1), np.arange(n), np.arange(1.0, n + 1), (n, n))  # spd, as CSR
     x0 = client.put(np.zeros((n, 2)))
     x = client.sparse_solve(csr, rb, method="cg", x0=x0)
     np.testing.assert_allclose(x, np.linalg.solve(spd, b), rtol=1e-8)
     monkeypatch.undo()
-    np.testing.assert_allclose(client.solve(a, rb), np.linalg.solve(a, b), rtol=1e-10)
+    assert_close(client.solve(a, rb), np.linalg.solve(a, b))
     with pytest.raises(linalgd.InvalidArgument, match="remote tensor"):
         client.solve(a, client.put(np.ones(n)))  # a 1-D remote b cannot be promoted
     for t in (ra, rb, x0):
@@ -93,7 +94,7 @@ def test_keep_leaves_results_on_the_server(client):
     a = rng.standard_normal((5, 5)) + 5 * np.eye(5)
     xs = client.solve(a, h, keep=True)
     assert isinstance(xs, RemoteTensor) and xs.shape == (5, 16)
-    np.testing.assert_allclose(xs.get(), np.linalg.solve(a, h.get()), rtol=1e-10)
+    assert_close(xs.get(), np.linalg.solve(a, h.get()))
     for t in (rw1, rw2, h, r.out, xs):
         t.delete()
 
@@ -106,17 +107,16 @@ def test_factor_object(client):
     with client.factorize(a, method="lu") as f:
         assert isinstance(f, Factor)
         assert f.method == linalgd.SolveMethod.LU and f.n == n and 0 < f.rcond <= 1
-        np.testing.assert_allclose(f.solve(b), np.linalg.solve(a, b), rtol=1e-10)
-        np.testing.assert_allclose(f.solve(b[:, 0]), np.linalg.solve(a, b[:, 0]), rtol=1e-10)
-        np.testing.assert_allclose(client.solve(None, b, factor=f), np.linalg.solve(a, b),
-                                   rtol=1e-10)
+        assert_close(f.solve(b), np.linalg.solve(a, b))
+        assert_close(f.solve(b[:, 0]), np.linalg.solve(a, b[:, 0]))
+        assert_close(client.solve(None, b, factor=f), np.linalg.solve(a, b))
         assert f.id in _ids(client, "factor")
     assert f.id not in _ids(client, "factor")  # released by the with block
     with pytest.raises(linalgd.NotFound):
         f.solve(b)
     ra = client.put(a)  # a remote matrix factors too
     f2 = client.factorize(ra)
-    np.testing.assert_allclose(f2.solve(b), np.linalg.solve(a, b), rtol=1e-10)
+    assert_close(f2.solve(b), np.linalg.solve(a, b))
     f2.release()
     ra.delete()
 
@@ -153,7 +153,6 @@ def test_factor_id_api_keeps_working(client):
     gc.collect()
     time.sleep(0.1)
     b = rng.standard_normal((12, 2))
-    np.testing.assert_allclose(client.solve(None, b, factor=fid), np.linalg.solve(a, b),
-                               rtol=1e-10)
+    assert_close(client.solve(None, b, factor=fid), np.linalg.solve(a, b))
     client.release_factor(fid)
     assert fid not in _ids(client, "factor")

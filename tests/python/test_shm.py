@@ -19,6 +19,7 @@ import pytest
 
 import linalgd
 from linalgd import shm
+from numerics import assert_close
 
 RNG = np.random.default_rng(8)
 
@@ -123,7 +124,7 @@ def test_large_tensors_pass_a_tiny_message_limit_only_through_shm(start_server):
     with linalgd.Client(server.target, timeout=20.0, retries=0, use_shared_memory=True) as s:
         out = s.matmul(a, b)
         np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(s.solve(A, B), np.linalg.solve(A, B), rtol=1e-10)
+        assert_close(s.solve(A, B), np.linalg.solve(A, B))
         assert s.shared_memory_active
         assert our_shm_names() == []  # unlinked once registered: nothing left in /dev/shm
     assert not s.shared_memory_active
@@ -135,7 +136,7 @@ def test_server_without_allow_shm_falls_back(server, caplog):
         with linalgd.Client(server.target, timeout=10.0, use_shared_memory=True) as c:
             np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-12)
             A = spd(10)
-            np.testing.assert_allclose(c.solve(A, b), np.linalg.solve(A, b), rtol=1e-10)
+            assert_close(c.solve(A, b), np.linalg.solve(A, b))
             assert not c.shared_memory_active
     refusals = [r for r in caplog.records if "shared memory not used" in r.getMessage()]
     assert len(refusals) == 1 and refusals[0].levelno == logging.DEBUG  # tried once only

@@ -27,6 +27,7 @@ import pytest
 
 import linalgd
 import linalgd.aio
+from numerics import assert_close
 
 TIGHT, SMALL, ROOMY = "tight-quota-token", "small-quota-token", "roomy-quota-token"
 QUOTA, ROOMY_QUOTA = 3 << 20, 10 << 20
@@ -67,7 +68,7 @@ def test_operands_the_quota_refuses_go_inline(start_server, tmp_path, debug_log)
     s = start(start_server, tmp_path)
     with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
         mine = own_data(c)
-        np.testing.assert_allclose(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN, rtol=1e-10)
+        assert_close(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN)
         square = RNG.standard_normal((1024, 1024)) + 64 * np.eye(1024)  # 8 MiB
         x = c.solve(square, B_THIN)
         np.testing.assert_allclose(square @ x, B_THIN, atol=1e-9)
@@ -82,7 +83,7 @@ def test_a_result_the_quota_refuses_to_keep_comes_inline(start_server, tmp_path,
     s = start(start_server, tmp_path)
     with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
         mine = own_data(c)
-        np.testing.assert_allclose(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE, rtol=1e-10)
+        assert_close(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE)
         with pytest.raises(linalgd.ResourceExhausted) as e:
             c.matmul(A_TALL, B_WIDE, keep=True)  # asked to be kept: the refusal stands
         assert f"tenant quota store_bytes={QUOTA}: 5242880 bytes" in str(e.value)
@@ -149,7 +150,7 @@ def test_a_refused_upload_leaves_none_of_the_others_stored(start_server, tmp_pat
     a, b = RNG.standard_normal((256, 1024)), RNG.standard_normal((1024, 400))  # out: 800 KiB
     with linalgd.Client(s.target, token=TIGHT, retries=0) as c:
         c.stream_threshold = 1 << 20  # both uploaded, at once
-        np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-10)
+        assert_close(c.matmul(a, b), a @ b)
         assert listed(c) == []
 
 
@@ -159,10 +160,8 @@ def test_the_asyncio_client_falls_back_alike(start_server, tmp_path, debug_log):
     async def main():
         async with linalgd.aio.Client(s.target, token=TIGHT, retries=0) as c:
             mine = (await c.put(np.ones((256, 1024)))).id
-            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
-                                       rtol=1e-10)
-            np.testing.assert_allclose(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE,
-                                       rtol=1e-10)
+            assert_close(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN)
+            assert_close(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE)
             with pytest.raises(linalgd.ResourceExhausted) as e:
                 await c.matmul(np.ones((2400, 1024)), B_THIN)  # 18.75 MiB inline: too large
             assert "too large to send inline instead" in str(e.value)
@@ -177,8 +176,8 @@ W = RNG.standard_normal((768, 1024))  # 6 MiB: the caller's own data, e.g. a pip
 
 
 def check_products(c):
-    np.testing.assert_allclose(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN, rtol=1e-10)
-    np.testing.assert_allclose(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE, rtol=1e-10)
+    assert_close(c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN)
+    assert_close(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE)
 
 
 def test_a_calls_temporaries_never_evict_the_callers_own_tensor(start_server, tmp_path,
@@ -204,10 +203,8 @@ def test_without_tenants_temporaries_never_evict_what_was_stored(start_server, d
     async def main():
         async with linalgd.aio.Client(s.target, retries=0) as c:
             mine = (await c.put(W)).id
-            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
-                                       rtol=1e-10)
-            np.testing.assert_allclose(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE,
-                                       rtol=1e-10)
+            assert_close(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN)
+            assert_close(await c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE)
             np.testing.assert_array_equal(await c.get(mine), W)
             assert [t.id for t in await c.list_tensors()] == [mine]
     asyncio.run(main())
@@ -233,8 +230,7 @@ def test_with_room_free_temporaries_are_stored_and_deleted(start_server, tmp_pat
 
     async def main():
         async with linalgd.aio.Client(s.target, token=ROOMY, retries=0) as c:
-            np.testing.assert_allclose(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN,
-                                       rtol=1e-10)
+            assert_close(await c.matmul(A_BIG, B_THIN), A_BIG @ B_THIN)
             assert [t.id for t in await c.list_tensors()] == []
     asyncio.run(main())
     assert "refused" not in debug_log.text
