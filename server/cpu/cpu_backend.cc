@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/usable_cores.h"
+#include "server/cpu/blas_threads.h"
 #include "server/cpu/cpu_execution.h"
 #include "server/cpu/cpu_factor.h"
 #include "server/cpu/cpu_matmul.h"
@@ -23,7 +24,10 @@ class CpuBackend : public Backend {
   explicit CpuBackend(const CpuBackendOptions& options)
       : batch_threads_(ThreadsOrUsableCores(options.batch_threads)),
         pool_(std::max(1, batch_threads_ - 1)),
-        rcond_factor_(options.singular_rcond_factor) {
+        rcond_factor_(options.singular_rcond_factor),
+        blas_(ThreadsOrUsableCores(options.blas_threads),
+              ThreadsOrUsableCores(options.busy_blas_threads),
+              [](int threads) { openblas_set_num_threads(threads); }) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     openblas_set_num_threads(ThreadsOrUsableCores(options.blas_threads));
     // Inputs are validated by the service; with allow_non_finite a NaN must
@@ -35,21 +39,30 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
 
   // Ops with a zero dimension never reach BLAS or LAPACK (empty_work.h).
+  // Each op runs under the BLAS thread governor (blas_threads.h), told
+  // whether it is large by its real flops.
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
     if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
+    auto running = blas_.Enter(Large(op.a.dtype, MatmulFlops(plan) * plan.batch));
     return CpuMatmul(op, plan, exec_);
   }
 
   absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) override {
     if (IsEmptyWork(plan)) return EmptySolve(op, plan);
+    auto running = blas_.Enter(Large(op.a.dtype, SolveFlops(plan) * plan.batch));
     return CpuSolve(op, plan, exec_, rcond_factor_);
   }
 
   absl::StatusOr<FactorizeResult> Factorize(const FactorizeOp& op) override {
+    const double n = static_cast<double>(op.a.cols());
+    auto running = blas_.Enter(Large(op.a.dtype, 2.0 / 3.0 * n * n * n));
     return CpuFactorize(op, this, rcond_factor_);
   }
 
   absl::StatusOr<SolveResult> SolveWithFactor(const Factor& factor, const TensorView& b) override {
+    const double n = static_cast<double>(factor.info().n);
+    // Its triangular solves: 2 n^2 flops per column of b (n * k elements).
+    auto running = blas_.Enter(Large(factor.info().dtype, 2.0 * n * b.num_elements()));
     return CpuSolveWithFactor(factor, b);
   }
 
@@ -59,6 +72,8 @@ class CpuBackend : public Backend {
                            std::vector<Tensor>* outs) override {
     if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);
     const bool small = GemmRunsOnOneThread(plan.m, plan.n, plan.k);
+    auto running =
+        blas_.Enter(Large(ops.front()->a.dtype, MatmulFlops(plan) * plan.batch * ops.size()));
     return RunEach<Tensor>(static_cast<int64_t>(ops.size()), small, outs,
                            [&](int64_t i) { return CpuMatmul(*ops[i], plan, exec_); });
   }
@@ -67,6 +82,8 @@ class CpuBackend : public Backend {
                           std::vector<SolveResult>* outs) override {
     if (IsEmptyWork(plan)) return Backend::SolveBatch(ops, plan, outs);
     const bool small = plan.n <= kSingleThreadSolveOrder && plan.k <= kSingleThreadSolveOrder;
+    auto running =
+        blas_.Enter(Large(ops.front()->a.dtype, SolveFlops(plan) * plan.batch * ops.size()));
     return RunEach<SolveResult>(static_cast<int64_t>(ops.size()), small, outs, [&](int64_t i) {
       return CpuSolve(*ops[i], plan, exec_, rcond_factor_);
     });
@@ -75,10 +92,22 @@ class CpuBackend : public Backend {
   absl::StatusOr<SparseSolveResult> SparseSolve(const SparseSolveOp& op,
                                                 const SparseSolvePlan& plan) override {
     if (IsEmptyWork(plan)) return EmptySparseSolve(op, plan);
+    // Large: a direct factorization's fill is not known before it runs.
+    auto running = blas_.Enter(true);
     return CpuSparseSolve(op, plan);
   }
 
  private:
+  static bool Large(DType dtype, double flops) {
+    return BlasThreadGovernor::IsLarge(flops * FlopScale(dtype));
+  }
+
+  // One element's flops: an LU of the larger dimension and its solves.
+  static double SolveFlops(const SolvePlan& plan) {
+    const double n = static_cast<double>(std::max(plan.m, plan.n));
+    return 2.0 / 3.0 * n * n * n + 2.0 * n * n * static_cast<double>(plan.k);
+  }
+
   // Runs fn(i) for i in [0, n) on the pool; the first error wins.
   template <typename Result, typename Fn>
   absl::Status RunEach(int64_t n, bool small, std::vector<Result>* outs, Fn fn) {
@@ -96,6 +125,7 @@ class CpuBackend : public Backend {
   const int batch_threads_;
   ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
   const double rcond_factor_;
+  BlasThreadGovernor blas_;
   CpuExecution exec_;
 };
 

@@ -14,6 +14,9 @@ struct CpuBackendOptions {
   // --singular-rcond-factor: rcond below this * n * eps is numerically
   // singular (server/backend/condition.h).
   double singular_rcond_factor = kDefaultSingularRcondFactor;
+  // OpenBLAS threads while two or more ops run and none is large
+  // (blas_threads.h); 0: every core; >= blas_threads: always blas_threads.
+  int busy_blas_threads = 1;
 };
 
 // The CPU engine: OpenBLAS gemm, LAPACK(E) factorizations and solves. Also the

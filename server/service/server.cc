@@ -132,8 +132,8 @@ absl::Status ServerImpl::Init() {
   auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion(), LinalgdGitCommit());
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  cpu_ = CreateCpuBackend(
-      {options_.blas_threads, options_.cpu_workers, options_.singular_rcond_factor});
+  cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers,
+                           options_.singular_rcond_factor, options_.busy_blas_threads});
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
   gpu_options.devices = options_.devices;
@@ -157,8 +157,12 @@ absl::Status ServerImpl::Init() {
   sched.cpu_threshold = options_.cpu_threshold;
   LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
   sched.cpu_workers = ThreadsOrUsableCores(options_.cpu_workers);
-  spdlog::info("cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads", DescribeUsableCores(),
-               sched.cpu_workers, ThreadsOrUsableCores(options_.blas_threads));
+  spdlog::info(
+      "cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads ({} while several CPU ops run "
+      "and none is large)",
+      DescribeUsableCores(), sched.cpu_workers, ThreadsOrUsableCores(options_.blas_threads),
+      std::min(ThreadsOrUsableCores(options_.busy_blas_threads),
+               ThreadsOrUsableCores(options_.blas_threads)));
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
   AddSchedulingOptions(options_, sched);

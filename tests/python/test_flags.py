@@ -23,6 +23,8 @@ from conftest import server_binary
     ("--max-queue", "0"),
     ("--max-message-bytes", str(1 << 40)),
     ("--singular-rcond-factor", "-1"),
+    ("--busy-blas-threads", "-1"),
+    ("--busy-blas-threads", "1025"),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",

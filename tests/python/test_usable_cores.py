@@ -11,25 +11,49 @@ import linalgd
 from conftest import server_binary
 
 
+def start_and_read_log(command):
+    """(the server's log up to its listening line, its port, the process)."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, port = [], None
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.search(r"listening on port (\d+)", line)
+        if m:
+            port = int(m.group(1))
+            break
+    return "".join(lines), port, proc
+
+
 @pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) is missing")
 def test_a_server_pinned_to_one_cpu_sizes_its_threads_to_it():
-    proc = subprocess.Popen(["taskset", "-c", "0", server_binary(), "--listen", "127.0.0.1:0",
-                             "--metrics-listen", ""],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    text, port, proc = start_and_read_log(["taskset", "-c", "0", server_binary(), "--listen",
+                                           "127.0.0.1:0", "--metrics-listen", ""])
     try:
-        lines, port = [], None
-        for line in proc.stdout:
-            lines.append(line)
-            m = re.search(r"listening on port (\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
-        assert port, "".join(lines)
-        text = "".join(lines)
+        assert port, text
         assert "cpu: usable cores 1 (affinity 1, " in text, text
         assert "1 CPU workers, 1 OpenBLAS threads" in text, text
         with linalgd.Client(f"127.0.0.1:{port}", timeout=10) as c:
             assert c.server_info().limits.cpu_threads == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("busy,said", [(None, 1), ("2", 2), ("0", 3), ("8", 3)])
+def test_the_openblas_count_while_several_ops_run_is_logged(busy, said):
+    """--busy-blas-threads (default 1; 0: every usable core; capped by
+    --blas-threads) is what the start-up line says runs while several CPU ops
+    run and none is large."""
+    extra = [] if busy is None else ["--busy-blas-threads", busy]
+    text, port, proc = start_and_read_log(
+        [server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "", "--blas-threads", "3",
+         "--cpu-workers", "2"] + extra)
+    try:
+        assert port, text
+        cores = int(re.search(r"cpu: usable cores (\d+)", text).group(1))
+        expect = min(3, cores) if busy == "0" else said
+        assert f"3 OpenBLAS threads ({expect} while several CPU ops run and none is large)" \
+            in text, text
     finally:
         proc.terminate()
         proc.wait(timeout=30)
