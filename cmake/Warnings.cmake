@@ -22,3 +22,17 @@ function(linalgd_target_defaults target)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
 endfunction()
+
+# linalgd_link_malloc(target): an executable that hosts a server links
+# jemalloc (LINALGD_JEMALLOC) ahead of the C library, so jemalloc's malloc
+# serves the whole process. gRPC's threads allocate a call's buffers on one
+# thread and free them on another; glibc's per-thread arenas made that the
+# server's main cost under concurrent callers (README, "Memory allocator").
+# --no-as-needed (the executable's link) keeps the library although nothing
+# names its symbols (Ubuntu's linker drops such libraries by default).
+function(linalgd_link_malloc target)
+  if(LINALGD_JEMALLOC)
+    target_link_options(${target} PRIVATE "LINKER:--no-as-needed")
+    target_link_libraries(${target} PRIVATE ${JEMALLOC_LIBRARY})
+  endif()
+endfunction()

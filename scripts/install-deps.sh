@@ -40,14 +40,16 @@ runtime_packages() {
     debian-12)
       echo libabsl20220623 libamd2 libc-ares2 libc6 libcamd2 libccolamd2 libcholmod3 \
         libcivetweb1 libcolamd2 libfmt9 libgcc-s1 libgfortran5 libgomp1 libgrpc++1.51 \
-        libgrpc29 liblapacke libmetis5 libopenblas0-pthread libprometheus-cpp-core1.0 \
-        libprometheus-cpp-pull1.0 libprotobuf32 libquadmath0 libre2-9 libspdlog1.10 libspqr2 \
+        libgrpc29 libjemalloc2 liblapacke libmetis5 libopenblas0-pthread \
+        libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libprotobuf32 libquadmath0 libre2-9 \
+        libspdlog1.10 libspqr2 \
         libssl3 libstdc++6 libsuitesparseconfig5 libtmglib3 libumfpack5 zlib1g
       ;;
     ubuntu-24.04)
       echo libabsl20220623t64 libamd3 libc-ares2 libc6 libcamd3 libccolamd3 libcholmod5 \
         libcivetweb1 libcolamd3 libfmt9 libgcc-s1 libgfortran5 libgomp1 libgrpc++1.51t64 \
-        libgrpc29t64 liblapacke libmetis5 libopenblas0-pthread libprometheus-cpp-core1.0 \
+        libgrpc29t64 libjemalloc2 liblapacke libmetis5 libopenblas0-pthread \
+        libprometheus-cpp-core1.0 \
         libprometheus-cpp-pull1.0 libprotobuf32t64 libquadmath0 libre2-10 libspdlog1.12 \
         libspqr4 libssl3t64 libstdc++6 libsuitesparseconfig7 libtmglib3 libumfpack6 zlib1g
       ;;
@@ -63,6 +65,7 @@ packages=(
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev
   libabsl-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev prometheus-cpp-dev
   libopenblas-dev liblapacke-dev libsuitesparse-dev
+  libjemalloc-dev  # the server's malloc (LINALGD_JEMALLOC)
   libgtest-dev libgmock-dev
   python3 python3-numpy python3-grpcio python3-protobuf python3-grpc-tools
   python3-setuptools python3-pip

@@ -1,11 +1,11 @@
 #include "server/common/idle_trim.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <utility>
 
+#include "server/common/heap.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -34,12 +34,12 @@ IdleTrimmer::~IdleTrimmer() {
 
 void IdleTrimmer::TrimHeap() {
   if (!spdlog::should_log(spdlog::level::debug)) {
-    malloc_trim(0);
+    ReleaseFreeHeap();
     return;
   }
   const double before = ResidentMiB();
   const absl::Time start = absl::Now();
-  malloc_trim(0);
+  ReleaseFreeHeap();
   spdlog::debug(
       "idle: returned freed heap memory to the OS in {:.1f} ms (resident {:.1f} -> "
       "{:.1f} MiB)",

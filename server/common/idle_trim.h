@@ -38,7 +38,9 @@ class IdleTrimSchedule {
 // allocated, up to 8 per core, and blocks up to 32 MiB below its dynamic
 // mmap threshold), so a burst of calls leaves the resident set tens of MiB
 // above its idle size for good; malloc_trim(0) returns every free page.
-// Trimming walks the arenas under their locks, so it runs only after
+// jemalloc (the server's default malloc) returns dirty pages by itself
+// after ~10 s; its purge does it at once. Either walks the arenas under
+// their locks, so it runs only after
 // `quiet` with no call started (between one and two quiet periods after the
 // last), once per idle spell: a busy server never pays for it. Thread-safe;
 // one watcher thread.
@@ -55,7 +57,8 @@ class IdleTrimmer {
   // Trims made so far.
   int64_t trims() const { return trims_.load(std::memory_order_relaxed); }
 
-  // malloc_trim(0), logging at debug level the resident set before and after.
+  // ReleaseFreeHeap() (heap.h: jemalloc's purge, or glibc's malloc_trim(0)),
+  // logging at debug level the resident set before and after.
   static void TrimHeap();
 
  private:

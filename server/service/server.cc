@@ -12,6 +12,7 @@
 #include "common/usable_cores.h"
 #include "common/version.h"
 #include "server/backend/fault_injection.h"
+#include "server/common/heap.h"
 #include "server/common/memory_budget.h"
 #include "server/common/status_macros.h"
 #include "server/cpu/cpu_backend.h"
@@ -157,6 +158,7 @@ absl::Status ServerImpl::Init() {
   sched.cpu_threshold = options_.cpu_threshold;
   LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
   sched.cpu_workers = ThreadsOrUsableCores(options_.cpu_workers);
+  spdlog::info("malloc: {}", MallocName());
   spdlog::info(
       "cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads ({} while several CPU ops run "
       "and none is large)",

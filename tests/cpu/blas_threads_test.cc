@@ -156,8 +156,8 @@ TEST(BlasThreadGovernorTest, ProductsStayRightWhileTheCountChanges) {
       std::vector<float> c(n * n);
       for (int i = 0; i < 150; ++i) {
         auto op = g.Enter((i + t) % 25 == 0);
-        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                    b.data(), n, 0.0f, c.data(), n);
+        cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                    n, 0.0f, c.data(), n);
         if (c != want) wrong.fetch_add(1);
       }
     });

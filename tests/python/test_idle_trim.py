@@ -1,7 +1,9 @@
 """--idle-trim against the real server: after a spell with no call the heap's
 freed memory goes back to the OS once (linalgd_idle_trims_total counts it, the
 debug log gives the resident set before and after), health probes do not keep
-the server from being idle, and 0 turns it off."""
+the server from being idle, and 0 turns it off. The server's malloc is
+jemalloc (linked by default), whose purge the trim calls."""
+import re
 import time
 import urllib.request
 
@@ -42,7 +44,22 @@ def test_an_idle_server_trims_once_per_idle_spell(start_server):
         np.testing.assert_allclose(c.solve(A + 300 * np.eye(300), A[:, :2]),
                                    np.linalg.solve(A + 300 * np.eye(300), A[:, :2]), rtol=1e-9)
         wait_for_trims(s, c, first + 1)
-    assert "idle: returned freed heap memory to the OS" in s.output()
+    out = s.output()
+    assert "idle: returned freed heap memory to the OS" in out
+    for before, after in re.findall(r"resident ([0-9.]+) -> ([0-9.]+) MiB", out):
+        assert float(after) <= float(before) + 1.0, out  # never grows by trimming
+
+
+def test_the_server_runs_on_jemalloc(start_server):
+    """The start-up line names the malloc in use, and it is the one mapped."""
+    s = start_server(log_level="info")
+    with linalgd.Client(s.target, timeout=30) as c:
+        c.matmul(A, A)
+    with open(f"/proc/{s.proc.pid}/maps") as f:
+        maps = f.read()
+    out = s.output()
+    assert re.search(r"malloc: jemalloc \d+\.\d+", out), out
+    assert "libjemalloc" in maps
 
 
 def test_zero_never_trims(start_server):
