@@ -215,8 +215,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--busy-blas-threads", o.busy_blas_threads,
                  "OpenBLAS threads while two or more CPU ops run and none is large (~1e9 flops "
                  "or more): OpenBLAS's threaded calls take turns on its one pool, so many "
-                 "concurrent ops do better on a core each; 0: number of cores; at or above "
-                 "--blas-threads: always --blas-threads")
+                 "concurrent ops do better on a core each, but a product's last bits then "
+                 "depend on what else runs; 0 (or at or above --blas-threads): always "
+                 "--blas-threads")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
   app.add_option("--max-queue", o.max_queue, "jobs queued per backend before RESOURCE_EXHAUSTED")

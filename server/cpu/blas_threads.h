@@ -19,7 +19,9 @@ namespace linalgd {
 // (128^3: 574 against 715 us p50). So the count is `threads` while at most one
 // op runs or a large op runs (a large op's LAPACK and BLAS calls keep their
 // threads), and `busy_threads` while two or more run and none is large.
-// busy_threads >= threads turns the adaptation off. Thread-safe; `set` is
+// busy_threads >= threads turns the adaptation off. The price: OpenBLAS's
+// threaded and single-threaded products round differently, so with it a
+// product's last bits depend on what else runs (the server's default is off). Thread-safe; `set` is
 // called under the governor's lock, only when the count changes, never before
 // the first op.
 class BlasThreadGovernor {

@@ -26,7 +26,8 @@ class CpuBackend : public Backend {
         pool_(std::max(1, batch_threads_ - 1)),
         rcond_factor_(options.singular_rcond_factor),
         blas_(ThreadsOrUsableCores(options.blas_threads),
-              ThreadsOrUsableCores(options.busy_blas_threads),
+              options.busy_blas_threads > 0 ? options.busy_blas_threads
+                                            : ThreadsOrUsableCores(options.blas_threads),
               [](int threads) { openblas_set_num_threads(threads); }) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     openblas_set_num_threads(ThreadsOrUsableCores(options.blas_threads));

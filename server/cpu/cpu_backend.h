@@ -15,8 +15,9 @@ struct CpuBackendOptions {
   // singular (server/backend/condition.h).
   double singular_rcond_factor = kDefaultSingularRcondFactor;
   // OpenBLAS threads while two or more ops run and none is large
-  // (blas_threads.h); 0: every core; >= blas_threads: always blas_threads.
-  int busy_blas_threads = 1;
+  // (blas_threads.h); 0 (or >= blas_threads): always blas_threads, so a
+  // product's bits never depend on what else runs.
+  int busy_blas_threads = 0;
 };
 
 // The CPU engine: OpenBLAS gemm, LAPACK(E) factorizations and solves. Also the

@@ -163,8 +163,9 @@ absl::Status ServerImpl::Init() {
       "cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads ({} while several CPU ops run "
       "and none is large)",
       DescribeUsableCores(), sched.cpu_workers, ThreadsOrUsableCores(options_.blas_threads),
-      std::min(ThreadsOrUsableCores(options_.busy_blas_threads),
-               ThreadsOrUsableCores(options_.blas_threads)));
+      options_.busy_blas_threads > 0
+          ? std::min(options_.busy_blas_threads, ThreadsOrUsableCores(options_.blas_threads))
+          : ThreadsOrUsableCores(options_.blas_threads));
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
   AddSchedulingOptions(options_, sched);

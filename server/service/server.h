@@ -67,7 +67,7 @@ struct ServerOptions {
   int handles_per_device = 4;
   int cpu_workers = 0;        // CPU job threads; 0: number of cores
   int blas_threads = 0;       // OpenBLAS threads; 0: number of cores
-  int busy_blas_threads = 1;  // OpenBLAS threads while several CPU ops run (blas_threads.h)
+  int busy_blas_threads = 0;  // OpenBLAS threads while several CPU ops run; 0: blas_threads
   int64_t max_elements = int64_t{1} << 31;        // per tensor
   int64_t max_batch_matrices = int64_t{1} << 20;  // matrices in a broadcast batch
   int64_t max_iterations_per_row = 10;
