@@ -12,6 +12,7 @@ BlasThreadGovernor::Op::~Op() {
 }
 
 BlasThreadGovernor::Op BlasThreadGovernor::Enter(bool large) {
+  if (busy_threads_ >= threads_) return Op(nullptr, large);  // off: not even the lock
   absl::MutexLock lock(&mu_);
   ++running_;
   if (large) ++large_;
@@ -32,7 +33,6 @@ int BlasThreadGovernor::threads_in_force() const {
 }
 
 void BlasThreadGovernor::Update() {
-  if (busy_threads_ >= threads_) return;
   const int want = running_ >= 2 && large_ == 0 ? busy_threads_ : threads_;
   if (want == in_force_) return;
   in_force_ = want;
