@@ -21,9 +21,9 @@ namespace linalgd {
 // threads), and `busy_threads` while two or more run and none is large.
 // busy_threads >= threads turns the adaptation off. The price: OpenBLAS's
 // threaded and single-threaded products round differently, so with it a
-// product's last bits depend on what else runs (the server's default is off). Thread-safe; `set` is
-// called under the governor's lock, only when the count changes, never before
-// the first op.
+// product's last bits depend on what else runs (the server's default is off).
+// Thread-safe; `set` is called under the governor's lock, only when the count
+// changes, never before the first op.
 class BlasThreadGovernor {
  public:
   using Setter = std::function<void(int threads)>;

@@ -25,12 +25,10 @@ class CpuBackend : public Backend {
       : batch_threads_(ThreadsOrUsableCores(options.batch_threads)),
         pool_(std::max(1, batch_threads_ - 1)),
         rcond_factor_(options.singular_rcond_factor),
-        blas_(ThreadsOrUsableCores(options.blas_threads),
-              options.busy_blas_threads > 0 ? options.busy_blas_threads
-                                            : ThreadsOrUsableCores(options.blas_threads),
+        blas_(BlasThreads(options), BusyBlasThreads(options),
               [](int threads) { openblas_set_num_threads(threads); }) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
-    openblas_set_num_threads(ThreadsOrUsableCores(options.blas_threads));
+    openblas_set_num_threads(BlasThreads(options));
     // Inputs are validated by the service; with allow_non_finite a NaN must
     // flow through the math (as on the GPU), not be refused by LAPACKE.
     LAPACKE_set_nancheck(0);
@@ -131,6 +129,15 @@ class CpuBackend : public Backend {
 };
 
 }  // namespace
+
+int BlasThreads(const CpuBackendOptions& options) {
+  return ThreadsOrUsableCores(options.blas_threads);
+}
+
+int BusyBlasThreads(const CpuBackendOptions& options) {
+  const int threads = BlasThreads(options);
+  return options.busy_blas_threads > 0 ? std::min(options.busy_blas_threads, threads) : threads;
+}
 
 std::unique_ptr<Backend> CreateCpuBackend(const CpuBackendOptions& options) {
   return std::make_unique<CpuBackend>(options);

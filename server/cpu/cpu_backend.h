@@ -20,6 +20,12 @@ struct CpuBackendOptions {
   int busy_blas_threads = 0;
 };
 
+// The OpenBLAS threads of a backend made with `options`: blas_threads (0:
+// every usable core), and while several of its ops run and none is large,
+// busy_blas_threads capped by that (0: the same, no adaptation).
+int BlasThreads(const CpuBackendOptions& options);
+int BusyBlasThreads(const CpuBackendOptions& options);
+
 // The CPU engine: OpenBLAS gemm, LAPACK(E) factorizations and solves. Also the
 // rollback path for every GPU failure. Thread-safe. Creating one sets
 // OpenBLAS's process-wide thread count (openblas_set_num_threads): create

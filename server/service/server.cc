@@ -133,8 +133,9 @@ absl::Status ServerImpl::Init() {
   auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion(), LinalgdGitCommit());
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  cpu_ = CreateCpuBackend({options_.blas_threads, options_.cpu_workers,
-                           options_.singular_rcond_factor, options_.busy_blas_threads});
+  const CpuBackendOptions cpu_options{options_.blas_threads, options_.cpu_workers,
+                                      options_.singular_rcond_factor, options_.busy_blas_threads};
+  cpu_ = CreateCpuBackend(cpu_options);
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
   gpu_options.devices = options_.devices;
@@ -162,10 +163,8 @@ absl::Status ServerImpl::Init() {
   spdlog::info(
       "cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads ({} while several CPU ops run "
       "and none is large)",
-      DescribeUsableCores(), sched.cpu_workers, ThreadsOrUsableCores(options_.blas_threads),
-      options_.busy_blas_threads > 0
-          ? std::min(options_.busy_blas_threads, ThreadsOrUsableCores(options_.blas_threads))
-          : ThreadsOrUsableCores(options_.blas_threads));
+      DescribeUsableCores(), sched.cpu_workers, BlasThreads(cpu_options),
+      BusyBlasThreads(cpu_options));
   sched.gpu_workers_per_device = options_.handles_per_device;
   sched.max_queue = options_.max_queue;
   AddSchedulingOptions(options_, sched);
