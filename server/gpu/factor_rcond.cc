@@ -293,7 +293,8 @@ absl::StatusOr<double> ComplexRcond(FactorSolves& fs, SolveMethod method, int64_
   };
   double inv = 0;
   if (solves == RcondSolves::kPaired) {
-    LINALGD_ASSIGN_OR_RETURN(inv, ComplexInverseNorm1Paired(n, solve));
+    LINALGD_ASSIGN_OR_RETURN(inv,
+                             ComplexInverseNorm1Paired(n, solve, method == SolveMethod::kCholesky));
   } else {
     LINALGD_ASSIGN_OR_RETURN(inv, ComplexInverseNorm1(n, [&](std::vector<Complex>& v, bool ct) {
                                return solve(v, ct, -1);
@@ -307,8 +308,10 @@ absl::StatusOr<double> ComplexRcond(FactorSolves& fs, SolveMethod method, int64_
 namespace {
 
 // ComplexInverseNorm1, its safeguard vector's solve paired with the first
-// one (two columns) when `paired` and n > 1, else made last.
-absl::StatusOr<double> ComplexEstimate(int64_t n, const ComplexPairedSolve& solve, bool paired) {
+// one (two columns) when `paired` and n > 1, else made last; `hermitian`
+// (with paired): ComplexInverseNorm1Paired's.
+absl::StatusOr<double> ComplexEstimate(int64_t n, const ComplexPairedSolve& solve, bool paired,
+                                       bool hermitian) {
   constexpr int kMaxIterations = 5;  // zlacn2's ITMAX
   constexpr double kInf = std::numeric_limits<double>::infinity();
   if (n == 0) return 0.0;
@@ -351,13 +354,29 @@ absl::StatusOr<double> ComplexEstimate(int64_t n, const ComplexPairedSolve& solv
   double est = norm1(x);
   if (!std::isfinite(est)) return kInf;
   if (n == 1) return est;
+  // hermitian: a^-1 e_guess beside the a^-H sign solve (a^-H = a^-1).
+  std::vector<Complex> guessed;
+  const size_t guess = largest(x);
   to_signs(x);
-  LINALGD_RETURN_IF_ERROR(solve(x, true, -1));
+  if (hermitian) {
+    std::vector<Complex> pair(2 * n, Complex(0.0, 0.0));
+    std::copy(x.begin(), x.end(), pair.begin());
+    pair[n + guess] = Complex(1.0, 0.0);
+    LINALGD_RETURN_IF_ERROR(solve(pair, false, -1));
+    x.assign(pair.begin(), pair.begin() + n);
+    guessed.assign(pair.begin() + n, pair.end());
+  } else {
+    LINALGD_RETURN_IF_ERROR(solve(x, true, -1));
+  }
   size_t j = largest(x);
   for (int iter = 2;; ++iter) {
-    std::fill(x.begin(), x.end(), Complex(0.0, 0.0));
-    x[j] = Complex(1.0, 0.0);
-    LINALGD_RETURN_IF_ERROR(solve(x, false, static_cast<int64_t>(j)));
+    if (!guessed.empty() && j == guess) {
+      x = guessed;
+    } else {
+      std::fill(x.begin(), x.end(), Complex(0.0, 0.0));
+      x[j] = Complex(1.0, 0.0);
+      LINALGD_RETURN_IF_ERROR(solve(x, false, static_cast<int64_t>(j)));
+    }
     const double norm = norm1(x);
     if (!std::isfinite(norm)) return kInf;
     if (norm <= est) break;  // stopped growing: est is kept
@@ -381,11 +400,12 @@ absl::StatusOr<double> ComplexEstimate(int64_t n, const ComplexPairedSolve& solv
 
 absl::StatusOr<double> ComplexInverseNorm1(int64_t n, const ComplexVectorSolve& solve) {
   return ComplexEstimate(
-      n, [&](std::vector<Complex>& v, bool ct, int64_t) { return solve(v, ct); }, false);
+      n, [&](std::vector<Complex>& v, bool ct, int64_t) { return solve(v, ct); }, false, false);
 }
 
-absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve) {
-  return ComplexEstimate(n, solve, true);
+absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve,
+                                                 bool hermitian) {
+  return ComplexEstimate(n, solve, true, hermitian);
 }
 
 absl::StatusOr<std::vector<double>> EstimateRcond(GpuContext& ctx, DType t, int64_t n,
@@ -459,7 +479,8 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
     return RunReal(*fs, method, v, transposed, unit_row);
   };
   if (options.solves == RcondSolves::kPaired) {
-    LINALGD_ASSIGN_OR_RETURN(double inv, EstimateInverseNorm1Paired(n, solve));
+    LINALGD_ASSIGN_OR_RETURN(
+        double inv, EstimateInverseNorm1Paired(n, solve, method == SolveMethod::kCholesky));
     return RcondFromNorms(anorm, inv);
   }
   auto one_by_one = [&](std::vector<double>& v, bool transposed) {

@@ -56,8 +56,14 @@ using ComplexPairedSolve = std::function<absl::Status(std::vector<std::complex<d
 // ComplexInverseNorm1, bitwise the same value, in one chain of solves
 // fewer for n > 1: the first solve takes the safeguard vector as a second
 // column beside e / n and keeps its result for the end; each a^-1 e_j says
-// j.
-absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve);
+// j. hermitian (a = a^H: a Cholesky factor's solves): the first a^-H sign
+// is solved as a^-1 with a second column, the unit vector at the first
+// largest |(a^-1 e / n)_i|, and the iteration's first unit vector, when it is
+// that one, takes that result instead of a solve (condition.h
+// EstimateInverseNorm1Paired's symmetric): bitwise the same value when the
+// solves with a and a^H give the same numbers.
+absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedSolve& solve,
+                                                 bool hermitian = false);
 
 // One n x n matrix factored by the 64-bit cuSOLVER API, column-major: the
 // LU of a^T (Xgetrf, int64 pivots, as the row-major a reads) or the lower
@@ -69,7 +75,7 @@ absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedS
 // two triangular solves by `impl` (kernels.h TriangularSolve unless
 // kCublas: the comparison linalgd-gpu-bench and the tests make), one copy
 // back and one host sync; the first one with two columns (RcondSolves
-// kPaired, the default). Synchronizes.
+// kPaired, the default), and for Cholesky the second too. Synchronizes.
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl = TrsvImpl::kCustom);
@@ -79,7 +85,9 @@ absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method,
 enum class RcondSolves {
   // EstimateInverseNorm1Paired / ComplexInverseNorm1Paired: the first chain
   // solves e / n and the safeguard vector as two columns of one solve, and
-  // a unit vector's solve starts at its block of rows (TrsvOptions).
+  // a unit vector's solve starts at its block of rows (TrsvOptions);
+  // Cholesky (a symmetric or Hermitian) solves the first a^-1 sign beside
+  // the likely next unit vector (their `symmetric` / `hermitian`).
   kPaired,
   // EstimateInverseNorm1 / ComplexInverseNorm1: one vector per chain, the
   // safeguard vector's chain last, every solve from row 0 (what the

@@ -178,11 +178,19 @@ absl::StatusOr<std::vector<double>> EstimateInverseNorm1(int64_t batch, int64_t 
   return out;
 }
 
-absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve) {
+absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve,
+                                                  bool symmetric) {
   std::vector<double> alt(n);  // a^-1 times the safeguard vector, from the first solve
+  // symmetric: a^-1 e_guess, solved beside the first a^-T sign, and its row.
+  std::vector<double> guessed;
+  int64_t guess = -1;
   auto solve_x = [&](int iter, const std::vector<double>& x, const std::vector<MemberState>& state,
                      std::vector<double>& v) -> absl::Status {
     if (iter > 0) {  // x is e_j
+      if (state[0].unit_row == guess) {
+        v = guessed;
+        return absl::OkStatus();
+      }
       v = x;
       return solve(v, false, state[0].unit_row);
     }
@@ -192,9 +200,30 @@ absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorS
     LINALGD_RETURN_IF_ERROR(solve(pair, false, -1));
     v.assign(pair.begin(), pair.begin() + n);
     alt.assign(pair.begin() + n, pair.end());
+    // The first largest |(a^-1 e / n)_i|: where a^-1 sign(a^-1 e) peaks too
+    // when one direction dominates a^-1 (an ill-conditioned a), so it is
+    // the iteration's usual next unit vector.
+    if (symmetric && n > 1) {
+      guess = 0;
+      for (int64_t i = 1; i < n; ++i) {
+        if (std::fabs(v[i]) > std::fabs(v[guess])) guess = i;
+      }
+    }
     return absl::OkStatus();
   };
-  auto solve_t = [&](std::vector<double>& v, bool transposed) { return solve(v, transposed, -1); };
+  bool first_t = true;
+  auto solve_t = [&](std::vector<double>& v, bool transposed) -> absl::Status {
+    if (!(first_t && guess >= 0)) return solve(v, transposed, -1);
+    first_t = false;
+    // a^-T = a^-1: one solve of two columns, sign and e_guess.
+    std::vector<double> pair(2 * n, 0.0);
+    std::copy(v.begin(), v.end(), pair.begin());
+    pair[n + guess] = 1.0;
+    LINALGD_RETURN_IF_ERROR(solve(pair, false, -1));
+    v.assign(pair.begin(), pair.begin() + n);
+    guessed.assign(pair.begin() + n, pair.end());
+    return absl::OkStatus();
+  };
   LINALGD_ASSIGN_OR_RETURN(std::vector<MemberState> state, Iterate(1, n, solve_x, solve_t));
   return WithSafeguard(state[0].estimate, alt.data(), n);
 }

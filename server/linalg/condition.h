@@ -76,7 +76,16 @@ using PairedVectorSolve =
 // result for the end, so no solve follows the iterations; each a^-1 e_j
 // says j. (An iteration whose estimate is already final solves nothing, in
 // both.)
-absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve);
+//
+// symmetric (a = a^T, so a^-T = a^-1: a Cholesky factor's solves): the
+// first a^-T sign is solved as a^-1 with a second column, the unit vector at
+// the largest |(a^-1 e / n)_i|; when the iteration's next unit vector is
+// that one (usual: an ill-conditioned a's inverse is dominated by one
+// direction, and both vectors peak where it does), its solve is already
+// made, one chain fewer again. Same value, bitwise, when the solves with
+// a and a^T give the same numbers.
+absl::StatusOr<double> EstimateInverseNorm1Paired(int64_t n, const PairedVectorSolve& solve,
+                                                  bool symmetric = false);
 
 // LAPACK's lacn2 safeguard vector: x_j = (-1)^j (1 + j / (n - 1)) (x_0 = 1
 // when n is 1), into x[0, n).

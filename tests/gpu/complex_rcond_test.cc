@@ -154,5 +154,76 @@ TEST(ComplexInverseNorm1Test, PairedGivesTheSameValueInOneCallFewer) {
   }
 }
 
+// The Hermitian form on Hermitian matrices (the explicit inverse made
+// exactly Hermitian, so a^-1 and a^-H give the same numbers): bitwise the
+// one-vector-per-solve value, never more calls than the paired form, one
+// fewer when the first unit vector is the guessed one; the second call's
+// second column is the unit vector at the first largest |(a^-1 e / n)_i|.
+TEST(ComplexInverseNorm1Test, HermitianSolvesTheLikelyUnitVectorBesideTheFirstSignSolve) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  int hits = 0, misses = 0;
+  for (int n = 2; n <= 24; ++n) {
+    for (int trial = 0; trial < 6; ++trial) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " trial " << trial);
+      // Graded (d b d, d_i = 10^(-trial i / (n - 1))) Hermitian b.
+      Mat a(size_t{1} * n * n);
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j <= i; ++j) {
+          const double d = std::pow(10.0, -trial * (i + j) / (n - 1.0));
+          const C z = i == j ? C(u(rng) + (trial % 2 ? 0.0 : 2.0), 0.0) : C(u(rng), u(rng));
+          a[i * n + j] = z * d;
+          a[j * n + i] = std::conj(z) * d;
+        }
+      }
+      Mat inv = Inverse(a, n);
+      for (int i = 0; i < n; ++i) {
+        inv[i * n + i] = C(inv[i * n + i].real(), 0.0);
+        for (int j = 0; j < i; ++j) {
+          inv[i * n + j] = (inv[i * n + j] + std::conj(inv[j * n + i])) / 2.0;
+          inv[j * n + i] = std::conj(inv[i * n + j]);
+        }
+      }
+      int calls = 0, ignored = 0, paired_calls = 0, hermitian_calls = 0;
+      const double want = ComplexInverseNorm1(n, MultiplyBy(inv, n, &calls)).value();
+      const ComplexVectorSolve column = MultiplyBy(inv, n, &ignored);
+      auto each_column = [&](std::vector<C>& v, bool ct) -> absl::Status {
+        for (size_t c = 0; c * n < v.size(); ++c) {
+          std::vector<C> col(v.begin() + c * n, v.begin() + (c + 1) * n);
+          LINALGD_RETURN_IF_ERROR(column(col, ct));
+          std::copy(col.begin(), col.end(), v.begin() + c * n);
+        }
+        return absl::OkStatus();
+      };
+      auto paired = [&](std::vector<C>& v, bool ct, int64_t) {
+        ++paired_calls;
+        return each_column(v, ct);
+      };
+      EXPECT_EQ(ComplexInverseNorm1Paired(n, paired).value(), want);
+      std::vector<C> first;  // a^-1 e / n
+      auto hermitian = [&](std::vector<C>& v, bool ct, int64_t) -> absl::Status {
+        const int call = hermitian_calls++;
+        if (call == 1) {
+          EXPECT_EQ(v.size(), size_t{2} * n);
+          EXPECT_FALSE(ct);
+          int k = 0;
+          for (int i = 1; i < n; ++i) k = std::abs(first[i]) > std::abs(first[k]) ? i : k;
+          for (int i = 0; i < n; ++i) EXPECT_EQ(v[n + i], C(i == k ? 1.0 : 0.0, 0.0)) << i;
+        }
+        LINALGD_RETURN_IF_ERROR(each_column(v, ct));
+        if (call == 0) first.assign(v.begin(), v.begin() + n);
+        return absl::OkStatus();
+      };
+      EXPECT_EQ(ComplexInverseNorm1Paired(n, hermitian, true).value(), want);  // bitwise
+      EXPECT_LE(hermitian_calls, paired_calls);
+      EXPECT_GE(hermitian_calls, paired_calls - 1);
+      hits += hermitian_calls < paired_calls;
+      misses += hermitian_calls == paired_calls;
+    }
+  }
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(misses, 0);
+}
+
 }  // namespace
 }  // namespace linalgd::gpu

@@ -6,6 +6,7 @@
 // estimators see the same numbers for the same vectors.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <vector>
@@ -112,6 +113,81 @@ TEST(PairedEstimatorTest, SameValueInOneChainFewer) {
   // chains (e/n, a^-T sign, e_j, a^-T sign, the safeguard): 4 here.
   EXPECT_GT(saw_five, 0);
   EXPECT_GT(unit_solves, 0);
+}
+
+// (m + m^T) / 2 of TestMatrix's, both sides graded: d m d with d_j =
+// 10^(-grade * j / (2 (n - 1))).
+Mat SymmetricMatrix(int n, double shift, double grade, uint32_t seed) {
+  const Mat m = TestMatrix(n, shift, 0.0, seed);
+  Mat a(m.size());
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const double di = n > 1 ? std::pow(10.0, -grade * i / (2.0 * (n - 1))) : 1.0;
+      const double dj = n > 1 ? std::pow(10.0, -grade * j / (2.0 * (n - 1))) : 1.0;
+      a[i * n + j] = di * ((m[i * n + j] + m[j * n + i]) / 2) * dj;
+    }
+  }
+  return a;
+}
+
+// The symmetric form on symmetric matrices (an explicit inverse made
+// exactly symmetric, so a^-1 and a^-T give the same numbers): bitwise the
+// one-vector-per-solve value, never more calls than the paired form, one
+// fewer when the first unit vector is the guessed one; its second call's
+// second column is the unit vector at the first largest |(a^-1 e / n)_i|.
+TEST(PairedEstimatorTest, SymmetricSolvesTheLikelyUnitVectorBesideTheFirstSignSolve) {
+  int hits = 0, misses = 0;
+  for (int n : {2, 3, 7, 16, 40, 75}) {
+    for (uint32_t seed = 1; seed <= 12; ++seed) {
+      for (double grade : {0.0, 6.0, 12.0}) {
+        SCOPED_TRACE(testing::Message() << "n " << n << " seed " << seed << " grade " << grade);
+        const Mat a = SymmetricMatrix(n, seed % 3 == 0 ? 0.0 : 2.0, grade, seed);
+        Mat inv = Inverse(a, n);
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < i; ++j)
+            inv[i * n + j] = inv[j * n + i] = (inv[i * n + j] + inv[j * n + i]) / 2;
+        }
+        int one_calls = 0, paired_calls = 0, symmetric_calls = 0;
+        auto one = [&](std::vector<double>& v, bool transposed) {
+          ++one_calls;
+          SolveColumns(inv, n, transposed, v);
+          return absl::OkStatus();
+        };
+        const double want = EstimateInverseNorm1(1, n, one).value()[0];
+        auto paired = [&](std::vector<double>& v, bool transposed, int64_t) {
+          ++paired_calls;
+          SolveColumns(inv, n, transposed, v);
+          return absl::OkStatus();
+        };
+        EXPECT_EQ(EstimateInverseNorm1Paired(n, paired).value(), want);
+        std::vector<double> first;  // a^-1 e / n
+        auto symmetric = [&](std::vector<double>& v, bool transposed, int64_t) {
+          const int call = symmetric_calls++;
+          if (call == 1) {
+            EXPECT_EQ(v.size(), size_t{2} * n);
+            EXPECT_FALSE(transposed);
+            int64_t k = 0;
+            for (int i = 1; i < n; ++i) k = std::fabs(first[i]) > std::fabs(first[k]) ? i : k;
+            for (int i = 0; i < n; ++i) EXPECT_EQ(v[n + i], i == k ? 1.0 : 0.0) << i;
+          }
+          SolveColumns(inv, n, transposed, v);
+          if (call == 0) first.assign(v.begin(), v.begin() + n);
+          return absl::OkStatus();
+        };
+        EXPECT_EQ(EstimateInverseNorm1Paired(n, symmetric, true).value(), want);  // bitwise
+        EXPECT_LE(symmetric_calls, paired_calls);
+        EXPECT_GE(symmetric_calls, paired_calls - 1);
+        hits += symmetric_calls < paired_calls;
+        misses += symmetric_calls == paired_calls;
+      }
+    }
+  }
+  // Both happen: the guess is often right (fewer calls), and a wrong one
+  // costs no call.
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(misses, 0);
+  std::printf("symmetric estimate: the guessed unit vector was the next one in %d of %d\n", hits,
+              hits + misses);
 }
 
 TEST(PairedEstimatorTest, NonFiniteSolveGivesInfinityInOneChain) {
