@@ -1,0 +1,18 @@
+# The shared start of a GPU-host run script (bench/results/*/run.sh), sourced as
+#   . "$(dirname "$0")/gpu_run_env.sh" PART
+# with both files bundled side by side (gpu-bundle -x). Sets h (the bundle's folder), out
+# ($OUT), logs and json (folders under it), s (the summary file of PART, emptied) and
+# run NAME LIMIT CMD... (CMD under `timeout LIMIT`, its output in $logs/NAME.log, its rc and
+# seconds appended to $s); exports OPENBLAS_CORETYPE (SkylakeX where the CPU has AVX-512:
+# Debian's OpenBLAS would otherwise pick a slower kernel on the host's CPU) and the bundled
+# CRC32C library; writes the GPU, the Python stack and the server's version to $s.
+h=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$h/env.sh"
+out=${OUT:-/tmp/out}; logs=$out/logs; json=$out/json; mkdir -p "$logs" "$json"
+s=$out/summary-${1:-run}.txt; : > "$s"
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; fi
+export LINALGD_CRC32C_LIBRARY="$h/liblinalgd_crc32c.so"
+run() { local n=$1 l=$2; shift 2; local t=$SECONDS; timeout "$l" "$@" > "$logs/$n.log" 2>&1; echo "$n: rc=$? in $((SECONDS-t)) s" | tee -a "$s"; }
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$s" 2>&1
+python3 -c "import sys, google.protobuf as p, grpc, numpy; print('python', sys.version.split()[0], 'protobuf', p.__version__, 'grpcio', grpc.__version__, 'numpy', numpy.__version__)" >> "$s" 2>&1
+"$h/bin/linalgd" --version >> "$s" 2>&1
