@@ -151,7 +151,9 @@ def throughput(report, docs):
                 continue
             conns = d.get("config", {}).get("batching.connections", "1") if w == "batching" else ""
             label = {"batching": ["batched", "unbatched"], "throughput": ["linalgd"]}[w]
-            row = [w, int(callers), conns]
+            # The file names the run: two runs of one workload differ only in how the
+            # command ran (e.g. batching_cpu and batching_cpu_nospin, its environment).
+            row = [os.path.splitext(os.path.basename(f))[0], w, int(callers), conns]
             for lab in label:
                 v = m.get((w, f"{lab}.calls_per_second"))
                 series[f"{w}: {lab}"].append((int(callers), v))
@@ -165,8 +167,9 @@ def throughput(report, docs):
     png = report.figure("throughput_vs_callers", "calls/s against concurrent callers", "callers",
                         "calls/s", series)
     report.section("Throughput against callers", png,
-                   ["workload", "callers", "connections", "linalgd calls/s", "", "echo calls/s"],
-                   sorted(rows, key=lambda r: (r[0], r[1])), sources)
+                   ["run", "workload", "callers", "connections", "linalgd calls/s", "",
+                    "echo calls/s"],
+                   sorted(rows, key=lambda r: (r[1], r[2], r[0])), sources)
 
 
 def crossover(report, docs):

@@ -46,6 +46,8 @@ def test_report_from_real_runs(tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Both data sizes are rows; a measured GEMM ratio appears as written.
     assert "\n| 32 |" in md and "\n| 64 |" in md
+    # A throughput row names its run by the file (runs of one workload differ in how they ran).
+    assert "\n| batch | batching | 4 |" in md
     rows = json.load(open(GPU_BENCH))["rows"]
     gemm = next(r for r in rows if r["op"] == "gemm")
     assert f"| {gemm['mode']} | {gemm['n']} | {gemm['ours_tflops']:.3g} |" in md
