@@ -30,8 +30,11 @@ endfunction()
 # server's main cost under concurrent callers (README, "Memory allocator").
 # --no-as-needed (the executable's link) keeps the library although nothing
 # names its symbols (Ubuntu's linker drops such libraries by default).
+# server/common/jemalloc_conf.cc, compiled into the executable, is jemalloc's
+# settings (malloc_conf).
 function(linalgd_link_malloc target)
   if(LINALGD_JEMALLOC)
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/server/common/jemalloc_conf.cc)
     target_link_options(${target} PRIVATE "LINKER:--no-as-needed")
     target_link_libraries(${target} PRIVATE ${JEMALLOC_LIBRARY})
   endif()

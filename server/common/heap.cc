@@ -35,6 +35,26 @@ std::string MallocName() {
   return absl::StrCat("jemalloc ", version);
 }
 
+std::optional<size_t> JemallocSizeOption(const char* name) {
+  const Mallctl mallctl = FindMallctl();
+  if (mallctl == nullptr) return std::nullopt;
+  size_t value = 0;
+  size_t len = sizeof(value);
+  if (mallctl(absl::StrCat("opt.", name).c_str(), &value, &len, nullptr, 0) != 0 ||
+      len != sizeof(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string MallocDescription() {
+  std::string out = MallocName();
+  if (const std::optional<size_t> t = JemallocSizeOption("oversize_threshold"); t.has_value()) {
+    absl::StrAppend(&out, " (oversize_threshold ", *t, ")");
+  }
+  return out;
+}
+
 void ReleaseFreeHeap() {
   if (const Mallctl mallctl = FindMallctl(); mallctl != nullptr) {
     mallctl(kPurgeAll, nullptr, nullptr, nullptr, 0);

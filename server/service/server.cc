@@ -159,7 +159,7 @@ absl::Status ServerImpl::Init() {
   sched.cpu_threshold = options_.cpu_threshold;
   LINALGD_RETURN_IF_ERROR(SetCpuThresholds(sched));
   sched.cpu_workers = ThreadsOrUsableCores(options_.cpu_workers);
-  spdlog::info("malloc: {}", MallocName());
+  spdlog::info("malloc: {}", MallocDescription());
   spdlog::info(
       "cpu: usable cores {}; {} CPU workers, {} OpenBLAS threads ({} while several CPU ops run "
       "and none is large)",

@@ -25,6 +25,23 @@ TEST(HeapTest, NamesTheMallocInUse) {
   }
 }
 
+// jemalloc_conf.cc's settings reach jemalloc: every size from the ordinary
+// arenas (none of the dedicated arena that returns large blocks at once).
+TEST(HeapTest, JemallocTakesTheCompiledInSettings) {
+  const std::optional<size_t> threshold = JemallocSizeOption("oversize_threshold");
+  if (!LINALGD_EXPECT_JEMALLOC) {
+    EXPECT_FALSE(threshold.has_value());
+    EXPECT_EQ(MallocDescription(), "glibc");
+    return;
+  }
+  if (std::getenv("MALLOC_CONF") != nullptr) GTEST_SKIP() << "MALLOC_CONF overrides the settings";
+  ASSERT_TRUE(threshold.has_value());
+  EXPECT_EQ(*threshold, 0u);
+  EXPECT_FALSE(JemallocSizeOption("no_such_option").has_value());
+  EXPECT_NE(MallocDescription().find("(oversize_threshold 0)"), std::string::npos)
+      << MallocDescription();
+}
+
 TEST(HeapTest, ReleasingFreedMemoryKeepsLiveMemoryIntact) {
   std::vector<char*> blocks;
   for (int i = 0; i < 64; ++i) {

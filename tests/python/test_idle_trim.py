@@ -59,6 +59,8 @@ def test_the_server_runs_on_jemalloc(start_server):
         maps = f.read()
     out = s.output()
     assert re.search(r"malloc: jemalloc \d+\.\d+", out), out
+    # jemalloc_conf.cc's setting reached it (large blocks stay in the ordinary arenas)
+    assert "(oversize_threshold 0)" in out, out
     assert "libjemalloc" in maps
 
 
