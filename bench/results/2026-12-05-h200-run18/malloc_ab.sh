@@ -7,6 +7,7 @@
 # compiled-in setting, server/common/jemalloc_conf.cc). Each: the CPU lane's 64^3 and the GPU
 # lane's 128^3 p50 against the echo (server and bench of the set-up), the batched shm path
 # (in the bench's process) and the streamed 4096^2 f32 round trip (data workload, in-process).
+# Then the BLAS thread governor against --blas-threads 1 (64 callers of 128^3, CPU lane).
 #   tar xJf .gpu-bundle.tar.xz && OUT=$OUT bash gpu-bundle/malloc_ab.sh
 set -u
 . "$(dirname "$0")/gpu_run_env.sh" malloc
@@ -29,6 +30,16 @@ for round in 1 2; do for m in glibc je8m je0; do
   run "data_${m}_$round" 60 "$BB" --workloads data --data-n 4096 --data-connections 4 --data-iterations 3 --factor-n 64 --factor-solves 2 --json "$json/data_${m}_$round.json"
 done; done
 unset MALLOC_CONF
+# The governor against --blas-threads 1 on the same host and run (64 callers of 128^3 on the
+# CPU lane; the first call of run 18 measured the governor against threaded only).
+"$h/bin/linalgd" --listen 127.0.0.1:50151 --metrics-listen "" --cpu-threshold 100000 --busy-blas-threads 1 > "$logs/srv_governor.log" 2>&1 & p3=$!
+"$h/bin/linalgd" --listen 127.0.0.1:50153 --metrics-listen "" --cpu-threshold 100000 --blas-threads 1 > "$logs/srv_blas1.log" 2>&1 & p4=$!
+sleep 4
+for port in 50151 50153 50151 50153; do
+  run "tp128x64_${port}_$SECONDS" 25 "$h/bin/linalgd-bench" --target 127.0.0.1:$port --workloads throughput --concurrency 64 --small-n 128 --throughput-seconds 4
+done
+kill $p3 $p4; wait 2>/dev/null
+for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done >> "$s"
 grep -h "malloc:" "$logs"/srv_cpu_*_1.log >> "$s"
 for f in "$logs"/lat_*.log "$logs"/batching_shm_*.log; do
   echo "-- $(basename "$f" .log)"; grep -E "p50.*echo|batched.*max-batch|echo ceiling" "$f"
