@@ -30,8 +30,8 @@ and with --processes, for each number of transfer worker processes
 byte they cost this process (its worker processes' included): on a host with
 few cores the figure to compare, wall GB/s being noisy there. --tune-malloc
 calls linalgd.tune_malloc() first.
-linalgd-bench's data workload serves from a server in its own process; this
-script's from --server / --target.
+Both clients talk to the same server (--server / --target; linalgd-bench gets
+it as its --target), so only the client differs.
 """
 import argparse
 import json
@@ -207,14 +207,16 @@ def streamed_matmul(c, n, repeat, with_steps=False):
     return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat, per_call
 
 
-def cpp_streaming(binary, n, connections, iterations):
-    """linalgd-bench's data workload: (streaming GB/s, GB/s without the server's
-    run time) of its C++ client, from its --json report."""
+def cpp_streaming(binary, target, n, connections, iterations):
+    """linalgd-bench's data workload against `target` (the server the Python
+    client uses): (streaming GB/s, GB/s without the server's run time) of its
+    C++ client, from its --json report."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "data.json")
-        subprocess.run([binary, "--workloads", "data", "--data-n", str(n), "--data-connections",
-                        str(connections), "--data-iterations", str(iterations), "--factor-n", "64",
-                        "--factor-solves", "2", "--json", path],
+        subprocess.run([binary, "--target", target, "--workloads", "data", "--data-n", str(n),
+                        "--data-connections", str(connections), "--data-iterations",
+                        str(iterations), "--factor-n", "64", "--factor-solves", "2", "--json",
+                        path],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(path) as f:
             report = json.load(f)
@@ -240,7 +242,7 @@ def apply_setting(c, setting):
 def comparison(c, args):
     """Markdown lines: the Python and C++ clients' streamed round trip, and the
     ratio; then where the Python client's time went, for each --sweep setting."""
-    cpp = cpp_streaming(args.cpp_bench, args.matmul_n, args.connections, args.repeat)
+    cpp = cpp_streaming(args.cpp_bench, args.target, args.matmul_n, args.connections, args.repeat)
     settings = [(args.connections, args.chunk_mib, "")] + [
         parse_setting(item) for item in (args.sweep.split(",") if args.sweep else [])]
     python = []

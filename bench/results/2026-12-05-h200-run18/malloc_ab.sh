@@ -7,7 +7,8 @@
 # compiled-in setting, server/common/jemalloc_conf.cc). Each: the CPU lane's 64^3 and the GPU
 # lane's 128^3 p50 against the echo (server and bench of the set-up), the batched shm path
 # (in the bench's process) and the streamed 4096^2 f32 round trip (data workload, in-process).
-# Then the BLAS thread governor against --blas-threads 1 (64 callers of 128^3, CPU lane).
+# Then the BLAS thread governor against --blas-threads 1 (64 callers of 128^3, CPU lane), and
+# the Python client against the C++ client on one server.
 #   tar xJf .gpu-bundle.tar.xz && OUT=$OUT bash gpu-bundle/malloc_ab.sh
 set -u
 . "$(dirname "$0")/gpu_run_env.sh" malloc
@@ -39,6 +40,16 @@ for port in 50151 50153 50151 50153; do
   run "tp128x64_${port}_$SECONDS" 25 "$h/bin/linalgd-bench" --target 127.0.0.1:$port --workloads throughput --concurrency 64 --small-n 128 --throughput-seconds 4
 done
 kill $p3 $p4; wait 2>/dev/null
+# The Python client against the C++ client, both now on this one server (python_transfer.py
+# passes it to linalgd-bench as --target; before, the C++ figure came from a server in
+# linalgd-bench's own process).
+"$h/bin/linalgd" --listen 127.0.0.1:50081 --metrics-listen "" > "$logs/srv_py.log" 2>&1 & p5=$!
+sleep 4
+for i in 1 2; do
+  run "py_transfer_$i" 100 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$h/bin/linalgd-bench" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4
+done
+kill $p5; wait 2>/dev/null
+for i in 1 2; do echo "== py_transfer_$i"; grep -A5 "| client | GB/s" "$logs/py_transfer_$i.log"; done >> "$s"
 for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done >> "$s"
 grep -h "malloc:" "$logs"/srv_cpu_*_1.log >> "$s"
 for f in "$logs"/lat_*.log "$logs"/batching_shm_*.log; do
