@@ -1,5 +1,6 @@
 // BlasThreadGovernor: OpenBLAS's count follows how many ops run at once
-// and whether a large one is among them; with OpenBLAS's own setter too.
+// and whether a large one is among them (these tests without the hold, but
+// for the hold's own), with OpenBLAS's own setter too.
 #include "server/cpu/blas_threads.h"
 
 #include <cblas.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -34,7 +36,7 @@ struct Recorder {
 
 TEST(BlasThreadGovernorTest, OneOpAloneKeepsEveryThread) {
   Recorder r;
-  BlasThreadGovernor g(16, 1, r.Setter());
+  BlasThreadGovernor g(16, 1, r.Setter(), absl::ZeroDuration());
   { auto op = g.Enter(false); }
   { auto op = g.Enter(false); }
   EXPECT_THAT(r.set, IsEmpty());
@@ -43,7 +45,7 @@ TEST(BlasThreadGovernorTest, OneOpAloneKeepsEveryThread) {
 
 TEST(BlasThreadGovernorTest, TwoOpsAtOnceRunOnTheBusyCountUntilOneIsLeft) {
   Recorder r;
-  BlasThreadGovernor g(16, 2, r.Setter());
+  BlasThreadGovernor g(16, 2, r.Setter(), absl::ZeroDuration());
   auto a = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
   auto b = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
   EXPECT_EQ(g.threads_in_force(), 2);
@@ -59,7 +61,7 @@ TEST(BlasThreadGovernorTest, TwoOpsAtOnceRunOnTheBusyCountUntilOneIsLeft) {
 
 TEST(BlasThreadGovernorTest, ALargeOpKeepsEveryThreadWhateverElseRuns) {
   Recorder r;
-  BlasThreadGovernor g(16, 1, r.Setter());
+  BlasThreadGovernor g(16, 1, r.Setter(), absl::ZeroDuration());
   auto large = std::make_unique<BlasThreadGovernor::Op>(g.Enter(true));
   auto s1 = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
   auto s2 = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
@@ -76,7 +78,7 @@ TEST(BlasThreadGovernorTest, ALargeOpKeepsEveryThreadWhateverElseRuns) {
 TEST(BlasThreadGovernorTest, ABusyCountAtOrAboveTheThreadsTurnsItOff) {
   for (int busy : {4, 8}) {
     Recorder r;
-    BlasThreadGovernor g(4, busy, r.Setter());
+    BlasThreadGovernor g(4, busy, r.Setter(), absl::ZeroDuration());
     auto a = g.Enter(false);
     auto b = g.Enter(false);
     EXPECT_THAT(r.set, IsEmpty()) << busy;
@@ -86,7 +88,7 @@ TEST(BlasThreadGovernorTest, ABusyCountAtOrAboveTheThreadsTurnsItOff) {
 
 TEST(BlasThreadGovernorTest, AMovedOpLeavesOnce) {
   Recorder r;
-  BlasThreadGovernor g(8, 1, r.Setter());
+  BlasThreadGovernor g(8, 1, r.Setter(), absl::ZeroDuration());
   auto a = g.Enter(false);
   {
     auto b = g.Enter(false);
@@ -99,7 +101,7 @@ TEST(BlasThreadGovernorTest, AMovedOpLeavesOnce) {
 
 TEST(BlasThreadGovernorTest, ConcurrentOpsAlternateTheCountAndEndWithEveryThread) {
   Recorder r;
-  BlasThreadGovernor g(16, 1, r.Setter());
+  BlasThreadGovernor g(16, 1, r.Setter(), absl::ZeroDuration());
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
@@ -119,10 +121,79 @@ TEST(BlasThreadGovernorTest, ConcurrentOpsAlternateTheCountAndEndWithEveryThread
   }
 }
 
+// A clock the test moves.
+struct FakeClock {
+  absl::Time now = absl::UnixEpoch();
+  BlasThreadGovernor::Clock Clock() {
+    return [this] { return now; };
+  }
+};
+
+// Without the hold the count flapped at every short lull (OpenBLAS's idle
+// threads spinning beside the busy workers each time): with it, a lull
+// shorter than the hold keeps the busy count, and the first op after a
+// longer quiet gets every thread back.
+TEST(BlasThreadGovernorTest, TheBusyCountHoldsThroughALull) {
+  Recorder r;
+  FakeClock clock;
+  BlasThreadGovernor g(16, 1, r.Setter(), absl::Milliseconds(100), clock.Clock());
+  auto a = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
+  auto b = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
+  b.reset();  // a lull at t = 0: one running
+  EXPECT_EQ(g.threads_in_force(), 1);
+  clock.now += absl::Milliseconds(50);
+  { auto c = g.Enter(false); }  // busy again, until t = 50 ms
+  clock.now += absl::Milliseconds(99);
+  a.reset();  // 99 ms after the last busy moment: still held
+  { auto d = g.Enter(false); }
+  EXPECT_EQ(g.threads_in_force(), 1);
+  EXPECT_THAT(r.set, ElementsAre(1));
+  clock.now += absl::Milliseconds(1);  // 100 ms of quiet
+  { auto e = g.Enter(false); }
+  EXPECT_THAT(r.set, ElementsAre(1, 16));
+  EXPECT_EQ(g.threads_in_force(), 16);
+}
+
+TEST(BlasThreadGovernorTest, ALargeOpTakesEveryThreadDuringTheHold) {
+  Recorder r;
+  FakeClock clock;
+  BlasThreadGovernor g(16, 1, r.Setter(), absl::Milliseconds(100), clock.Clock());
+  auto a = std::make_unique<BlasThreadGovernor::Op>(g.Enter(false));
+  { auto b = g.Enter(false); }  // busy, then a lull
+  EXPECT_EQ(g.threads_in_force(), 1);
+  { auto large = g.Enter(true); }
+  EXPECT_THAT(r.set, ElementsAre(1, 16));
+  a.reset();  // after the large op every thread stays, hold or not
+  EXPECT_THAT(r.set, ElementsAre(1, 16));
+}
+
+// Concurrent ops within one hold (a clock that stands still) set the busy
+// count once, where without the hold they alternate it at every lull
+// (ConcurrentOpsAlternateTheCountAndEndWithEveryThread).
+TEST(BlasThreadGovernorTest, ConcurrentOpsWithinTheHoldSetTheCountOnce) {
+  Recorder r;
+  FakeClock clock;
+  BlasThreadGovernor g(16, 1, r.Setter(), BlasThreadGovernor::kDefaultHold, clock.Clock());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < 2000; ++i) {
+        auto op = g.Enter(false);
+        if (rng() % 4 == 0) std::this_thread::yield();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (r.set.empty()) GTEST_SKIP() << "no two ops overlapped";
+  EXPECT_THAT(r.set, ElementsAre(1));
+}
+
 TEST(BlasThreadGovernorTest, SetsOpenBlasOwnCount) {
   const int threads = openblas_get_num_threads();
   if (threads < 2) GTEST_SKIP() << "OpenBLAS runs on one thread here";
-  BlasThreadGovernor g(threads, 1, [](int n) { openblas_set_num_threads(n); });
+  BlasThreadGovernor g(
+      threads, 1, [](int n) { openblas_set_num_threads(n); }, absl::ZeroDuration());
   {
     auto a = g.Enter(false);
     auto b = g.Enter(false);
@@ -137,7 +208,8 @@ TEST(BlasThreadGovernorTest, SetsOpenBlasOwnCount) {
 TEST(BlasThreadGovernorTest, ProductsStayRightWhileTheCountChanges) {
   const int threads = openblas_get_num_threads();
   if (threads < 2) GTEST_SKIP() << "OpenBLAS runs on one thread here";
-  BlasThreadGovernor g(threads, 1, [](int n) { openblas_set_num_threads(n); });
+  BlasThreadGovernor g(
+      threads, 1, [](int n) { openblas_set_num_threads(n); }, absl::ZeroDuration());
   constexpr int n = 96;  // above OpenBLAS's 64^3 threading rule
   std::vector<float> a(n * n), b(n * n), want(n * n, 0.0f);
   std::mt19937 rng(5);
