@@ -30,9 +30,9 @@ namespace linalgd {
 // cores: ~1,150 changes a second without the hold). A lone caller gets every
 // thread back at its first op after the hold.
 //
-// The price: OpenBLAS's
-// threaded and single-threaded products round differently, so with it a
-// product's last bits depend on what else runs (the server's default is off).
+// The price: OpenBLAS's threaded and single-threaded products round
+// differently, so with it a product's last bits depend on what else runs
+// (the server's default is off).
 // Thread-safe; `set` is called under the governor's lock, only when the count
 // changes, never before the first op.
 class BlasThreadGovernor {
