@@ -26,7 +26,10 @@ class CpuBackend : public Backend {
         pool_(std::max(1, batch_threads_ - 1)),
         rcond_factor_(options.singular_rcond_factor),
         blas_(BlasThreads(options), BusyBlasThreads(options),
-              [](int threads) { openblas_set_num_threads(threads); }) {
+              [told = options.on_blas_threads](int threads) {
+                openblas_set_num_threads(threads);
+                if (told) told(threads);
+              }) {
     // Process-wide: OpenBLAS keeps one thread count for every caller.
     openblas_set_num_threads(BlasThreads(options));
     // Inputs are validated by the service; with allow_non_finite a NaN must

@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_CPU_CPU_BACKEND_H_
 #define LINALGD_SERVER_CPU_CPU_BACKEND_H_
 
+#include <functional>
 #include <memory>
 
 #include "server/backend/backend.h"
@@ -18,6 +19,9 @@ struct CpuBackendOptions {
   // (blas_threads.h); 0 (or >= blas_threads): always blas_threads, so a
   // product's bits never depend on what else runs.
   int busy_blas_threads = 0;
+  // Told each count the governor sets (the metrics); may be empty. Called
+  // under the governor's lock: must not block.
+  std::function<void(int threads)> on_blas_threads;
 };
 
 // The OpenBLAS threads of a backend made with `options`: blas_threads (0:

@@ -143,10 +143,19 @@ absl::Status LinalgdMetrics::RegisterDataFamilies(absl::string_view version,
   LINALGD_RETURN_IF_ERROR(idle_trims_.Register(
       r, "linalgd_idle_trims_total",
       "Times the heap's freed memory went back to the OS after an idle spell (--idle-trim).", {}));
+  LINALGD_RETURN_IF_ERROR(cpu_blas_threads_.Register(
+      r, "linalgd_cpu_blas_threads", "OpenBLAS threads in force for the CPU backend's ops.", {}));
+  LINALGD_RETURN_IF_ERROR(cpu_blas_thread_changes_.Register(
+      r, "linalgd_cpu_blas_thread_changes_total",
+      "Times the CPU backend changed OpenBLAS's thread count as its concurrency changed "
+      "(--busy-blas-threads).",
+      {}));
   build_info_.With({version, commit}).Set(1);
   insecure_listen_.With({}).Set(0);
   draining_.With({}).Set(0);
   idle_trims_.With({});
+  cpu_blas_threads_.With({});
+  cpu_blas_thread_changes_.With({});
   store_bytes_.With({}).Set(0);
   store_objects_.With({}).Set(0);
   return absl::OkStatus();
@@ -254,6 +263,15 @@ void LinalgdMetrics::SetDraining(bool draining) { draining_.With({}).Set(drainin
 
 void LinalgdMetrics::RecordIdleTrim() { idle_trims_.With({}).Increment(); }
 
+void LinalgdMetrics::SetCpuBlasThreads(int threads) {
+  cpu_blas_threads_.With({}).Set(static_cast<double>(threads));
+}
+
+void LinalgdMetrics::RecordCpuBlasThreadChange(int threads) {
+  SetCpuBlasThreads(threads);
+  cpu_blas_thread_changes_.With({}).Increment();
+}
+
 std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
   return {requests_.header(),
           request_seconds_.header(),
@@ -278,7 +296,9 @@ std::vector<metrics::FamilyHeader> LinalgdMetrics::families() const {
           build_info_.header(),
           insecure_listen_.header(),
           draining_.header(),
-          idle_trims_.header()};
+          idle_trims_.header(),
+          cpu_blas_threads_.header(),
+          cpu_blas_thread_changes_.header()};
 }
 
 }  // namespace linalgd

@@ -113,6 +113,11 @@ class LinalgdMetrics {
   void SetDraining(bool draining);
   // The heap's freed memory went back to the OS after an idle spell (--idle-trim).
   void RecordIdleTrim();
+  // OpenBLAS's thread count in force for the CPU backend (at start-up).
+  void SetCpuBlasThreads(int threads);
+  // The CPU backend's governor (--busy-blas-threads) set the count to
+  // `threads`: linalgd_cpu_blas_thread_changes_total += 1, and the gauge.
+  void RecordCpuBlasThreadChange(int threads);
 
  private:
   explicit LinalgdMetrics(prometheus::Registry* registry) : registry_(registry) {}
@@ -150,6 +155,8 @@ class LinalgdMetrics {
   GaugeSeries draining_;
   CounterSeries idle_trims_;
   GaugeSeries cpu_threshold_;
+  GaugeSeries cpu_blas_threads_;
+  CounterSeries cpu_blas_thread_changes_;
 };
 
 }  // namespace linalgd

@@ -133,8 +133,13 @@ absl::Status ServerImpl::Init() {
   auto metrics = LinalgdMetrics::Create(registry_.get(), LinalgdVersion(), LinalgdGitCommit());
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
-  const CpuBackendOptions cpu_options{options_.blas_threads, options_.cpu_workers,
-                                      options_.singular_rcond_factor, options_.busy_blas_threads};
+  LinalgdMetrics* metrics_ptr = metrics_.get();
+  CpuBackendOptions cpu_options{options_.blas_threads, options_.cpu_workers,
+                                options_.singular_rcond_factor, options_.busy_blas_threads};
+  cpu_options.on_blas_threads = [metrics_ptr](int threads) {
+    metrics_ptr->RecordCpuBlasThreadChange(threads);
+  };
+  metrics_->SetCpuBlasThreads(BlasThreads(cpu_options));
   cpu_ = CreateCpuBackend(cpu_options);
   GpuOptions gpu_options;
   gpu_options.disabled = options_.disable_gpu;
@@ -143,7 +148,6 @@ absl::Status ServerImpl::Init() {
   gpu_options.handles_per_device = options_.handles_per_device;
   gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
   gpu_options.singular_rcond_factor = options_.singular_rcond_factor;
-  LinalgdMetrics* metrics_ptr = metrics_.get();
   gpu_options.on_budget_change = [metrics_ptr](const std::string& device, int64_t reserved) {
     metrics_ptr->SetDeviceMemoryReserved(device, reserved);
   };

@@ -81,6 +81,8 @@ TEST_F(LinalgdMetricsTest, FamilyNamesAndTypes) {
       {"linalgd_insecure_listen", MetricType::Gauge},
       {"linalgd_draining", MetricType::Gauge},
       {"linalgd_idle_trims_total", MetricType::Counter},
+      {"linalgd_cpu_blas_threads", MetricType::Gauge},
+      {"linalgd_cpu_blas_thread_changes_total", MetricType::Counter},
   };
   EXPECT_EQ(families, expected);
 }
@@ -143,6 +145,18 @@ TEST_F(LinalgdMetricsTest, IdleTrimsStartAtZeroAndCount) {
   metrics_->RecordIdleTrim();
   metrics_->RecordIdleTrim();
   EXPECT_TRUE(Has("linalgd_idle_trims_total 2"));
+}
+
+TEST_F(LinalgdMetricsTest, CpuBlasThreadsAndTheGovernorsChanges) {
+  EXPECT_TRUE(Has("linalgd_cpu_blas_thread_changes_total 0"));
+  metrics_->SetCpuBlasThreads(16);
+  EXPECT_TRUE(Has("linalgd_cpu_blas_threads 16"));
+  EXPECT_TRUE(Has("linalgd_cpu_blas_thread_changes_total 0"));  // the start, not a change
+  metrics_->RecordCpuBlasThreadChange(1);
+  metrics_->RecordCpuBlasThreadChange(16);
+  metrics_->RecordCpuBlasThreadChange(1);
+  EXPECT_TRUE(Has("linalgd_cpu_blas_threads 1"));
+  EXPECT_TRUE(Has("linalgd_cpu_blas_thread_changes_total 3"));
 }
 
 TEST_F(LinalgdMetricsTest, RecordRequest) {

@@ -1,14 +1,18 @@
 """A server limited to fewer CPUs than the host has (taskset here; a cgroup
 CPU quota in a Kubernetes pod alike) sizes its CPU workers and OpenBLAS
-threads to the CPUs it may use, not to every CPU of the host."""
+threads to the CPUs it may use, not to every CPU of the host; the OpenBLAS
+count the CPU backend's governor sets is exported."""
 import re
 import shutil
 import subprocess
+import threading
+import urllib.request
 
+import numpy as np
 import pytest
 
 import linalgd
-from conftest import server_binary
+from conftest import free_port, server_binary
 
 
 def start_and_read_log(command):
@@ -52,6 +56,55 @@ def test_the_openblas_count_while_several_ops_run_is_logged(busy, said):
         assert port, text
         assert f"3 OpenBLAS threads ({said} while several CPU ops run and none is large)" \
             in text, text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def metric(port, name):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError(f"{name} is not exported")
+
+
+@pytest.mark.parametrize("busy", [None, "1"])
+def test_the_governors_count_and_changes_are_exported(busy):
+    """linalgd_cpu_blas_threads is the OpenBLAS count in force, and
+    linalgd_cpu_blas_thread_changes_total counts the governor's changes: none
+    without --busy-blas-threads, some when concurrent CPU products overlap
+    with it (unbatched, so each is an op of its own)."""
+    extra = [] if busy is None else ["--busy-blas-threads", busy]
+    mport = free_port()
+    text, port, proc = start_and_read_log(
+        [server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", f"127.0.0.1:{mport}",
+         "--blas-threads", "3", "--cpu-workers", "4", "--cpu-threshold", "100000",
+         "--max-batch", "1"] + extra)
+    # The log after its listening line, read so a full pipe never stalls the server.
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    try:
+        assert port, text
+        assert metric(mport, "linalgd_cpu_blas_threads") == 3
+        a = np.random.default_rng(0).standard_normal((128, 128)).astype(np.float32)
+
+        def calls():
+            with linalgd.Client(f"127.0.0.1:{port}", timeout=30) as c:
+                for _ in range(30):
+                    c.matmul(a, a)
+
+        threads = [threading.Thread(target=calls) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        changes = metric(mport, "linalgd_cpu_blas_thread_changes_total")
+        if busy is None:
+            assert changes == 0
+            assert metric(mport, "linalgd_cpu_blas_threads") == 3
+        else:
+            assert changes >= 1
+            assert metric(mport, "linalgd_cpu_blas_threads") in (1, 3)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
