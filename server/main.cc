@@ -215,9 +215,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--busy-blas-threads", o.busy_blas_threads,
                  "OpenBLAS threads while two or more CPU ops run and none is large (~1e9 flops "
                  "or more), and for 100 ms after: OpenBLAS's threaded calls take turns on its one "
-                 "pool, so many "
-                 "concurrent ops do better on a core each, but a product's last bits then "
-                 "depend on what else runs; 0 (or at or above --blas-threads): always "
+                 "pool, so many concurrent ops do better on a core each, but a product's last "
+                 "bits then depend on what else runs; 0 (or at or above --blas-threads): always "
                  "--blas-threads")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.request
 
 import grpc
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 
 import linalgd
 from linalgd._stubs import pb, pb_grpc
-from conftest import server_binary
+from conftest import metric_value, server_binary
 from numerics import assert_close
 
 DRAINING = ("linalgd-draining", "1")
@@ -34,12 +33,7 @@ def wait_until(predicate, timeout=10.0):
 
 
 def metric(server, name):
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    return None
+    return metric_value(server.metrics_port, name)
 
 
 def cli_info(server, *flags):

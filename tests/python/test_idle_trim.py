@@ -5,23 +5,20 @@ the server from being idle, and 0 turns it off. The server's malloc is
 jemalloc (linked by default), whose purge the trim calls."""
 import re
 import time
-import urllib.request
 
 import numpy as np
 
 import linalgd
+from conftest import metric_value
 from numerics import assert_close
 
 A = np.random.default_rng(5).standard_normal((300, 300))
 
 
 def trims(server):
-    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics_port}/metrics",
-                                timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith("linalgd_idle_trims_total "):
-                return float(line.split()[1])
-    raise AssertionError("linalgd_idle_trims_total is not exported")
+    value = metric_value(server.metrics_port, "linalgd_idle_trims_total")
+    assert value is not None, "linalgd_idle_trims_total is not exported"
+    return value
 
 
 def wait_for_trims(server, c, want, seconds=15.0):

@@ -6,13 +6,12 @@ import re
 import shutil
 import subprocess
 import threading
-import urllib.request
 
 import numpy as np
 import pytest
 
 import linalgd
-from conftest import free_port, server_binary
+from conftest import free_port, metric_value, server_binary
 
 
 def start_and_read_log(command):
@@ -62,11 +61,9 @@ def test_the_openblas_count_while_several_ops_run_is_logged(busy, said):
 
 
 def metric(port, name):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    raise AssertionError(f"{name} is not exported")
+    value = metric_value(port, name)
+    assert value is not None, f"{name} is not exported"
+    return value
 
 
 @pytest.mark.parametrize("busy", [None, "1"])
