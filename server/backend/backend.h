@@ -57,6 +57,12 @@ class Backend {
   // REQUIRES: `plan` is PlanSolve(op).
   virtual absl::StatusOr<SolveResult> Solve(const SolveOp& op, const SolvePlan& plan) = 0;
 
+  // Whether one batched call (MatmulBatch, SolveBatch) of ops with this plan
+  // serves them at least as fast as separate calls on the lane's workers
+  // would; when not, the scheduler never batches them. The default: yes.
+  virtual bool GainsFromBatching(const MatmulPlan& plan) const { return true; }
+  virtual bool GainsFromBatching(const SolvePlan& plan) const { return true; }
+
   // One library call for a batch of independent matmuls of identical shapes
   // and options (the scheduler's dynamic batcher): (*outs)[i] is ops[i]'s
   // result. REQUIRES: every op has the same plan, `plan`; ops non-empty.

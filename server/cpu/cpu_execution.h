@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_CPU_CPU_EXECUTION_H_
 #define LINALGD_SERVER_CPU_CPU_EXECUTION_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "server/cpu/thread_pool.h"
@@ -21,7 +22,12 @@ struct CpuExecution {
   // The parallelism to pass to pool->ParallelFor for `batch` elements.
   int BatchParallelism(int64_t batch, bool small_elements) const {
     if (batch <= 1) return 1;
-    return small_elements || blas_threads == 1 ? batch_threads : 1;
+    return ElementsRunOnOneThread(small_elements) ? batch_threads : 1;
+  }
+
+  // Whether each element's BLAS/LAPACK calls run on one thread.
+  bool ElementsRunOnOneThread(bool small_elements) const {
+    return small_elements || blas_threads == 1;
   }
 };
 
@@ -63,6 +69,11 @@ inline bool GemmRunsOnOneThread(int64_t m, int64_t n, int64_t k) {
 // Its getrf runs on one thread when m * n < 10000 and potrf when n < 128;
 // solves whose a and right-hand sides are at most this wide count as small.
 inline constexpr int64_t kSingleThreadSolveOrder = 64;
+
+// Whether a solve of an m x n a with k right-hand sides runs on one thread.
+inline bool SolveRunsOnOneThread(int64_t m, int64_t n, int64_t k) {
+  return std::max({m, n, k}) <= kSingleThreadSolveOrder;
+}
 
 }  // namespace linalgd
 

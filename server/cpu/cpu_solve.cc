@@ -292,8 +292,7 @@ absl::StatusOr<SolveResult> RunSolve(const SolveOp& op, const SolvePlan& plan,
   std::vector<GroupOutcome> outcomes(groups.size());
   size_t widest = 0;
   for (const Group& g : groups) widest = std::max(widest, g.elements.size());
-  const bool small =
-      std::max({plan.m, plan.n, plan.k * static_cast<int64_t>(widest)}) <= kSingleThreadSolveOrder;
+  const bool small = SolveRunsOnOneThread(plan.m, plan.n, plan.k * static_cast<int64_t>(widest));
   std::atomic<bool> stopped{false};
   exec.pool->ParallelFor(
       groups.size(), exec.BatchParallelism(groups.size(), small), [&](int64_t i) {

@@ -4,8 +4,14 @@
 
 namespace linalgd {
 
-std::optional<BatchKey> Batcher::KeyFor(const Job& job) const {
+std::optional<BatchKey> Batcher::KeyFor(const Job& job, const Backend& backend) const {
   if (options_.max_batch <= 1 || job.spec().largest_dim > options_.max_dim) return std::nullopt;
+  if (const MatmulPlan* plan = job.matmul_plan(); plan && !backend.GainsFromBatching(*plan)) {
+    return std::nullopt;
+  }
+  if (const SolvePlan* plan = job.solve_plan(); plan && !backend.GainsFromBatching(*plan)) {
+    return std::nullopt;
+  }
   return BatchKeyOf(job);
 }
 

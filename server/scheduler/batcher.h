@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/backend/backend.h"
 #include "server/scheduler/batch_key.h"
 #include "server/scheduler/job_queue.h"
 
@@ -29,8 +30,10 @@ class Batcher {
 
   const BatcherOptions& options() const { return options_; }
 
-  // The key under which `job` may be batched; nullopt when it may not.
-  std::optional<BatchKey> KeyFor(const Job& job) const;
+  // The key under which `job` may be batched on `backend`'s lane; nullopt
+  // when it may not (batching off, too large, no op, or a batch of such ops
+  // gains nothing there: Backend::GainsFromBatching).
+  std::optional<BatchKey> KeyFor(const Job& job, const Backend& backend) const;
 
   // Forms a group around `first`, just popped from `queue`: takes queued
   // and arriving jobs of the same key, up to `max_count` in all (at most

@@ -184,7 +184,7 @@ void Scheduler::Submit(std::unique_ptr<Job> job) {
   Lane& lane =
       HasEmptyOp(*item.job) ? *lanes_[0] : Route(item.job->spec(), now, &item.fallback_reason);
   if (lane.is_gpu ? TryRunGpuInline(lane, item) : TryRunInline(lane, item)) return;
-  item.key = batcher_.KeyFor(*item.job);  // only a queued job is batched
+  item.key = batcher_.KeyFor(*item.job, *lane.backend);  // only a queued job is batched
   item.queue_wait = trace::AsyncRange([&] {
     return JobRangeName(*item.job, absl::StrCat("queue wait on ", lane.backend->name()));
   });
@@ -298,6 +298,7 @@ void Scheduler::MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status
   spdlog::warn("{}; rerunning on cpu", reason);
   item.fallback_reason = absl::StrCat(reason, "; ran on cpu");
   item.expires = item.job->spec().deadline;
+  item.key = batcher_.KeyFor(*item.job, *lanes_[0]->backend);
   item.queue_wait =
       trace::AsyncRange([&] { return JobRangeName(*item.job, "CPU fallback queue wait"); });
   auto refused = lanes_[0]->queue->Push(std::move(item), /*force=*/true);

@@ -309,5 +309,36 @@ TEST_F(CpuMatmulTest, ConcurrentCallsAreIndependent) {
 
 TEST(CpuBackendTest, NameIsCpu) { EXPECT_EQ(CreateCpuBackend({})->name(), "cpu"); }
 
+// A batch of products or solves whose BLAS/LAPACK calls OpenBLAS threads runs
+// them one after another on one worker: the scheduler is told not to batch
+// them (separate calls overlap on the CPU workers). Those that run on one
+// thread (or every one with one OpenBLAS thread) are batched.
+TEST(CpuBackendTest, BatchesOnlyOpsThatRunOnOneThreadEach) {
+  auto matmul = [](int64_t m, int64_t n, int64_t k) {
+    MatmulPlan plan;
+    plan.m = m;
+    plan.n = n;
+    plan.k = k;
+    return plan;
+  };
+  auto solve = [](int64_t n, int64_t k) {
+    SolvePlan plan;
+    plan.m = plan.n = n;
+    plan.k = k;
+    return plan;
+  };
+  std::unique_ptr<Backend> threaded = CreateCpuBackend({.blas_threads = 2, .batch_threads = 2});
+  EXPECT_TRUE(threaded->GainsFromBatching(matmul(32, 32, 32)));
+  EXPECT_TRUE(threaded->GainsFromBatching(matmul(64, 64, 64)));  // as four column pieces
+  EXPECT_FALSE(threaded->GainsFromBatching(matmul(128, 128, 128)));
+  EXPECT_FALSE(threaded->GainsFromBatching(matmul(1024, 1024, 1024)));
+  EXPECT_TRUE(threaded->GainsFromBatching(solve(64, 1)));
+  EXPECT_FALSE(threaded->GainsFromBatching(solve(65, 1)));
+  EXPECT_FALSE(threaded->GainsFromBatching(solve(8, 100)));
+  std::unique_ptr<Backend> one = CreateCpuBackend({.blas_threads = 1, .batch_threads = 2});
+  EXPECT_TRUE(one->GainsFromBatching(matmul(128, 128, 128)));
+  EXPECT_TRUE(one->GainsFromBatching(solve(500, 1)));
+}
+
 }  // namespace
 }  // namespace linalgd

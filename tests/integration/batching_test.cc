@@ -1,6 +1,7 @@
 // Dynamic batching end to end: many client threads sending small matmuls of
 // one shape to the real server get correct results, and some of them report
-// a batch size above 1.
+// a batch size above 1; products that OpenBLAS threads are never batched on
+// the CPU.
 #include <algorithm>
 #include <atomic>
 #include <thread>
@@ -23,26 +24,34 @@ class BatchingTest : public ServerTest {
   }
 };
 
-TEST_F(BatchingTest, ConcurrentSmallMatmulsAreBatchedAndEachGetsItsOwnResult) {
-  constexpr int kThreads = 16, kCalls = 20, kN = 16;
+struct Outcome {
+  int max_batch = 0, batched = 0, wrong = 0, failed = 0;
+};
+
+// 16 threads send 20 matmuls of n x n f32 each, concurrently; each result is
+// checked exactly.
+Outcome SendConcurrentMatmuls(Client& client, int64_t n) {
+  constexpr int kThreads = 16, kCalls = 20;
   std::atomic<int> max_batch{0}, batched{0}, wrong{0}, failed{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
-        // a = value * ones, b = ones: every output element is kN * value.
+        // a = value * ones, b = ones: every output element is n * value
+        // (exact: small integers).
         const float value = static_cast<float>(t * kCalls + i + 1);
-        std::vector<float> a(kN * kN, value), b(kN * kN, 1.0f);
+        std::vector<float> a(n * n, value), b(n * n, 1.0f);
         client::MatmulArgs args;
-        args.a = client::Tensor::FromVector<float>({kN, kN}, absl::MakeConstSpan(a)).value();
-        args.b = client::Tensor::FromVector<float>({kN, kN}, absl::MakeConstSpan(b)).value();
-        auto r = client_->Matmul(std::move(args));
+        args.a = client::Tensor::FromVector<float>({n, n}, absl::MakeConstSpan(a)).value();
+        args.b = client::Tensor::FromVector<float>({n, n}, absl::MakeConstSpan(b)).value();
+        auto r = client.Matmul(std::move(args));
         if (!r.ok()) {
           failed.fetch_add(1);
           continue;
         }
         const std::vector<float> out = r->out.ToVector<float>();
-        if (std::any_of(out.begin(), out.end(), [&](float x) { return x != kN * value; })) {
+        if (std::any_of(out.begin(), out.end(),
+                        [&](float x) { return x != static_cast<float>(n) * value; })) {
           wrong.fetch_add(1);
         }
         int seen = max_batch.load();
@@ -54,13 +63,29 @@ TEST_F(BatchingTest, ConcurrentSmallMatmulsAreBatchedAndEachGetsItsOwnResult) {
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(wrong.load(), 0);
-  EXPECT_GT(max_batch.load(), 1);
-  EXPECT_LE(max_batch.load(), 32);
-  EXPECT_GT(batched.load(), 0);
-  std::cerr << "largest batch " << max_batch.load() << ", " << batched.load() << " of "
+  std::cerr << n << "^3: largest batch " << max_batch.load() << ", " << batched.load() << " of "
             << kThreads * kCalls << " calls batched\n";
+  return Outcome{max_batch.load(), batched.load(), wrong.load(), failed.load()};
+}
+
+TEST_F(BatchingTest, ConcurrentSmallMatmulsAreBatchedAndEachGetsItsOwnResult) {
+  const Outcome out = SendConcurrentMatmuls(*client_, 16);
+  EXPECT_EQ(out.failed, 0);
+  EXPECT_EQ(out.wrong, 0);
+  EXPECT_GT(out.max_batch, 1);
+  EXPECT_LE(out.max_batch, 32);
+  EXPECT_GT(out.batched, 0);
+}
+
+// Products that OpenBLAS threads (128^3 with 2 OpenBLAS threads) would run one
+// after another in a CPU batch: they are never batched on the CPU lane, and
+// run side by side on its workers instead.
+TEST_F(BatchingTest, ProductsThatOpenBlasThreadsAreNotBatchedOnTheCpu) {
+  const Outcome out = SendConcurrentMatmuls(*client_, 128);
+  EXPECT_EQ(out.failed, 0);
+  EXPECT_EQ(out.wrong, 0);
+  EXPECT_EQ(out.max_batch, 1);
+  EXPECT_EQ(out.batched, 0);
 }
 
 }  // namespace
