@@ -23,6 +23,7 @@ struct BenchOptions {
   int small_n = 64;
   int small_warmup = 200;
   int small_iterations = 2000;
+  bool small_sequential = false;  // latency: every linalgd call, then every echo
   int concurrency = 4;            // callers of the throughput workload
   double throughput_seconds = 2;  // measured phase, per target
   // (c) one large f32 product, end to end.

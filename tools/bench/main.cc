@@ -38,6 +38,9 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--small-warmup", o.small_warmup, "untimed small calls")->capture_default_str();
   app.add_option("--small-iterations", o.small_iterations, "timed small calls")
       ->capture_default_str();
+  app.add_flag("--small-sequential", o.small_sequential,
+               "latency: time every linalgd call, then every echo (default: one of each in turn, "
+               "so that drift on the host falls on both alike)");
   app.add_option("--concurrency", o.concurrency, "callers of the throughput workload")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -42,6 +42,19 @@ absl::StatusOr<std::vector<double>> TimeCalls(Caller& caller, int warmup, int it
   return seconds;
 }
 
+absl::StatusOr<std::vector<std::vector<double>>> TimeCallsInterleaved(
+    const std::vector<Caller*>& callers, int iterations) {
+  std::vector<std::vector<double>> seconds(callers.size());
+  for (std::vector<double>& s : seconds) s.reserve(iterations);
+  absl::Status status;
+  for (int i = 0; i < iterations; ++i) {
+    for (size_t c = 0; c < callers.size(); ++c) {
+      if (!TimedCall(*callers[c], seconds[c], status)) return status;
+    }
+  }
+  return seconds;
+}
+
 namespace {
 
 // What the threads of RunConcurrently share.

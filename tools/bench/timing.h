@@ -15,6 +15,14 @@ namespace linalgd::bench {
 // seconds of each timed Call(). Stops at the first error.
 absl::StatusOr<std::vector<double>> TimeCalls(Caller& caller, int warmup, int iterations);
 
+// `iterations` rounds of one timed call of each caller in turn: their times
+// cover the same span, so drift on the host (other load, clock frequency)
+// falls on each alike, where one caller's calls and then the other's would
+// each see their own part of it. Returns each caller's seconds, in the order
+// of `callers`. Stops at the first error.
+absl::StatusOr<std::vector<std::vector<double>>> TimeCallsInterleaved(
+    const std::vector<Caller*>& callers, int iterations);
+
 // Result of RunConcurrently.
 struct Throughput {
   int callers = 0;
