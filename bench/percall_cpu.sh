@@ -25,10 +25,14 @@ HZ=${HZ:-2999}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 case "$workload" in
-  latency) extra=(--small-iterations 4000) ;;
-  throughput) extra=(--concurrency 256 --small-n 32 --throughput-seconds 4) ;;
+  latency) defaults=(--small-iterations 4000) ;;
+  throughput) defaults=(--concurrency 256 --small-n 32 --throughput-seconds 4) ;;
   *) echo "workload: latency or throughput, not $workload" >&2; exit 2 ;;
 esac
+extra=()  # each default flag the arguments do not give (linalgd-bench takes a flag once)
+for ((i = 0; i < ${#defaults[@]}; i += 2)); do
+  [[ " $* " == *" ${defaults[i]} "* ]] || extra+=("${defaults[i]}" "${defaults[i + 1]}")
+done
 lport=${LPORT:-50182}
 eport=${EPORT:-50181}
 # shellcheck disable=SC2086  # SERVER_ARGS is a list of flags

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run 18, second question: which malloc for the server and linalgd-bench. Three set-ups,
+# The next GPU-host run (prepared in run 18, not run): which malloc for the server and
+# linalgd-bench. Three set-ups,
 # interleaved, two rounds: glibc (the same binaries with jemalloc's NEEDED entry removed:
 # `patchelf --remove-needed libjemalloc.so.2`, as linalgd-glibc / linalgd-bench-glibc),
 # jemalloc with its default oversize_threshold (8 MiB: MALLOC_CONF overrides the compiled-in
