@@ -81,6 +81,7 @@ fi
 if [[ "$mode" == test ]]; then
   packages+=(python3-pytest python3-scipy python3-torch prometheus curl xz-utils openssl)
   packages+=(python3-matplotlib)  # bench/report.py's plots (tests/python/test_report.py)
+  packages+=(mypy)  # the Python client's type hints (tests/python/test_types.py)
   # scripts/fuzz.sh and scripts/sanitize.sh: clang with libFuzzer and the
   # sanitizer runtimes, llvm-symbolizer for their stack traces.
   packages+=(clang-14 libclang-rt-14-dev llvm-14)

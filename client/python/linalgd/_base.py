@@ -1,8 +1,10 @@
 """ClientBase: the options and helpers linalgd.Client and linalgd.aio.Client
 share, and the two ways of turning an operation of _ops.py into a method.
 
-A client class gets its methods from `@with_operations(sync_method)` (or
-async_method) and implements _perform(effect) for each effect of _ops.py;
+A client class declares each operation of _ops.METHODS as a method,
+`matmul = sync_method(_ops.matmul)` (or async_method), and implements
+_perform(effect) for each effect of _ops.py; type checkers see each method's
+parameters and result (sync_method and async_method keep them);
 the retry decision (_retry_delay) is shared too, so the sync and the asyncio
 client differ only in blocking versus awaiting.
 """
@@ -11,7 +13,8 @@ import inspect
 import os
 import threading
 import time
-from typing import Any, Callable, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Optional, Tuple, Type
+from typing import TypeVar
 
 from . import _ops, _procs, tensors
 from .errors import InvalidArgument, LinalgdError, ResourceExhausted
@@ -23,7 +26,10 @@ from .store import DEFAULT_CHUNK_BYTES
 PROTOBUF_LIMIT = 2**31 - 1
 DEFAULT_MAX_MESSAGE_BYTES = PROTOBUF_LIMIT - (1 << 20)
 
-F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
+if TYPE_CHECKING:  # typing_extensions' stubs come with the type checker
+    from typing_extensions import Concatenate, ParamSpec
+    P = ParamSpec("P")
 
 
 def channel_options(policy: RetryPolicy, max_message_bytes: int,
@@ -69,28 +75,30 @@ def _like(method: Any, op: Any) -> Any:
     return method
 
 
-def sync_method(op: F) -> F:
+def sync_method(
+        op: "Callable[Concatenate[Any, P], Generator[Any, Any, R]]"
+) -> "Callable[Concatenate[Any, P], R]":
     """A blocking client method running op (signature and docstring are op's)."""
     def method(self, *args, **kwargs):
         return self._run(op(self, *args, **kwargs))
     return _like(method, op)
 
 
-def async_method(op: F) -> F:
+def async_method(
+        op: "Callable[Concatenate[Any, P], Generator[Any, Any, R]]"
+) -> "Callable[Concatenate[Any, P], Awaitable[R]]":
     """A coroutine client method running op (signature and docstring are op's)."""
     async def method(self, *args, **kwargs):
         return await self._run(op(self, *args, **kwargs))
     return _like(method, op)
 
 
-def with_operations(wrap: Callable[[Any], Any]) -> Callable[[type], type]:
-    """Class decorator: every operation of _ops.METHODS as a method made by wrap
-    (sync_method or async_method)."""
-    def decorate(cls: type) -> type:
-        for name in _ops.METHODS:
-            setattr(cls, name, wrap(getattr(_ops, name)))
-        return cls
-    return decorate
+def async_method_as(
+        op: "Callable[Concatenate[Any, P], Generator[Any, Any, Any]]", result: Type[R]
+) -> "Callable[Concatenate[Any, P], Awaitable[R]]":
+    """async_method(op), whose result type checkers see as `result` (the async
+    client's RemoteTensor and Factor, which op makes through the client)."""
+    return async_method(op)
 
 
 def _bearer(token: Optional[str]) -> tuple:
@@ -115,7 +123,7 @@ class ClientBase:
     """Options and request-side helpers of both clients (see Client's docstring)."""
 
     chunk_bytes = DEFAULT_CHUNK_BYTES
-    _shm = None
+    _shm: Optional[Any] = None  # the sync client's shm.SharedMemoryPath, when on
     _remote_tensor_class = RemoteTensor
     _factor_class = Factor
 
@@ -146,9 +154,11 @@ class ClientBase:
         self._metadata = tuple(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
         self.transfer_processes = 0
-        self._worker_spec = None  # how transfer worker processes build their channels
+        # How transfer worker processes build their channels.
+        self._worker_spec: Optional["_procs.ChannelSpec"] = None
         self._pool_lock = threading.Lock()
-        self._pool = None  # the transfer worker processes, once started; guarded by _pool_lock
+        # The transfer worker processes, once started; guarded by _pool_lock.
+        self._pool: Optional["_procs.ProcessPool"] = None
 
     def _init_processes(self, processes: int, tls_pems: Any, credentials: Any,
                         options: Any) -> None:

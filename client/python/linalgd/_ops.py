@@ -25,7 +25,7 @@ the yield, so try/finally in an operation works as in straight-line code.
 import logging
 import math
 import time
-from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _health, shm, tensors
 from ._stubs import pb
@@ -99,6 +99,9 @@ METHODS = ("matmul", "solve", "lstsq", "server_info", "health", "sparse_solve", 
 
 
 Op = Generator[Any, Any, Any]
+T = TypeVar("T")
+# An operation whose result is a T (what the client method returns).
+Gen = Generator[Any, Any, T]
 
 
 def _scalar_parts(value, field):
@@ -404,7 +407,8 @@ def _solve_call(client, req, operands, timeout, factor) -> Op:
     return (yield from call_with_operands(client, "Solve", req, operands, timeout))
 
 
-def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None, **kwargs) -> Op:
+def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None,
+          **kwargs) -> Gen[Tuple[Any, Any, int, Any]]:
     """numpy.linalg.lstsq through the server's SVD: (x, residuals, rank, s).
 
     Batched a and b ([..., M, N], [..., M, K]) give batched outputs.
@@ -414,13 +418,13 @@ def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None, **kwargs) -> Op
     return r.x, r.residuals, r.rank, r.singular_values
 
 
-def server_info(client, *, timeout: Any = DEFAULT) -> Op:
+def server_info(client, *, timeout: Any = DEFAULT) -> Gen[ServerInfo]:
     """Version, backends, devices and limits of the server (a ServerInfo)."""
     return ServerInfo.from_proto((yield Invoke("GetServerInfo", pb.GetServerInfoRequest(),
                                                timeout)))
 
 
-def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Op:
+def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Gen[str]:
     """grpc.health.v1 status: "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN".
 
     service: "" for the whole server, or e.g. "linalgd.v1.Linalg".
@@ -429,7 +433,7 @@ def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Op:
     return _health.status_name(resp.status)
 
 
-def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Op:
+def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Gen[None]:
     """Returns once health is SERVING; raises DeadlineExceeded after timeout s."""
     deadline = time.monotonic() + timeout
     last = "no answer"
@@ -451,7 +455,7 @@ def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Op:
 
 
 def put(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
-        timeout: Optional[float] = None, no_evict: bool = False) -> Op:
+        timeout: Optional[float] = None, no_evict: bool = False) -> Gen[RemoteTensor]:
     """Uploads x (numpy/torch/array-like) and returns its RemoteTensor.
 
     placement: "host" (default) or "gpu:N"; ttl: seconds from the last use
@@ -468,7 +472,8 @@ def put(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float]
 
 
 def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[float] = None,
-             timeout: Optional[float] = None, no_evict: bool = False, _wire: Any = None) -> Op:
+             timeout: Optional[float] = None, no_evict: bool = False,
+             _wire: Any = None) -> Gen[TensorInfo]:
     """As put(), returning the server's TensorInfo."""
     arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
     [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)],
@@ -483,13 +488,15 @@ def get(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = 
     return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
 
 
-def delete(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None) -> Op:
+def delete(client, tensor: Union[str, RemoteTensor], *,
+           timeout: Optional[float] = None) -> Gen[None]:
     """Deletes a resident tensor (a RemoteTensor or its id)."""
     yield Invoke("DeleteTensor", pb.DeleteTensorRequest(id=id_of(tensor)),
                  timeout or client.timeout)
 
 
-def list_tensors(client, *, all_tenants: bool = False, timeout: Optional[float] = None) -> Op:
+def list_tensors(client, *, all_tenants: bool = False,
+                 timeout: Optional[float] = None) -> Gen[List[TensorInfo]]:
     """The caller's tensors and factors (TensorInfos); all_tenants: every
     tenant's (an admin tenant only, else PERMISSION_DENIED), each naming its tenant."""
     resp = yield Invoke("ListTensors", pb.ListTensorsRequest(all_tenants=bool(all_tenants)),
@@ -499,7 +506,7 @@ def list_tensors(client, *, all_tenants: bool = False, timeout: Optional[float] 
 
 def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
               ttl: Optional[float] = None, allow_non_finite: bool = False,
-              timeout: Optional[float] = None, recreate: bool = False) -> Op:
+              timeout: Optional[float] = None, recreate: bool = False) -> Gen[Factor]:
     """Factorizes square a (LU or Cholesky; an array or RemoteTensor) on the
     server; returns a Factor: f.solve(b), f.rcond, f.method, f.release(),
     `with`, released when collected. solve(None, b, factor=f or id) works too.
@@ -524,7 +531,7 @@ def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
 
 
 def release_factor(client, factor: Union[str, Factor], *,
-                   timeout: Optional[float] = None) -> Op:
+                   timeout: Optional[float] = None) -> Gen[None]:
     """Frees a factor (a Factor or its id) on the server."""
     yield Invoke("ReleaseFactor", pb.ReleaseFactorRequest(factor_id=id_of(factor)),
                  timeout or client.timeout)

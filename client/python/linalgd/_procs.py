@@ -43,7 +43,7 @@ import signal
 import threading
 import time
 from multiprocessing import shared_memory
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 
@@ -74,8 +74,8 @@ def channel_spec(tls_pems, credentials, options: Sequence, metadata: Sequence,
                      "passed to worker processes; transfers use threads. Give tls_ca, "
                      "tls_cert and tls_key instead to use the processes.")
         return None
-    spec = ChannelSpec(tls_pems, tuple(tuple(o) for o in options),
-                       tuple(tuple(m) for m in metadata), bool(wait_for_ready))
+    spec = ChannelSpec(tls_pems, tuple((str(o[0]), o[1]) for o in options),
+                       tuple((str(m[0]), str(m[1])) for m in metadata), bool(wait_for_ready))
     try:
         pickle.dumps(spec)
     except Exception as e:  # noqa: BLE001  any option a worker cannot receive
@@ -130,14 +130,15 @@ class SegmentCache:
 
     def give_back(self, segment: shared_memory.SharedMemory) -> None:
         """Keeps segment for a later take(), or unlinks it (or the oldest kept)."""
+        kept = False
         with self._lock:
             if not self._closed and segment.size <= self.MAX_BYTES:
                 self._idle.append(segment)
-                segment = None
+                kept = True
             while (len(self._idle) > self.MAX_SEGMENTS or
                    sum(s.size for s in self._idle) > self.MAX_BYTES):
                 drop_segment(self._idle.pop(0))
-        if segment is not None:
+        if not kept:
             drop_segment(segment)
 
     def close(self) -> None:
@@ -224,9 +225,9 @@ class ProcessPool:
     def __init__(self, size: int, spec: ChannelSpec):
         self._context = multiprocessing.get_context("spawn")
         self._spec = spec
-        self._idle: "queue.Queue[Optional[_Worker]]" = queue.Queue()
+        self._idle: "queue.Queue[int]" = queue.Queue()  # the indices of idle workers
         self._lock = threading.Lock()
-        self._workers = [None] * size  # guarded by _lock
+        self._workers: List[Optional[_Worker]] = [None] * size  # guarded by _lock
         self._closed = False  # guarded by _lock
         self.segments = SegmentCache()
         for index in range(size):
@@ -330,7 +331,7 @@ def serve(conn, spec: ChannelSpec) -> None:
     Replies: ("ok", value), ("norange",), ("rpc", code name, details,
     trailing metadata) or ("error", code name, message)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
-    channels = {}
+    channels: Dict[Any, Any] = {}  # by task[1]
     try:
         while True:
             try:

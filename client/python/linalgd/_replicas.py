@@ -18,7 +18,7 @@ import dataclasses
 import re
 import socket
 import threading
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 REPLICA_KEY = "linalgd-replica"
 QUEUE_DEPTH_KEY = "linalgd-queue-depth"
@@ -167,21 +167,24 @@ def _int(value: Optional[str]) -> Optional[int]:
         return None
 
 
-class ReplicaSet:
-    """The replicas of one target, thread safe. make(address) -> Replica."""
+R = TypeVar("R", bound=Replica)
 
-    def __init__(self, addresses: Iterable[str], make: Callable[[str], Replica]):
+
+class ReplicaSet(Generic[R]):
+    """The replicas of one target, thread safe. make(address) -> R, a Replica."""
+
+    def __init__(self, addresses: Iterable[str], make: Callable[[str], R]):
         self._make = make
         self._lock = threading.Lock()
-        self._replicas: Dict[str, Replica] = {}  # by address; guarded by _lock
+        self._replicas: Dict[str, R] = {}  # by address; guarded by _lock
         self._next = 0  # round robin among the least loaded; guarded by _lock
         self.update(addresses)
 
-    def all(self) -> List[Replica]:
+    def all(self) -> List[R]:
         with self._lock:
             return list(self._replicas.values())
 
-    def update(self, addresses: Iterable[str]) -> List[Replica]:
+    def update(self, addresses: Iterable[str]) -> List[R]:
         """Makes the replica set the resolved addresses; returns the new replicas.
         Replicas no longer resolved stay known (their ids are reported as gone)."""
         addresses = list(addresses)
@@ -196,14 +199,14 @@ class ReplicaSet:
                     new.append(replica)
         return new
 
-    def by_replica_id(self, replica_id: str) -> Optional[Replica]:
+    def by_replica_id(self, replica_id: str) -> Optional[R]:
         """The replica with that id, a resolved one first."""
         with self._lock:
             found = [r for r in self._replicas.values() if r.replica_id == replica_id]
         found.sort(key=lambda r: not r.resolved)
         return found[0] if found else None
 
-    def pick(self, exclude: Sequence[Replica] = ()) -> Optional[Replica]:
+    def pick(self, exclude: Sequence[R] = ()) -> Optional[R]:
         """The usable replica with the least load; ties in turn. None if none is usable."""
         with self._lock:
             usable = [r for r in self._replicas.values() if r.usable() and r not in exclude]
@@ -214,11 +217,11 @@ class ReplicaSet:
             self._next += 1
             return tied[self._next % len(tied)]
 
-    def begin(self, replica: Replica) -> None:
+    def begin(self, replica: R) -> None:
         with self._lock:
             replica.inflight += 1
 
-    def end(self, replica: Replica, answered: bool, metadata=()) -> None:
+    def end(self, replica: R, answered: bool, metadata=()) -> None:
         """A call to replica ended: answered by the server (success or its
         error, with these trailing metadata) or not (a transport failure)."""
         with self._lock:
@@ -229,14 +232,14 @@ class ReplicaSet:
         if answered:
             self.observe(replica, metadata)
 
-    def set_reachable(self, replica: Replica, reachable: bool, lost: Optional[bool] = None) -> None:
+    def set_reachable(self, replica: R, reachable: bool, lost: Optional[bool] = None) -> None:
         """lost: None leaves it as it is."""
         with self._lock:
             replica.reachable = reachable
             if lost is not None:
                 replica.lost = lost
 
-    def observe(self, replica: Replica, metadata) -> None:
+    def observe(self, replica: R, metadata) -> None:
         """Takes the replica's id, load and draining flag from a response's trailing metadata."""
         rid = metadata_value(metadata, REPLICA_KEY)
         with self._lock:

@@ -115,7 +115,7 @@ def answered(error: LinalgdError) -> bool:
 class Router:
     """The replica set of one client and the calls over it (generators of effects)."""
 
-    def __init__(self, client: Any, spec: Any, make_replica: Callable[[str], Replica],
+    def __init__(self, client: Any, spec: Any, make_replica: Callable[[str], "ChannelReplica"],
                  refresh_interval: float):
         self._client = client
         self._spec = spec
@@ -123,7 +123,7 @@ class Router:
         self._resolved_at = time.monotonic()
         self._learned = False
         self._resolve_error = ""  # why the latest resolution failed, if it did
-        self.set = ReplicaSet(self._resolve() or (), make_replica)
+        self.set: ReplicaSet[ChannelReplica] = ReplicaSet(self._resolve() or (), make_replica)
 
     def _resolve(self) -> Optional[list]:
         """The target's addresses now; None when resolution fails (a dns: name
@@ -224,7 +224,7 @@ class Router:
             return e.code.name if e.code else "ERROR"
         return _health.status_name(resp.status)
 
-    def pick(self, exclude: Sequence[Replica], deadline: Optional[float]) -> Op:
+    def pick(self, exclude: Sequence[ChannelReplica], deadline: Optional[float]) -> Op:
         """The least-loaded usable replica; when there is none, resolves and
         checks again, then raises Unavailable naming every replica's state."""
         replica = self.set.pick(exclude)

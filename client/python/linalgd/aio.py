@@ -36,13 +36,13 @@ binds a channel to the loop); close it with `await client.close()` or
 `async with`.
 """
 import asyncio
-from typing import Any, Optional
+from typing import Any, Optional, Set
 
 import grpc
 
 from . import _health, _ops, _replicas, remote
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method,
-                    with_operations)
+                    async_method_as)
 from ._base import channel_options as _channel_options
 from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from ._stubs import pb, pb_grpc
@@ -59,7 +59,9 @@ class RemoteTensor(remote.RemoteTensor):
     """A tensor held by the server (see linalgd.RemoteTensor); get() and delete()
     are coroutines and `async with` deletes it."""
 
-    async def delete(self, *, timeout: Optional[float] = None) -> None:
+    # A coroutine where the synchronous class returns None: an async client's
+    # objects are used only as such (type checkers see this class).
+    async def delete(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         await self._client.delete(self.id, timeout=timeout)
 
     def __enter__(self):
@@ -76,7 +78,7 @@ class Factor(remote.Factor):
     """A factorization held by the server (see linalgd.Factor); solve() and
     release() are coroutines and `async with` releases it."""
 
-    async def release(self, *, timeout: Optional[float] = None) -> None:
+    async def release(self, *, timeout: Optional[float] = None) -> None:  # type: ignore[override]
         self._finalizer.detach()
         self._released = True
         await self._client.release_factor(self._id, timeout=timeout)
@@ -97,7 +99,6 @@ def _sync_channel(target, credentials, options):
             else grpc.insecure_channel(target, options))
 
 
-@with_operations(async_method)
 class Client(ClientBase):
     """An asyncio connection to one linalgd server.
 
@@ -110,6 +111,23 @@ class Client(ClientBase):
 
     _remote_tensor_class = RemoteTensor
     _factor_class = Factor
+
+    # The operations of _ops.METHODS, each with its op's parameters, docstring
+    # and result (a test checks that every one is here).
+    matmul = async_method(_ops.matmul)
+    solve = async_method(_ops.solve)
+    lstsq = async_method(_ops.lstsq)
+    server_info = async_method(_ops.server_info)
+    health = async_method(_ops.health)
+    sparse_solve = async_method(_ops.sparse_solve)
+    put = async_method_as(_ops.put, RemoteTensor)
+    put_info = async_method(_ops.put_info)
+    get = async_method(_ops.get)
+    delete = async_method(_ops.delete)
+    list_tensors = async_method(_ops.list_tensors)
+    factorize = async_method_as(_ops.factorize, Factor)
+    release_factor = async_method(_ops.release_factor)
+    wait_for_server = async_method(_ops.wait_for_server)
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 30.0,
                  retries: int = 5, retry_policy: Optional[RetryPolicy] = None,
@@ -126,7 +144,8 @@ class Client(ClientBase):
             raise ValueError("tls_ca/tls_cert/tls_key exclude credentials=")
         credentials = credentials or credentials_of(pems)
         options = _channel_options(self.retry_policy, self.max_message_bytes, channel_options)
-        self._background = set()  # tasks no one awaits (releases and deletes)
+        # Tasks no one awaits (releases and deletes).
+        self._background: Set["asyncio.Future[Any]"] = set()
         replicas = _replicas.parse_target(target)
         if credentials is not None and isinstance(replicas, _replicas.DnsTarget):
             options.append(("grpc.ssl_target_name_override", replicas.host))

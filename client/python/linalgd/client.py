@@ -24,13 +24,13 @@ region per Client instead of the socket; see shm.py.
 """
 import logging
 import time
-from typing import Any, Union
+from typing import Any, List, Optional, Set, Union
 
 import grpc
 
 from . import _health, _ops, _replicas, shm
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, PROTOBUF_LIMIT, ClientBase, advance,
-                    sync_method, with_operations)
+                    sync_method)
 from ._base import channel_options as _channel_options
 from ._routing import ChannelReplica, Download, Router, Unary, Upload
 from .remote import RemoteTensor
@@ -38,6 +38,7 @@ from .transfer import Transfer
 from ._stubs import pb, pb_grpc
 from .errors import from_rpc_error
 from ._tls import credentials_of, tls_pems
+from .retry import RetryPolicy
 
 DEFAULT_TARGET = "localhost:50051"
 _log = logging.getLogger("linalgd")
@@ -55,7 +56,6 @@ def _make_channel(target, credentials, options):
             else grpc.insecure_channel(target, options))
 
 
-@with_operations(sync_method)
 class Client(ClientBase):
     """A connection to one linalgd server.
 
@@ -105,16 +105,37 @@ class Client(ClientBase):
         channel=, transfers stay on threads too (with a warning).
     """
 
-    def __init__(self, target=DEFAULT_TARGET, *, timeout=30.0, retries=5, retry_policy=None,
-                 credentials=None, tls_ca=None, tls_cert=None, tls_key=None, token=None,
-                 metadata=(), max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES,
-                 wait_for_ready=False, channel=None, channel_options=(),
-                 use_shared_memory=False, shared_memory_bytes=shm.DEFAULT_SHARED_MEMORY_BYTES,
-                 shared_memory_regions=1, shared_memory_socket=None, refresh_interval=30.0,
-                 transfer_processes=0):
+    # The operations of _ops.METHODS, each with its op's parameters, docstring
+    # and result (a test checks that every one is here).
+    matmul = sync_method(_ops.matmul)
+    solve = sync_method(_ops.solve)
+    lstsq = sync_method(_ops.lstsq)
+    server_info = sync_method(_ops.server_info)
+    health = sync_method(_ops.health)
+    sparse_solve = sync_method(_ops.sparse_solve)
+    put = sync_method(_ops.put)
+    put_info = sync_method(_ops.put_info)
+    get = sync_method(_ops.get)
+    delete = sync_method(_ops.delete)
+    list_tensors = sync_method(_ops.list_tensors)
+    factorize = sync_method(_ops.factorize)
+    release_factor = sync_method(_ops.release_factor)
+    wait_for_server = sync_method(_ops.wait_for_server)
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, timeout: Optional[float] = 30.0,
+                 retries: int = 5, retry_policy: Optional[RetryPolicy] = None,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None, token: Optional[str] = None,
+                 metadata: Any = (), max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 wait_for_ready: bool = False, channel: Optional[grpc.Channel] = None,
+                 channel_options: Any = (), use_shared_memory: bool = False,
+                 shared_memory_bytes: int = shm.DEFAULT_SHARED_MEMORY_BYTES,
+                 shared_memory_regions: int = 1, shared_memory_socket: Optional[str] = None,
+                 refresh_interval: float = 30.0, transfer_processes: int = 0) -> None:
         self._init_options(target, timeout, retries, retry_policy, metadata, max_message_bytes,
                            wait_for_ready, token)
-        self._background = set()  # grpc futures of calls no one waits for (remote.py)
+        self._background: Set[Any] = set()  # grpc futures of calls no one waits for (remote.py)
         self._owns_channel = channel is None
         pems = tls_pems(tls_ca, tls_cert, tls_key)
         if pems is not None and (credentials is not None or channel is not None):
@@ -163,7 +184,7 @@ class Client(ClientBase):
         return Router(self, replicas, lambda address: ChannelReplica(address, self, make),
                       refresh_interval)
 
-    def replicas(self):
+    def replicas(self) -> List[_replicas.ReplicaState]:
         """The replicas of a replica-set target (ReplicaStates: address, replica
         id, latest load, draining, reachable, calls); [] for one server."""
         return [r.state() for r in self._router.set.all()] if self._router else []
@@ -171,11 +192,11 @@ class Client(ClientBase):
     # -- lifecycle ---------------------------------------------------------
 
     @property
-    def shared_memory_active(self):
+    def shared_memory_active(self) -> bool:
         """True once a shared-memory region is registered with the server."""
         return self._shm is not None and self._shm.active
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
         self._close_processes()
         if self._router is not None:
@@ -188,10 +209,10 @@ class Client(ClientBase):
         if self._owns_channel:
             self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
     def __repr__(self):
@@ -228,6 +249,8 @@ class Client(ClientBase):
         if isinstance(effect, _ops.Drop):
             return self._drop(effect.ids)
         if isinstance(effect, _ops.Shm):
+            if self._shm is None:  # Shm effects come only from a client with the path on
+                raise TypeError(f"{effect!r} without shared memory")
             return self._shm.call(*effect.args)
         if isinstance(effect, _ops.Probe):
             try:

@@ -25,6 +25,8 @@ DType = _make("DType", pb.DType.DESCRIPTOR, "DTYPE_")
 Epilogue = _make("Epilogue", pb.Epilogue.DESCRIPTOR, "EPILOGUE_")
 ComputeMode = _make("ComputeMode", pb.ComputeMode.DESCRIPTOR, "COMPUTE_MODE_")
 SolveMethod = _make("SolveMethod", pb.SolveMethod.DESCRIPTOR, "SOLVE_METHOD_")
+SparseMethod = _make("SparseMethod", pb.SparseMethod.DESCRIPTOR, "SPARSE_METHOD_")
+Preconditioner = _make("Preconditioner", pb.Preconditioner.DESCRIPTOR, "PRECONDITIONER_")
 
 _ALIASES = {
     ComputeMode: {"FP16": "FAST_16F", "F16": "FAST_16F", "FAST_F16": "FAST_16F",

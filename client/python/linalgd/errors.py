@@ -5,6 +5,8 @@ Every error the client raises is a LinalgdError carrying the status `code`
 `attempts` were made. Client-side argument checks raise InvalidArgument too
 (which is also a ValueError), so callers handle one hierarchy.
 """
+from typing import Any, Optional
+
 import grpc
 
 RETRY_AFTER_KEY = "retry-after-ms"
@@ -16,7 +18,7 @@ STORE_REFUSED_KEY = "linalgd-store-refused"
 class LinalgdError(Exception):
     """Base class. `code` is a grpc.StatusCode (None for non-RPC failures)."""
 
-    code = None
+    code: Optional[Any] = None
 
     def __init__(self, message, *, code=None, method=None, attempts=1,
                  trailing_metadata=(), retry_after=None):

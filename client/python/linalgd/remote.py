@@ -26,8 +26,8 @@ _log = logging.getLogger("linalgd")
 class RemoteTensor:
     """A tensor held by the server: id, shape, dtype; .get(), .delete()."""
 
-    def __init__(self, client, tensor_id: str, wire: int, shape: Tuple[int, ...],
-                 info: Any = None):
+    def __init__(self, client: Any, tensor_id: str, wire: int, shape: Tuple[int, ...],
+                 info: Any = None) -> None:
         self._client = client
         self.id = tensor_id
         self.wire = DType(wire)
@@ -56,22 +56,22 @@ class RemoteTensor:
         from . import tensors
         return tensors.numpy_dtype(self.wire)
 
-    def get(self, *, timeout: Optional[float] = None, as_torch: bool = False):
+    def get(self, *, timeout: Optional[float] = None, as_torch: bool = False) -> Any:
         """The tensor's values as a fresh numpy array (torch with as_torch)."""
         return self._client.get(self.id, timeout=timeout, as_torch=as_torch)
 
     def delete(self, *, timeout: Optional[float] = None) -> None:
         self._client.delete(self.id, timeout=timeout)
 
-    def to_proto(self):
+    def to_proto(self) -> Any:
         """The operand naming this tensor (with its dtype and shape, which the
         server checks against the stored tensor)."""
         return pb.Tensor(resident_id=self.id, dtype=int(self.wire), shape=self.shape)
 
-    def __enter__(self):
+    def __enter__(self) -> "RemoteTensor":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.delete()
 
     def __repr__(self):
@@ -136,7 +136,7 @@ class Factor:
         self._finalizer.detach()
         return self._id
 
-    def solve(self, b, **kwargs):
+    def solve(self, b: Any, **kwargs: Any) -> Any:
         """x with a @ x = b for the factored a; keyword arguments as Client.solve."""
         return self._client.solve(None, b, factor=self, **kwargs)
 
@@ -146,10 +146,10 @@ class Factor:
         self._released = True
         self._client.release_factor(self._id, timeout=timeout)
 
-    def __enter__(self):
+    def __enter__(self) -> "Factor":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         if not self._released:
             self.release()
 

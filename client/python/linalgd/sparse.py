@@ -14,12 +14,9 @@ from typing import Any
 import numpy as np
 
 from ._stubs import pb
-from .enums import _make
+from .enums import Preconditioner, SparseMethod
 from .errors import InvalidArgument
 from .results import ExecutionInfo
-
-SparseMethod = _make("SparseMethod", pb.SparseMethod.DESCRIPTOR, "SPARSE_METHOD_")
-Preconditioner = _make("Preconditioner", pb.Preconditioner.DESCRIPTOR, "PRECONDITIONER_")
 
 
 @dataclasses.dataclass(frozen=True)

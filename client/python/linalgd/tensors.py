@@ -7,6 +7,7 @@ and shape. bfloat16 needs the optional ml_dtypes package (or torch).
 """
 import math
 import sys
+from typing import Optional
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ._stubs import pb
 from .enums import DType, parse
 from .errors import DataLoss, InvalidArgument
 
+BFLOAT16: Optional[np.dtype]
 try:  # optional: numpy has no bfloat16 of its own
     import ml_dtypes as _ml_dtypes
     BFLOAT16 = np.dtype(_ml_dtypes.bfloat16)

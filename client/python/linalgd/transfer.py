@@ -43,7 +43,7 @@ import ctypes
 import threading
 import time
 import zlib
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import grpc
 import numpy as np
@@ -184,7 +184,7 @@ class Transfer:
         self._target = target
         self._lock = threading.Lock()
         self._channels = {0: channel}  # guarded by _lock
-        self._owned = []  # channels made here, closed by close(); guarded by _lock
+        self._owned: List[Any] = []  # channels made here, closed by close(); guarded by _lock
         self._pool = None  # guarded by _lock
         self.multipart = True  # False once the server refused StartUpload
         self.ranged = True  # False once the server ignored a range
@@ -310,10 +310,11 @@ class Transfer:
         jobs = [(j, r) for j, ranges in enumerate(plans) for r in ranges]
         crcs = self.run_all([self._crc_job(items[j][1], r, len(plans[j])) for j, r in jobs])
         part_crc = dict(zip(jobs, crcs))
-        uploads = {}
+        uploads: Dict[int, str] = {}  # upload ids by item, until each is finished
         try:
             with contextlib.ExitStack() as held:
-                return self._put_parts(items, plans, part_crc, uploads, held, deadline)
+                infos = self._put_parts(items, plans, part_crc, uploads, held, deadline)
+            return infos
         finally:
             for upload_id in uploads.values():
                 self._abort(upload_id)
