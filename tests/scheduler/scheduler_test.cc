@@ -2,6 +2,7 @@
 // delivery, on fake backends.
 #include "server/scheduler/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <random>
@@ -315,6 +316,51 @@ TEST(SchedulerTest, TheRestOfAFailedBatchDoesNotWaitForAHungCall) {
   }
   EXPECT_EQ(out.finish_calls.load(), 4);
   EXPECT_EQ(out.StatusOf(0), absl::OkStatus());
+}
+
+// A CPU backend whose batches gain nothing (as the real one says of products
+// that OpenBLAS threads): the scheduler never batches its jobs.
+class UnbatchedBackend : public FakeBackend {
+ public:
+  using FakeBackend::FakeBackend;
+  bool GainsFromBatching(const MatmulPlan&) const override { return false; }
+};
+
+// Jobs that fail on the GPU and move to the CPU are keyed for the CPU lane:
+// queued there behind a slow call, they are batched when the CPU backend's
+// batches gain and run one by one when they do not.
+TEST(SchedulerTest, JobsMovedToTheCpuAreBatchedOnlyWhereTheCpuGains) {
+  for (const bool cpu_gains : {true, false}) {
+    SCOPED_TRACE(cpu_gains ? "CPU batches gain" : "CPU batches gain nothing");
+    FakeBackend batching_cpu("cpu");
+    UnbatchedBackend unbatched_cpu("cpu");
+    FakeBackend& cpu = cpu_gains ? batching_cpu : unbatched_cpu;
+    FakeBackend gpu("gpu:0");
+    gpu.SetBehaviour(absl::ZeroDuration(), absl::InternalError("injected"));
+    cpu.SetBehaviour(absl::Milliseconds(20), absl::OkStatus());
+    SchedulerOptions o = OneWorker();
+    o.batching.max_batch = 8;
+    o.batching.max_dim = 8192;
+    o.batching.max_queue_delay = absl::Milliseconds(1);
+    constexpr int kJobs = 12;
+    Outcome out;
+    {
+      Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+      for (int i = 0; i < kJobs; ++i) s.Submit(std::make_unique<TestJob>(i, Spec(4096), &out));
+      ASSERT_TRUE(out.WaitFor(kJobs));
+    }
+    int largest = 0;
+    for (const ExecutionInfo& info : out.infos) {
+      EXPECT_EQ(info.backend, "cpu");
+      largest = std::max(largest, info.batch_size);
+    }
+    for (int i = 0; i < kJobs; ++i) EXPECT_EQ(out.StatusOf(i), absl::OkStatus());
+    if (cpu_gains) {
+      EXPECT_GT(largest, 1);
+    } else {
+      EXPECT_EQ(largest, 1);
+    }
+  }
 }
 
 // Each abandoned GPU call keeps a thread, a handle set, its reservation and

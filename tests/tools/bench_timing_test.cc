@@ -1,11 +1,10 @@
 // linalgd-bench's timing loops: the interleaved one alternates its callers
 // call by call, times only Call(), and stops at the first error.
-#include "tools/bench/timing.h"
-
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/bench/timing.h"
 
 namespace linalgd::bench {
 namespace {
