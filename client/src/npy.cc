@@ -4,6 +4,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -73,9 +75,16 @@ absl::Status SplitNpy(absl::string_view contents, absl::string_view name, absl::
   return absl::OkStatus();
 }
 
-}  // namespace
+// What a checked .npy file holds: its tensor's dtype and shape, and where in
+// the file its data starts.
+struct NpyLayout {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;
+};
 
-absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view name) {
+// Checks `contents` (a whole .npy file) as DecodeNpy documents.
+absl::StatusOr<NpyLayout> CheckNpy(absl::string_view contents, absl::string_view name) {
   absl::string_view header_text, data;
   if (absl::Status s = SplitNpy(contents, name, header_text, data); !s.ok()) return s;
   absl::StatusOr<internal::NpyHeader> header = internal::ParseNpyHeader(header_text);
@@ -96,10 +105,43 @@ absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view n
                            absl::StrJoin(header->shape, ", "), ") of '", header->descr, "' needs ",
                            want, " bytes, the file has ", data.size()));
   }
-  return Tensor::FromBytes(*dtype, header->shape, std::string(data));
+  return NpyLayout{*dtype, header->shape, contents.size() - data.size()};
 }
 
-absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
+// The whole file at `path`, read with one copy into a buffer of its size
+// (a stream that cannot tell its size is read as it comes).
+absl::StatusOr<std::string> ReadWholeFile(std::ifstream& in, const std::string& path) {
+  std::string contents;
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size >= 0) {
+    in.seekg(0, std::ios::beg);
+    contents.resize(static_cast<size_t>(size));
+    in.read(contents.data(), size);
+    if (in.gcount() != size) return absl::DataLossError(absl::StrCat(path, ": read error"));
+    return contents;
+  }
+  in.clear();
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return std::move(buffer).str();
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view name) {
+  absl::StatusOr<NpyLayout> layout = CheckNpy(contents, name);
+  if (!layout.ok()) return layout.status();
+  return Tensor::FromBytes(layout->dtype, std::move(layout->shape),
+                           std::string(contents.substr(layout->data_offset)));
+}
+
+namespace {
+
+// Everything of tensor's .npy file before its data: magic, version, header
+// length and the padded header dict (EncodeNpy documents `version`).
+absl::StatusOr<std::string> NpyPrefix(const Tensor& tensor, int version) {
   if (tensor.dtype() == DType::kBF16) {
     return absl::InvalidArgumentError(
         "bf16 tensors cannot be written as .npy (numpy has no "
@@ -124,9 +166,17 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
   out.push_back(static_cast<char>(version));
   out.push_back('\0');
   AppendLittleEndian(out, static_cast<uint32_t>(dict.size()), version == 1 ? 2 : 4);
-  out.reserve(out.size() + dict.size() + tensor.bytes().size());
   out += dict;
-  out += tensor.bytes();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
+  absl::StatusOr<std::string> out = NpyPrefix(tensor, version);
+  if (!out.ok()) return out.status();
+  out->reserve(out->size() + tensor.bytes().size());
+  *out += tensor.bytes();
   return out;
 }
 
@@ -139,15 +189,18 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
     if (err == EACCES) return absl::PermissionDeniedError(why);
     return absl::UnavailableError(why);
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return DecodeNpy(buffer.str(), path);
+  absl::StatusOr<std::string> contents = ReadWholeFile(in, path);
+  if (!contents.ok()) return contents.status();
+  absl::StatusOr<NpyLayout> layout = CheckNpy(*contents, path);
+  if (!layout.ok()) return layout.status();
+  contents->erase(0, layout->data_offset);  // in place: the data becomes the tensor's bytes
+  return Tensor::FromBytes(layout->dtype, std::move(layout->shape), *std::move(contents));
 }
 
 absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version) {
-  absl::StatusOr<std::string> encoded = EncodeNpy(tensor, version);
-  if (!encoded.ok()) return Invalid(path, encoded.status().message());
+  // The prefix, then the tensor's bytes as they are (no copy of the data).
+  absl::StatusOr<std::string> prefix = NpyPrefix(tensor, version);
+  if (!prefix.ok()) return Invalid(path, prefix.status().message());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
     const int err = errno;
@@ -155,7 +208,8 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version
     if (err == EACCES) return absl::PermissionDeniedError(why);
     return absl::UnavailableError(why);
   }
-  out.write(encoded->data(), static_cast<std::streamsize>(encoded->size()));
+  out.write(prefix->data(), static_cast<std::streamsize>(prefix->size()));
+  out.write(tensor.bytes().data(), static_cast<std::streamsize>(tensor.bytes().size()));
   out.close();
   if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
   return absl::OkStatus();

@@ -1,9 +1,15 @@
 #include "linalgd/npy.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <complex>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/src/npy_header.h"
@@ -88,6 +94,46 @@ TEST(NpyTest, FileRoundTrip) {
   Tensor t = *Tensor::FromVector<double>({2, 2}, {1, 2, 3, 4});
   ASSERT_TRUE(WriteNpy(path, t).ok());
   absl::StatusOr<Tensor> back = ReadNpy(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, t);
+  std::remove(path.c_str());
+}
+
+// The file's bytes are EncodeNpy's, every dtype and version; a file that is
+// not whole is refused naming its path, as DecodeNpy refuses such contents.
+TEST(NpyTest, FilesHoldEncodeNpysBytesAndAreCheckedAsContentsAre) {
+  const std::string path = TempPath("bytes.npy");
+  Tensor t = *Tensor::FromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  for (int version : {0, 1, 2, 3}) {
+    ASSERT_TRUE(WriteNpy(path, t, version).ok());
+    std::ifstream in(path, std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    EXPECT_EQ(written, *EncodeNpy(t, version)) << "version " << version;
+  }
+  const std::string good = *EncodeNpy(t);
+  for (const std::string& bad : {good.substr(0, good.size() - 1), good + "x"}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bad;
+    absl::StatusOr<Tensor> read = ReadNpy(path);
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(read.status().message()), HasSubstr(path));
+    EXPECT_THAT(std::string(read.status().message()),
+                HasSubstr(bad.size() < good.size() ? "truncated data" : "trailing data"));
+  }
+  std::remove(path.c_str());
+}
+
+// A file that cannot tell its size (a pipe) is read as it comes.
+TEST(NpyTest, ReadsAPipe) {
+  const std::string path = TempPath("pipe.npy");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  Tensor t = *Tensor::FromVector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  std::thread writer([&] {
+    std::ofstream out(path, std::ios::binary);  // opens when the reader does
+    out << *EncodeNpy(t);
+  });
+  absl::StatusOr<Tensor> back = ReadNpy(path);
+  writer.join();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, t);
   std::remove(path.c_str());
