@@ -1,8 +1,10 @@
 #include "linalgd/npy.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -17,6 +19,9 @@ namespace {
 
 constexpr absl::string_view kMagic = "\x93NUMPY";
 constexpr size_t kAlign = 64;
+// The longest header dict read (numpy's own np.load takes 10,000 bytes
+// unless told otherwise; a rank-64 shape of 19-digit sizes needs ~1,400).
+constexpr uint64_t kMaxHeaderBytes = 1 << 20;
 
 absl::Status Invalid(absl::string_view name, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
@@ -66,6 +71,10 @@ absl::Status SplitNpy(absl::string_view contents, absl::string_view name, absl::
   const size_t start = 8 + len_bytes;
   if (contents.size() < start) return Invalid(name, "truncated before the header length");
   const uint64_t header_len = ReadLittleEndian(contents.substr(8, len_bytes));
+  if (header_len > kMaxHeaderBytes) {
+    return Invalid(name, absl::StrCat("header length is ", header_len, " bytes, more than the ",
+                                      kMaxHeaderBytes, " this reader takes"));
+  }
   if (contents.size() - start < header_len) {
     return Invalid(name, absl::StrCat("truncated header: header length is ", header_len,
                                       " bytes, the file has ", contents.size() - start));
@@ -83,10 +92,15 @@ struct NpyLayout {
   size_t data_offset = 0;
 };
 
-// Checks `contents` (a whole .npy file) as DecodeNpy documents.
-absl::StatusOr<NpyLayout> CheckNpy(absl::string_view contents, absl::string_view name) {
-  absl::string_view header_text, data;
-  if (absl::Status s = SplitNpy(contents, name, header_text, data); !s.ok()) return s;
+// Checks a .npy file of `file_size` bytes as DecodeNpy documents, from
+// `head`: its first bytes, through the end of its header (or the whole
+// file, when shorter).
+absl::StatusOr<NpyLayout> CheckNpy(absl::string_view head, uint64_t file_size,
+                                   absl::string_view name) {
+  absl::string_view header_text, rest;
+  if (absl::Status s = SplitNpy(head, name, header_text, rest); !s.ok()) return s;
+  const uint64_t data_offset = head.size() - rest.size();
+  const uint64_t data_bytes = file_size - data_offset;
   absl::StatusOr<internal::NpyHeader> header = internal::ParseNpyHeader(header_text);
   if (!header.ok()) return Invalid(name, header.status().message());
   if (header->fortran_order) {
@@ -99,39 +113,60 @@ absl::StatusOr<NpyLayout> CheckNpy(absl::string_view contents, absl::string_view
   absl::StatusOr<int64_t> n = NumElements(header->shape);
   if (!n.ok()) return Invalid(name, absl::StrCat("header field 'shape': ", n.status().message()));
   const uint64_t want = static_cast<uint64_t>(*n) * DTypeSize(*dtype);
-  if (data.size() != want) {
+  if (data_bytes != want) {
     return Invalid(
-        name, absl::StrCat(data.size() < want ? "truncated data" : "trailing data", ": shape (",
+        name, absl::StrCat(data_bytes < want ? "truncated data" : "trailing data", ": shape (",
                            absl::StrJoin(header->shape, ", "), ") of '", header->descr, "' needs ",
-                           want, " bytes, the file has ", data.size()));
+                           want, " bytes, the file has ", data_bytes));
   }
-  return NpyLayout{*dtype, header->shape, contents.size() - data.size()};
+  return NpyLayout{*dtype, header->shape, static_cast<size_t>(data_offset)};
 }
 
-// The whole file at `path`, read with one copy into a buffer of its size
-// (a stream that cannot tell its size is read as it comes).
-absl::StatusOr<std::string> ReadWholeFile(std::ifstream& in, const std::string& path) {
-  std::string contents;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size >= 0) {
-    in.seekg(0, std::ios::beg);
-    contents.resize(static_cast<size_t>(size));
-    in.read(contents.data(), size);
-    if (in.gcount() != size) return absl::DataLossError(absl::StrCat(path, ": read error"));
-    return contents;
+// Appends up to `n` more bytes of `in` to `out`; false on a read error.
+bool ReadMore(std::ifstream& in, std::string& out, uint64_t n) {
+  const size_t had = out.size();
+  out.resize(had + n);
+  in.read(out.data() + had, static_cast<std::streamsize>(n));
+  out.resize(had + static_cast<size_t>(in.gcount()));
+  return !in.bad();
+}
+
+absl::Status ReadError(const std::string& path) {
+  return absl::DataLossError(absl::StrCat(path, ": read error"));
+}
+
+// A file that can tell its size: its header is read and checked first, so
+// that a file that is not a whole .npy costs no buffer of its size; then
+// its data with one read into the tensor's buffer.
+absl::StatusOr<Tensor> ReadSizedNpy(std::ifstream& in, uint64_t size, const std::string& path) {
+  // The magic, the version and the header length come first (10 or 12 bytes).
+  std::string head;
+  if (!ReadMore(in, head, std::min<uint64_t>(size, 12))) return ReadError(path);
+  if (head.size() >= 12 && head.substr(0, kMagic.size()) == kMagic) {
+    const size_t len_bytes = head[6] == 1 ? 2 : 4;
+    const uint64_t header_len = ReadLittleEndian(absl::string_view(head).substr(8, len_bytes));
+    const uint64_t end = std::min(size, 8 + len_bytes + std::min(header_len, kMaxHeaderBytes));
+    if (end > head.size() && !ReadMore(in, head, end - head.size())) return ReadError(path);
   }
-  in.clear();
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return std::move(buffer).str();
+  absl::StatusOr<NpyLayout> layout = CheckNpy(head, size, path);
+  if (!layout.ok()) return layout.status();
+  std::string data;
+  try {
+    data.resize(size - layout->data_offset);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(path, ": its ", size - layout->data_offset,
+                                                     " bytes of data do not fit in memory"));
+  }
+  in.seekg(static_cast<std::streamoff>(layout->data_offset));
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (static_cast<size_t>(in.gcount()) != data.size()) return ReadError(path);
+  return Tensor::FromBytes(layout->dtype, std::move(layout->shape), std::move(data));
 }
 
 }  // namespace
 
 absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view name) {
-  absl::StatusOr<NpyLayout> layout = CheckNpy(contents, name);
+  absl::StatusOr<NpyLayout> layout = CheckNpy(contents, contents.size(), name);
   if (!layout.ok()) return layout.status();
   return Tensor::FromBytes(layout->dtype, std::move(layout->shape),
                            std::string(contents.substr(layout->data_offset)));
@@ -189,12 +224,18 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
     if (err == EACCES) return absl::PermissionDeniedError(why);
     return absl::UnavailableError(why);
   }
-  absl::StatusOr<std::string> contents = ReadWholeFile(in, path);
-  if (!contents.ok()) return contents.status();
-  absl::StatusOr<NpyLayout> layout = CheckNpy(*contents, path);
-  if (!layout.ok()) return layout.status();
-  contents->erase(0, layout->data_offset);  // in place: the data becomes the tensor's bytes
-  return Tensor::FromBytes(layout->dtype, std::move(layout->shape), *std::move(contents));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size >= 0) {
+    in.seekg(0, std::ios::beg);
+    return ReadSizedNpy(in, static_cast<uint64_t>(size), path);
+  }
+  // A pipe: read as it comes, then checked and decoded as contents.
+  in.clear();
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return ReadError(path);
+  return DecodeNpy(std::move(buffer).str(), path);
 }
 
 absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version) {

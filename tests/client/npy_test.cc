@@ -1,6 +1,7 @@
 #include "linalgd/npy.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <complex>
@@ -120,6 +121,53 @@ TEST(NpyTest, FilesHoldEncodeNpysBytesAndAreCheckedAsContentsAre) {
     EXPECT_THAT(std::string(read.status().message()),
                 HasSubstr(bad.size() < good.size() ? "truncated data" : "trailing data"));
   }
+  std::remove(path.c_str());
+}
+
+// A file is checked from its header before its data is read: a terabyte
+// that is not a .npy (a sparse file: no disk, no memory) or whose header
+// does not match its size is refused at once, naming the path; a header
+// longer than the reader takes is refused too.
+TEST(NpyTest, FilesAreCheckedFromTheirHeaderFirst) {
+  const std::string path = TempPath("huge.npy");
+  auto sized = [&](const std::string& start, off_t size) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << start;
+    return ::truncate(path.c_str(), size) == 0;
+  };
+  constexpr off_t kTerabyte = off_t{1} << 40;
+  if (!sized("", kTerabyte)) {
+    GTEST_SKIP() << "no sparse terabyte file here: " << std::strerror(errno);
+  }
+  absl::StatusOr<Tensor> t = ReadNpy(path);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("not a .npy file"));
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr(path));
+
+  // A header for 2^37 f64 (1 TiB) on a file of half that: truncated data.
+  ASSERT_TRUE(
+      sized(MakeNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (137438953472,), }", ""),
+            kTerabyte / 2));
+  t = ReadNpy(path);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("truncated data"));
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("needs 1099511627776 bytes"));
+
+  // A header length over the limit (format 2.0: a 4-byte length).
+  std::string big = "\x93NUMPY";
+  big += std::string("\x02\x00", 2);
+  big += std::string("\x00\x00\x00\x10", 4);  // 2^28 bytes
+  ASSERT_TRUE(sized(big, kTerabyte));
+  for (const absl::StatusOr<Tensor>& r : {ReadNpy(path), DecodeNpy(big, path)}) {
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("header length is 268435456 bytes"));
+  }
+
+  // A format 1.0 header length shorter than the 12 bytes read first.
+  std::string tiny = "\x93NUMPY";
+  tiny += std::string("\x01\x00\x01\x00{", 5);
+  ASSERT_TRUE(sized(tiny, 40));
+  t = ReadNpy(path);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
   std::remove(path.c_str());
 }
 
