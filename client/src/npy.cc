@@ -110,9 +110,11 @@ absl::StatusOr<NpyLayout> CheckNpy(absl::string_view head, uint64_t file_size,
   }
   absl::StatusOr<DType> dtype = DTypeFromDescr(name, header->descr);
   if (!dtype.ok()) return dtype.status();
-  absl::StatusOr<int64_t> n = NumElements(header->shape);
-  if (!n.ok()) return Invalid(name, absl::StrCat("header field 'shape': ", n.status().message()));
-  const uint64_t want = static_cast<uint64_t>(*n) * DTypeSize(*dtype);
+  absl::StatusOr<uint64_t> bytes = NumBytes(*dtype, header->shape);
+  if (!bytes.ok()) {
+    return Invalid(name, absl::StrCat("header field 'shape': ", bytes.status().message()));
+  }
+  const uint64_t want = *bytes;
   if (data_bytes != want) {
     return Invalid(
         name, absl::StrCat(data_bytes < want ? "truncated data" : "trailing data", ": shape (",

@@ -44,6 +44,16 @@ absl::StatusOr<int64_t> NumElements(absl::Span<const int64_t> shape) {
   return n;
 }
 
+absl::StatusOr<uint64_t> NumBytes(DType dtype, absl::Span<const int64_t> shape) {
+  absl::StatusOr<int64_t> n = NumElements(shape);
+  if (!n.ok()) return n.status();
+  if (static_cast<uint64_t>(*n) > kMaxElements / DTypeSize(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeString(shape), " of ",
+                                                   DTypeName(dtype), ": more than 2^62 bytes"));
+  }
+  return static_cast<uint64_t>(*n) * DTypeSize(dtype);
+}
+
 Tensor::Tensor() : dtype_(DType::kF32), shape_({0}) {}
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape, std::string bytes)
@@ -51,20 +61,19 @@ Tensor::Tensor(DType dtype, std::vector<int64_t> shape, std::string bytes)
 
 absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, std::vector<int64_t> shape,
                                          std::string bytes) {
-  absl::StatusOr<int64_t> n = NumElements(shape);
-  if (!n.ok()) return n.status();
-  const uint64_t want = static_cast<uint64_t>(*n) * DTypeSize(dtype);
-  if (bytes.size() != want) {
+  absl::StatusOr<uint64_t> want = NumBytes(dtype, shape);
+  if (!want.ok()) return want.status();
+  if (bytes.size() != *want) {
     return absl::InvalidArgumentError(absl::StrCat(DTypeName(dtype), ShapeString(shape), " needs ",
-                                                   want, " bytes, got ", bytes.size()));
+                                                   *want, " bytes, got ", bytes.size()));
   }
   return Tensor(dtype, std::move(shape), std::move(bytes));
 }
 
 absl::StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
-  absl::StatusOr<int64_t> n = NumElements(shape);
+  absl::StatusOr<uint64_t> n = NumBytes(dtype, shape);
   if (!n.ok()) return n.status();
-  std::string bytes(static_cast<size_t>(*n) * DTypeSize(dtype), '\0');
+  std::string bytes(static_cast<size_t>(*n), '\0');
   return Tensor(dtype, std::move(shape), std::move(bytes));
 }
 

@@ -279,6 +279,17 @@ TEST(NpyTest, RejectsMalformedHeaders) {
       {"shape", "overflows"});
 }
 
+// A shape whose byte count passes 2^62 is refused (it must not wrap around
+// 2^64 to the size of the data the file has).
+TEST(NpyTest, RejectsShapesOfMoreThan2To62Bytes) {
+  // 2^62 complex128 elements: 2^66 bytes, 0 modulo 2^64, and no data.
+  const std::string file =
+      MakeNpy("{'descr': '<c16', 'fortran_order': False, 'shape': (4611686018427387904,), }", "");
+  absl::StatusOr<Tensor> t = DecodeNpy(file, "a.npy");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("more than 2^62 bytes"));
+}
+
 TEST(NpyTest, RejectsTruncatedFiles) {
   const std::string good = MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                                    F32Bytes({0, 1, 2, 3, 4, 5}));

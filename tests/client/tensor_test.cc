@@ -56,6 +56,22 @@ TEST(TensorTest, FromBytesRejectsNegativeAndOverflowingShapes) {
   EXPECT_NE(t.status().message().find("overflows"), std::string::npos);
 }
 
+// 2^62 elements pass NumElements, but their bytes (2^63 to 2^66) would wrap
+// around 2^64 to a small size: FromBytes and Zeros refuse them.
+TEST(TensorTest, ShapesOfMoreThan2To62BytesAreRefused) {
+  const int64_t n = int64_t{1} << 62;
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kC128}) {
+    EXPECT_EQ(Tensor::FromBytes(dtype, {n}, "").status().code(),
+              absl::StatusCode::kInvalidArgument);
+    absl::StatusOr<Tensor> z = Tensor::Zeros(dtype, {n});
+    EXPECT_EQ(z.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(z.status().message().find("more than 2^62 bytes"), std::string::npos);
+  }
+  absl::StatusOr<uint64_t> bytes = NumBytes(DType::kF16, {n / 2});  // 2^62 bytes: the most
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, uint64_t{1} << 62);
+}
+
 TEST(TensorTest, ZerosAndRankZero) {
   absl::StatusOr<Tensor> z = Tensor::Zeros(DType::kF64, {});
   ASSERT_TRUE(z.ok());

@@ -89,6 +89,10 @@ inline bool operator!=(const Tensor& x, const Tensor& y) { return !(x == y); }
 // or an element count above 2^62.
 absl::StatusOr<int64_t> NumElements(absl::Span<const int64_t> shape);
 
+// The bytes of a `dtype` tensor of `shape`; INVALID_ARGUMENT as NumElements,
+// or when they pass 2^62.
+absl::StatusOr<uint64_t> NumBytes(DType dtype, absl::Span<const int64_t> shape);
+
 // IEEE binary16 and bfloat16 conversions (round to nearest even).
 float HalfToFloat(uint16_t bits);
 uint16_t FloatToHalf(float value);

@@ -13,8 +13,8 @@ import inspect
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Optional, Tuple, Type
-from typing import TypeVar
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Optional, Tuple,
+                    Type, TypeVar)
 
 from . import _ops, _procs, tensors
 from .errors import InvalidArgument, LinalgdError, ResourceExhausted

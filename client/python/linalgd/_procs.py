@@ -60,7 +60,7 @@ class ChannelSpec:
     """What a worker needs to build a channel like the caller's (picklable)."""
     tls: Optional[Tuple[Optional[bytes], Optional[bytes], Optional[bytes]]]  # ca, key, cert PEM
     options: Tuple[Tuple[str, Any], ...]
-    metadata: Tuple[Tuple[str, str], ...]
+    metadata: Tuple[Tuple[str, Any], ...]  # str values, bytes for "-bin" keys
     wait_for_ready: bool
 
 
@@ -74,8 +74,8 @@ def channel_spec(tls_pems, credentials, options: Sequence, metadata: Sequence,
                      "passed to worker processes; transfers use threads. Give tls_ca, "
                      "tls_cert and tls_key instead to use the processes.")
         return None
-    spec = ChannelSpec(tls_pems, tuple((str(o[0]), o[1]) for o in options),
-                       tuple((str(m[0]), str(m[1])) for m in metadata), bool(wait_for_ready))
+    spec = ChannelSpec(tls_pems, tuple((o[0], o[1]) for o in options),
+                       tuple((m[0], m[1]) for m in metadata), bool(wait_for_ready))
     try:
         pickle.dumps(spec)
     except Exception as e:  # noqa: BLE001  any option a worker cannot receive
