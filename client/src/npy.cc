@@ -137,19 +137,14 @@ absl::Status ReadError(const std::string& path) {
   return absl::DataLossError(absl::StrCat(path, ": read error"));
 }
 
-// A file that can tell its size: its header is read and checked first, so
-// that a file that is not a whole .npy costs no buffer of its size; then
-// its data with one read into the tensor's buffer.
+// A file that can tell its size: its first bytes, through the longest
+// header taken, are read and checked first, so that a file that is not a
+// whole .npy costs no buffer of its size; then the rest of its data is read
+// into the tensor's buffer, behind the part that came with the header.
 absl::StatusOr<Tensor> ReadSizedNpy(std::ifstream& in, uint64_t size, const std::string& path) {
-  // The magic, the version and the header length come first (10 or 12 bytes).
+  // Magic, version, a header length of 2 or 4 bytes, the header.
   std::string head;
-  if (!ReadMore(in, head, std::min<uint64_t>(size, 12))) return ReadError(path);
-  if (head.size() >= 12 && head.substr(0, kMagic.size()) == kMagic) {
-    const size_t len_bytes = head[6] == 1 ? 2 : 4;
-    const uint64_t header_len = ReadLittleEndian(absl::string_view(head).substr(8, len_bytes));
-    const uint64_t end = std::min(size, 8 + len_bytes + std::min(header_len, kMaxHeaderBytes));
-    if (end > head.size() && !ReadMore(in, head, end - head.size())) return ReadError(path);
-  }
+  if (!ReadMore(in, head, std::min<uint64_t>(size, 12 + kMaxHeaderBytes))) return ReadError(path);
   absl::StatusOr<NpyLayout> layout = CheckNpy(head, size, path);
   if (!layout.ok()) return layout.status();
   std::string data;
@@ -159,9 +154,10 @@ absl::StatusOr<Tensor> ReadSizedNpy(std::ifstream& in, uint64_t size, const std:
     return absl::ResourceExhaustedError(absl::StrCat(path, ": its ", size - layout->data_offset,
                                                      " bytes of data do not fit in memory"));
   }
-  in.seekg(static_cast<std::streamoff>(layout->data_offset));
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  if (static_cast<size_t>(in.gcount()) != data.size()) return ReadError(path);
+  const size_t have = head.size() - layout->data_offset;
+  std::memcpy(data.data(), head.data() + layout->data_offset, have);
+  in.read(data.data() + have, static_cast<std::streamsize>(data.size() - have));
+  if (static_cast<size_t>(in.gcount()) != data.size() - have) return ReadError(path);
   return Tensor::FromBytes(layout->dtype, std::move(layout->shape), std::move(data));
 }
 

@@ -1,12 +1,18 @@
 // libFuzzer target: the client's file readers on untrusted file contents.
 // Input: u8 kind, then the contents.
 //   0 DecodeNpy (client/include/linalgd/npy.h); an accepted tensor must
-//     survive EncodeNpy + DecodeNpy with the same dtype, shape and bytes
+//     survive EncodeNpy + DecodeNpy with the same dtype, shape and bytes;
+//     ReadNpy of the same contents as a file (a memfd) must answer alike:
+//     the same status code, and the same tensor when accepted
 //   1 ParseNpyHeader (client/src/npy_header.h); an accepted header must
 //     parse again from FormatNpyHeader to the same fields
 //   2 ParseMatrixMarket as f64, 3 as f32 (matrix_market.h); an accepted
 //     matrix must be canonical CSR (sorted rows, indices in range)
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
 
 #include "client/src/npy_header.h"
 #include "linalgd/matrix_market.h"
@@ -15,10 +21,26 @@
 
 namespace {
 
+// ReadNpy of `contents` as a file: a memfd, read through /proc/self/fd.
+absl::StatusOr<linalgd::client::Tensor> ReadAsFile(absl::string_view contents) {
+  const int fd = memfd_create("fuzz.npy", MFD_CLOEXEC);
+  FUZZ_REQUIRE(fd >= 0);
+  FUZZ_REQUIRE(write(fd, contents.data(), contents.size()) ==
+               static_cast<ssize_t>(contents.size()));
+  absl::StatusOr<linalgd::client::Tensor> t =
+      linalgd::client::ReadNpy("/proc/self/fd/" + std::to_string(fd));
+  close(fd);
+  return t;
+}
+
 void FuzzNpy(absl::string_view contents) {
   using namespace linalgd::client;
   absl::StatusOr<Tensor> t = DecodeNpy(contents, "fuzz.npy");
+  absl::StatusOr<Tensor> file = ReadAsFile(contents);
+  FUZZ_REQUIRE(file.status().code() == t.status().code());
   if (!t.ok()) return;
+  FUZZ_REQUIRE(file->dtype() == t->dtype() && file->shape() == t->shape() &&
+               file->bytes() == t->bytes());
   absl::StatusOr<std::string> encoded = EncodeNpy(*t);
   FUZZ_REQUIRE(encoded.ok());
   absl::StatusOr<Tensor> again = DecodeNpy(*encoded, "again.npy");
