@@ -1,7 +1,5 @@
 // Jobs that run on the thread that submits them, on fake backends: tiny CPU
 // jobs (inline_max_run) and tiny GPU jobs on an idle lane (gpu_inline_max_run).
-#include "server/scheduler/scheduler.h"
-
 #include <memory>
 #include <random>
 #include <sstream>
@@ -14,6 +12,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/metrics/linalgd_metrics.h"
+#include "server/scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/scheduler/test_jobs.h"
 

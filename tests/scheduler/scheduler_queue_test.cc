@@ -1,13 +1,12 @@
 // The scheduler's queues on fake backends: a full queue, priorities, deadlines
 // and op-timeouts in the queue, cancellation, validation, shutdown, and
 // exactly-once answers under faults.
-#include "server/scheduler/scheduler.h"
-
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/scheduler/scheduler.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -161,7 +160,6 @@ TEST(SchedulerTest, ShutdownRunsQueuedJobsAndRefusesNewOnesExactlyOnce) {
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(out.finished[i].second.ok());
   EXPECT_EQ(out.finished[20].second.code(), absl::StatusCode::kUnavailable);
 }
-
 
 // Many callers, two GPUs that fail or stall at random, batching on,
 // cancellations: every job is answered exactly once.
