@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -70,6 +71,7 @@ struct Flags {
   std::string shutdown_grace = "30s";
   std::string drain_grace = "0";
   std::string devices;
+  std::string gpu_wait = "auto";
   std::string log_level = "info";
   std::string store_ttl = "1h";
   std::string max_ttl = "24h";
@@ -191,6 +193,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                "serve from the CPU only (also LINALGD_DISABLE_GPU=1, NV_MATH_DISABLE=1)");
   app.add_option("--handles-per-device", o.handles_per_device, "leased handle sets per GPU")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--gpu-wait", f.gpu_wait,
+                 "how threads wait for a GPU's work: auto (CUDA's choice: a spin on a host with "
+                 "more cores than CUDA contexts), spin, yield (spin, giving the core to other "
+                 "threads) or block (sleep until the GPU signals: no core spent, a wake-up later)")
       ->capture_default_str();
   app.add_option(
          "--inline-max-us", f.inline_max_us,
@@ -362,6 +369,13 @@ bool Finalize(Flags& f, StopTimes* stop) {
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
   if (!ParseCpuThreshold(f.cpu_threshold, o)) return false;
+  const std::optional<linalgd::GpuWait> wait = linalgd::ParseGpuWait(f.gpu_wait);
+  if (!wait) {
+    std::cerr << "linalgd: --gpu-wait: '" << f.gpu_wait
+              << "' is none of auto, spin, yield, block\n";
+    return false;
+  }
+  o.gpu_wait = *wait;
   o.inline_max_run = absl::Microseconds(f.inline_max_us);
   o.gpu_inline_max_run = absl::Microseconds(f.gpu_inline_max_us);
   if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))

@@ -22,6 +22,29 @@ class HandleSetClaim : public CallClaim {
   HandlePool::Claim claim_;
 };
 
+// Sets the current device's scheduling flag to `wait`'s, keeping its other
+// flags (the device may already be initialized: the flags are then replaced).
+absl::Status SetWait(GpuWait wait) {
+  unsigned int schedule = cudaDeviceScheduleAuto;
+  switch (wait) {
+    case GpuWait::kAuto:
+      return absl::OkStatus();
+    case GpuWait::kSpin:
+      schedule = cudaDeviceScheduleSpin;
+      break;
+    case GpuWait::kYield:
+      schedule = cudaDeviceScheduleYield;
+      break;
+    case GpuWait::kBlock:
+      schedule = cudaDeviceScheduleBlockingSync;
+      break;
+  }
+  unsigned int flags = 0;
+  LINALGD_GPU_CHECK(cudaGetDeviceFlags(&flags));
+  LINALGD_GPU_CHECK(cudaSetDeviceFlags((flags & ~cudaDeviceScheduleMask) | schedule));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(const GpuBackendConfig& config) {
@@ -34,6 +57,7 @@ absl::StatusOr<std::unique_ptr<GpuBackend>> GpuBackend::Create(const GpuBackendC
                                                    config.small_job_bytes, " is negative"));
   }
   LINALGD_GPU_CHECK(cudaSetDevice(config.device));
+  LINALGD_RETURN_IF_ERROR(SetWait(config.wait));
   // The handle sets' workspaces and small-job staging come out of the budget.
   const int64_t fixed =
       static_cast<int64_t>(config.handle_sets) * (kWorkspaceBytes + config.small_job_bytes);

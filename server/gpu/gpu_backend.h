@@ -14,6 +14,7 @@
 #include "server/common/status_macros.h"
 #include "server/gpu/device_memory.h"
 #include "server/gpu/gpu_context.h"
+#include "server/gpu/gpu_wait.h"
 #include "server/gpu/handle_pool.h"
 #include "server/gpu/lt_matmul.h"
 #include "server/gpu/pinned_pool.h"
@@ -40,6 +41,9 @@ struct GpuBackendConfig {
   // --singular-rcond-factor (server/backend/condition.h), passed to every
   // job's GpuContext.
   double singular_rcond_factor = 1.0;
+  // The device's scheduling flag (GpuWait, --gpu-wait), set before anything
+  // is made on it; kAuto leaves CUDA's.
+  GpuWait wait = GpuWait::kAuto;
   // Each handle set's small-job staging (small_matmul.h): this many bytes of
   // page-locked host memory and as many device bytes (out of budget_bytes);
   // a product whose operands and result fit takes the one-round-trip path.

@@ -89,6 +89,7 @@ void CudaGpuEngine::StartBackend(const GpuOptions& options, int sets, DeviceInfo
   }
   config.host_alloc = host_alloc_;
   config.singular_rcond_factor = options.singular_rcond_factor;
+  config.wait = options.wait;
   auto backend = gpu::GpuBackend::Create(config);
   if (!backend.ok()) {
     info.healthy = false;
@@ -96,9 +97,10 @@ void CudaGpuEngine::StartBackend(const GpuOptions& options, int sets, DeviceInfo
     spdlog::error("gpu:{} ({}) not used: {}", info.index, info.name, info.status);
     return;
   }
-  spdlog::info("gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets) in service",
-               info.index, info.name, info.cc_major, info.cc_minor, info.total_memory_bytes >> 20,
-               info.budget_bytes >> 20, sets);
+  spdlog::info(
+      "gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets, --gpu-wait {}) in service",
+      info.index, info.name, info.cc_major, info.cc_minor, info.total_memory_bytes >> 20,
+      info.budget_bytes >> 20, sets, std::string(GpuWaitName(options.wait)));
   backends_.push_back(*std::move(backend));
 }
 

@@ -14,6 +14,7 @@
 #include "server/common/host_allocator.h"
 #include "server/common/memory_budget.h"
 #include "server/common/tensor.h"
+#include "server/gpu/gpu_wait.h"
 #include "server/gpu/transfer_counters.h"
 
 namespace linalgd {
@@ -28,6 +29,7 @@ struct GpuOptions {
   int min_compute_capability = 75;
   int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
   double singular_rcond_factor = 1.0;            // --singular-rcond-factor (backend/condition.h)
+  GpuWait wait = GpuWait::kAuto;                 // --gpu-wait: set on each device in service
   // Called with a lane's name ("gpu:N") and its reserved bytes after every
   // change of its MemoryBudget (that budget's on_change: quick, with the
   // budget's lock held). May be empty.

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_runtime.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "linalgd/client.h"
@@ -266,6 +267,33 @@ TEST_F(GpuServerTest, SmallProductOnAnIdleGpuRunsInline) {
         test_ref::MatMul(a.ToVector<double>(), b.ToVector<double>(), 128, 96, 80);
     EXPECT_LT(test_ref::RelError(r->out.ToVector<double>(), ref), 1e-12);
   }
+}
+
+// --gpu-wait block: the device's scheduling flag becomes the blocking sync
+// (the flag is the process's: restored after), and the products that wait
+// on it, the one-round-trip path and a cuBLASLt one, are right.
+TEST_F(GpuServerTest, GpuWaitBlockSetsTheDevicesSchedulingFlag) {
+  unsigned int before = 0;
+  const bool had = cudaSetDevice(0) == cudaSuccess && cudaGetDeviceFlags(&before) == cudaSuccess;
+  ServerOptions o;
+  o.cpu_threshold = 0;
+  o.gpu_wait = GpuWait::kBlock;
+  START_OR_SKIP(o);
+  ASSERT_TRUE(had);
+  unsigned int flags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&flags), cudaSuccess);
+  EXPECT_EQ(flags & cudaDeviceScheduleMask, static_cast<unsigned>(cudaDeviceScheduleBlockingSync));
+  for (int64_t n : {128, 1024}) {
+    client::MatmulArgs args;
+    args.a = Random({n, 96}, 900);
+    args.b = Random({96, 80}, 901);
+    const client::Tensor a = args.a, b = args.b;
+    auto r = client_->Matmul(std::move(args));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->info.backend, "gpu:0");
+    EXPECT_LT(MatmulError(a, b, r->out), 1e-12) << n;
+  }
+  EXPECT_EQ(cudaSetDeviceFlags(before), cudaSuccess);
 }
 
 // With --gpu-inline-max-us 0 the same product queues for a lane worker.

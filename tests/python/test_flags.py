@@ -25,12 +25,29 @@ from conftest import server_binary
     ("--singular-rcond-factor", "-1"),
     ("--busy-blas-threads", "-1"),
     ("--busy-blas-threads", "1025"),
+    ("--gpu-wait", "sometimes"),
+    ("--gpu-wait", "SPIN"),
+    ("--gpu-wait", ""),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
                           flag, value], capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert flag in (out.stdout + out.stderr)
+
+
+@pytest.mark.parametrize("wait", ["auto", "spin", "yield", "block"])
+def test_every_gpu_wait_is_taken_and_serves(start_server, wait):
+    import numpy as np
+    import linalgd
+    s = start_server("--gpu-wait", wait, log_level="info")
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    with linalgd.Client(s.target) as c:
+        np.testing.assert_array_equal(c.matmul(a, a.T), a @ a.T)
+    import re
+    gpus = re.findall(r"gpu:\d+ \((.*)\) in service", s.output())
+    for line in gpus:  # each GPU in service names the wait on its start line
+        assert line.endswith(f"--gpu-wait {wait}"), line
 
 
 def test_build_info_metric_names_the_version_and_commit_that_version_prints(start_server):

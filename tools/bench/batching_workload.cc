@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartServer(const BenchOptions& o, int m
   so.max_queue = std::max(1024, 2 * o.batch_callers);
   so.allow_shm = o.batch_shm;
   so.handles_per_device = o.batch_handles;
+  so.gpu_wait = o.gpu_wait;
   if (o.batch_inline_max_us >= 0) so.inline_max_run = absl::Microseconds(o.batch_inline_max_us);
   so.gpu_inline_max_run = absl::Microseconds(o.batch_gpu_inline_max_us);
   return Server::Start(so);
@@ -176,6 +177,7 @@ class BatchingWorkload final : public Workload {
                                                        kShmResponseBytes, " response"));
     }
     report.SetConfig(w + ".backend", on->backend);
+    report.SetConfig(w + ".gpu_wait", std::string(GpuWaitName(o.gpu_wait)));
     report.SetConfig(w + ".max_batch", absl::StrCat(o.batch_max));
     report.SetConfig(w + ".handles_per_device", absl::StrCat(o.batch_handles));
     report.SetConfig(w + ".max_queue_delay_us", absl::StrCat(o.batch_delay_us));

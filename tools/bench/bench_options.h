@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "server/gpu/gpu_wait.h"
+
 namespace linalgd::bench {
 
 // Everything a run of linalgd-bench is told, filled from flags. The defaults
@@ -53,6 +55,9 @@ struct BenchOptions {
   int batch_inline_max_us = -1;
   // batching: --gpu-inline-max-us of the servers (0, the server's default: GPU jobs queue).
   int batch_gpu_inline_max_us = 0;
+  // --gpu-wait of every server this process starts (the device's flag is the
+  // process's: they share it).
+  GpuWait gpu_wait = GpuWait::kAuto;
   // gpu_inline: --gpu-inline-max-us of its first server (the second: 0); it
   // reuses batch_n, batch_shm, batch_handles, batch_cpu_threshold and
   // batch_latency_iterations.

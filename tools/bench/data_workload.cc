@@ -43,6 +43,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartShmServer(const BenchOptions& o) {
   so.metrics_listen = "";
   so.allow_shm = true;
   so.max_message_bytes = o.max_message_bytes;
+  so.gpu_wait = o.gpu_wait;
   return Server::Start(so);
 }
 

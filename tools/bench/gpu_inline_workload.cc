@@ -36,6 +36,7 @@ absl::StatusOr<InlineSetting> MeasureInline(const BenchOptions& o, int gpu_inlin
   so.cpu_threshold = o.batch_cpu_threshold;
   so.allow_shm = o.batch_shm;
   so.handles_per_device = o.batch_handles;
+  so.gpu_wait = o.gpu_wait;
   so.gpu_inline_max_run = absl::Microseconds(gpu_inline_max_us);
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(so);
   if (!server.ok()) return server.status();

@@ -6,7 +6,9 @@
 
 #include <csignal>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -127,6 +129,12 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "gpu_inline: --gpu-inline-max-us of its first server (the second has 0)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  std::map<std::string, GpuWait> waits;
+  for (const auto& [name, wait] : kGpuWaitNames) waits.emplace(std::string(name), wait);
+  app.add_option("--gpu-wait", o.gpu_wait,
+                 "the in-process servers' --gpu-wait: auto, spin, yield or block")
+      ->transform(CLI::CheckedTransformer(waits))
+      ->default_str("auto");
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
@@ -246,6 +254,7 @@ int main(int argc, char** argv) {
   server_options.listen = "127.0.0.1:0";
   server_options.metrics_listen = "";
   server_options.max_message_bytes = options.max_message_bytes;
+  server_options.gpu_wait = options.gpu_wait;
   absl::StatusOr<std::unique_ptr<linalgd::Server>> server = linalgd::Server::Start(server_options);
   if (!server.ok()) {
     std::cerr << "error: cannot start linalgd in-process: " << server.status() << "\n";

@@ -26,13 +26,14 @@ struct Endpoint {
   std::unique_ptr<Client> client;
 };
 
-absl::StatusOr<Endpoint> StartEndpoint(std::string label, bool cpu_only) {
+absl::StatusOr<Endpoint> StartEndpoint(std::string label, bool cpu_only, GpuWait wait) {
   ServerOptions so;
   so.listen = "127.0.0.1:0";
   so.metrics_listen = "";
   so.cpu_threshold = 0;  // every size may go to a GPU when there is one
   so.disable_gpu = cpu_only;
   so.op_timeout = absl::Hours(1);
+  so.gpu_wait = wait;
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(so);
   if (!server.ok()) return server.status();
   client::ClientOptions co;
@@ -85,7 +86,8 @@ class SparseWorkload : public Workload {
     if (o.sparse_graph > 0) problems.push_back(GraphLaplacian(o.sparse_graph, 8, 1e-2));
     std::map<std::string, SolveRun> first;  // "problem method" -> the gpu-server run
     for (const char* label : {"gpu-server", "cpu-server"}) {
-      absl::StatusOr<Endpoint> e = StartEndpoint(label, std::string(label) == "cpu-server");
+      absl::StatusOr<Endpoint> e =
+          StartEndpoint(label, std::string(label) == "cpu-server", o.gpu_wait);
       if (!e.ok()) return e.status();
       for (const SparseProblem& p : problems) {
         for (const std::string& m : o.sparse_methods) {
