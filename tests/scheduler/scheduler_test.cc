@@ -118,14 +118,28 @@ TEST(SchedulerTest, CpuOnlyJobsRunOnCpuWithTheirReason) {
   EXPECT_EQ(SparseCpuOnlyReason(DType::kC128), "");
 }
 
+// How one job of Spec(size) ended, through a scheduler of `o` over `cpu` and
+// `gpus` that is shut down before this returns.
+struct OneJob {
+  absl::Status status = absl::UnknownError("not finished");
+  ExecutionInfo info;
+};
+OneJob RunOneJob(const SchedulerOptions& o, Backend* cpu, std::vector<Backend*> gpus,
+                 int64_t size = 4096) {
+  Outcome out;
+  {
+    Scheduler s(o, cpu, std::move(gpus));
+    s.Submit(std::make_unique<TestJob>(1, Spec(size), &out));
+    EXPECT_TRUE(out.WaitFor(1));
+  }
+  absl::MutexLock lock(&out.mu);
+  if (out.finished.empty()) return {};
+  return {out.finished[0].second, out.infos[0]};
+}
+
 TEST(SchedulerTest, WithoutGpuEverythingRunsOnCpu) {
   FakeBackend cpu("cpu");
-  Outcome out;
-  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{});
-  s.Submit(std::make_unique<TestJob>(1, Spec(100000), &out));
-  ASSERT_TRUE(out.WaitFor(1));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.infos[0].backend, "cpu");
+  EXPECT_EQ(RunOneJob(OneWorker(), &cpu, {}, 100000).info.backend, "cpu");
 }
 
 // Out of memory, and what the GPU backend has no path for (a complex lstsq
@@ -136,15 +150,10 @@ TEST(SchedulerTest, RetryableGpuErrorRerunsOnCpuWithReason) {
     SCOPED_TRACE(error.ToString());
     FakeBackend cpu("cpu"), gpu("gpu:0");
     gpu.SetBehaviour(absl::ZeroDuration(), error);
-    Outcome out;
-    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
-    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
-    ASSERT_TRUE(out.WaitFor(1));
-    absl::MutexLock lock(&out.mu);
-    EXPECT_TRUE(out.finished[0].second.ok());
-    EXPECT_EQ(out.infos[0].backend, "cpu");
-    EXPECT_EQ(out.infos[0].fallback_reason,
-              absl::StrCat("gpu:0: ", error.message(), "; ran on cpu"));
+    const OneJob job = RunOneJob(OneWorker(), &cpu, {&gpu});
+    EXPECT_TRUE(job.status.ok()) << job.status;
+    EXPECT_EQ(job.info.backend, "cpu");
+    EXPECT_EQ(job.info.fallback_reason, absl::StrCat("gpu:0: ", error.message(), "; ran on cpu"));
     EXPECT_EQ(gpu.calls(), 1);
     EXPECT_EQ(cpu.calls(), 1);
     EXPECT_TRUE(RetryableOnCpu(error));
@@ -157,24 +166,15 @@ TEST(SchedulerTest, WithoutCpuFallbackTheGpuErrorIsReturned) {
   gpu.SetBehaviour(absl::ZeroDuration(), absl::InternalError("cublas failed"));
   SchedulerOptions o = OneWorker();
   o.cpu_fallback = false;
-  Outcome out;
-  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
-  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
-  ASSERT_TRUE(out.WaitFor(1));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(RunOneJob(o, &cpu, {&gpu}).status.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(cpu.calls(), 0);
 }
 
 TEST(SchedulerTest, FinalGpuErrorIsReturned) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::ZeroDuration(), absl::FailedPreconditionError("U[2,2] is zero"));
-  Outcome out;
-  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
-  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
-  ASSERT_TRUE(out.WaitFor(1));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(RunOneJob(OneWorker(), &cpu, {&gpu}).status.code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(cpu.calls(), 0);
 }
 
@@ -438,12 +438,7 @@ TEST(SchedulerTest, OpTimeoutWithoutCpuFallbackIsDeadlineExceeded) {
   SchedulerOptions o = OneWorker();
   o.op_timeout = absl::Milliseconds(50);
   o.cpu_fallback = false;
-  Outcome out;
-  Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
-  s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out));
-  ASSERT_TRUE(out.WaitFor(1));
-  absl::MutexLock lock(&out.mu);
-  EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(RunOneJob(o, &cpu, {&gpu}).status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(cpu.calls(), 0);
 }
 
