@@ -6,9 +6,9 @@
 
 #include <csignal>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -129,11 +129,12 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
                  "gpu_inline: --gpu-inline-max-us of its first server (the second has 0)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  std::map<std::string, GpuWait> waits;
-  for (const auto& [name, wait] : kGpuWaitNames) waits.emplace(std::string(name), wait);
-  app.add_option("--gpu-wait", o.gpu_wait,
-                 "the in-process servers' --gpu-wait: auto, spin, yield or block")
-      ->transform(CLI::CheckedTransformer(waits))
+  std::vector<std::string> waits;
+  for (const auto& [name, wait] : kGpuWaitNames) waits.emplace_back(name);
+  app.add_option_function<std::string>(
+         "--gpu-wait", [&o](const std::string& v) { o.gpu_wait = *ParseGpuWait(v); },
+         "the in-process servers' --gpu-wait: auto, spin, yield or block")
+      ->check(CLI::IsMember(waits))
       ->default_str("auto");
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
