@@ -401,13 +401,7 @@ TEST(SchedulerGpuInlineTest, NothingLostNothingAnsweredTwiceWithInlineJobs) {
   gpu1.SetBehaviour(absl::Microseconds(300), absl::OkStatus());
   gpu0.SetClaimLimit(1);
   gpu1.SetClaimLimit(1);
-  SchedulerOptions o;
-  o.cpu_workers = 2;
-  o.gpu_workers_per_device = 2;
-  o.max_queue = 10000;
-  o.op_timeout = absl::Seconds(30);
-  o.batching.max_batch = 8;
-  o.batching.max_queue_delay = absl::Milliseconds(1);
+  SchedulerOptions o = ManyCallersOptions();
   constexpr int kThreads = 4, kJobsEach = 100, kJobs = kThreads * kJobsEach;
   Outcome out;
   {

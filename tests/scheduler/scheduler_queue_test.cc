@@ -169,13 +169,7 @@ TEST(SchedulerTest, NothingLostNothingAnsweredTwiceUnderFaults) {
   gpu0.SetBehaviour(absl::Milliseconds(1), absl::InternalError("injected"));
   gpu1.SetBehaviour(absl::Milliseconds(1), absl::OkStatus());
   gpu1.set_batch_error(absl::UnavailableError("batch failed"));
-  SchedulerOptions o;
-  o.cpu_workers = 2;
-  o.gpu_workers_per_device = 2;
-  o.max_queue = 10000;
-  o.op_timeout = absl::Seconds(30);
-  o.batching.max_batch = 8;
-  o.batching.max_queue_delay = absl::Milliseconds(1);
+  SchedulerOptions o = ManyCallersOptions();
   constexpr int kJobs = 400;
   Outcome out;
   {

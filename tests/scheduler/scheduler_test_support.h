@@ -28,6 +28,19 @@ inline SchedulerOptions OneWorker(int max_queue = 16) {
   return o;
 }
 
+// The exactly-once tests' scheduler: two workers per lane, a deep queue,
+// batches of up to 8 gathered for 1 ms, a 30 s op-timeout.
+inline SchedulerOptions ManyCallersOptions() {
+  SchedulerOptions o;
+  o.cpu_workers = 2;
+  o.gpu_workers_per_device = 2;
+  o.max_queue = 10000;
+  o.op_timeout = absl::Seconds(30);
+  o.batching.max_batch = 8;
+  o.batching.max_queue_delay = absl::Milliseconds(1);
+  return o;
+}
+
 // Waits until b has been called n times.
 inline void WaitForCalls(const FakeBackend& b, int n) {
   while (b.calls() < n) absl::SleepFor(absl::Milliseconds(1));
