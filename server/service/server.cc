@@ -341,6 +341,10 @@ absl::Status ServerImpl::StartGrpc() {
   grpc::ServerBuilder builder;
   builder.SetOption(ReflectionOption(options_.reflection));
   builder.AddListeningPort(options_.listen, *credentials, &port_);
+  // gRPC sets SO_REUSEPORT by default: a second server on a taken port would
+  // start and silently take half of the first one's new connections (and
+  // with them callers whose resident ids live on the first). Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const int max_bytes = static_cast<int>(std::min<int64_t>(options_.max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(max_bytes);
   builder.SetMaxSendMessageSize(max_bytes);

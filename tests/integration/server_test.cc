@@ -289,6 +289,27 @@ TEST_F(IntegrationTest, ServerInfoAndHealth) {
   EXPECT_EQ(*health, client::HealthStatus::kServing);
 }
 
+TEST_F(IntegrationTest, ASecondServerOnATakenPortIsRefusedAndTheFirstServes) {
+  ServerOptions o;
+  o.listen = target();
+  o.metrics_listen = "";
+  auto second = Server::Start(o);
+  ASSERT_FALSE(second.ok()) << "two servers share " << o.listen;
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("cannot listen on " + o.listen));
+  // Every new connection still reaches the first server.
+  for (int i = 0; i < 4; ++i) {
+    client::ClientOptions fresh;
+    fresh.target = target();
+    fresh.own_connection = true;
+    auto c = Client::Create(fresh);
+    ASSERT_TRUE(c.ok()) << c.status();
+    auto health = (*c)->Health();
+    ASSERT_TRUE(health.ok()) << health.status();
+    EXPECT_EQ(*health, client::HealthStatus::kServing);
+  }
+}
+
 TEST_F(IntegrationTest, ShutdownLetsCallsInFlightFinishAndRefusesNewOnes) {
   server_->Shutdown(absl::Seconds(1));
   ServerOptions slow;
