@@ -4,6 +4,7 @@ The server binary is $LINALGD_SERVER (ctest sets it), else build-py/bin/linalgd
 or build/bin/linalgd of the repository. Without one, server tests fail.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,14 +51,18 @@ def metric_value(metrics_port, name):
 
 
 class Server:
-    """One linalgd process on 127.0.0.1:<free port>, SERVING when start() returns."""
+    """One linalgd process on 127.0.0.1, SERVING when start() returns: on the port given to
+    start(), else on one the kernel picks at the server's bind (--listen HOST:0), read from its
+    "listening on port" log line. A port picked before the server binds it could be another
+    test's server by then, answering the readiness check in its place."""
 
-    def __init__(self, *extra_flags, listen_host="127.0.0.1", metrics=False, log_level="warn",
+    def __init__(self, *extra_flags, listen_host="127.0.0.1", metrics=False, log_level="info",
                  **client_kwargs):
         self.extra_flags = list(extra_flags)
         self.log_level = log_level
         self.listen_host = listen_host  # the target stays 127.0.0.1
-        self.metrics_port = free_port() if metrics else None
+        self.metrics = metrics  # on a port the kernel picks, read from the log
+        self.metrics_port = None
         self.client_kwargs = client_kwargs  # how the readiness check connects (TLS)
         self.proc = None
         self.port = None
@@ -72,21 +77,32 @@ class Server:
         if not binary or not os.access(binary, os.X_OK):
             pytest.fail(f"no linalgd server binary (LINALGD_SERVER={binary!r}); build the "
                         "linalgd target or set LINALGD_SERVER")
-        for _ in range(3):  # a free port can be taken before the server binds it
-            self.port = port or free_port()
-            metrics = f"127.0.0.1:{self.metrics_port}" if self.metrics_port else ""
-            cmd = [binary, "--listen", f"{self.listen_host}:{self.port}", "--metrics-listen", metrics,
-                   "--log-level", self.log_level, "--shutdown-grace", "1s", "--cpu-workers", "2",
-                   "--blas-threads", "1", *self.extra_flags]
-            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
-            if self._wait_serving(timeout):
-                return self
-            if port:
-                break
+        metrics = "127.0.0.1:0" if self.metrics else ""
+        cmd = [binary, "--listen", f"{self.listen_host}:{port or 0}", "--metrics-listen", metrics,
+               "--log-level", self.log_level, "--shutdown-grace", "1s", "--cpu-workers", "2",
+               "--blas-threads", "1", *self.extra_flags]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        listening = self._logged(r"listening on port (\d+) ", deadline)
+        self.port = port or listening
+        if self.metrics and listening:
+            self.metrics_port = self._logged(r"metrics on http://127\.0\.0\.1:(\d+)/", deadline)
+        if self.port and self._wait_serving(deadline):
+            return self
+        self.stop()
         pytest.fail(f"linalgd did not become SERVING: {' '.join(cmd)}\n{self.output()}")
 
-    def _wait_serving(self, timeout):
-        deadline = time.monotonic() + timeout
+    def _logged(self, pattern, deadline):
+        """The number `pattern` captures in the server's log, once logged (None if the server
+        exits or the deadline passes first)."""
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(pattern, self.output(whole=True))
+            if m:
+                return int(m.group(1))
+            time.sleep(0.01)
+        return None
+
+    def _wait_serving(self, deadline):
         policy = linalgd.RetryPolicy(retries=0, initial_backoff=0.02, max_backoff=0.1)
         with linalgd.Client(self.target, timeout=1.0, retry_policy=policy,
                             **self.client_kwargs) as c:
@@ -113,10 +129,11 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
 
-    def output(self):
+    def output(self, whole=False):
         self.log.flush()
         with open(self.log.name, errors="replace") as f:
-            return f.read()[-4000:]
+            text = f.read()
+        return text if whole else text[-4000:]
 
 
 @pytest.fixture(scope="session")
