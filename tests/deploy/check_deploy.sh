@@ -95,7 +95,6 @@ else
 fi
 
 # 7. Metric names against a live scrape.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 scrape_until() {  # scrape_until URL SECONDS: writes $work/scrape.txt once it has linalgd_ families
   local deadline=$((SECONDS + $2))
   while (( SECONDS < deadline )); do
@@ -111,11 +110,17 @@ if [[ -n "$metrics" ]]; then
   if [[ "$metrics" =~ ^https?:// ]]; then curl -fsS --max-time 5 "$metrics" -o "$work/scrape.txt"; else cp "$metrics" "$work/scrape.txt"; fi
   source_desc="$metrics"
 else
-  mport="$(free_port)"
-  "$linalgd" --listen "127.0.0.1:$(free_port)" --metrics-listen "127.0.0.1:$mport" --disable-gpu \
-    --log-level warn > "$work/linalgd.log" 2>&1 &
+  # Ports 0: the kernel picks free ones at the server's binds; its log names the metrics one.
+  "$linalgd" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --disable-gpu \
+    --log-level info > "$work/linalgd.log" 2>&1 &
   pids+=($!)
-  if scrape_until "http://127.0.0.1:$mport/metrics" 20; then
+  mport=""
+  for _ in $(seq 100); do
+    mport=$(sed -n 's|.*metrics on http://127\.0\.0\.1:\([0-9][0-9]*\)/metrics.*|\1|p' "$work/linalgd.log")
+    [[ -n "$mport" ]] && break
+    sleep 0.1
+  done
+  if [[ -n "$mport" ]] && scrape_until "http://127.0.0.1:$mport/metrics" 20; then
     source_desc="live $linalgd"
   elif [[ -n "$fixture" ]]; then
     echo "NOTE: $linalgd serves no linalgd_ metrics on --metrics-listen yet; scraping $fixture instead"

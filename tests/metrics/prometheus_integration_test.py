@@ -15,6 +15,7 @@ Exit 0 when every check passed, 1 on a failure.
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -258,16 +259,37 @@ def server_serves_metrics(metrics_address, timeout=15):
     return False
 
 
+def logged_port(path, pattern, proc, timeout=20.0):
+    """The port `pattern` captures in the server's log at `path` once logged (None if the
+    server exits or `timeout` passes first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(path, errors="replace") as f:
+            m = re.search(pattern, f.read())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.05)
+    return None
+
+
 def run_server(binary, workdir):
-    grpc_address = f"127.0.0.1:{free_port()}"
-    metrics_address = f"127.0.0.1:{free_port()}"
-    log = open(os.path.join(workdir, "linalgd.log"), "w")
+    # Ports 0: the kernel picks free ones at the server's binds, and its log names them (a port
+    # picked beforehand could be another test's server by then, and its counts not ours).
+    path = os.path.join(workdir, "linalgd.log")
+    log = open(path, "w")
     proc = subprocess.Popen(
-        [binary, "--listen", grpc_address, "--metrics-listen", metrics_address,
-         "--disable-gpu", "--log-level", "warn"],
+        [binary, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+         "--disable-gpu", "--log-level", "info"],
         stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, LINALGD_DISABLE_GPU="1"))
     try:
         n_ok, n_bad = 5, 3
+        grpc_port = logged_port(path, r"listening on port (\d+) ", proc)
+        metrics_port = logged_port(path, r"metrics on http://127\.0\.0\.1:(\d+)/", proc)
+        if grpc_port is None or metrics_port is None:
+            print(f"FAIL: {binary} did not log its ports:\n{open(path).read()[-2000:]}")
+            return 1
+        grpc_address = f"127.0.0.1:{grpc_port}"
+        metrics_address = f"127.0.0.1:{metrics_port}"
         if not server_serves_metrics(metrics_address):
             print(f"FAIL: {binary} serves no linalgd metrics on --metrics-listen")
             return 1

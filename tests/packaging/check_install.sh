@@ -2,7 +2,7 @@
 # A client-only build (-DLINALGD_BUILD_SERVER=OFF: no CUDA, SuiteSparse or
 # BLAS) installed into a fresh prefix; a project outside the tree built
 # against that prefix with find_package(linalgd CONFIG) and with pkg-config;
-# both run against a real server on a free loopback port.
+# both run against a real server on a loopback port the kernel picks.
 # Usage: check_install.sh SOURCE_DIR WORK_DIR LINALGD_BINARY
 # WORK_DIR is fixed (under the build tree), so its builds are incremental.
 set -euo pipefail
@@ -40,13 +40,16 @@ command -v ccache >/dev/null && compiler=(ccache c++)
 "${compiler[@]}" -std=c++17 -O1 -o "$work/consumer-pc/consumer" \
   "$src/tests/packaging/consumer/main.cc" "${flags[@]}"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-LINALGD_DISABLE_GPU=1 "$linalgd" --listen "127.0.0.1:$port" --metrics-listen "" \
+# Port 0: the kernel picks a free one at the server's bind; its log line names it.
+LINALGD_DISABLE_GPU=1 "$linalgd" --listen 127.0.0.1:0 --metrics-listen "" \
   >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
+port=""
 for _ in $(seq 100); do
-  "$prefix/bin/linalgd-cli" --target "127.0.0.1:$port" --timeout 1s health >/dev/null 2>&1 && break
+  [[ -n "$port" ]] || port=$(sed -n 's/.*listening on port \([0-9][0-9]*\) .*/\1/p' "$work/server.log")
+  [[ -n "$port" ]] &&
+    "$prefix/bin/linalgd-cli" --target "127.0.0.1:$port" --timeout 1s health >/dev/null 2>&1 && break
   kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
   sleep 0.1
 done
