@@ -12,8 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -24,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gtest/gtest.h"
 #include "linalgd/client.h"
 #include "server/common/status_macros.h"
 
@@ -65,8 +67,13 @@ class ReplicaProcess {
     return p;
   }
 
+  // A failed test shows the end of each of its servers' logs.
   ~ReplicaProcess() {
     Kill();
+    if (::testing::Test::HasFailure() && !log_path_.empty()) {
+      std::cerr << "--- linalgd " << id_ << " (port " << port_ << "), its log's end:\n"
+                << LogTail() << "\n";
+    }
     ::unlink(log_path_.c_str());
   }
   ReplicaProcess(const ReplicaProcess&) = delete;
