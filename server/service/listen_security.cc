@@ -9,9 +9,12 @@
 #include <netinet/in.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -132,6 +135,27 @@ bool IsLoopbackAddress(absl::string_view listen) {
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6;
   return inet_pton(AF_INET6, text.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+std::string UnixSocketPath(absl::string_view listen) {
+  if (absl::ConsumePrefix(&listen, "unix://")) return std::string(listen);  // unix:///abs
+  if (absl::ConsumePrefix(&listen, "unix:")) return std::string(listen);
+  return "";
+}
+
+absl::Status CheckUnixSocketFree(absl::string_view listen) {
+  const std::string path = UnixSocketPath(listen);
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof addr.sun_path) return absl::OkStatus();
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::OkStatus();  // gRPC's bind reports what is wrong
+  const bool taken = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  if (!taken) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", listen,
+                                             ": another process accepts connections on ", path));
 }
 
 absl::Status CheckListenSecurity(absl::string_view listen, const TlsServerOptions& tls,

@@ -40,6 +40,16 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 // and unix sockets.
 bool IsLoopbackAddress(absl::string_view listen);
 
+// The socket file of a unix:PATH or unix:///PATH address; empty for any other.
+std::string UnixSocketPath(absl::string_view listen);
+
+// UNAVAILABLE naming the address when `listen` is a unix socket path another
+// process accepts connections on: gRPC unlinks an existing socket file before
+// it binds, which would take the path from a live server (as SO_REUSEPORT
+// would share a TCP port). A stale file, with no one listening, is left to
+// gRPC to replace.
+absl::Status CheckUnixSocketFree(absl::string_view listen);
+
 // FAILED_PRECONDITION when `listen` is reachable from other hosts while TLS
 // is off and `insecure` was not given; the message names the flags.
 absl::Status CheckListenSecurity(absl::string_view listen, const TlsServerOptions& tls,

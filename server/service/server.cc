@@ -337,6 +337,7 @@ std::vector<GpuLane> ServerImpl::GpuLanes(const std::vector<Backend*>& gpus) {
 absl::Status ServerImpl::StartGrpc() {
   auto credentials = MakeServerCredentials(options_.tls);
   if (!credentials.ok()) return credentials.status();
+  LINALGD_RETURN_IF_ERROR(CheckUnixSocketFree(options_.listen));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.SetOption(ReflectionOption(options_.reflection));
@@ -368,8 +369,10 @@ absl::Status ServerImpl::StartGrpc() {
   auto* health = grpc_->GetHealthCheckService();
   health->SetServingStatus("", true);
   health->SetServingStatus(kServiceName, true);
-  spdlog::info("linalgd {} listening on port {} ({}; backends: cpu{})", LinalgdVersionString(),
-               port_, options_.tls.enabled() ? "TLS" : "plaintext",
+  const std::string unix_path = UnixSocketPath(options_.listen);
+  spdlog::info("linalgd {} listening on {} ({}; backends: cpu{})", LinalgdVersionString(),
+               unix_path.empty() ? absl::StrCat("port ", port_) : options_.listen,
+               options_.tls.enabled() ? "TLS" : "plaintext",
                gpu_->backends().empty() ? "" : absl::StrCat(", ", gpu_->backends().size(), " gpu"));
   const bool insecure = !options_.tls.enabled() && !IsLoopbackAddress(options_.listen);
   metrics_->SetInsecureListen(insecure);

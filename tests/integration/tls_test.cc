@@ -4,8 +4,12 @@
 // are required with a client CA, the certificate files are reloaded, and a
 // non-loopback plaintext listen is refused.
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -218,6 +222,54 @@ TEST(ListenSecurityTest, LoopbackAddresses) {
        {"0.0.0.0:1", "[::]:1", "10.0.0.1:1", "127.evil.example:1", "example.com:1"}) {
     EXPECT_FALSE(IsLoopbackAddress(a)) << a;
   }
+}
+
+TEST(ListenSecurityTest, UnixSocketPaths) {
+  EXPECT_EQ(UnixSocketPath("unix:/tmp/a.sock"), "/tmp/a.sock");
+  EXPECT_EQ(UnixSocketPath("unix:///tmp/a.sock"), "/tmp/a.sock");
+  EXPECT_EQ(UnixSocketPath("unix:a.sock"), "a.sock");
+  EXPECT_EQ(UnixSocketPath("127.0.0.1:1"), "");
+  EXPECT_EQ(UnixSocketPath("unix-abstract:a"), "");
+}
+
+// gRPC unlinks a socket file before it binds: without the check, a second
+// server would take the path from the first and every new caller with it.
+TEST(ListenSecurityTest, AUnixSocketAServerListensOnIsRefusedAStaleOneReplaced) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "linalgd-", getpid(), ".sock");
+  ServerOptions o;
+  o.listen = "unix:" + path;
+  o.metrics_listen = "";
+  auto first = Server::Start(o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Server::Start(o);
+  ASSERT_FALSE(second.ok()) << "two servers on " << o.listen;
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("cannot listen on " + o.listen));
+  EXPECT_THAT(second.status().message(), HasSubstr("another process accepts connections"));
+  client::ClientOptions co;
+  co.target = o.listen;
+  co.own_connection = true;
+  auto c = Client::Create(co);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto health = (*c)->Health();
+  ASSERT_TRUE(health.ok()) << health.status();  // the first still owns the path
+  EXPECT_EQ(*health, client::HealthStatus::kServing);
+  c->reset();
+  (*first)->Shutdown(absl::Seconds(1));
+  first->reset();
+  // What a server that died left behind (its file, no listener) is taken over.
+  std::filesystem::remove(path);
+  const int stale = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  ASSERT_EQ(bind(stale, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  close(stale);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  auto third = Server::Start(o);
+  ASSERT_TRUE(third.ok()) << third.status();
+  (*third)->Shutdown(absl::Seconds(1));
+  std::filesystem::remove(path);
 }
 
 TEST(ClientTlsOptionsTest, ProblemsNameTheField) {
