@@ -10,16 +10,15 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "server/common/unix_socket.h"
 
 namespace linalgd {
 namespace {
@@ -145,15 +144,7 @@ std::string UnixSocketPath(absl::string_view listen) {
 
 absl::Status CheckUnixSocketFree(absl::string_view listen) {
   const std::string path = UnixSocketPath(listen);
-  sockaddr_un addr{};
-  if (path.empty() || path.size() >= sizeof addr.sun_path) return absl::OkStatus();
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::OkStatus();  // gRPC's bind reports what is wrong
-  const bool taken = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  if (!taken) return absl::OkStatus();
+  if (path.empty() || !UnixSocketInUse(path, SOCK_STREAM)) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", listen,
                                              ": another process accepts connections on ", path));
 }

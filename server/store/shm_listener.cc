@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/unix_socket.h"
 #include "spdlog/spdlog.h"
 
 namespace linalgd {
@@ -42,6 +43,12 @@ absl::StatusOr<int> Listen(const std::string& path) {
     if (!S_ISSOCK(st.st_mode)) {
       return absl::FailedPreconditionError(
           absl::StrCat("--shm-socket ", path, ": exists and is not a socket"));
+    }
+    if (UnixSocketInUse(path, SOCK_SEQPACKET)) {
+      return absl::UnavailableError(
+          absl::StrCat("--shm-socket ", path,
+                       ": another process accepts connections there (a second server "
+                       "needs a path of its own)"));
     }
     unlink(path.c_str());  // a stale socket of an earlier run
   }

@@ -361,6 +361,24 @@ TEST_F(ShmTest, ShutdownRemovesTheSocket) {
   EXPECT_NE(stat(path.c_str(), &st), 0);
 }
 
+// A second server named the first one's --shm-socket: it used to unlink the
+// live socket as stale and bind its own, taking the path (and every later
+// registration) from the first.
+TEST_F(ShmTest, ASocketPathALiveServerListensOnIsRefused) {
+  Start(WithShm());
+  const std::string path = SocketPath();
+  ServerOptions o = WithShm();
+  o.shm_socket = path;
+  auto second = StartRealServer(o);
+  ASSERT_FALSE(second.ok()) << "two servers on " << path;
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("--shm-socket " + path));
+  EXPECT_THAT(second.status().message(), HasSubstr("another process accepts connections"));
+  ShmConnection conn(path);  // the first still takes registrations there
+  Memfd mem(4096);
+  EXPECT_EQ(conn.Register(mem.fd()).status, "OK");
+}
+
 TEST_F(ShmTest, DisabledWithoutAllowShm) {
   Start(ServerOptions{});
   EXPECT_EQ(SocketPath(), "");
