@@ -9,7 +9,6 @@
 #include <netinet/in.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -144,7 +143,7 @@ std::string UnixSocketPath(absl::string_view listen) {
 
 absl::Status CheckUnixSocketFree(absl::string_view listen) {
   const std::string path = UnixSocketPath(listen);
-  if (path.empty() || !UnixSocketInUse(path, SOCK_STREAM)) return absl::OkStatus();
+  if (path.empty() || !UnixSocketInUse(path)) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", listen,
                                              ": another process accepts connections on ", path));
 }

@@ -44,7 +44,7 @@ absl::StatusOr<int> Listen(const std::string& path) {
       return absl::FailedPreconditionError(
           absl::StrCat("--shm-socket ", path, ": exists and is not a socket"));
     }
-    if (UnixSocketInUse(path, SOCK_SEQPACKET)) {
+    if (UnixSocketInUse(path)) {
       return absl::UnavailableError(
           absl::StrCat("--shm-socket ", path,
                        ": another process accepts connections there (a second server "
