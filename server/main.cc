@@ -12,6 +12,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -371,8 +373,11 @@ bool Finalize(Flags& f, StopTimes* stop) {
   if (!ParseCpuThreshold(f.cpu_threshold, o)) return false;
   const std::optional<linalgd::GpuWait> wait = linalgd::ParseGpuWait(f.gpu_wait);
   if (!wait) {
-    std::cerr << "linalgd: --gpu-wait: '" << f.gpu_wait
-              << "' is none of auto, spin, yield, block\n";
+    std::cerr << "linalgd: --gpu-wait: '" << f.gpu_wait << "' is none of "
+              << absl::StrJoin(
+                     linalgd::kGpuWaitNames, ", ",
+                     [](std::string* out, const auto& n) { absl::StrAppend(out, n.first); })
+              << "\n";
     return false;
   }
   o.gpu_wait = *wait;
