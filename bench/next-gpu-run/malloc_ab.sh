@@ -10,7 +10,8 @@
 # (in the bench's process) and the streamed 4096^2 f32 round trip (data workload, in-process).
 # Then the BLAS thread governor against --blas-threads 1 (64 callers of 128^3, CPU lane), and
 # the Python client against the C++ client on one server.
-#   tar xJf .gpu-bundle.tar.xz && OUT=$OUT bash gpu-bundle/malloc_ab.sh
+#   tar xJf .gpu-bundle.tar.xz && OUT=$OUT [LAT_ONLY=1] bash gpu-bundle/malloc_ab.sh
+# LAT_ONLY=1: the two latency rows of each set-up only (about 80 s).
 set -u
 . "$(dirname "$0")/gpu_run_env.sh" malloc
 setup() {  # name -> sets S (server), BB (bench), and MALLOC_CONF
@@ -28,10 +29,18 @@ for round in 1 2; do for m in glibc je8m je0; do
   run "lat_cpu_${m}_$round" 40 "$BB" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/lat_cpu_${m}_$round.json"
   run "lat_gpu128_${m}_$round" 40 "$BB" --target 127.0.0.1:50082 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/lat_gpu128_${m}_$round.json"
   kill $p1 $p2; wait 2>/dev/null
+  [[ -n "${LAT_ONLY:-}" ]] && continue
   run "batching_shm_${m}_$round" 40 "$BB" --workloads batching --batch-shm --batch-connections 16 --json "$json/batching_shm_${m}_$round.json"
   run "data_${m}_$round" 60 "$BB" --workloads data --data-n 4096 --data-connections 4 --data-iterations 3 --factor-n 64 --factor-solves 2 --json "$json/data_${m}_$round.json"
 done; done
 unset MALLOC_CONF
+if [[ -n "${LAT_ONLY:-}" ]]; then
+  grep -h "malloc:" "$logs"/srv_cpu_*_1.log >> "$s"
+  for f in "$logs"/lat_*.log; do echo "-- $(basename "$f" .log)"; grep -E "p50.*echo" "$f"; done >> "$s"
+  tar cJf "$out/logs-malloc.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
+  cat "$s"
+  exit 0
+fi
 # The governor against --blas-threads 1 on the same host and run (64 callers of 128^3 on the
 # CPU lane; the first call of run 18 measured the governor against threaded only).
 "$h/bin/linalgd" --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9471 --cpu-threshold 100000 --busy-blas-threads 1 > "$logs/srv_governor.log" 2>&1 & p3=$!

@@ -3,8 +3,9 @@
 # --gpu-wait A/B (wait_ab.sh), the Python client against the C++ client on one server (once),
 # and the Python suite on the host's current Python stack in the time left: the script ends by
 # END seconds (default 520; the Python suite is left out below ~30 s).
-# Bundle: linalgd, linalgd-bench and the three GPU test binaries with gpu_run_env.sh,
-# wait_ab.sh, this script and liblinalgd_crc32c.so; carry client/python/linalgd/_proto too.
+# Bundle: linalgd, linalgd-cli (the Python suite runs it), linalgd-bench and the three GPU
+# test binaries with gpu_run_env.sh, wait_ab.sh, this script and liblinalgd_crc32c.so; carry
+# client/python/linalgd/_proto too.
 #   tar xJf .gpu-bundle.tar.xz && OUT=$OUT [END=400] bash gpu-bundle/one_call.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
