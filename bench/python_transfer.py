@@ -14,12 +14,13 @@ next column leaves out the queue and run time the server reports (as
 linalgd-bench's "e2e - server compute" rows do). numpy
 runs the same operation in this process (its BLAS threads) for comparison.
 The C++ client's figures for the same host come from `linalgd-bench --workloads
-data --data-n N` (an f32 N x N matmul round trip; its "streaming" row streams
-every operand). With --cpp-bench (default: build/bin/linalgd-bench when it
-exists; "" skips it) this script runs that workload itself with --data-n
---matmul-n, --data-connections --connections and --data-iterations --repeat,
-times the same round trip through the Python client (f32, every operand and the
-result streamed, the mean of --repeat calls after one untimed call, as
+data --data-n N --data-dtype f32|f64` (an N x N matmul round trip; its
+"streaming" row streams every operand). With --cpp-bench (default:
+build/bin/linalgd-bench when it exists; "" skips it) this script runs that
+workload itself with --data-n --matmul-n, --data-dtype of --matmul-dtype,
+--data-connections --connections and --data-iterations --repeat, times the same
+round trip through the Python client (every operand and the result streamed,
+the mean of --repeat calls after one untimed call, as
 linalgd-bench does) and prints both clients' bytes/s and their ratio, end to
 end and without the server's run time, then where the Python client's round
 trip went (upload, the Matmul call, download, deletes: ms per call) and its
@@ -172,14 +173,14 @@ def cpu_seconds(c):
     return total
 
 
-def streamed_matmul(c, n, repeat, with_steps=False):
+def streamed_matmul(c, n, repeat, dtype, with_steps=False):
     """(mean seconds, mean server run seconds, bytes, {phase: mean seconds},
     client CPU seconds per call, {step: (thread-seconds, count) per call} or
-    None) of an f32 n x n matmul with a, b and the result streamed, after one
-    untimed call (linalgd-bench's data workload, "streaming" path)."""
+    None) of an n x n matmul of `dtype` with a, b and the result streamed, after
+    one untimed call (linalgd-bench's data workload, "streaming" path)."""
     rng = np.random.default_rng(1)
-    a = rng.standard_normal((n, n)).astype(np.float32)
-    b = rng.standard_normal((n, n)).astype(np.float32)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    b = rng.standard_normal((n, n)).astype(dtype)
     threshold = c.stream_threshold
     c.stream_threshold = 1
     phases = steps = None
@@ -207,13 +208,18 @@ def streamed_matmul(c, n, repeat, with_steps=False):
     return sum(seconds) / repeat, sum(run) / repeat, 3 * a.nbytes, mean, cpu / repeat, per_call
 
 
-def cpp_streaming(binary, target, n, connections, iterations):
+# linalgd-bench --data-dtype of each numpy dtype the comparison takes.
+CPP_DTYPES = {"float32": "f32", "float64": "f64"}
+
+
+def cpp_streaming(binary, target, n, dtype, connections, iterations):
     """linalgd-bench's data workload against `target` (the server the Python
     client uses): (streaming GB/s, GB/s without the server's run time) of its
     C++ client, from its --json report."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "data.json")
         subprocess.run([binary, "--target", target, "--workloads", "data", "--data-n", str(n),
+                        "--data-dtype", CPP_DTYPES[np.dtype(dtype).name],
                         "--data-connections", str(connections), "--data-iterations",
                         str(iterations), "--factor-n", "64", "--factor-solves", "2", "--json",
                         path],
@@ -242,24 +248,27 @@ def apply_setting(c, setting):
 def comparison(c, args):
     """Markdown lines: the Python and C++ clients' streamed round trip, and the
     ratio; then where the Python client's time went, for each --sweep setting."""
-    cpp = cpp_streaming(args.cpp_bench, args.target, args.matmul_n, args.connections, args.repeat)
+    dt = np.dtype(args.matmul_dtype)
+    cpp = cpp_streaming(args.cpp_bench, args.target, args.matmul_n, dt, args.connections,
+                        args.repeat)
     settings = [(args.connections, args.chunk_mib, "")] + [
         parse_setting(item) for item in (args.sweep.split(",") if args.sweep else [])]
     python = []
     for setting in settings:
         apply_setting(c, setting)
-        python.append(streamed_matmul(c, args.matmul_n, args.repeat))
+        python.append(streamed_matmul(c, args.matmul_n, args.repeat, dt))
     apply_setting(c, settings[0])
     for processes in args.processes:
         with linalgd.Client(args.target, timeout=600.0, transfer_processes=processes) as pc:
             apply_setting(pc, settings[0])
             pc.transfer_part_min_bytes = c.transfer_part_min_bytes
             settings.append((args.connections, args.chunk_mib, f" p{processes}"))
-            python.append(streamed_matmul(pc, args.matmul_n, args.repeat))
-    steps = streamed_matmul(c, args.matmul_n, args.repeat, with_steps=True)[5]
+            python.append(streamed_matmul(pc, args.matmul_n, args.repeat, dt))
+    steps = streamed_matmul(c, args.matmul_n, args.repeat, dt, with_steps=True)[5]
     seconds, run, nbytes = python[0][:3]
     py = (nbytes / seconds / 1e9, nbytes / max(seconds - run, 1e-9) / 1e9)
-    lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} f32 matmul round trip, "
+    lines = [f"\nPython vs C++ client: {args.matmul_n}x{args.matmul_n} {CPP_DTYPES[dt.name]} "
+             "matmul round trip, "
              f"a, b and the result streamed over {args.connections} connections, mean of "
              f"{args.repeat} (linalgd-bench --workloads data, path streaming)\n",
              "| client | GB/s | GB/s without the server's run time |", "| --- | --- | --- |",
@@ -372,8 +381,9 @@ def main():
     p.add_argument("--server", help="the linalgd binary to start on a free port")
     p.add_argument("--transfer-mib", type=int, default=128)
     p.add_argument("--matmul-n", type=int, default=4096)
-    p.add_argument("--matmul-dtype", default="float64",
-                   help="float32 gives the case of linalgd-bench --workloads data")
+    p.add_argument("--matmul-dtype", default="float64", choices=sorted(CPP_DTYPES),
+                   help="the matmul row's and the Python/C++ comparison's dtype (linalgd-bench "
+                        "--data-dtype f64 / f32)")
     p.add_argument("--solve-n", type=int, default=8192)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")

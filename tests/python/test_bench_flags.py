@@ -1,8 +1,10 @@
-"""linalgd-bench's --gpu-wait: a value that is not one of the server's is refused naming the
-flag, and a batching run records the one its in-process servers were started with."""
+"""linalgd-bench's flags: --gpu-wait (a value that is not one of the server's is refused naming
+the flag; a batching run records the one its in-process servers were started with) and the data
+workload's --data-dtype; bench/python_transfer.py compares both clients in the dtype asked."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -30,3 +32,38 @@ def test_a_batching_run_records_its_gpu_wait(tmp_path):
                    check=True, capture_output=True, timeout=120)
     config = json.loads(out.read_text())["config"]
     assert config["batching.gpu_wait"] == "yield"
+
+
+@pytest.mark.parametrize("dtype,size", [("f32", 4), ("f64", 8)])
+def test_the_data_round_trip_takes_its_dtype(tmp_path, dtype, size):
+    out = tmp_path / "data.json"
+    subprocess.run([bench_binary(), "--workloads", "data", "--data-n", "64", "--data-dtype", dtype,
+                    "--data-iterations", "1", "--factor-n", "16", "--factor-solves", "1",
+                    "--json", str(out)], check=True, capture_output=True, timeout=120)
+    report = json.loads(out.read_text())
+    assert report["config"]["data.dtype"] == dtype
+    found = {m["name"]: m["value"] for m in report["measurements"] if m["workload"] == "data"}
+    assert found["bytes_per_round_trip"] == 3 * 64 * 64 * size  # a, b and the result
+    assert found["streaming.rate"] > 0 and found["shm_in_place.rate"] > 0
+
+
+def test_a_data_dtype_other_than_f32_or_f64_is_refused():
+    out = subprocess.run([bench_binary(), "--workloads", "data", "--data-dtype", "f16"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "--data-dtype" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("dtype,name", [("float32", "f32"), ("float64", "f64")])
+def test_python_transfer_compares_both_clients_in_the_dtype_asked(dtype, name):
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "python_transfer.py")
+    out = subprocess.run([sys.executable, script, "--server", os.environ["LINALGD_SERVER"],
+                          "--cpp-bench", bench_binary(), "--matmul-n", "256", "--matmul-dtype",
+                          dtype, "--solve-n", "64", "--transfer-mib", "2", "--repeat", "1",
+                          "--connections", "2", "--stream-threshold-mib", "0.1",
+                          "--part-min-mib", "0.1"], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert f"256x256 {name} matmul round trip" in out.stdout
+    ratio = [line for line in out.stdout.splitlines() if line.startswith("| Python / C++ |")]
+    assert len(ratio) == 1 and float(ratio[0].split("|")[2]) > 0, out.stdout
+    assert f"| matmul {dtype} | n=256 |" in out.stdout

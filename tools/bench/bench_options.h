@@ -78,12 +78,13 @@ struct BenchOptions {
   int64_t sparse_3d = 16;
   int64_t sparse_graph = 4096;
   std::vector<std::string> sparse_methods = {"cholesky", "cg"};
-  // data: an data_n^3 f32 matmul round trip through each transfer path
+  // data: a data_n^3 matmul round trip (data_dtype: "f32" or "f64") through each transfer path
   // (1 warm-up, data_iterations timed; 4096 on the GPU host), and
   // factor_solves k=1 solves against a cached factor_n^2 f64 LU factor vs
   // as many full solves (1000 and 8192 on the GPU host); full solves beyond
   // factor_full_seconds are extrapolated from those timed.
   int data_n = 1024;
+  std::string data_dtype = "f32";
   int data_iterations = 3;
   int data_connections = 8;  // the streaming path's ClientOptions.transfer_connections
   int factor_n = 1024;

@@ -8,16 +8,25 @@
 
 namespace linalgd::bench {
 
-client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed) {
+client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed, client::DType dtype) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> values(static_cast<size_t>(rows * cols));
   for (float& v : values) v = dist(rng);
+  if (dtype == client::DType::kF64) {
+    return *client::Tensor::FromVector<double>({rows, cols},
+                                               std::vector<double>(values.begin(), values.end()));
+  }
   return *client::Tensor::FromVector<float>({rows, cols}, values);
 }
 
-MatmulOperands::MatmulOperands(int64_t m, int64_t n, int64_t k)
-    : m(m), n(n), k(k), a(RandomMatrix(m, k, 1)), b(RandomMatrix(k, n, 2)) {}
+MatmulOperands::MatmulOperands(int64_t m, int64_t n, int64_t k, client::DType dtype)
+    : m(m),
+      n(n),
+      k(k),
+      dtype(dtype),
+      a(RandomMatrix(m, k, 1, dtype)),
+      b(RandomMatrix(k, n, 2, dtype)) {}
 
 MatmulCaller::MatmulCaller(Client& client, const MatmulOperands& operands)
     : client_(client), operands_(operands) {}

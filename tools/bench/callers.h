@@ -11,16 +11,20 @@
 namespace linalgd::bench {
 
 // An f32 [rows, cols] tensor of uniform values in [-1, 1) from `seed`.
-client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed);
+// Values uniform in [-1, 1); f64: the same draws widened (kF32 or kF64).
+client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed,
+                            client::DType dtype = client::DType::kF32);
 
 // The two operands of an f32 M x K by K x N product, shared read-only by
 // every MatmulCaller that points at them.
 struct MatmulOperands {
-  MatmulOperands(int64_t m, int64_t n, int64_t k);
+  MatmulOperands(int64_t m, int64_t n, int64_t k, client::DType dtype = client::DType::kF32);
   int64_t m, n, k;
+  client::DType dtype;
   client::Tensor a, b;
-  int64_t request_bytes() const { return (m * k + k * n) * 4; }
-  int64_t response_bytes() const { return m * n * 4; }
+  int64_t element_bytes() const { return dtype == client::DType::kF64 ? 8 : 4; }
+  int64_t request_bytes() const { return (m * k + k * n) * element_bytes(); }
+  int64_t response_bytes() const { return m * n * element_bytes(); }
 };
 
 // Sizes of a shared-memory Matmul request and response (tensors as

@@ -102,7 +102,7 @@ class InPlaceCaller final : public Caller {
       *dst = *std::move(t);
       if (absl::Status s = (*dst)->CopyFrom(*src); !s.ok()) return s;
     }
-    auto out = client_.CreateSharedTensor(client::DType::kF32, {operands.m, operands.n});
+    auto out = client_.CreateSharedTensor(operands.dtype, {operands.m, operands.n});
     if (!out.ok()) return out.status();
     out_ = *std::move(out);
     return absl::OkStatus();
@@ -163,7 +163,8 @@ double TimeMemcpy(int64_t bytes, int iterations) {
 absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& report) {
   const BenchOptions& o = ctx.options;
   const int n = o.data_n;
-  const MatmulOperands operands(n, n, n);
+  const MatmulOperands operands(n, n, n,
+                                o.data_dtype == "f64" ? client::DType::kF64 : client::DType::kF32);
   const double bytes = static_cast<double>(operands.request_bytes() + operands.response_bytes());
   std::vector<PathRate> rates;
   for (absl::string_view path : {"inline", "streaming", "shm"}) {
@@ -181,7 +182,7 @@ absl::Status RunTransfers(BenchContext& ctx, const std::string& target, Report& 
   const double memcpy_gbps =
       bytes / TimeMemcpy(static_cast<int64_t>(bytes), std::max(3, o.data_iterations)) / 1e9;
   const std::string w = "data";
-  const std::string shape = absl::StrCat(n, "x", n, " f32 matmul round trip");
+  const std::string shape = absl::StrCat(n, "x", n, " ", o.data_dtype, " matmul round trip");
   report.Add({w, "bytes_per_round_trip", bytes, "bytes"});
   report.Add({w, "echo.rate", echo_gbps, "GB/s"});
   report.Add({w, "memcpy.rate", memcpy_gbps, "GB/s"});
@@ -340,6 +341,7 @@ class DataWorkload final : public Workload {
     if (!server.ok()) return server.status();
     const std::string target = absl::StrCat("127.0.0.1:", (*server)->port());
     report.SetConfig("data.n", absl::StrCat(ctx.options.data_n));
+    report.SetConfig("data.dtype", ctx.options.data_dtype);
     report.SetConfig("data.connections", absl::StrCat(ctx.options.data_connections));
     report.SetConfig("data.factor_n", absl::StrCat(ctx.options.factor_n));
     report.SetConfig("data.factor_solves", absl::StrCat(ctx.options.factor_solves));

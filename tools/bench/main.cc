@@ -87,9 +87,12 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--sparse-methods", o.sparse_methods, "sparse: cholesky (direct), cg (Jacobi CG)")
       ->delimiter(',')
       ->capture_default_str();
-  app.add_option("--data-n", o.data_n, "data: size of the f32 matmul round trip")
+  app.add_option("--data-n", o.data_n, "data: size of the matmul round trip")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--data-dtype", o.data_dtype, "data: the round trip's dtype, f32 or f64")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--data-connections", o.data_connections,
                  "data: TCP connections the streaming path spreads a tensor's parts over")
       ->check(CLI::Range(1, 64));
