@@ -37,7 +37,6 @@ it as its --target), so only the client differs.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
 
 import linalgd  # noqa: E402
+import local_server  # noqa: E402
 from linalgd import _crc32c, transfer  # noqa: E402
 
 
@@ -71,18 +71,6 @@ def best_run(repeat, fn):
 def server_seconds(result):
     """Queue plus run time the server reports for a call (return_info=True)."""
     return result.info.queue_time + result.info.run_time
-
-
-def start_server(binary):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
-                             "--log-level", "warn"])
-    target = f"127.0.0.1:{port}"
-    with linalgd.Client(target) as c:
-        c.wait_for_server(20.0)
-    return proc, target
 
 
 class Phases:
@@ -388,7 +376,8 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--connections", type=int, default=8, help="Client.transfer_connections")
     p.add_argument("--stream-threshold-mib", type=float, default=4,
-                   help="Client.stream_threshold; lower it to take the parallel path at small sizes")
+                   help="Client.stream_threshold; lower it to take the parallel path at small "
+                        "sizes")
     p.add_argument("--part-min-mib", type=float, default=8, help="Client.transfer_part_min_bytes")
     p.add_argument("--chunk-mib", type=float, default=2, help="Client.chunk_bytes")
     p.add_argument("--sweep", default="",
@@ -411,11 +400,12 @@ def main():
                         "started by --server is not affected")
     args = p.parse_args()
     tuned = linalgd.tune_malloc() if args.tune_malloc else False
-    proc = None
+    server = None
     if args.target is None:
         if not args.server:
             p.error("give --target or --server")
-        proc, args.target = start_server(args.server)
+        server = local_server.start(args.server)
+        args.target = server.target
     try:
         with linalgd.Client(args.target, timeout=600.0) as c:
             c.transfer_connections = args.connections
@@ -427,9 +417,8 @@ def main():
             versus = comparison(c, args) if args.cpp_bench else []
             versus += process_transfers(c, args)
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait()
+        if server is not None:
+            server.stop()
     print(f"server {info.version} ({', '.join(info.backends)}) at {args.target}; "
           f"CRC32C: {_crc32c.BACKEND}; connections {args.connections}, stream threshold "
           f"{args.stream_threshold_mib} MiB, parts of at least {args.part_min_mib} MiB, "

@@ -19,8 +19,6 @@ import argparse
 import multiprocessing
 import os
 import re
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -31,27 +29,20 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
 
 import linalgd  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+import local_server  # noqa: E402
 
 
 def start_replicas(binary, count, total_fraction, extra):
-    procs, addresses = [], []
-    for i in range(count):
-        port = free_port()
-        procs.append(subprocess.Popen(
-            [binary, "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
-             "--replica-id", f"r{i}", "--gpu-memory-fraction", f"{total_fraction / count:.4f}",
-             "--log-level", "warn", *extra]))
-        addresses.append(f"127.0.0.1:{port}")
-    for a in addresses:
-        with linalgd.Client(a) as c:
-            c.wait_for_server(30)
-    return procs, addresses
+    servers = []
+    try:
+        for i in range(count):
+            servers.append(local_server.start(
+                binary, "--replica-id", f"r{i}", "--gpu-memory-fraction",
+                f"{total_fraction / count:.4f}", *extra))
+    except Exception:
+        local_server.stop_all(servers)
+        raise
+    return servers
 
 
 def target_of(addresses):
@@ -102,7 +93,8 @@ def run_threads(count, fn):
 
 
 def measure(args, count):
-    procs, addresses = start_replicas(args.server, count, args.total_fraction, args.server_flags)
+    servers = start_replicas(args.server, count, args.total_fraction, args.server_flags)
+    addresses = [s.target for s in servers]
     try:
         ctx = multiprocessing.get_context("spawn")
         out = ctx.Queue()
@@ -122,10 +114,7 @@ def measure(args, count):
         spread = {f"r{i}": owners.count(f"r{i}") for i in range(count)}
         return stateless, stateful, spread
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
+        local_server.stop_all(servers)
 
 
 def main():

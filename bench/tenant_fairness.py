@@ -18,9 +18,7 @@ import argparse
 import hashlib
 import multiprocessing
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,14 +30,9 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "client", "python"))
 
 import linalgd  # noqa: E402
+import local_server  # noqa: E402
 
 FLOOD, SMALL = "flood-token-0123456789", "small-token-0123456789"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(binary, extra):
@@ -47,14 +40,8 @@ def start(binary, extra):
     for name, token in (("flood", FLOOD), ("small", SMALL)):
         tokens.write(f"{name} {hashlib.sha256(token.encode()).hexdigest()}\n")
     tokens.close()
-    port = free_port()
-    proc = subprocess.Popen([binary, "--listen", f"127.0.0.1:{port}", "--metrics-listen", "",
-                             "--auth-tokens", tokens.name, "--max-batch", "1",
-                             "--log-level", "warn", *extra])
-    target = f"127.0.0.1:{port}"
-    with linalgd.Client(target, token=SMALL) as c:
-        c.wait_for_server(20)
-    return proc, target
+    return local_server.start(binary, "--auth-tokens", tokens.name, "--max-batch", "1",
+                              *extra, token=SMALL)
 
 
 def small_calls(target, token, calls):
@@ -98,7 +85,8 @@ def main():
     p.add_argument("--fifo", action="store_true", help="both as one tenant (no turns)")
     p.add_argument("server_flags", nargs="*", help="extra server flags (after --)")
     args = p.parse_args()
-    proc, target = start(args.server, args.server_flags)
+    server = start(args.server, args.server_flags)
+    target = server.target
     try:
         alone = small_calls(target, SMALL, args.calls)
         # The flood runs in other processes: callers in this one would share its
@@ -131,8 +119,7 @@ def main():
         print(f"| during the flood | {loaded[0]:.0f} | {loaded[1]:.0f} |")
         print(f"\np50 ratio {loaded[0] / alone[0]:.2f} (goal <= 2)")
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -67,3 +67,20 @@ def test_python_transfer_compares_both_clients_in_the_dtype_asked(dtype, name):
     ratio = [line for line in out.stdout.splitlines() if line.startswith("| Python / C++ |")]
     assert len(ratio) == 1 and float(ratio[0].split("|")[2]) > 0, out.stdout
     assert f"| matmul {dtype} | n=256 |" in out.stdout
+
+
+def test_a_bench_scripts_server_reads_its_port_from_its_log_and_a_failed_start_says_why():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import local_server
+    import linalgd
+    server = local_server.start(os.environ["LINALGD_SERVER"])
+    try:
+        assert server.target != "127.0.0.1:None"
+        with linalgd.Client(server.target) as c:
+            assert c.health() == "SERVING"
+    finally:
+        server.stop()
+    assert not os.path.exists(server.log)
+    with pytest.raises(RuntimeError) as e:
+        local_server.start(os.environ["LINALGD_SERVER"], "--cpu-threshold", "fast", timeout=20)
+    assert "--cpu-threshold" in str(e.value)
