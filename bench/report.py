@@ -119,6 +119,8 @@ def data_paths(report, docs):
         n = d.get("config", {}).get("data.n")
         if n is None or ("data", "bytes_per_round_trip") not in m:
             continue
+        if d["config"].get("data.dtype", "f32") != "f32":  # the figure is f32's (--data-dtype)
+            continue
         n, nbytes = int(n), m[("data", "bytes_per_round_trip")]
         row = [n, nbytes / 2**20]
         for path in DATA_PATHS:

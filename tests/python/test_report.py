@@ -27,6 +27,10 @@ def test_report_from_real_runs(tmp_path):
     files = [bench(tmp_path, f"data{n}", "--workloads", "data", "--data-n", str(n),
                    "--data-iterations", "1", "--factor-n", "32", "--factor-solves", "2")
              for n in (32, 64)]
+    # An f64 round trip (--data-dtype) stays out of the f32 figure and its table.
+    files.append(bench(tmp_path, "data48f64", "--workloads", "data", "--data-n", "48",
+                       "--data-dtype", "f64", "--data-iterations", "1", "--factor-n", "32",
+                       "--factor-solves", "2"))
     files.append(bench(tmp_path, "batch", "--workloads", "batching,e2e64", "--batch-n", "16",
                        "--batch-callers", "4", "--batch-seconds", "0.2",
                        "--batch-latency-iterations", "10", "--e2e-matmul-sizes", "32",
@@ -46,6 +50,7 @@ def test_report_from_real_runs(tmp_path):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Both data sizes are rows; a measured GEMM ratio appears as written.
     assert "\n| 32 |" in md and "\n| 64 |" in md
+    assert "\n| 48 |" not in md
     # A throughput row names its run by the file (runs of one workload differ in how they ran).
     assert "\n| batch | batching | 4 |" in md
     rows = json.load(open(GPU_BENCH))["rows"]

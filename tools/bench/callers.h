@@ -10,12 +10,12 @@
 
 namespace linalgd::bench {
 
-// An f32 [rows, cols] tensor of uniform values in [-1, 1) from `seed`.
-// Values uniform in [-1, 1); f64: the same draws widened (kF32 or kF64).
+// A [rows, cols] tensor of `dtype` (kF32 or kF64) of uniform values in
+// [-1, 1) from `seed` (kF64: the same draws, widened).
 client::Tensor RandomMatrix(int64_t rows, int64_t cols, uint32_t seed,
                             client::DType dtype = client::DType::kF32);
 
-// The two operands of an f32 M x K by K x N product, shared read-only by
+// The two operands of an M x K by K x N product (f32 or f64), shared read-only by
 // every MatmulCaller that points at them.
 struct MatmulOperands {
   MatmulOperands(int64_t m, int64_t n, int64_t k, client::DType dtype = client::DType::kF32);
