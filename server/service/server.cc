@@ -134,8 +134,11 @@ absl::Status ServerImpl::Init() {
   if (!metrics.ok()) return metrics.status();
   metrics_ = std::move(*metrics);
   LinalgdMetrics* metrics_ptr = metrics_.get();
-  CpuBackendOptions cpu_options{options_.blas_threads, options_.cpu_workers,
-                                options_.singular_rcond_factor, options_.busy_blas_threads};
+  CpuBackendOptions cpu_options;
+  cpu_options.blas_threads = options_.blas_threads;
+  cpu_options.batch_threads = options_.cpu_workers;
+  cpu_options.singular_rcond_factor = options_.singular_rcond_factor;
+  cpu_options.busy_blas_threads = options_.busy_blas_threads;
   cpu_options.on_blas_threads = [metrics_ptr](int threads) {
     metrics_ptr->RecordCpuBlasThreadChange(threads);
   };
