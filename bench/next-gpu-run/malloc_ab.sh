@@ -34,35 +34,31 @@ for round in 1 2; do for m in glibc je8m je0; do
   run "data_${m}_$round" 60 "$BB" --workloads data --data-n 4096 --data-connections 4 --data-iterations 3 --factor-n 64 --factor-solves 2 --json "$json/data_${m}_$round.json"
 done; done
 unset MALLOC_CONF
-if [[ -n "${LAT_ONLY:-}" ]]; then
-  grep -h "malloc:" "$logs"/srv_cpu_*_1.log >> "$s"
-  for f in "$logs"/lat_*.log; do echo "-- $(basename "$f" .log)"; grep -E "p50.*echo" "$f"; done >> "$s"
-  tar cJf "$out/logs-malloc.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
-  cat "$s"
-  exit 0
+if [[ -z "${LAT_ONLY:-}" ]]; then
+  # The governor against --blas-threads 1 on the same host and run (64 callers of 128^3 on the
+  # CPU lane; the first call of run 18 measured the governor against threaded only).
+  "$h/bin/linalgd" --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9471 --cpu-threshold 100000 --busy-blas-threads 1 > "$logs/srv_governor.log" 2>&1 & p3=$!
+  "$h/bin/linalgd" --listen 127.0.0.1:50153 --metrics-listen "" --cpu-threshold 100000 --blas-threads 1 > "$logs/srv_blas1.log" 2>&1 & p4=$!
+  sleep 4
+  for port in 50151 50153 50151 50153; do
+    run "tp128x64_${port}_$SECONDS" 25 "$h/bin/linalgd-bench" --target 127.0.0.1:$port --workloads throughput --concurrency 64 --small-n 128 --throughput-seconds 4
+  done
+  python3 -c "import urllib.request as u; print(''.join(l for l in u.urlopen('http://127.0.0.1:9471/metrics').read().decode().splitlines(True) if l.startswith('linalgd_cpu_blas')))" > "$logs/governor_metrics.txt" 2>&1
+  kill $p3 $p4; wait 2>/dev/null
+  # The Python client against the C++ client, both now on this one server (python_transfer.py
+  # passes it to linalgd-bench as --target; before, the C++ figure came from a server in
+  # linalgd-bench's own process).
+  "$h/bin/linalgd" --listen 127.0.0.1:50081 --metrics-listen "" > "$logs/srv_py.log" 2>&1 & p5=$!
+  sleep 4
+  for i in 1 2; do
+    run "py_transfer_$i" 100 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$h/bin/linalgd-bench" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4
+  done
+  kill $p5; wait 2>/dev/null
+  for i in 1 2; do echo "== py_transfer_$i"; grep -A5 "| client | GB/s" "$logs/py_transfer_$i.log"; done >> "$s"
+  echo "== the governor's count and changes after its two runs" >> "$s"; cat "$logs/governor_metrics.txt" >> "$s"
+  for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done >> "$s"
 fi
-# The governor against --blas-threads 1 on the same host and run (64 callers of 128^3 on the
-# CPU lane; the first call of run 18 measured the governor against threaded only).
-"$h/bin/linalgd" --listen 127.0.0.1:50151 --metrics-listen 127.0.0.1:9471 --cpu-threshold 100000 --busy-blas-threads 1 > "$logs/srv_governor.log" 2>&1 & p3=$!
-"$h/bin/linalgd" --listen 127.0.0.1:50153 --metrics-listen "" --cpu-threshold 100000 --blas-threads 1 > "$logs/srv_blas1.log" 2>&1 & p4=$!
-sleep 4
-for port in 50151 50153 50151 50153; do
-  run "tp128x64_${port}_$SECONDS" 25 "$h/bin/linalgd-bench" --target 127.0.0.1:$port --workloads throughput --concurrency 64 --small-n 128 --throughput-seconds 4
-done
-python3 -c "import urllib.request as u; print(''.join(l for l in u.urlopen('http://127.0.0.1:9471/metrics').read().decode().splitlines(True) if l.startswith('linalgd_cpu_blas')))" > "$logs/governor_metrics.txt" 2>&1
-kill $p3 $p4; wait 2>/dev/null
-# The Python client against the C++ client, both now on this one server (python_transfer.py
-# passes it to linalgd-bench as --target; before, the C++ figure came from a server in
-# linalgd-bench's own process).
-"$h/bin/linalgd" --listen 127.0.0.1:50081 --metrics-listen "" > "$logs/srv_py.log" 2>&1 & p5=$!
-sleep 4
-for i in 1 2; do
-  run "py_transfer_$i" 100 python3 bench/python_transfer.py --target 127.0.0.1:50081 --cpp-bench "$h/bin/linalgd-bench" --matmul-n 4096 --solve-n 8192 --transfer-mib 128 --repeat 3 --connections 4
-done
-kill $p5; wait 2>/dev/null
-for i in 1 2; do echo "== py_transfer_$i"; grep -A5 "| client | GB/s" "$logs/py_transfer_$i.log"; done >> "$s"
-echo "== the governor's count and changes after its two runs" >> "$s"; cat "$logs/governor_metrics.txt" >> "$s"
-for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done >> "$s"
+shopt -s nullglob  # LAT_ONLY: no batching logs nor data files
 grep -h "malloc:" "$logs"/srv_cpu_*_1.log >> "$s"
 for f in "$logs"/lat_*.log "$logs"/batching_shm_*.log; do
   echo "-- $(basename "$f" .log)"; grep -E "p50.*echo|batched.*max-batch|echo ceiling" "$f"
