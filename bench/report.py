@@ -62,6 +62,17 @@ def measurements(doc):
     return {(m["workload"], m["name"]): m["value"] for m in doc.get("measurements", [])}
 
 
+def mean_points(points):
+    """(x, y) pairs, y None where not measured -> ([(x, mean of its ys)] by x, the measured
+    pairs by x)."""
+    at = collections.defaultdict(list)
+    for x, y in points:
+        if y is not None:
+            at[x].append(y)
+    xs = sorted(at)
+    return [(x, sum(at[x]) / len(at[x])) for x in xs], [(x, y) for x in xs for y in at[x]]
+
+
 class Report:
     def __init__(self, out_dir):
         self.out_dir = out_dir
@@ -72,9 +83,12 @@ class Report:
         """series: {label: [(x, y), ...]}; writes name.png and returns its file name."""
         fig, ax = plt.subplots(figsize=(9, 4.2))
         for label, points in series.items():
-            points = sorted(p for p in points if p[1] is not None)
+            # Repeated runs at one x are drawn as their mean, each run as a faint dot.
+            points, runs = mean_points(points)
             if not points:
                 continue
+            if len(runs) > len(points):
+                ax.plot([p[0] for p in runs], [p[1] for p in runs], ".", color="grey", alpha=0.4)
             style = "--" if "echo" in label or "direct" in label or "LAPACK" in label else "-"
             ax.plot([p[0] for p in points], [p[1] for p in points], style, marker="o", label=label)
         if logx:
@@ -153,15 +167,22 @@ def throughput(report, docs):
                 continue
             conns = d.get("config", {}).get("batching.connections", "1") if w == "batching" else ""
             label = {"batching": ["batched", "unbatched"], "throughput": ["linalgd"]}[w]
+            path = w
+            if w == "batching":  # one line per path: the backend, shm or not, GPU jobs inline
+                c = d.get("config", {})
+                path += " " + c.get("batching.backend", "")
+                path += " shm" if "shm" in conns else ""
+                gi = c.get("batching.gpu_inline_max_us", "0")
+                path += f" gpu-inline {gi} us" if gi != "0" else ""
             # The file names the run: two runs of one workload differ only in how the
             # command ran (e.g. batching_cpu and batching_cpu_nospin, its environment).
-            row = [os.path.splitext(os.path.basename(f))[0], w, int(callers), conns]
+            row = [os.path.splitext(os.path.basename(f))[0], path, int(callers), conns]
             for lab in label:
                 v = m.get((w, f"{lab}.calls_per_second"))
-                series[f"{w}: {lab}"].append((int(callers), v))
+                series[f"{path}: {lab}"].append((int(callers), v))
                 row.append(f"{lab} {fmt(v)}" if v is not None else "")
             echo = m.get((w, "echo.calls_per_second"))
-            series[f"{w}: raw gRPC echo"].append((int(callers), echo))
+            series[f"{path}: raw gRPC echo"].append((int(callers), echo))
             rows.append(row + [echo if echo is not None else ""])
             sources.append(f)
     if not rows:
@@ -169,7 +190,7 @@ def throughput(report, docs):
     png = report.figure("throughput_vs_callers", "calls/s against concurrent callers", "callers",
                         "calls/s", series)
     report.section("Throughput against callers", png,
-                   ["run", "workload", "callers", "connections", "linalgd calls/s", "",
+                   ["run", "workload and path", "callers", "connections", "linalgd calls/s", "",
                     "echo calls/s"],
                    sorted(rows, key=lambda r: (r[1], r[2], r[0])), sources)
 
@@ -249,10 +270,12 @@ def main(argv=None):
     if not report.sections:
         print("report: no benchmark data in the inputs", file=sys.stderr)
         return 1
-    hosts = sorted({d.get("host", "") for _, d in docs if d.get("host")})
+    # The GPU as the CUDA runtime named it (linalgd-gpu-bench's "device"); its "host" was
+    # a fixed "1x H200" before the bench counted the devices it served.
+    gpus = sorted({d.get("device", "") for _, d in docs if d.get("device")})
     head = [f"# {args.title}", ""]
-    if hosts:
-        head += [f"Host: {', '.join(hosts)}.", ""]
+    if gpus:
+        head += [f"GPU: {', '.join(gpus)}.", ""]
     head += ["Written by `python3 bench/report.py --out DIR FILES...` from these JSON files.", ""]
     skipped = sorted(os.path.basename(f) for f, _ in docs if f not in report.used)
     tail = [f"Skipped (no data this report plots): {', '.join(skipped)}", ""] if skipped else []

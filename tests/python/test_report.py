@@ -1,6 +1,7 @@
 """bench/report.py over real linalgd-bench runs (tiny sizes) and a committed
 linalgd-gpu-bench result: every section and plot appears, and the tables carry
 the measured values."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -52,10 +53,36 @@ def test_report_from_real_runs(tmp_path):
     assert "\n| 32 |" in md and "\n| 64 |" in md
     assert "\n| 48 |" not in md
     # A throughput row names its run by the file (runs of one workload differ in how they ran).
-    assert "\n| batch | batching | 4 |" in md
+    assert "\n| batch | batching cpu | 4 |" in md
+    # The GPU is the one the bench ran on (the committed run: an H200).
+    assert "GPU: NVIDIA H200" in md
     rows = json.load(open(GPU_BENCH))["rows"]
     gemm = next(r for r in rows if r["op"] == "gemm")
     assert f"| {gemm['mode']} | {gemm['n']} | {gemm['ours_tflops']:.3g} |" in md
+
+
+def test_report_names_the_gpu_the_bench_ran_on(tmp_path):
+    # linalgd-gpu-bench up to run 21 wrote "host": "1x H200" whatever the card; the report
+    # names the device the CUDA runtime reported.
+    doc = json.load(open(GPU_BENCH))
+    doc.update(host="1x H200", device="NVIDIA H100 80GB HBM3")
+    f = tmp_path / "gpu_bench.json"
+    f.write_text(json.dumps(doc))
+    p = subprocess.run([sys.executable, REPORT, "--out", str(tmp_path / "r"), str(f)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "GPU: NVIDIA H100 80GB HBM3." in md
+    assert "H200" not in md
+
+
+def test_repeated_runs_are_drawn_as_their_mean():
+    spec = importlib.util.spec_from_file_location("report", REPORT)
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    means, runs = report.mean_points([(256, 50.0), (16, 5.0), (256, 40.0), (64, None)])
+    assert means == [(16, 5.0), (256, 45.0)]
+    assert runs == [(16, 5.0), (256, 50.0), (256, 40.0)]
 
 
 def test_report_without_data_fails(tmp_path):

@@ -17,6 +17,7 @@
 #include <ctime>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "common/version.h"
 #include "nlohmann/json.hpp"
+#include "server/backend/device_info.h"
 #include "server/gpu/gpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "tools/gpu_bench/bench_cases.h"
@@ -66,8 +68,18 @@ Flags ParseFlags(int argc, char** argv) {
 
 double Tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
-std::string Json(const Flags& f, const std::string& device, const std::vector<Row>& rows, int argc,
-                 char** argv) {
+// "2x NVIDIA H100 80GB HBM3": the devices the engine serves, counted by name.
+std::string HostLine(const std::vector<DeviceInfo>& devices) {
+  std::map<std::string, int> counts;
+  for (const DeviceInfo& d : devices) ++counts[d.name];
+  std::string line;
+  for (const auto& [name, n] : counts)
+    absl::StrAppend(&line, line.empty() ? "" : ", ", n, "x ", name);
+  return line;
+}
+
+std::string Json(const Flags& f, const std::vector<DeviceInfo>& devices,
+                 const std::vector<Row>& rows, int argc, char** argv) {
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -84,9 +96,15 @@ std::string Json(const Flags& f, const std::string& device, const std::vector<Ro
     row["rate_ratio"] = r.direct_ms > 0 ? r.direct_ms / r.ours_ms : 0;
     out_rows.push_back(std::move(row));
   }
-  const Ordered out{
-      {"date", date},       {"host", "1x H200"}, {"device", device},           {"command", cmd},
-      {"commit", f.commit}, {"reps", f.reps},    {"rows", std::move(out_rows)}};
+  // --commit names what the build cannot know (a patch applied on the host, say).
+  const std::string commit = f.commit.empty() ? LinalgdGitCommit() : f.commit;
+  const Ordered out{{"date", date},
+                    {"host", HostLine(devices)},
+                    {"device", devices[0].name},
+                    {"command", cmd},
+                    {"commit", commit},
+                    {"reps", f.reps},
+                    {"rows", std::move(out_rows)}};
   return out.dump(/*indent=*/2, ' ', /*ensure_ascii=*/false, Ordered::error_handler_t::replace) +
          "\n";
 }
@@ -153,7 +171,7 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "cannot write %s\n", flags.json.c_str());
       return 1;
     }
-    const std::string j = Json(flags, device, rows, argc, argv);
+    const std::string j = Json(flags, engine->Devices(), rows, argc, argv);
     std::fwrite(j.data(), 1, j.size(), f);
     std::fclose(f);
   }
