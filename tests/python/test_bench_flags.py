@@ -1,6 +1,8 @@
 """linalgd-bench's flags: --gpu-wait (a value that is not one of the server's is refused naming
 the flag; a batching run records the one its in-process servers were started with) and the data
-workload's --data-dtype; bench/python_transfer.py compares both clients in the dtype asked."""
+workload's --data-dtype; bench/python_transfer.py compares both clients in the dtype asked; a
+batching run reports the CPU a call cost its process in each phase (the echo's only when its
+server is there too)."""
 import json
 import os
 import subprocess
@@ -32,6 +34,39 @@ def test_a_batching_run_records_its_gpu_wait(tmp_path):
                    check=True, capture_output=True, timeout=120)
     config = json.loads(out.read_text())["config"]
     assert config["batching.gpu_wait"] == "yield"
+
+
+def batching_measurements(tmp_path, *extra):
+    out = tmp_path / "batch.json"
+    subprocess.run([bench_binary(), "--workloads", "batching", "--batch-n", "16",
+                    "--batch-callers", "4", "--batch-seconds", "0.3",
+                    "--batch-latency-iterations", "10", *extra, "--json", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    return {m["name"]: m["value"] for m in json.loads(out.read_text())["measurements"]}
+
+
+def test_a_batching_run_reports_the_cpu_each_call_cost_this_process(tmp_path):
+    m = batching_measurements(tmp_path)
+    for phase in ("batched", "unbatched", "echo"):
+        # Four callers and a server in one process: some tens of microseconds a call at
+        # least, and some CPU busy over the phase (at most every core of the machine).
+        assert 1 < m[f"{phase}.cpu_us_per_call"] < 1e6, phase
+        assert 0 < m[f"{phase}.cores_busy"] <= os.cpu_count() + 0.5, phase
+
+
+def test_an_echo_in_another_process_gets_no_cpu_figure(tmp_path):
+    # The echo's server is elsewhere: this process's CPU would be its callers' alone.
+    echo = subprocess.Popen([bench_binary(), "--serve-echo", "127.0.0.1:0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = echo.stdout.readline()
+        port = line.split()[-1]  # "echo serving on port N"
+        m = batching_measurements(tmp_path, "--echo-target", f"127.0.0.1:{port}")
+    finally:
+        echo.kill()
+        echo.wait()
+    assert "echo.cpu_us_per_call" not in m
+    assert m["batched.cpu_us_per_call"] > 0
 
 
 @pytest.mark.parametrize("dtype,size", [("f32", 4), ("f64", 8)])

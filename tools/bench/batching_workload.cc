@@ -33,6 +33,8 @@ namespace {
 // What one server setting measured.
 struct Setting {
   double calls_per_second = 0;
+  double cpu_us_per_call = 0;                         // this process's, callers and server
+  double cores_busy = 0;                              // its CPU seconds per second
   double mean_batch = 0;                              // over each caller's last call
   Summary latency;                                    // under load
   Summary low_load;                                   // one caller
@@ -51,6 +53,12 @@ void ServerMeans(const std::vector<MatmulCaller*>& callers, double& queue_us, do
   }
   queue_us = queue_ns / 1e3 / std::max<int64_t>(1, calls);
   run_us = run_ns / 1e3 / std::max<int64_t>(1, calls);
+}
+
+// The process's CPU per call and its busy cores over a measured phase.
+void CpuPerCall(const Throughput& t, double& us_per_call, double& cores) {
+  us_per_call = t.cpu_seconds * 1e6 / static_cast<double>(std::max<int64_t>(1, t.calls));
+  cores = t.seconds > 0 ? t.cpu_seconds / t.seconds : 0;
 }
 
 // Clients for the callers: one per caller with --batch-shm alone (a
@@ -114,6 +122,7 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   if (!t.ok()) return t.status();
   Setting s;
   s.calls_per_second = t->calls_per_second;
+  CpuPerCall(*t, s.cpu_us_per_call, s.cores_busy);
   s.latency = Summarize(t->latencies);
   for (const auto& c : callers) {
     s.mean_batch += static_cast<MatmulCaller&>(*c).last_info().batch_size;
@@ -131,7 +140,7 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   return s;
 }
 
-absl::StatusOr<double> EchoCallsPerSecond(BenchContext& ctx) {
+absl::StatusOr<Setting> MeasureEcho(BenchContext& ctx) {
   const BenchOptions& o = ctx.options;
   const MatmulOperands operands(o.batch_n, o.batch_n, o.batch_n);
   // Over as many connections as the matmul callers had: a server of its own.
@@ -155,7 +164,11 @@ absl::StatusOr<double> EchoCallsPerSecond(BenchContext& ctx) {
   }
   absl::StatusOr<Throughput> t = RunConcurrently(callers, 2, absl::Seconds(o.batch_seconds));
   if (!t.ok()) return t.status();
-  return t->calls_per_second;
+  Setting s;
+  s.calls_per_second = t->calls_per_second;
+  // An echo in another process (--echo-target, one connection) leaves only the callers here.
+  if (!stubs.empty() || o.echo_target.empty()) CpuPerCall(*t, s.cpu_us_per_call, s.cores_busy);
+  return s;
 }
 
 class BatchingWorkload final : public Workload {
@@ -168,7 +181,7 @@ class BatchingWorkload final : public Workload {
     if (!on.ok()) return on.status();
     absl::StatusOr<Setting> off = Measure(o, 1);
     if (!off.ok()) return off.status();
-    absl::StatusOr<double> echo = EchoCallsPerSecond(ctx);
+    absl::StatusOr<Setting> echo = MeasureEcho(ctx);
     if (!echo.ok()) return echo.status();
     const std::string w(name());
     report.SetConfig(w + ".connections", absl::StrCat(ClientCount(o), o.batch_shm ? " (shm)" : ""));
@@ -188,7 +201,16 @@ class BatchingWorkload final : public Workload {
     report.Add({w, "callers", static_cast<double>(o.batch_callers), "threads"});
     report.Add({w, "batched.calls_per_second", on->calls_per_second, "calls/s"});
     report.Add({w, "unbatched.calls_per_second", off->calls_per_second, "calls/s"});
-    report.Add({w, "echo.calls_per_second", *echo, "calls/s"});
+    report.Add({w, "echo.calls_per_second", echo->calls_per_second, "calls/s"});
+    // Callers and server share this process and its cores, the echo's likewise: where both
+    // keep the cores busy, calls/s goes as the inverse of the CPU each call costs.
+    for (const auto& [label, s] : {std::pair<std::string, const Setting*>{"batched", &*on},
+                                   {"unbatched", &*off},
+                                   {"echo", &*echo}}) {
+      if (s->cpu_us_per_call == 0) continue;  // the echo's server is not in this process
+      report.Add({w, label + ".cpu_us_per_call", s->cpu_us_per_call, "us"});
+      report.Add({w, label + ".cores_busy", s->cores_busy, "cores"});
+    }
     report.Add({w, "batched.mean_batch_size", on->mean_batch, "jobs"});
     report.AddSummary(w, "batched.latency", on->latency);
     report.AddSummary(w, "unbatched.latency", off->latency);
@@ -206,8 +228,13 @@ class BatchingWorkload final : public Workload {
     report.Add({w, "low_load.p50_added_goal", o.batch_delay_us + 50, "us"});
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, ", o.batch_callers, " callers, batched"),
                     on->calls_per_second, "--max-batch=1", off->calls_per_second, "calls/s"});
-    report.Compare({absl::StrCat("most any batching could gain here: echo ceiling"), *echo,
-                    "--max-batch=1", off->calls_per_second, "calls/s"});
+    report.Compare({absl::StrCat("most any batching could gain here: echo ceiling"),
+                    echo->calls_per_second, "--max-batch=1", off->calls_per_second, "calls/s"});
+    if (echo->cpu_us_per_call > 0) {
+      report.Compare({"CPU per call, batched (callers and server)", on->cpu_us_per_call,
+                      "echo's (callers and echo server)", echo->cpu_us_per_call, "us"});
+      report.Compare({"cores busy, batched", on->cores_busy, "echo's", echo->cores_busy, "cores"});
+    }
     report.Compare({absl::StrCat(o.batch_n, "^3 f32, 1 caller p50, batched"),
                     on->low_load.p50 * 1e6, "--max-batch=1 p50", off->low_load.p50 * 1e6, "us"});
     return absl::OkStatus();

@@ -1,5 +1,7 @@
 #include "tools/bench/timing.h"
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -57,6 +59,13 @@ absl::StatusOr<std::vector<std::vector<double>>> TimeCallsInterleaved(
 
 namespace {
 
+// CPU time of this process so far (all threads, user and system).
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 // What the threads of RunConcurrently share.
 struct SharedRun {
   explicit SharedRun(int threads) : start(new absl::Barrier(threads + 1)) {}
@@ -96,10 +105,12 @@ absl::StatusOr<Throughput> RunConcurrently(std::vector<std::unique_ptr<Caller>>&
   }
   if (run.start->Block()) delete run.start;
   const Clock::time_point begin = Clock::now();
+  const double cpu_begin = ProcessCpuSeconds();
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(duration));
   run.stop = true;
   for (std::thread& th : threads) th.join();
   Throughput out;
+  out.cpu_seconds = ProcessCpuSeconds() - cpu_begin;
   out.seconds = SecondsSince(begin);
   {
     absl::MutexLock lock(&run.mu);

@@ -29,6 +29,9 @@ struct Throughput {
   int64_t calls = 0;
   double seconds = 0;  // wall time of the measured phase
   double calls_per_second = 0;
+  // CPU time of this whole process (every thread: the callers', and an
+  // in-process server's) over the measured phase, user and system.
+  double cpu_seconds = 0;
   std::vector<double> latencies;  // seconds, every call of every caller
 };
 
