@@ -66,7 +66,7 @@ struct Flags {
   std::string cpu_threshold = "auto";
   int inline_max_us = 50;
   int gpu_inline_max_us = 0;
-  std::string max_queue_delay = "200us";
+  std::string max_queue_delay = "0us";
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
   std::string max_connection_age = "5m";
@@ -237,7 +237,8 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   app.add_option("--max-queue-delay", f.max_queue_delay,
-                 "how long a job may wait for others to batch with (200us, 1ms, ...)")
+                 "how long a job may wait for others to batch with (200us, 1ms, ...); 0: "
+                 "a batch is what queued while the workers were busy, never waited for")
       ->capture_default_str();
   app.add_option("--batch-max-dim", o.batch_max_dim,
                  "jobs whose largest dim is above are never batched")

@@ -79,7 +79,7 @@ struct ServerOptions {
   // Dynamic batching: up to max_batch compatible jobs whose largest dim is at
   // most batch_max_dim, arriving within max_queue_delay, share one call.
   int max_batch = 64;
-  absl::Duration max_queue_delay = absl::Microseconds(200);
+  absl::Duration max_queue_delay = absl::ZeroDuration();  // BatcherOptions says why
   int64_t batch_max_dim = 1024;
   // A job waits this long at most for room in a GPU's memory budget.
   absl::Duration budget_wait = absl::Seconds(1);

@@ -165,6 +165,9 @@ TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
   o.cpu_threshold = 0;
   o.allow_shm = true;
   o.gpu_inline_max_run = absl::ZeroDuration();  // every call queues: batches form
+  // A window, so that batches form however fast the workers keep up (the
+  // default, 0, batches only what queued while they were busy).
+  o.max_queue_delay = absl::Milliseconds(1);
   START_OR_SKIP(o);
   client::ClientOptions co;
   co.target = testing::LoopbackTarget(*server_);

@@ -1,6 +1,7 @@
 """Server flags are bounded: out-of-range values are refused at start with a
 message naming the flag (--max-elements above 2^61 used to make byte counts
 wrap)."""
+import re
 import subprocess
 
 import pytest
@@ -60,3 +61,11 @@ def test_build_info_metric_names_the_version_and_commit_that_version_prints(star
     text = urllib.request.urlopen(f"http://127.0.0.1:{s.metrics_port}/metrics",
                                   timeout=10).read().decode()
     assert f'linalgd_build_info{{commit="{commit}",version="{version}"}} 1' in text
+
+
+def test_batches_wait_for_no_arrivals_by_default():
+    # --max-queue-delay 0: a batch is what queued while the workers were busy (a window of
+    # 200 us cost 16 callers a quarter of their calls/s on an H100 and gained 64 and 256
+    # callers nothing).
+    out = subprocess.run([server_binary(), "--help"], capture_output=True, text=True, timeout=30)
+    assert re.search(r"--max-queue-delay TEXT=(\S+)", out.stdout).group(1) == "0us"

@@ -39,7 +39,7 @@ struct BenchOptions {
   int batch_callers = 256;
   double batch_seconds = 2;
   int batch_max = 64;
-  double batch_delay_us = 200;
+  double batch_delay_us = 0;  // the server's default
   int batch_latency_iterations = 300;
   int64_t batch_cpu_threshold = 0;  // 0: the matmuls go to a GPU when there is one
   // The callers share batch_connections clients, each on a TCP connection of
