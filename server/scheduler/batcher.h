@@ -19,8 +19,8 @@ struct BatcherOptions {
   // jobs already queued and never waits for more (a group commit: batches
   // are what queued up while the lane's workers were busy). On an H100, 16
   // callers of 128^3 through shm made 19-23k calls/s batched with a 200 us
-  // window against 24-31k unbatched, and 28-30k with 0; 64 and 256 callers
-  // did as well with 0 as with 200 us.
+  // window against 24-31k unbatched, and 28-30k with 0; at 64 and 256
+  // callers the two windows differed by less than the runs' spread.
   absl::Duration max_queue_delay = absl::ZeroDuration();
   int64_t max_dim = 1024;  // jobs whose largest dim is above are never batched
 };
