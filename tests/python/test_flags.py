@@ -29,6 +29,9 @@ from conftest import server_binary
     ("--gpu-wait", "sometimes"),
     ("--gpu-wait", "SPIN"),
     ("--gpu-wait", ""),
+    ("--max-queue-delay", "-1"),
+    ("--max-queue-delay", "-5us"),
+    ("--max-queue-delay", "soon"),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
