@@ -15,21 +15,45 @@ namespace linalgd {
 namespace {
 
 // Inf and NaN are the values whose exponent bits are all ones. Blocks are
-// scanned without branches (the compiler vectorizes the reduction); only a
-// block that holds one is searched for the first index.
+// scanned without branches (the compiler vectorizes the reduction: a lane's
+// compare is all ones where it holds, and the lanes are or-ed as they are);
+// only a block that holds one is searched for the first index.
 template <typename Bits>
-int64_t FirstAllOnes(const Bits* p, int64_t n, Bits exp_mask) {
+[[gnu::always_inline]] inline int64_t FirstAllOnesIn(const Bits* p, int64_t n, Bits exp_mask) {
   constexpr int64_t kBlock = 1024;
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t end = std::min(n, begin + kBlock);
     Bits hit = 0;
-    for (int64_t i = begin; i < end; ++i) hit |= static_cast<Bits>((p[i] & exp_mask) == exp_mask);
+    for (int64_t i = begin; i < end; ++i) {
+      hit |= static_cast<Bits>(Bits{0} - static_cast<Bits>((p[i] & exp_mask) == exp_mask));
+    }
     if (hit == 0) continue;
     for (int64_t i = begin; i < end; ++i) {
       if ((p[i] & exp_mask) == exp_mask) return i;
     }
   }
   return -1;
+}
+
+// The scan is on every small call's path (a 64^3 product's two operands are
+// 8,192 floats): where the CPU has AVX2 it runs on 256-bit vectors, a third
+// of the baseline's (SSE2) instructions per element. The choice is made at
+// run time, once, so one build serves every x86-64 host.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LINALGD_HAS_AVX2_SCAN 1
+template <typename Bits>
+__attribute__((target("avx2"))) int64_t FirstAllOnesAvx2(const Bits* p, int64_t n, Bits mask) {
+  return FirstAllOnesIn(p, n, mask);
+}
+#endif
+
+template <typename Bits>
+int64_t FirstAllOnes(const Bits* p, int64_t n, Bits exp_mask) {
+#ifdef LINALGD_HAS_AVX2_SCAN
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return FirstAllOnesAvx2(p, n, exp_mask);
+#endif
+  return FirstAllOnesIn(p, n, exp_mask);
 }
 
 template <typename T>
