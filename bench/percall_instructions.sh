@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Instructions per call of a linalgd server and of the raw gRPC echo, under valgrind's callgrind:
-# exact counts, the same on a loaded 2-core machine as on an idle one, so a change to the
-# request path can be weighed where timings are too noisy to. Starts `linalgd` (with
+# counts that a loaded 2-core machine barely moves, so a change to the request path can be
+# weighed where timings are too noisy to. One exception: lock spins. Valgrind runs one thread at
+# a time, and a thread that finds a lock held spins for as long as the holder waits its turn
+# (gRPC's gpr_mu_lock under absl's Mutex::Lock: 7k a call on an idle machine, 16k beside a
+# busy process): compare the objects other than libabsl_synchronization, and linalgd's own. Starts `linalgd` (with
 # $SERVER_ARGS) and an echo server (`linalgd-bench --serve-echo`), each under callgrind,
 # runs `linalgd-bench` latency against both once to warm them, zeroes the counts, runs it again
 # with CALLS timed calls of each, and prints per call: the instructions of each process by

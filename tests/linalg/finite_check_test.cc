@@ -36,8 +36,8 @@ Bits BitsOf(T x) {
 
 // Sizes around the scan's vector widths and blocks: every position of the
 // short ones, both ends and a block edge of the long ones.
-const std::vector<int64_t> kSizes = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65,
-                                     1023, 1024, 1025, 4096, 4097, 70001};
+const std::vector<int64_t> kSizes = {1,  2,  3,  7,  8,    9,    15,   16,   17,   31,
+                                     33, 63, 64, 65, 1023, 1024, 1025, 4096, 4097, 70001};
 
 std::vector<int64_t> PositionsIn(int64_t n) {
   if (n <= 70) {
@@ -61,13 +61,11 @@ void CheckFormat(DType dtype, Bits exp_mask, Bits one) {
   const Bits sign = Bits{1} << (8 * sizeof(Bits) - 1);
   const Bits mantissa = static_cast<Bits>(~(sign | exp_mask));
   const Bits max_finite = static_cast<Bits>(exp_mask - (mantissa + 1)) | mantissa;
-  const std::vector<Bits> bad = {exp_mask,
-                                 static_cast<Bits>(sign | exp_mask),
-                                 static_cast<Bits>(exp_mask | mantissa),
-                                 static_cast<Bits>(sign | exp_mask | 1),
-                                 static_cast<Bits>(exp_mask | 1)};
-  const std::vector<Bits> good = {max_finite, static_cast<Bits>(sign | max_finite), sign, 1,
-                                  static_cast<Bits>(sign | mantissa), one};
+  const std::vector<Bits> bad = {
+      exp_mask, static_cast<Bits>(sign | exp_mask), static_cast<Bits>(exp_mask | mantissa),
+      static_cast<Bits>(sign | exp_mask | 1), static_cast<Bits>(exp_mask | 1)};
+  const std::vector<Bits> good = {max_finite, static_cast<Bits>(sign | max_finite), sign,
+                                  1,          static_cast<Bits>(sign | mantissa),   one};
   for (int64_t n : kSizes) {
     for (Bits g : good) {
       EXPECT_EQ(FirstNonFinite(Filled<Bits>(dtype, n, g).view()), -1)

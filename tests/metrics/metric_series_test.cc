@@ -69,5 +69,30 @@ TEST(SeriesTest, AnExistingSeriesIsFoundWithoutAllocating) {
   EXPECT_EQ(news.load(), 0);
 }
 
+TEST(SeriesTest, ValuesLongerThanTheKeyBufferStillFindTheirOwnSeries) {
+  prometheus::Registry registry;
+  Series<prometheus::Gauge> series;
+  ASSERT_TRUE(series.Register(registry, "test_gauge", "help", {"tenant", "op"}).ok());
+  // 300 and 301 bytes: keys past the 256 bytes kept on the stack.
+  const std::string long_a(300, 'a'), long_b = long_a + "b";
+  prometheus::Gauge& a = series.With({long_a, "x"});
+  prometheus::Gauge& b = series.With({long_b, "x"});
+  EXPECT_NE(&a, &b);
+  EXPECT_EQ(&a, &series.With({long_a, "x"}));
+  EXPECT_EQ(&b, &series.With({long_b, "x"}));
+  EXPECT_NE(&a, &series.With({long_a, ""}));
+  // Right at the edge: 252 bytes of value and its 4-byte length fill 256.
+  const std::string edge(248, 'e');
+  prometheus::Gauge& e = series.With({edge, ""});
+  EXPECT_EQ(&e, &series.With({edge, ""}));
+  EXPECT_NE(&e, &series.With({edge + "e", ""}));
+  a.Set(1);
+  b.Set(2);
+  const std::string text = Render(registry);
+  // (the text names labels in alphabetical order)
+  EXPECT_TRUE(absl::StrContains(text, "{op=\"x\",tenant=\"" + long_a + "\"} 1")) << text;
+  EXPECT_TRUE(absl::StrContains(text, "{op=\"x\",tenant=\"" + long_b + "\"} 2")) << text;
+}
+
 }  // namespace
 }  // namespace linalgd::metrics
