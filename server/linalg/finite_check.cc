@@ -24,6 +24,7 @@ template <typename Bits>
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t end = std::min(n, begin + kBlock);
     Bits hit = 0;
+#pragma GCC unroll 4
     for (int64_t i = begin; i < end; ++i) {
       hit |= static_cast<Bits>(Bits{0} - static_cast<Bits>((p[i] & exp_mask) == exp_mask));
     }
