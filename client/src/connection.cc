@@ -40,6 +40,10 @@ void Connection::SetDeadline(const CallOptions& call, grpc::ClientContext& conte
     const absl::Duration timeout = call.timeout.value_or(options_.default_timeout);
     if (timeout != absl::InfiniteDuration()) deadline = absl::Now() + timeout;
   }
+  // gRPC keeps deadlines to the millisecond, rounding up: a deadline that passed less than a
+  // millisecond ago would become one still to come, and the call would run and succeed. One
+  // that has passed goes as a second ago, which gRPC ends at once with DEADLINE_EXCEEDED.
+  if (const absl::Time now = absl::Now(); deadline <= now) deadline = now - absl::Seconds(1);
   if (deadline != absl::InfiniteFuture()) context.set_deadline(absl::ToChronoTime(deadline));
 }
 

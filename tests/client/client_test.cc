@@ -173,6 +173,29 @@ TEST_F(ClientTest, DeadlineExceeded) {
   EXPECT_EQ(client_->Matmul(args, call).status().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// gRPC keeps deadlines to the millisecond, rounding up, so a deadline that passed a moment ago
+// would become one still to come and the call would succeed: the client ends such calls at
+// once, as it does a zero timeout.
+TEST_F(ClientTest, ADeadlineThatHasJustPassedOrAZeroTimeoutIsExceeded) {
+  client::MatmulArgs args;
+  args.a = *Tensor::Zeros(DType::kF32, {1, 1});
+  args.b = *Tensor::Zeros(DType::kF32, {1, 1});
+  int ok = 0, exceeded = 0;
+  for (int i = 0; i < 50; ++i) {
+    client::CallOptions call;
+    if (i % 2 == 0) {
+      call.deadline = absl::Now() - absl::Microseconds(10);
+    } else {
+      call.timeout = absl::ZeroDuration();
+    }
+    const absl::StatusCode code = client_->Matmul(args, call).status().code();
+    ok += code == absl::StatusCode::kOk;
+    exceeded += code == absl::StatusCode::kDeadlineExceeded;
+  }
+  EXPECT_EQ(ok, 0);
+  EXPECT_EQ(exceeded, 50);
+}
+
 TEST_F(ClientTest, SolveAndFailedPrecondition) {
   client::SolveArgs args;
   args.a = *Tensor::FromVector<double>({2, 2}, {1, 1, 1, 1});

@@ -232,6 +232,16 @@ def test_retry_after_hint_and_other_tasks_run_meanwhile(overloaded):  # noqa: F8
     assert len(ticks) > 15  # about 0.3 s of retry waits did not block the loop
 
 
+@aio_test
+async def test_a_deadline_that_has_passed_is_exceeded_at_once(c):
+    """As the blocking client: a zero timeout is DEADLINE_EXCEEDED every time, never a result
+    (gRPC's millisecond rounding would otherwise give the call up to a millisecond more)."""
+    a = np.ones((2, 2), np.float32)
+    for _ in range(30):
+        with pytest.raises(linalgd.DeadlineExceeded):
+            await c.matmul(a, a, timeout=0.0)
+
+
 def test_deadline_covers_all_retries():
     async def main():
         policy = linalgd.RetryPolicy(retries=1000, initial_backoff=0.02, max_backoff=0.05)

@@ -71,6 +71,15 @@ def test_deadline_exceeded(client):
     assert e.value.code == grpc.StatusCode.DEADLINE_EXCEEDED and isinstance(e.value, TimeoutError)
 
 
+def test_a_deadline_that_has_passed_is_exceeded_at_once(client):
+    """gRPC keeps deadlines to the millisecond, rounding up: a zero timeout (a deadline that
+    has passed by the time the call goes) is DEADLINE_EXCEEDED every time, never a result."""
+    a = np.ones((2, 2), np.float32)
+    for _ in range(30):
+        with pytest.raises(linalgd.DeadlineExceeded):
+            client.matmul(a, a, timeout=0.0)
+
+
 def test_request_over_client_limit_is_refused_locally():
     port = free_port()  # nothing listens: the error must come before any call
     with linalgd.Client(f"127.0.0.1:{port}", max_message_bytes=1024) as c:

@@ -201,8 +201,7 @@ class ClientBase:
 
     def _call_kwargs(self, deadline: Optional[float]) -> dict:
         """Keyword arguments of one gRPC call that ends by deadline."""
-        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        return {"timeout": remaining, "metadata": self._metadata or None,
+        return {"timeout": _procs.grpc_timeout(deadline), "metadata": self._metadata or None,
                 "wait_for_ready": self._wait_for_ready or None}
 
     def _retry_delay(self, error: LinalgdError, attempt: int,

@@ -376,9 +376,20 @@ def _channel(target: str, spec: ChannelSpec) -> grpc.Channel:
     return grpc.secure_channel(target, credentials_of(spec.tls), options)
 
 
+def grpc_timeout(deadline: Optional[float]) -> Optional[float]:
+    """gRPC's timeout= for a call that must end by deadline (time.monotonic()), or None.
+
+    gRPC keeps deadlines to the millisecond, rounding up: a deadline that has just passed would
+    become one still to come, and the call would run and succeed. One that has passed goes as a
+    second ago, which gRPC ends at once with DEADLINE_EXCEEDED."""
+    if deadline is None:
+        return None
+    remaining = deadline - time.monotonic()
+    return remaining if remaining > 0 else -1.0
+
+
 def _call_kwargs(spec: ChannelSpec, deadline: Optional[float]) -> dict:
-    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-    return {"timeout": remaining, "metadata": spec.metadata or None,
+    return {"timeout": grpc_timeout(deadline), "metadata": spec.metadata or None,
             "wait_for_ready": spec.wait_for_ready or None}
 
 
