@@ -220,6 +220,9 @@ class Scheduler {
   void ExecuteGroup(Lane& lane, Worker& worker, Group group);
   // Runs each job of `group` alone (deferred: see Worker).
   void ExecuteEach(Lane& lane, Worker& worker, Group group);
+  // The members of a failed matmul batch whose inputs the host check finds NaN or Inf in end
+  // with that error (CheckMatmulInputsFinite); returns the others, in order.
+  Group FinishNonFinite(Lane& lane, Group group, const ExecutionInfo& info, absl::Time start);
   void RunDeferred(Lane& lane, Worker& worker);
   // Runs `fn` on this thread, watched for `timeout`; false when it overran:
   // `on_timeout` then ran on the watchdog thread (which also counted the call

@@ -373,7 +373,22 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
   RecordRun(lane, kind, info);
   if (result->status.ok())
     return Deliver(lane, group, opaque ? nullptr : result.get(), info, start);
-  if (n > 1) {  // the error is not attributed: each job runs alone
+  if (n > 1) {
+    // One member's NaN fails a whole stacked call (the GPU checks the stack at once, the CPU
+    // returns the first error). The members that the host check refuses end with their own
+    // error and the rest run again as one batch, so that a caller sending NaNs costs the
+    // others a second batched call, not a call each. Any other failure is not attributed:
+    // each job runs alone.
+    if (kind == OpKind::kMatmul && !opaque && absl::IsInvalidArgument(result->status)) {
+      Group rest = FinishNonFinite(lane, std::move(group), info, start);
+      if (rest.size() < static_cast<size_t>(n)) {
+        spdlog::debug("{}: batch of {} failed on non-finite inputs; {} run again", info.backend, n,
+                      rest.size());
+        if (!rest.empty()) ExecuteGroup(lane, worker, std::move(rest));
+        return;
+      }
+      group = std::move(rest);
+    }
     spdlog::debug("{}: batch of {} failed ({}); running each alone", info.backend, n,
                   result->status.ToString());
     return ExecuteEach(lane, worker, std::move(group));
@@ -384,6 +399,21 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
     return;
   }
   Finish(lane, group[0], result->status, info, start);
+}
+
+Scheduler::Group Scheduler::FinishNonFinite(Lane& lane, Group group, const ExecutionInfo& info,
+                                            absl::Time start) {
+  Group rest;
+  for (QueuedJob& item : group) {
+    const std::shared_ptr<void> pinned = item.job->PinInputs();
+    const absl::Status finite = CheckMatmulInputsFinite(*item.job->matmul_op());
+    if (finite.ok()) {
+      rest.push_back(std::move(item));
+    } else {
+      Finish(lane, item, finite, info, start);
+    }
+  }
+  return rest;
 }
 
 void Scheduler::Deliver(Lane& lane, Group& group, BackendCallResult* result, ExecutionInfo info,

@@ -1,11 +1,15 @@
 // Dynamic batching on fake backends: formation, compatibility, size limit,
-// delay bound, deadline bound, size reporting, failures.
+// delay bound, deadline bound, size reporting, failures (a member's NaN fails that member
+// alone).
 #include "server/scheduler/batcher.h"
 
+#include <limits>
 #include <memory>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/common/half.h"
 #include "server/scheduler/scheduler.h"
 #include "tests/scheduler/test_jobs.h"
 
@@ -193,6 +197,58 @@ TEST(BatcherTest, FailedBatchRerunsEachJobAlone) {
     EXPECT_EQ(out.infos[i].batch_size, 1);
   }
   EXPECT_EQ(out.finish_calls.load(), 6);
+}
+
+// A checked 2 x 2 f32 product job whose b holds a NaN at element `nan_at` (none when -1).
+std::unique_ptr<TestJob> CheckedJob(int id, Outcome* out, int nan_at = -1) {
+  std::vector<float> b = {1, 2, 3, 4};
+  if (nan_at >= 0) b[static_cast<size_t>(nan_at)] = std::numeric_limits<float>::quiet_NaN();
+  MatmulOp options;
+  options.check_finite = true;
+  const std::vector<float> a = {1, 0, 0, 1};
+  return std::make_unique<TestJob>(id, Spec(8), out, FromFloats(DType::kF32, {2, 2}, a.data()),
+                                   FromFloats(DType::kF32, {2, 2}, b.data()), options);
+}
+
+TEST(BatcherTest, ABatchFailedByOneMembersNanRunsTheOthersAgainAsOneBatch) {
+  CountingBackend cpu("cpu");
+  cpu.check_stack_as_a_whole();
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 6; ++i) s.Submit(CheckedJob(i, &out, i == 2 ? 3 : i == 4 ? 0 : -1));
+  ASSERT_TRUE(out.WaitFor(7));
+  // The batch of 6 failed as a whole; jobs 2 and 4 end with their own errors; the other four
+  // ran again together.
+  EXPECT_EQ(cpu.batch_sizes(), (std::vector<int>{6, 4}));
+  const absl::Status two = out.StatusOf(2), four = out.StatusOf(4);
+  EXPECT_EQ(two.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(two.message(), ::testing::HasSubstr("b: element 3 is NaN"));
+  EXPECT_THAT(four.message(), ::testing::HasSubstr("b: element 0 is NaN"));
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    const int id = out.finished[i].first;
+    if (id < 0 || id == 2 || id == 4) continue;
+    EXPECT_TRUE(out.finished[i].second.ok()) << id << ": " << out.finished[i].second;
+    EXPECT_EQ(out.infos[i].batch_size, 4) << id;
+  }
+  EXPECT_EQ(out.finish_calls.load(), 7);
+}
+
+TEST(BatcherTest, ABatchFailedOnInvalidArgumentWithNoNanFoundRunsEachAlone) {
+  CountingBackend cpu("cpu");
+  cpu.set_batch_error(absl::InvalidArgumentError("the stacked call refused its shapes"));
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  for (int i = 0; i < 4; ++i) s.Submit(CheckedJob(i, &out));
+  ASSERT_TRUE(out.WaitFor(5));
+  EXPECT_EQ(cpu.batch_sizes(), std::vector<int>{4});
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 1; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].batch_size, 1);
+  }
 }
 
 TEST(BatchKeyTest, EqualForCompatibleJobsAndHashedOnce) {

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "server/backend/plan.h"
+#include "server/linalg/finite_check.h"
 #include "server/scheduler/job.h"
 #include "tests/testing/fake_backend.h"
 
@@ -130,8 +131,18 @@ class CountingBackend : public FakeBackend {
       batch_sizes_.push_back(static_cast<int>(ops.size()));
     }
     if (!batch_error_.ok()) return batch_error_;
+    if (check_stack_) {  // as the GPU does: one check of the whole stack, one error
+      for (const MatmulOp* op : ops) {
+        if (!CheckMatmulInputsFinite(*op).ok()) {
+          return absl::InvalidArgumentError("a member of the batch has a NaN or Inf input");
+        }
+      }
+    }
     return FakeBackend::MatmulBatch(ops, plan, outs);
   }
+  // Batched calls fail as a whole, with INVALID_ARGUMENT naming no member, when any member's
+  // inputs hold a NaN or Inf (a GPU's check of the stacked operands).
+  void check_stack_as_a_whole() { check_stack_ = true; }
   void set_batch_error(absl::Status s) { batch_error_ = std::move(s); }
   std::vector<int> batch_sizes() {
     absl::MutexLock lock(&mu_);
@@ -142,6 +153,7 @@ class CountingBackend : public FakeBackend {
   absl::Mutex mu_;
   std::vector<int> batch_sizes_ ABSL_GUARDED_BY(mu_);
   absl::Status batch_error_;
+  bool check_stack_ = false;
 };
 
 }  // namespace linalgd::testing
