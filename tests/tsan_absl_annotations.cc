@@ -203,3 +203,22 @@ bool Notification::WaitForNotificationWithDeadline(Time deadline) const {
 
 ABSL_NAMESPACE_END
 }  // namespace absl
+
+// spdlog's registry (the default logger, its sink and their formatter) is a function-local
+// static built inside the uninstrumented libspdlog: TSan cannot see its guard, so when the
+// first two threads to log are workers logging at once, it reports the formatter's buffers
+// as raced against their construction (SchedulerTest.NothingLostNothingAnsweredTwiceUnderFaults
+// did, once in a CI run: MoveToCpu's warning against the registry built by another worker's).
+// Built here, during static initialization on the main thread (before any thread exists), it
+// is ordered before every later use by the threads' creation. Executables without spdlog skip
+// it.
+namespace {
+struct SpdlogRegistryFirst {
+  SpdlogRegistryFirst() {
+    using Instance = void* (*)();  // spdlog::details::registry& registry::instance()
+    if (void* f = dlsym(RTLD_DEFAULT, "_ZN6spdlog7details8registry8instanceEv")) {
+      reinterpret_cast<Instance>(f)();
+    }
+  }
+} spdlog_registry_first;
+}  // namespace
