@@ -78,7 +78,12 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
     absl::Status s = !ok ? Complete() : CheckMessageQuota(env_, MessageBytes());
     if (ok && s.ok()) s = header_seen_ ? OnChunk() : OnHeader();
     if (!ok || !s.ok()) {
-      part_.reset();  // a failed part's range is free before the caller hears of it
+      // A failed part's range, a refused tensor's reservation and its buffer are free before
+      // the caller hears of it (OnDone, which destroys the reactor, runs only after the status
+      // has gone): a listing, or another caller's put into a full store, never counts them.
+      part_.reset();
+      reservation_ = StoreReservation();
+      tensor_ = Tensor();
       Finish(rpc_.End(s));
       return;
     }

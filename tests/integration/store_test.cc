@@ -138,6 +138,27 @@ TEST_F(StoreTest, WrongChecksumAndSizesAreRefused) {
   EXPECT_EQ(listing->used_bytes, 400 + StoreOptions{}.object_overhead_bytes);
 }
 
+// A refused upload's reservation and buffer are free before its caller hears of the refusal:
+// a listing (or another caller's put into a full store) right after it never counts them.
+TEST_F(StoreTest, ARefusedUploadHoldsNoBytesOnceItsCallerIsTold) {
+  Start();
+  const Tensor t = RandomTensor<float>({10, 10}, 3);
+  v1::PutTensorResponse response;
+  int counted = 0;
+  for (int i = 0; i < 100; ++i) {
+    v1::PutTensorHeader h = HeaderFor(t);
+    if (i % 2 == 0) h.set_crc32c(h.crc32c() ^ 1);  // refused after the last chunk
+    const std::string bytes = i % 2 == 0 ? t.bytes() : t.bytes() + "xxxx";  // or one too long
+    const grpc::Status s = RawPut(h, bytes, 64, &response);
+    ASSERT_FALSE(s.ok());
+    auto listing = client_->ListTensors();
+    ASSERT_TRUE(listing.ok()) << listing.status();
+    ASSERT_TRUE(listing->objects.empty());
+    if (listing->used_bytes != 0) ++counted;
+  }
+  EXPECT_EQ(counted, 0) << "listings right after a refused upload counted its bytes";
+}
+
 TEST_F(StoreTest, TensorsLargerThanTheMessageLimitStream) {
   ServerOptions o;
   o.max_message_bytes = 1 << 20;
