@@ -405,7 +405,7 @@ Scheduler::Group Scheduler::FinishNonFinite(Lane& lane, Group group, const Execu
                                             absl::Time start) {
   Group rest;
   for (QueuedJob& item : group) {
-    const std::shared_ptr<void> pinned = item.job->PinInputs();
+    // The job (held here) keeps its op's memory valid until Finish: no pin needed (job.h).
     const absl::Status finite = CheckMatmulInputsFinite(*item.job->matmul_op());
     if (finite.ok()) {
       rest.push_back(std::move(item));
