@@ -196,6 +196,27 @@ TEST_F(ClientTest, ADeadlineThatHasJustPassedOrAZeroTimeoutIsExceeded) {
   EXPECT_EQ(exceeded, 50);
 }
 
+// A deadline too far off for gRPC's clock (years ahead, up to absl's infinite
+// future, or a timeout of that size) is no deadline: the call runs and
+// succeeds (the Python client once sent them as passed deadlines).
+TEST_F(ClientTest, ADeadlineYearsAheadIsNoDeadline) {
+  client::MatmulArgs args;
+  args.a = *Tensor::Zeros(DType::kF32, {1, 1});
+  args.b = *Tensor::Zeros(DType::kF32, {1, 1});
+  const absl::Duration year = absl::Hours(24 * 365);
+  for (const absl::Duration ahead :
+       {100 * year, 300 * year, 1000 * year, 1e6 * year, absl::Seconds(1e10), absl::Seconds(1e15),
+        absl::InfiniteDuration()}) {
+    SCOPED_TRACE(absl::FormatDuration(ahead));
+    client::CallOptions by_timeout;
+    by_timeout.timeout = ahead;
+    EXPECT_TRUE(client_->Matmul(args, by_timeout).ok());
+    client::CallOptions by_deadline;
+    by_deadline.deadline = absl::Now() + ahead;
+    EXPECT_TRUE(client_->Matmul(args, by_deadline).ok());
+  }
+}
+
 TEST_F(ClientTest, SolveAndFailedPrecondition) {
   client::SolveArgs args;
   args.a = *Tensor::FromVector<double>({2, 2}, {1, 1, 1, 1});

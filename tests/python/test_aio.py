@@ -1,6 +1,7 @@
 """linalgd.aio.Client against the real server: every method, concurrency,
 cancellation, errors (the same classes as linalgd.Client) and retries."""
 import asyncio
+import math
 import os
 import threading
 import time
@@ -240,6 +241,18 @@ async def test_a_deadline_that_has_passed_is_exceeded_at_once(c):
     for _ in range(30):
         with pytest.raises(linalgd.DeadlineExceeded):
             await c.matmul(a, a, timeout=0.0)
+
+
+@aio_test
+async def test_an_infinite_timeout_is_no_deadline_and_nan_is_refused(c):
+    """As the blocking client: infinity (which gRPC made a deadline already passed) means no
+    deadline, per call and as the client's default; NaN is refused naming timeout."""
+    a = np.ones((2, 2), np.float32)
+    assert np.array_equal(await c.matmul(a, a, timeout=math.inf), a @ a)
+    async with linalgd.aio.Client(c.target, timeout=math.inf) as forever:
+        assert np.array_equal(await forever.matmul(a, a), a @ a)
+    with pytest.raises(linalgd.InvalidArgument, match="timeout: NaN is not a number"):
+        await c.matmul(a, a, timeout=math.nan)
 
 
 def test_deadline_covers_all_retries():

@@ -1,4 +1,5 @@
 """server_info, health, and the mapping of failures onto the LinalgdError hierarchy."""
+import math
 import time
 
 import grpc
@@ -78,6 +79,44 @@ def test_a_deadline_that_has_passed_is_exceeded_at_once(client):
     for _ in range(30):
         with pytest.raises(linalgd.DeadlineExceeded):
             client.matmul(a, a, timeout=0.0)
+
+
+@pytest.mark.parametrize("timeout", [math.inf, 1e300, 1e12, 1e10, 4e9, 1e8 + 1])
+def test_a_timeout_years_long_or_infinite_is_no_deadline(server, timeout):
+    """grpcio made a timeout of 1e10 s or more a deadline already passed: infinity, the natural
+    'no deadline', failed every call at once. Per call, and as the client's default."""
+    a = np.ones((2, 2), np.float32)
+    with linalgd.Client(server.target, timeout=timeout) as c:
+        assert np.array_equal(c.matmul(a, a), a @ a)
+        assert np.array_equal(c.matmul(a, a, timeout=timeout), a @ a)
+        t = c.put(a, timeout=timeout)
+        assert np.array_equal(c.get(t, timeout=timeout), a)
+        c.wait_for_server(timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout,says", [
+    (math.nan, "timeout: NaN is not a number of seconds"),
+    ("3", "timeout: '3' is not a number of seconds"),
+    (True, "timeout: True is not a number of seconds"),
+    ([1.0], r"timeout: \[1.0\] is not a number of seconds"),
+])
+def test_a_timeout_that_is_not_a_number_is_refused_naming_it(client, timeout, says):
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        client.matmul(a, a, timeout=timeout)
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        client.get("no-such-id", timeout=timeout)
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        client.wait_for_server(timeout=timeout)
+    with pytest.raises(ValueError, match=says):
+        linalgd.Client(client.target, timeout=timeout)
+    assert client.matmul(a, a, timeout=np.float32(5)).shape == (2, 2)  # numpy scalars are numbers
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, -math.inf])
+def test_a_default_timeout_of_zero_or_less_is_refused(server, timeout):
+    with pytest.raises(ValueError, match="it must be positive, infinite or None"):
+        linalgd.Client(server.target, timeout=timeout)
 
 
 def test_request_over_client_limit_is_refused_locally():

@@ -9,6 +9,7 @@ the socket releases the region.
 """
 import fcntl
 import logging
+import math
 import os
 import socket
 import threading
@@ -313,3 +314,16 @@ def test_remote_targets_do_not_try_shared_memory(caplog):
 def test_invalid_region_size():
     with pytest.raises(ValueError):
         linalgd.Client("localhost:1", use_shared_memory=True, shared_memory_bytes=0)
+
+
+@pytest.mark.parametrize("timeout", [math.nan, "5"])
+def test_a_bad_timeout_fails_its_call_alone_and_shared_memory_stays_on(shm_server, timeout):
+    """A first call's timeout= of the wrong type once reached the region's registration, whose
+    failure turned shared memory off for the whole client for good (NaN ended the call with
+    DEADLINE_EXCEEDED); both are refused before anything is shared."""
+    a, b = rand(20, 10), rand(10, 5)
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as c:
+        with pytest.raises(linalgd.InvalidArgument, match="timeout: .* is not a number"):
+            c.matmul(a, b, timeout=timeout)
+        np.testing.assert_allclose(c.matmul(a, b, timeout=math.inf), a @ b, rtol=1e-12)
+        assert c.shared_memory_active

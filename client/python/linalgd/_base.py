@@ -75,11 +75,20 @@ def _like(method: Any, op: Any) -> Any:
     return method
 
 
+def _check_timeout(kwargs: dict) -> None:
+    """A method's timeout= checked before its op starts (InvalidArgument): a bad one must fail
+    the call alone, not a step it shares with others (registering a shared-memory region)."""
+    timeout = kwargs.get("timeout")
+    if timeout is not _ops.DEFAULT:
+        _ops.timeout_seconds(timeout)
+
+
 def sync_method(
         op: "Callable[Concatenate[Any, P], Generator[Any, Any, R]]"
 ) -> "Callable[Concatenate[Any, P], R]":
     """A blocking client method running op (signature and docstring are op's)."""
     def method(self, *args, **kwargs):
+        _check_timeout(kwargs)
         return self._run(op(self, *args, **kwargs))
     return _like(method, op)
 
@@ -89,6 +98,7 @@ def async_method(
 ) -> "Callable[Concatenate[Any, P], Awaitable[R]]":
     """A coroutine client method running op (signature and docstring are op's)."""
     async def method(self, *args, **kwargs):
+        _check_timeout(kwargs)
         return await self._run(op(self, *args, **kwargs))
     return _like(method, op)
 
@@ -131,8 +141,9 @@ class ClientBase:
                       retry_policy: Optional[RetryPolicy], metadata: Any,
                       max_message_bytes: int, wait_for_ready: bool,
                       token: Optional[str] = None) -> None:
+        timeout = _ops.timeout_seconds(timeout)
         if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be positive or None")
+            raise ValueError(f"timeout: {timeout} s; it must be positive, infinite or None")
         self.target = target
         self.timeout = timeout
         self.retry_policy = retry_policy or RetryPolicy(retries=retries)
@@ -196,8 +207,7 @@ class ClientBase:
 
     def _deadline(self, timeout: Any) -> Optional[float]:
         """The absolute time.monotonic() deadline of a call of timeout seconds, or None."""
-        timeout = self.timeout if timeout is _ops.DEFAULT else timeout
-        return None if timeout is None else time.monotonic() + timeout
+        return _ops._deadline(self, timeout)
 
     def _call_kwargs(self, deadline: Optional[float]) -> dict:
         """Keyword arguments of one gRPC call that ends by deadline."""

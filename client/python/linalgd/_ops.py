@@ -24,6 +24,7 @@ the yield, so try/finally in an operation works as in straight-line code.
 """
 import logging
 import math
+import numbers
 import time
 from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -113,13 +114,29 @@ def _scalar_parts(value, field):
     return z.real, z.imag
 
 
+def timeout_seconds(timeout: Any, field: str = "timeout") -> Optional[float]:
+    """timeout as seconds, None for no deadline (None or infinity); zero or less is a deadline
+    already passed. InvalidArgument naming field for anything but a real number (a bool, a
+    string, NaN)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise InvalidArgument(f"{field}: {timeout!r} is not a number of seconds")
+    seconds = float(timeout)
+    if math.isnan(seconds):
+        raise InvalidArgument(f"{field}: NaN is not a number of seconds")
+    return None if seconds == math.inf else seconds
+
+
 def _timeout(client, timeout):
     return client.timeout if timeout is DEFAULT else timeout
 
 
 def _deadline(client, timeout):
-    timeout = _timeout(client, timeout)
-    return None if timeout is None else time.monotonic() + timeout
+    """The time.monotonic() deadline of a call of timeout seconds (DEFAULT: the client's), or
+    None."""
+    seconds = timeout_seconds(_timeout(client, timeout))
+    return None if seconds is None else time.monotonic() + seconds
 
 
 # -- shared steps ---------------------------------------------------------
@@ -435,7 +452,8 @@ def health(client, service: str = "", *, timeout: Any = DEFAULT) -> Gen[str]:
 
 def wait_for_server(client, timeout: float = 10.0, service: str = "") -> Gen[None]:
     """Returns once health is SERVING; raises DeadlineExceeded after timeout s."""
-    deadline = time.monotonic() + timeout
+    seconds = timeout_seconds(timeout)
+    deadline = math.inf if seconds is None else time.monotonic() + seconds
     last = "no answer"
     while True:
         remaining = deadline - time.monotonic()
@@ -477,14 +495,14 @@ def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[f
     """As put(), returning the server's TensorInfo."""
     arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
     [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)],
-                           _deadline(client, timeout or client.timeout))
+                           _deadline(client, DEFAULT if timeout is None else timeout))
     return TensorInfo.from_proto(info)
 
 
 def get(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None,
         as_torch: bool = False) -> Op:
     """The resident tensor (a RemoteTensor or its id) as a fresh numpy array."""
-    info, raw = yield Get(id_of(tensor), _deadline(client, timeout or client.timeout))
+    info, raw = yield Get(id_of(tensor), _deadline(client, DEFAULT if timeout is None else timeout))
     return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
 
 

@@ -376,15 +376,23 @@ def _channel(target: str, spec: ChannelSpec) -> grpc.Channel:
     return grpc.secure_channel(target, credentials_of(spec.tls), options)
 
 
+# Seconds beyond which a deadline goes to gRPC as none (about three years): grpcio (1.51) made
+# a timeout of 1e10 s or more a deadline already passed, and every such call failed at once.
+NO_DEADLINE_BEYOND = 1e8
+
+
 def grpc_timeout(deadline: Optional[float]) -> Optional[float]:
     """gRPC's timeout= for a call that must end by deadline (time.monotonic()), or None.
 
     gRPC keeps deadlines to the millisecond, rounding up: a deadline that has just passed would
     become one still to come, and the call would run and succeed. One that has passed goes as a
-    second ago, which gRPC ends at once with DEADLINE_EXCEEDED."""
+    second ago, which gRPC ends at once with DEADLINE_EXCEEDED. One more than
+    NO_DEADLINE_BEYOND seconds ahead goes as none."""
     if deadline is None:
         return None
     remaining = deadline - time.monotonic()
+    if remaining > NO_DEADLINE_BEYOND:
+        return None
     return remaining if remaining > 0 else -1.0
 
 

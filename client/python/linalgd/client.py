@@ -65,7 +65,9 @@ class Client(ClientBase):
         naming an id go to the replica that owns it, the others to the least
         loaded one (_routing.py; replicas() shows the set).
     timeout: default deadline of a call in seconds, covering all its retries;
-        None for no deadline. Every method takes timeout= to override it.
+        None or math.inf for no deadline. Every method takes timeout= to
+        override it (zero or less: a deadline already passed; not a number:
+        InvalidArgument before anything is sent).
     retries: extra attempts on UNAVAILABLE / RESOURCE_EXHAUSTED (see
         retry_policy for the backoff; a server retry-after-ms hint wins).
     credentials: grpc.ChannelCredentials for TLS; None for plaintext.
