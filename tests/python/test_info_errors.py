@@ -113,6 +113,54 @@ def test_a_timeout_that_is_not_a_number_is_refused_naming_it(client, timeout, sa
     assert client.matmul(a, a, timeout=np.float32(5)).shape == (2, 2)  # numpy scalars are numbers
 
 
+@pytest.mark.parametrize("call,says", [
+    (lambda c, a: c.matmul(a, a, priority=2**40), r"priority: 1099511627776 is outside \["),
+    (lambda c, a: c.matmul(a, a, priority=-2**31 - 1), r"priority: -2147483649 is outside \["),
+    (lambda c, a: c.solve(np.eye(2), a, priority=1.5), "priority: 1.5 is not an integer"),
+    (lambda c, a: c.matmul(a, a, priority="1"), "priority: '1' is not an integer"),
+    (lambda c, a: c.matmul(a, a, priority=math.nan), "priority: nan is not an integer"),
+    (lambda c, a: c.put(a, ttl=math.nan), "ttl: NaN is not a number of seconds"),
+    (lambda c, a: c.put(a, ttl="5"), "ttl: '5' is not a number of seconds"),
+    (lambda c, a: c.factorize(np.eye(2), ttl=True), "ttl: True is not a number of seconds"),
+])
+def test_a_bad_integer_or_seconds_argument_is_refused_naming_it(client, call, says):
+    """Before: protobuf's bare 'Value out of range' or 'cannot convert float NaN to integer',
+    or the value silently truncated (1.5) or parsed ('1')."""
+    a = np.ones((2, 2))
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        call(client, a)
+    assert client.matmul(a, a, priority=np.int64(-5)).shape == (2, 2)  # numpy integers are fine
+
+
+@pytest.mark.parametrize("limit,says", [
+    (0, r"max_message_bytes: 0 is outside \[1, "),
+    (-1, r"max_message_bytes: -1 is outside \[1, "),
+    (4.5, "max_message_bytes: 4.5 is not an integer"),
+])
+def test_a_message_limit_that_is_not_a_positive_integer_is_refused(server, limit, says):
+    with pytest.raises(ValueError, match=says):
+        linalgd.Client(server.target, max_message_bytes=limit)
+
+
+def test_a_message_limit_beyond_grpcs_int_is_grpcs_largest(server):
+    """Before: OverflowError from the channel options at the first call."""
+    a = np.ones((2, 2))
+    with linalgd.Client(server.target, max_message_bytes=2**40) as c:
+        assert c.max_message_bytes == 2**31 - 1
+        assert np.array_equal(c.matmul(a, a), a @ a)
+
+
+def test_a_zero_timeout_of_a_store_or_factor_call_is_exceeded_not_the_default(client):
+    """timeout=None means the client's timeout there; 0 meant it too."""
+    a = np.eye(2)
+    t = client.put(a)
+    for call in (lambda: client.put(a, timeout=0), lambda: client.get(t, timeout=0),
+                 lambda: client.factorize(a, timeout=0), lambda: client.delete(t, timeout=0)):
+        with pytest.raises(linalgd.DeadlineExceeded):
+            call()
+    assert np.array_equal(client.get(t, timeout=None), a)
+
+
 @pytest.mark.parametrize("timeout", [0, -1.0, -math.inf])
 def test_a_default_timeout_of_zero_or_less_is_refused(server, timeout):
     with pytest.raises(ValueError, match="it must be positive, infinite or None"):

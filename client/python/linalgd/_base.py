@@ -147,7 +147,10 @@ class ClientBase:
         self.target = target
         self.timeout = timeout
         self.retry_policy = retry_policy or RetryPolicy(retries=retries)
-        self.max_message_bytes = int(max_message_bytes)
+        # gRPC's channel options are C ints: a larger limit is PROTOBUF_LIMIT.
+        self.max_message_bytes = min(
+            _ops.integer_arg(max_message_bytes, "max_message_bytes", 1, 2**63 - 1),
+            PROTOBUF_LIMIT)
         # Operands and results of at least this many bytes are streamed
         # (PutTensor / keep_result + GetTensor) instead of travelling inline.
         # 4 MiB, as the C++ client's ClientOptions.stream_threshold_bytes: one

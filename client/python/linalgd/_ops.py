@@ -114,22 +114,48 @@ def _scalar_parts(value, field):
     return z.real, z.imag
 
 
-def timeout_seconds(timeout: Any, field: str = "timeout") -> Optional[float]:
-    """timeout as seconds, None for no deadline (None or infinity); zero or less is a deadline
-    already passed. InvalidArgument naming field for anything but a real number (a bool, a
-    string, NaN)."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
-        raise InvalidArgument(f"{field}: {timeout!r} is not a number of seconds")
-    seconds = float(timeout)
+def seconds_arg(value: Any, field: str) -> float:
+    """value (a real number of seconds) as a float; InvalidArgument naming field for anything
+    else (a bool, a string, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgument(f"{field}: {value!r} is not a number of seconds")
+    seconds = float(value)
     if math.isnan(seconds):
         raise InvalidArgument(f"{field}: NaN is not a number of seconds")
+    return seconds
+
+
+def integer_arg(value: Any, field: str, low: int, high: int) -> int:
+    """value (an integer in [low, high]) as an int; InvalidArgument naming field otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgument(f"{field}: {value!r} is not an integer")
+    number = int(value)
+    if not low <= number <= high:
+        raise InvalidArgument(f"{field}: {number} is outside [{low}, {high}]")
+    return number
+
+
+def priority_arg(priority: Any) -> int:
+    """A request's priority field (int32)."""
+    return integer_arg(priority, "priority", -2**31, 2**31 - 1)
+
+
+def timeout_seconds(timeout: Any, field: str = "timeout") -> Optional[float]:
+    """timeout as seconds, None for no deadline (None or infinity); zero or less is a deadline
+    already passed. InvalidArgument naming field for anything but a real number."""
+    if timeout is None:
+        return None
+    seconds = seconds_arg(timeout, field)
     return None if seconds == math.inf else seconds
 
 
 def _timeout(client, timeout):
     return client.timeout if timeout is DEFAULT else timeout
+
+
+def _or_default(timeout):
+    """The timeout= of the store and factor methods, where None means the client's."""
+    return DEFAULT if timeout is None else timeout
 
 
 def _deadline(client, timeout):
@@ -293,7 +319,7 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
         transpose_a=bool(transpose_a), transpose_b=bool(transpose_b), epilogue=int(ep),
         compute_mode=int(parse(ComputeMode, compute_mode, "compute_mode")),
         output_dtype=int(tensors.parse_dtype(output_dtype, "output_dtype")),
-        allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     operands = {"a": (a_arr, a_wire), "b": (b_arr, b_wire)}
     if c is not None:
         c_arr, c_wire = client._arg(c, "c")
@@ -369,7 +395,7 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
         b_arr = b_arr.reshape(-1, 1)
     req = pb.SolveRequest(method=int(parse(SolveMethod, method, "method")),
                           no_fallback=bool(no_fallback),
-                          allow_non_finite=bool(allow_non_finite), priority=int(priority))
+                          allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     if rcond is not None:
         req.rcond = float(rcond)
     operands = {"b": (b_arr, b_wire)}
@@ -494,15 +520,17 @@ def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[f
              _wire: Any = None) -> Gen[TensorInfo]:
     """As put(), returning the server's TensorInfo."""
     arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
+    if ttl is not None:
+        ttl = seconds_arg(ttl, "ttl")
     [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)],
-                           _deadline(client, DEFAULT if timeout is None else timeout))
+                           _deadline(client, _or_default(timeout)))
     return TensorInfo.from_proto(info)
 
 
 def get(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None,
         as_torch: bool = False) -> Op:
     """The resident tensor (a RemoteTensor or its id) as a fresh numpy array."""
-    info, raw = yield Get(id_of(tensor), _deadline(client, DEFAULT if timeout is None else timeout))
+    info, raw = yield Get(id_of(tensor), _deadline(client, _or_default(timeout)))
     return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
 
 
@@ -510,7 +538,7 @@ def delete(client, tensor: Union[str, RemoteTensor], *,
            timeout: Optional[float] = None) -> Gen[None]:
     """Deletes a resident tensor (a RemoteTensor or its id)."""
     yield Invoke("DeleteTensor", pb.DeleteTensorRequest(id=id_of(tensor)),
-                 timeout or client.timeout)
+                 _or_default(timeout))
 
 
 def list_tensors(client, *, all_tenants: bool = False,
@@ -518,7 +546,7 @@ def list_tensors(client, *, all_tenants: bool = False,
     """The caller's tensors and factors (TensorInfos); all_tenants: every
     tenant's (an admin tenant only, else PERMISSION_DENIED), each naming its tenant."""
     resp = yield Invoke("ListTensors", pb.ListTensorsRequest(all_tenants=bool(all_tenants)),
-                        timeout or client.timeout)
+                        _or_default(timeout))
     return [TensorInfo.from_proto(t) for t in resp.tensors]
 
 
@@ -536,9 +564,10 @@ def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
         raise InvalidArgument(f"factorize: recreate=True needs an array a, not the remote "
                               f"tensor {a.id} (it is gone with its replica)")
     req = pb.FactorizeRequest(method=int(parse(SolveMethod, method, "method")),
-                              no_fallback=bool(no_fallback), ttl_seconds=float(ttl or 0),
+                              no_fallback=bool(no_fallback),
+                              ttl_seconds=0.0 if ttl is None else seconds_arg(ttl, "ttl"),
                               allow_non_finite=bool(allow_non_finite))
-    timeout = timeout or client.timeout
+    timeout = _or_default(timeout)
     operand = client._arg(a, "a")
     resp = yield from call_with_operands(client, "Factorize", req, {"a": operand}, timeout)
     factor = client._factor(resp, ExecutionInfo.from_proto(resp.info))
@@ -552,7 +581,7 @@ def release_factor(client, factor: Union[str, Factor], *,
                    timeout: Optional[float] = None) -> Gen[None]:
     """Frees a factor (a Factor or its id) on the server."""
     yield Invoke("ReleaseFactor", pb.ReleaseFactorRequest(factor_id=id_of(factor)),
-                 timeout or client.timeout)
+                 _or_default(timeout))
 
 
 # -- sparse ---------------------------------------------------------------
@@ -597,7 +626,7 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
         method=int(parse(SparseMethod, method, "method")),
         preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
         tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
-        allow_non_finite=bool(allow_non_finite), priority=int(priority))
+        allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     operands = {"b": (b_arr, b_wire)}
     if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
         x0_arr, x0_wire = client._arg(x0, "x0")
