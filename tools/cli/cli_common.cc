@@ -1,5 +1,6 @@
 #include "tools/cli/cli_common.h"
 
+#include <cmath>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +18,9 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::s
   absl::Duration d;
   double seconds;
   if (absl::SimpleAtod(text, &seconds)) {
+    if (std::isnan(seconds)) {  // absl::Seconds(NaN) is an infinite duration
+      return absl::InvalidArgumentError(absl::StrCat(flag, " '", text, "' is not a number"));
+    }
     d = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(text, &d)) {
     return absl::InvalidArgumentError(

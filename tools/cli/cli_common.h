@@ -29,7 +29,7 @@ inline constexpr char kExitCodesHelp[] =
     "SERVING; 5 the server is unreachable (UNAVAILABLE or DEADLINE_EXCEEDED).";
 
 // Parses a --timeout value: plain seconds ("30", "0.5") or an absl duration
-// ("30s", "500ms", "2m", "inf"). INVALID_ARGUMENT when not positive.
+// ("30s", "500ms", "2m", "inf"). INVALID_ARGUMENT when not positive or NaN.
 absl::StatusOr<absl::Duration> ParseTimeout(absl::string_view text);
 // The same for any duration flag named `flag` (e.g. "--ttl").
 absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text);
