@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,18 @@ constexpr absl::Duration kHardStopMargin = absl::Seconds(5);
 void OnSignal(int sig) {
   const unsigned char byte = static_cast<unsigned char>(sig);
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
+// A real-valued flag's check before its range: CLI11's Range lets NaN
+// through (every comparison with it is false), and a NaN rcond factor would
+// make no system numerically singular.
+CLI::Validator NotNan() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        return absl::SimpleAtod(text, &value) && std::isnan(value) ? "NaN is not a number" : "";
+      },
+      "");
 }
 
 // "10", "10s", "250ms", "1m" -> duration; a bare number is seconds.
@@ -176,18 +189,21 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--sparse-dense-threshold", o.sparse_dense_threshold,
                  "SparseSolve: matrices denser than this (nnz / n^2) take the dense path")
+      ->check(NotNan())
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option(
          "--singular-rcond-factor", o.singular_rcond_factor,
          "a square system whose reciprocal condition estimate is below this * n * eps(dtype) is "
          "numerically singular (min-norm least squares, or FAILED_PRECONDITION with no_fallback)")
+      ->check(NotNan())
       ->check(CLI::Range(0.0, 1e12))
       ->capture_default_str();
   app.add_option("--op-timeout", f.op_timeout, "per-operation timeout (10s, 500ms, ...)")
       ->capture_default_str();
   app.add_option("--gpu-memory-fraction", o.gpu_memory_fraction,
                  "GPU memory budget, of each device's total")
+      ->check(NotNan())
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
   app.add_option("--devices", f.devices, "comma-separated CUDA device ordinals; empty: all usable");

@@ -24,6 +24,12 @@ from conftest import server_binary
     ("--max-queue", "0"),
     ("--max-message-bytes", str(1 << 40)),
     ("--singular-rcond-factor", "-1"),
+    # CLI11's ranges let NaN through (every comparison with it is false): a NaN rcond factor
+    # made no system numerically singular, a NaN memory fraction a NaN budget.
+    ("--singular-rcond-factor", "nan"),
+    ("--sparse-dense-threshold", "nan"),
+    ("--gpu-memory-fraction", "nan"),
+    ("--gpu-memory-fraction", "-nan"),
     ("--busy-blas-threads", "-1"),
     ("--busy-blas-threads", "1025"),
     ("--gpu-wait", "sometimes"),
