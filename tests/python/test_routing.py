@@ -3,6 +3,7 @@ an id go to the replica that owns it, stateless calls to the least loaded one,
 and the loss of a replica fails only the calls that need it, with an error that
 says so. Real servers on loopback ports, each with its own --replica-id."""
 import concurrent.futures
+import math
 import re
 import signal
 import socket
@@ -406,3 +407,14 @@ def wait_until_not_serving(server, timeout=10.0):
                 return True
             time.sleep(0.05)
     return False
+
+
+@pytest.mark.parametrize("interval,says", [
+    (math.nan, "refresh_interval: NaN is not a number of seconds"),
+    ("30", "refresh_interval: '30' is not a number of seconds"),
+    (-1.0, "refresh_interval: -1.0 s; it must be 0 or more"),
+])
+def test_a_refresh_interval_that_is_not_a_number_of_seconds_is_refused(interval, says):
+    """NaN compared false with every elapsed time: the replica set was never resolved again."""
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        linalgd.Client("ipv4:127.0.0.1:1,127.0.0.1:2", refresh_interval=interval)

@@ -40,7 +40,7 @@ from . import _health, _ops
 from ._replicas import (OWNER_KEY, QUEUE_DEPTH_KEY, REPLICA_KEY, ListTarget, Replica,
                         ReplicaSet, metadata_value, owner_of, request_ids)
 from ._stubs import pb, pb_grpc
-from .errors import LinalgdError, ReplicaGone, Unavailable, from_rpc_error
+from .errors import InvalidArgument, LinalgdError, ReplicaGone, Unavailable, from_rpc_error
 from .transfer import Transfer
 
 PROBE_SECONDS = 1.0  # a health check or id lookup of one replica
@@ -119,7 +119,9 @@ class Router:
                  refresh_interval: float):
         self._client = client
         self._spec = spec
-        self._refresh_interval = refresh_interval
+        self._refresh_interval = _ops.seconds_arg(refresh_interval, "refresh_interval")
+        if self._refresh_interval < 0:  # 0: a resolution before every call
+            raise InvalidArgument(f"refresh_interval: {refresh_interval} s; it must be 0 or more")
         self._resolved_at = time.monotonic()
         self._learned = False
         self._resolve_error = ""  # why the latest resolution failed, if it did
