@@ -1,4 +1,5 @@
 """Retries with backoff, the retry-after-ms hint, and deadlines spanning retries."""
+import math
 import threading
 import time
 from concurrent import futures
@@ -65,6 +66,33 @@ def test_backoff_schedule():
     quota = linalgd.ResourceExhausted(
         "tenant quota store_bytes=1", trailing_metadata=(("linalgd-store-refused", "store_bytes"),))
     assert not p.should_retry(quota, 1)  # would run the op again; only freeing space helps
+
+
+@pytest.mark.parametrize("kwargs,says", [
+    (dict(initial_backoff=math.nan), "initial_backoff: nan is not a number"),
+    (dict(max_backoff="2"), "max_backoff: '2' is not a number"),
+    (dict(multiplier=math.nan), "multiplier: nan is not a number"),
+    (dict(jitter=math.nan), "jitter: nan is not a number"),
+    (dict(jitter=1.5), r"jitter: 1.5; it must be in \[0, 1\]"),
+    (dict(jitter=-0.1), r"jitter: -0.1; it must be in \[0, 1\]"),
+    (dict(retries=math.nan), "retries: nan is not a whole number"),
+    (dict(retries=2.5), "retries: 2.5 is not a whole number"),
+    (dict(retries=True), "retries: True is not a whole number"),
+    (dict(failovers=-1), "failovers: -1 is not a whole number"),
+])
+def test_a_retry_policy_of_nan_or_out_of_range_values_is_refused(kwargs, says):
+    """NaN passed every check (its comparisons are false): retries=nan retried without end and
+    a NaN backoff failed the first retry's wait with time.sleep's bare ValueError."""
+    with pytest.raises(ValueError, match=says):
+        linalgd.RetryPolicy(**kwargs)
+    with pytest.raises(ValueError, match=says):
+        linalgd.Client(f"127.0.0.1:{free_port()}", retry_policy=linalgd.RetryPolicy(**kwargs))
+
+
+def test_infinite_retries_or_backoff_cap_are_taken():
+    p = linalgd.RetryPolicy(retries=math.inf, max_backoff=math.inf, jitter=0.0)
+    assert p.should_retry(linalgd.Unavailable("down"), 10**6)
+    assert p.delay(3) == pytest.approx(0.4)
 
 
 class _Overloaded(grpc.GenericRpcHandler):

@@ -14,6 +14,8 @@ fails with a code in `failover_codes` is first retried at once on another
 replica (failovers of them per call), then backs off as above.
 """
 import dataclasses
+import math
+import numbers
 import random
 
 import grpc
@@ -38,10 +40,19 @@ class RetryPolicy:
     failovers: int = 1  # immediate retries on another replica, per call
 
     def __post_init__(self):
-        if self.retries < 0:
-            raise ValueError("retries must be >= 0")
+        for name in ("initial_backoff", "max_backoff", "multiplier", "jitter"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+                raise ValueError(f"{name}: {value!r} is not a number")
+        for name in ("retries", "failovers"):  # whole numbers; retries may be math.inf
+            value = getattr(self, name)
+            whole = isinstance(value, numbers.Integral) or (name == "retries" and value == math.inf)
+            if isinstance(value, bool) or not whole or value < 0:
+                raise ValueError(f"{name}: {value!r} is not a whole number (0 or more)")
         if self.initial_backoff < 0 or self.max_backoff < 0 or self.multiplier < 1:
             raise ValueError("backoff must be >= 0 and multiplier >= 1")
+        if not 0 <= self.jitter <= 1:
+            raise ValueError(f"jitter: {self.jitter}; it must be in [0, 1]")
 
     def should_retry(self, error, attempt):
         """attempt: 1-based number of the attempt that just failed."""
