@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <complex>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -105,6 +106,26 @@ class GpuServerTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->Shutdown(absl::Seconds(10));
   }
+  // Small products on the GPU, batched: every call queues, with a 1 ms window
+  // so that batches form however fast the workers keep up (the default, 0,
+  // batches only what queued while they were busy); shared memory allowed.
+  static ServerOptions BatchingOnTheGpu() {
+    ServerOptions o;
+    o.cpu_threshold = 0;
+    o.allow_shm = true;
+    o.gpu_inline_max_run = absl::ZeroDuration();
+    o.max_queue_delay = absl::Milliseconds(1);
+    return o;
+  }
+  // A client of the running server through shared memory (16 regions of 4 MiB).
+  std::unique_ptr<Client> SharedMemoryClient() const {
+    client::ClientOptions co;
+    co.target = testing::LoopbackTarget(*server_);
+    co.use_shared_memory = true;
+    co.shared_memory_bytes = int64_t{4} << 20;
+    co.shared_memory_regions = 16;
+    return Client::Create(co).value();
+  }
   std::unique_ptr<Server> server_;
   GpuEngine* engine_ = nullptr;  // the server's
   std::unique_ptr<Client> client_;
@@ -161,20 +182,8 @@ TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhe
 // back into them), each answer is the caller's own, and a caller's NaN
 // fails only its own call, naming the element.
 TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
-  ServerOptions o;
-  o.cpu_threshold = 0;
-  o.allow_shm = true;
-  o.gpu_inline_max_run = absl::ZeroDuration();  // every call queues: batches form
-  // A window, so that batches form however fast the workers keep up (the
-  // default, 0, batches only what queued while they were busy).
-  o.max_queue_delay = absl::Milliseconds(1);
-  START_OR_SKIP(o);
-  client::ClientOptions co;
-  co.target = testing::LoopbackTarget(*server_);
-  co.use_shared_memory = true;
-  co.shared_memory_bytes = int64_t{4} << 20;
-  co.shared_memory_regions = 16;
-  std::unique_ptr<Client> shm = Client::Create(co).value();
+  START_OR_SKIP(BatchingOnTheGpu());
+  std::unique_ptr<Client> shm = SharedMemoryClient();
   std::atomic<int> batched{0}, wrong{0}, failed{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 16; ++t) {
@@ -206,6 +215,69 @@ TEST_F(GpuServerTest, BatchedSharedMemoryCallersEachGetTheirOwnAnswer) {
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(batched.load(), 0);
+}
+
+// A GPU batch's NaN members fail alone: 16 callers send 96x80 by 80x72 f64
+// products at once, a quarter of them with a NaN at an element of their own
+// in b. Each of those is refused naming its element; every other caller gets
+// its own product from the GPU, and good calls still share batches (the rest
+// of a batch that failed for its NaN members runs again as one batch). Over
+// the socket (operands stacked on the host) and through shared memory
+// (operands copied straight to the device, NaNs found there).
+TEST_F(GpuServerTest, ABatchsNanMembersFailAloneAndTheRestStayBatchedOnTheGpu) {
+  START_OR_SKIP(BatchingOnTheGpu());
+  std::unique_ptr<Client> shm = SharedMemoryClient();
+  for (Client* client : {client_.get(), shm.get()}) {
+    SCOPED_TRACE(client == shm.get() ? "shared memory" : "socket");
+    std::atomic<int> batched{0}, good{0}, refused{0};
+    std::vector<std::string> problems;
+    std::mutex mu;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 16; ++i) {
+          const int id = t * 16 + i;
+          client::MatmulArgs args;
+          args.a = Random({96, 80}, 1000 + id);
+          args.b = Random({80, 72}, 5000 + id);
+          const client::Tensor a = args.a, b = args.b;
+          const bool nan = id % 4 == 1;
+          const int at = id % (80 * 72);
+          if (nan) args.b.mutable_as<double>()[at] = std::nan("");
+          auto r = client->Matmul(std::move(args));
+          std::string problem;
+          if (nan) {
+            const std::string want = "b: element " + std::to_string(at) + " is NaN";
+            if (r.ok() || r.status().code() != absl::StatusCode::kInvalidArgument ||
+                r.status().message().find(want) == std::string::npos) {
+              problem = "call " + std::to_string(id) + ": " +
+                        (r.ok() ? std::string("OK") : r.status().ToString());
+            } else {
+              refused++;
+            }
+          } else if (!r.ok()) {
+            problem = "call " + std::to_string(id) + ": " + r.status().ToString();
+          } else if (r->info.backend != "gpu:0" || MatmulError(a, b, r->out) > 1e-12) {
+            problem = "call " + std::to_string(id) + ": on " + r->info.backend + ", error " +
+                      std::to_string(MatmulError(a, b, r->out));
+          } else {
+            good++;
+            if (r->info.batch_size > 1) batched++;
+          }
+          if (!problem.empty()) {
+            std::lock_guard<std::mutex> lock(mu);
+            problems.push_back(problem);
+          }
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    EXPECT_THAT(problems, ::testing::IsEmpty());
+    EXPECT_EQ(refused.load(), 64);
+    EXPECT_EQ(good.load(), 192);
+    std::cerr << batched.load() << " of " << good.load() << " good calls were batched\n";
+    EXPECT_GT(batched.load(), 0) << "no good call shared a batch";
+  }
 }
 
 // The latency workload's kind of call (--cpu-threshold 0, one caller): each
