@@ -150,3 +150,11 @@ def test_bfloat16(client):
     a, b = rand(3, 4).astype(ml_dtypes.bfloat16), rand(4, 5).astype(ml_dtypes.bfloat16)
     out = client.matmul(a, b)
     assert out.dtype == ml_dtypes.bfloat16 and out.shape == (3, 5)
+
+
+def test_an_operand_that_is_not_an_array_is_refused_naming_it(client):
+    """numpy's own ValueError for a ragged nested list named no operand."""
+    with pytest.raises(linalgd.InvalidArgument, match="b: not an array: setting an array element"):
+        client.matmul([[1.0, 2.0]], [[1.0], [2.0, 3.0]])
+    with pytest.raises(linalgd.InvalidArgument, match="a: not an array"):
+        client.solve([[1.0], [1.0, 2.0]], [1.0, 2.0])

@@ -122,7 +122,10 @@ def to_numpy(x, field):
     if is_torch(x):
         x, wire = _torch_to_numpy(x, field)
     elif not isinstance(x, np.ndarray):
-        x = np.asarray(x)
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as e:  # ragged nested lists, say
+            raise InvalidArgument(f"{field}: not an array: {e}") from None
         if x.dtype.kind in "iub":  # python lists of ints: compute in float64
             x = x.astype(np.float64)
     if wire is None:
