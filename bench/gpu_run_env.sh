@@ -6,6 +6,7 @@
 # seconds appended to $s); exports OPENBLAS_CORETYPE (SkylakeX where the CPU has AVX-512:
 # Debian's OpenBLAS would otherwise pick a slower kernel on the host's CPU) and the bundled
 # CRC32C library; writes the GPU, the Python stack and the server's version to $s.
+# gpu_suites runs the three GPU suites.
 h=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$h/env.sh"
 out=${OUT:-/tmp/out}; logs=$out/logs; json=$out/json; mkdir -p "$logs" "$json"
@@ -16,3 +17,14 @@ run() { local n=$1 l=$2; shift 2; local t=$SECONDS; timeout "$l" "$@" > "$logs/$
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$s" 2>&1
 python3 -c "import sys, google.protobuf as p, grpc, numpy; print('python', sys.version.split()[0], 'protobuf', p.__version__, 'grpcio', grpc.__version__, 'numpy', numpy.__version__)" >> "$s" 2>&1
 "$h/bin/linalgd" --version >> "$s" 2>&1
+# The three GPU suites under their limits; their verdict lines and failures appended to $s.
+gpu_suites() {
+  run gpu_tests 150 "$h/bin/gpu_tests"
+  run gpu_unit_tests 30 "$h/bin/gpu_unit_tests"
+  run gpu_server_tests 60 "$h/bin/gpu_server_tests"
+  for f in gpu_tests gpu_unit_tests gpu_server_tests; do
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|good calls were batched" "$logs/$f.log" |
+      head -20 | sed "s/^/$f: /" >> "$s"
+  done
+  grep -hE "Failure|Expected|Which is|Value of" "$logs"/gpu_*.log | head -40 >> "$s"
+}

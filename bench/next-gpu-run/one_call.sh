@@ -10,13 +10,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/gpu_run_env.sh" one
-run gpu_tests 150 "$h/bin/gpu_tests"
-run gpu_unit_tests 30 "$h/bin/gpu_unit_tests"
-run gpu_server_tests 60 "$h/bin/gpu_server_tests"
-for f in gpu_tests gpu_unit_tests gpu_server_tests; do
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$logs/$f.log" | head -20 | sed "s/^/$f: /" >> "$s"
-done
-grep -hE "Failure|Expected|Which is|Value of" "$logs"/gpu_*.log | head -40 >> "$s"
+gpu_suites
 "$h/bin/linalgd" --listen 127.0.0.1:50081 --metrics-listen "" > "$logs/srv_py.log" 2>&1 & p=$!
 sleep 4
 run py_transfer 100 python3 bench/python_transfer.py --target 127.0.0.1:50081 \

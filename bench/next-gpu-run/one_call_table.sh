@@ -11,13 +11,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/gpu_run_env.sh" one
 B=$h/bin/linalgd-bench
-run gpu_tests 150 "$h/bin/gpu_tests"
-run gpu_unit_tests 30 "$h/bin/gpu_unit_tests"
-run gpu_server_tests 60 "$h/bin/gpu_server_tests"
-for f in gpu_tests gpu_unit_tests gpu_server_tests; do
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|good calls were batched" "$logs/$f.log" | head -20 | sed "s/^/$f: /" >> "$s"
-done
-grep -hE "Failure|Expected|Which is|Value of" "$logs"/gpu_*.log | head -40 >> "$s"
+gpu_suites
 LINALGD_SERVER="$h/bin/linalgd" run python_args 60 python3 -m pytest -q -p no:cacheprovider \
   tests/python/test_info_errors.py tests/python/test_aio.py tests/python/test_shm.py \
   tests/python/test_retry.py tests/python/test_flags.py
