@@ -199,3 +199,26 @@ def test_error_class_for_every_code():
         if code != grpc.StatusCode.OK:
             cls = linalgd.error_class(code)
             assert issubclass(cls, linalgd.LinalgdError) and cls.code == code, code
+
+
+@pytest.mark.parametrize("metadata,says", [
+    ([("X-Key", "v")], "metadata: key 'X-Key': lowercase letters"),
+    ([(":path", "/x")], "metadata: key ':path'"),
+    ([("x-key", "v\n")], "metadata: x-key: the value is not printable ASCII text"),
+    ([("x-key", b"v")], "metadata: x-key: the value is not printable ASCII text"),
+    ([("x-key-bin", "text")], "metadata: x-key-bin: a -bin key's value is bytes"),
+    ("abc", "metadata: 'abc'; give"),
+    ({"x-a": "b"}, "metadata: {'x-a': 'b'}; give"),
+    ([("a",)], r"metadata: \('a',\) is not a \(key, value\) pair"),
+])
+def test_metadata_gRPC_would_refuse_is_refused_when_the_client_is_made(server, metadata, says):
+    """Before: gRPC refused it at every call ('metadata was invalid', an unpacking error for a
+    dict or a string), and a client with it could make no call at all."""
+    with pytest.raises(ValueError, match=says):
+        linalgd.Client(server.target, metadata=metadata)
+
+
+def test_metadata_as_lists_or_with_binary_values_is_taken(server):
+    a = np.ones((2, 2))
+    with linalgd.Client(server.target, metadata=[["x-trace", "abc"], ("x-id-bin", b"\x00\xff")]) as c:
+        assert np.array_equal(c.matmul(a, a), a @ a)

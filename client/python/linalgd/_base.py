@@ -11,10 +11,11 @@ client differ only in blocking versus awaiting.
 import functools
 import inspect
 import os
+import re
 import threading
 import time
-from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Optional, Tuple,
-                    Type, TypeVar)
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Optional,
+                    Sequence, Tuple, Type, TypeVar)
 
 from . import _ops, _procs, tensors
 from .errors import InvalidArgument, LinalgdError, ResourceExhausted
@@ -124,6 +125,31 @@ def _bearer(token: Optional[str]) -> tuple:
     return (("authorization", "Bearer " + token),)
 
 
+_METADATA_KEY = re.compile(r"[0-9a-z_.-]+")
+
+
+def _checked_metadata(metadata: Any) -> tuple:
+    """metadata as a tuple of (key, value) pairs, each as gRPC takes it (keys of lowercase
+    letters, digits, '-', '_' and '.'; values printable ASCII, bytes for keys ending in -bin):
+    ValueError naming the entry here, not at every call."""
+    if isinstance(metadata, (str, bytes, dict)):
+        raise ValueError(f"metadata: {metadata!r}; give (key, value) pairs")
+    pairs = []
+    for pair in metadata:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"metadata: {pair!r} is not a (key, value) pair")
+        key, value = pair
+        pairs.append((key, value))
+        if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key):
+            raise ValueError(f"metadata: key {key!r}: lowercase letters, digits, '-', '_', '.'")
+        if key.endswith("-bin"):
+            if not isinstance(value, bytes):
+                raise ValueError(f"metadata: {key}: a -bin key's value is bytes")
+        elif not isinstance(value, str) or any(c < " " or c > "~" for c in value):
+            raise ValueError(f"metadata: {key}: the value is not printable ASCII text")
+    return tuple(pairs)
+
+
 # Each transfer worker is a Python interpreter with its own channel, all
 # started at the first large transfer; a tensor moves in at most
 # transfer_connections parts, so more workers than that only cost memory.
@@ -165,7 +191,7 @@ class ClientBase:
         self.transfer_connections = 4
         self.transfer_part_min_bytes = 8 << 20
         self._closed = False
-        self._metadata = tuple(metadata) + _bearer(token)
+        self._metadata = _checked_metadata(metadata) + _bearer(token)
         self._wait_for_ready = wait_for_ready
         self.transfer_processes = 0
         # How transfer worker processes build their channels.
