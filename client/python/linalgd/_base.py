@@ -139,7 +139,6 @@ def _checked_metadata(metadata: Any) -> tuple:
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise ValueError(f"metadata: {pair!r} is not a (key, value) pair")
         key, value = pair
-        pairs.append((key, value))
         if not isinstance(key, str) or not _METADATA_KEY.fullmatch(key):
             raise ValueError(f"metadata: key {key!r}: lowercase letters, digits, '-', '_', '.'")
         if key.endswith("-bin"):
@@ -147,6 +146,7 @@ def _checked_metadata(metadata: Any) -> tuple:
                 raise ValueError(f"metadata: {key}: a -bin key's value is bytes")
         elif not isinstance(value, str) or any(c < " " or c > "~" for c in value):
             raise ValueError(f"metadata: {key}: the value is not printable ASCII text")
+        pairs.append((key, value))
     return tuple(pairs)
 
 
