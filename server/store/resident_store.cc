@@ -37,6 +37,7 @@ struct ResidentStore::Entry {
 ResidentStore::ResidentStore(StoreOptions options)
     : options_(std::move(options)),
       used_(std::make_shared<std::atomic<int64_t>>(0)),
+      pending_(std::make_shared<std::atomic<int64_t>>(0)),
       uploads_(options_.now, options_.host_alloc, options_.replica_id) {}
 
 ResidentStore::~ResidentStore() = default;
@@ -65,9 +66,7 @@ absl::StatusOr<StoreReservation> ResidentStore::Reserve(int64_t bytes, const Sto
   } else if (!MakeRoom(charge, owner, usage, dropped)) {
     return NoRoom(bytes, owner, usage);
   }
-  used_->fetch_add(charge);
-  usage.bytes->fetch_add(charge);
-  return StoreReservation(used_, usage.bytes, owner.tenant, charge);
+  return StoreReservation({used_, usage.bytes, pending_, usage.pending}, owner.tenant, charge);
 }
 
 absl::Status StoreRefusal(absl::string_view limit, absl::string_view message) {
@@ -79,38 +78,57 @@ absl::Status StoreRefusal(absl::string_view limit, absl::string_view message) {
 absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
                                    const OwnerUsage& usage) {
   const int64_t overhead = options_.object_overhead_bytes;
-  if (usage.objects >= owner.max_objects) {
-    return StoreRefusal("max_objects",
-                        absl::StrCat("tenant quota max_objects=", owner.max_objects, " reached (",
-                                     usage.objects, " objects stored, every one in use)"));
+  const int64_t charge = bytes + overhead;
+  // What evicting every object the owner may evict would free: the limit
+  // still passed then is the one to name.
+  int64_t evictable = 0, evictable_bytes = 0, leased = 0;
+  for (const auto& [id, e] : index_) {
+    if (e.use_count() > 1) {
+      leased += e->meta.bytes;
+    } else if (e->meta.owner == owner.tenant) {
+      ++evictable;
+      evictable_bytes += e->reservation.bytes();
+    }
   }
-  if (usage.bytes->load() + bytes + overhead > owner.max_bytes) {
+  const int64_t owner_pending = usage.pending->load();
+  if (usage.objects + owner_pending - evictable >= owner.max_objects) {
+    return StoreRefusal(
+        "max_objects",
+        absl::StrCat("tenant quota max_objects=", owner.max_objects, " reached (", usage.objects,
+                     " objects stored, ", usage.objects - evictable, " of them in use, and ",
+                     owner_pending, " being stored: uploads, puts and results in progress)"));
+  }
+  if (usage.bytes->load() - evictable_bytes + charge > owner.max_bytes) {
     return StoreRefusal(
         "store_bytes",
         absl::StrCat("tenant quota store_bytes=", owner.max_bytes, ": ", bytes, " bytes (+",
                      overhead, " per object) do not fit (", usage.bytes->load(),
-                     " bytes used by this tenant's objects in use and uploads in progress)"));
+                     " bytes used by this tenant: ", evictable_bytes,
+                     " of them by objects not in use, the rest by objects in use and uploads in "
+                     "progress)"));
   }
-  int64_t leased = 0;
-  for (const auto& [id, e] : index_) {
-    if (e.use_count() > 1) leased += e->meta.bytes;
-  }
-  const int64_t used = used_->load();
-  if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
+  const int64_t stored_objects = static_cast<int64_t>(index_.size());
+  const int64_t pending = pending_->load();
+  if (stored_objects + pending - evictable >= options_.max_objects) {
     return StoreRefusal(
         "--store-max-objects",
-        absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
-                     options_.max_objects, ", and every one of this tenant's is in use"));
+        absl::StrCat("store: ", stored_objects, " objects stored and ", pending,
+                     " being stored (uploads, puts and results in progress) reach "
+                     "--store-max-objects=",
+                     options_.max_objects, "; only this tenant's objects are evicted for it (",
+                     evictable, " of them not in use)"));
   }
-  const int64_t stored = stored_bytes_ + overhead * static_cast<int64_t>(index_.size());
+  const int64_t used = used_->load();
+  const int64_t stored = stored_bytes_ + overhead * stored_objects;
   return StoreRefusal(
       "--store-bytes",
       absl::StrCat(
           "store: ", bytes, " bytes (+", overhead, " per object) do not fit in --store-bytes=",
-          options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", index_.size(),
+          options_.capacity_bytes, " (", used, " bytes used: ", stored, " by ", stored_objects,
           " stored objects, ", leased, " bytes of them in use and never evicted; ", used - stored,
           " reserved by uploads and results in progress; only this tenant's objects are evicted "
-          "for it)"));
+          "for it, ",
+          evictable_bytes, " bytes of them not in use)"));
 }
 
 absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
@@ -119,10 +137,11 @@ absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
   const std::string asked = absl::StrCat(bytes, " bytes (+", overhead, " per object) are not free");
   constexpr absl::string_view kWhy =
       "; this reservation (a call's temporary) evicts nothing to make room";
-  if (usage.objects >= owner.max_objects) {
-    return StoreRefusal("max_objects",
-                        absl::StrCat("tenant quota max_objects=", owner.max_objects, ": ",
-                                     usage.objects, " objects stored, no object free", kWhy));
+  const int64_t owner_pending = usage.pending->load();
+  if (usage.objects + owner_pending >= owner.max_objects) {
+    return StoreRefusal("max_objects", absl::StrCat("tenant quota max_objects=", owner.max_objects,
+                                                    ": ", usage.objects, " objects stored and ",
+                                                    owner_pending, " being stored", kWhy));
   }
   const int64_t tenant_used = usage.bytes->load();
   if (tenant_used + bytes + overhead > owner.max_bytes) {
@@ -131,11 +150,12 @@ absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
                                     owner.max_bytes - tenant_used, " bytes free, ", tenant_used,
                                     " used by this tenant)", kWhy));
   }
-  if (static_cast<int64_t>(index_.size()) >= options_.max_objects) {
+  const int64_t pending = pending_->load();
+  if (static_cast<int64_t>(index_.size()) + pending >= options_.max_objects) {
     return StoreRefusal(
         "--store-max-objects",
-        absl::StrCat("store: ", index_.size(), " objects stored, the limit --store-max-objects=",
-                     options_.max_objects, kWhy));
+        absl::StrCat("store: ", index_.size(), " objects stored and ", pending,
+                     " being stored, the limit --store-max-objects=", options_.max_objects, kWhy));
   }
   const int64_t used = used_->load();
   return StoreRefusal(
@@ -144,24 +164,37 @@ absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
                    options_.capacity_bytes - used, " bytes free, ", used, " used)", kWhy));
 }
 
-bool ResidentStore::Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage) const {
-  return used_->load() + charge > options_.capacity_bytes ||
-         static_cast<int64_t>(index_.size()) >= options_.max_objects ||
-         usage.bytes->load() + charge > owner.max_bytes || usage.objects >= owner.max_objects;
+bool ResidentStore::Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage,
+                         int64_t freed_bytes, int64_t freed_objects) const {
+  const int64_t objects = static_cast<int64_t>(index_.size()) + pending_->load() - freed_objects;
+  const int64_t owner_objects = usage.objects + usage.pending->load() - freed_objects;
+  return used_->load() - freed_bytes + charge > options_.capacity_bytes ||
+         objects >= options_.max_objects ||
+         usage.bytes->load() - freed_bytes + charge > owner.max_bytes ||
+         owner_objects >= owner.max_objects;
 }
 
 bool ResidentStore::MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,
                              std::vector<EntryPtr>& dropped) {
   if (bytes > options_.capacity_bytes || bytes > owner.max_bytes) return false;
-  auto it = lru_.begin();
-  while (Full(bytes, owner, usage) && it != lru_.end()) {
-    const std::string id = *it++;
-    auto found = index_.find(id);
-    if (found->second.use_count() > 1) continue;              // leased: pinned
-    if (found->second->meta.owner != owner.tenant) continue;  // another tenant's
+  // The least recently used of the owner's unleased objects, as many as it
+  // takes; none are evicted unless they make the room.
+  std::vector<std::string> victims;
+  int64_t freed = 0;
+  for (auto it = lru_.begin();
+       it != lru_.end() && Full(bytes, owner, usage, freed, static_cast<int64_t>(victims.size()));
+       ++it) {
+    const Entry& e = *index_.at(*it);
+    if (index_.at(*it).use_count() > 1) continue;  // leased: pinned
+    if (e.meta.owner != owner.tenant) continue;    // another tenant's
+    victims.push_back(*it);
+    freed += e.reservation.bytes();
+  }
+  if (Full(bytes, owner, usage, freed, static_cast<int64_t>(victims.size()))) return false;
+  for (const std::string& id : victims) {
     Remove(id, "evicted (least recently used, beyond --store-bytes)", dropped);
   }
-  return !Full(bytes, owner, usage);
+  return true;
 }
 
 void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) {
@@ -213,6 +246,7 @@ absl::StatusOr<std::string> ResidentStore::Insert(EntryPtr entry, absl::Duration
     if (!id.ok()) return id.status();
   }
   entry->meta.id = *id;
+  entry->reservation.Settle();  // counted as stored from here on
   entry->last_use = options_.now();
   entry->lru_pos = lru_.insert(lru_.end(), *id);
   by_expiry_.emplace(entry->expires(), *id);

@@ -193,7 +193,9 @@ class ResidentStore {
   // Bytes and objects of one tenant; never erased (tenants are few).
   struct OwnerUsage {
     std::shared_ptr<std::atomic<int64_t>> bytes = std::make_shared<std::atomic<int64_t>>(0);
-    int64_t objects = 0;
+    int64_t objects = 0;  // stored
+    // Being stored: reservations not yet settled (store_reservation.h).
+    std::shared_ptr<std::atomic<int64_t>> pending = std::make_shared<std::atomic<int64_t>>(0);
   };
   // The live entry for `id` of `owner`, refreshed; NOT_FOUND as GetTensor.
   absl::StatusOr<EntryPtr> Lookup(absl::string_view id, absl::string_view owner)
@@ -214,11 +216,15 @@ class ResidentStore {
   absl::Status NotFree(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a new object charged `charge` bytes does not fit in the store or
-  // in the owner's share as they are.
-  bool Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage) const
+  // in the owner's share once `freed_objects` of the owner's stored objects,
+  // charged `freed_bytes` in all, are gone (as they are: 0 and 0). Objects
+  // being stored count as stored ones.
+  bool Full(int64_t charge, const StoreOwner& owner, const OwnerUsage& usage,
+            int64_t freed_bytes = 0, int64_t freed_objects = 0) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Evicts unleased LRU entries of `owner` until `bytes` more fit in the
-  // store and in the owner's share; false if they cannot.
+  // Evicts unleased LRU entries of `owner`, as few as make `bytes` more fit
+  // in the store and in the owner's share; false, evicting none, when even
+  // all of them would not.
   bool MakeRoom(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage,
                 std::vector<EntryPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ResidentMeta MetaOf(const Entry& e, bool in_use) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -226,6 +232,8 @@ class ResidentStore {
 
   const StoreOptions options_;
   const std::shared_ptr<std::atomic<int64_t>> used_;
+  // Objects being stored (reservations not yet settled), every tenant's.
+  const std::shared_ptr<std::atomic<int64_t>> pending_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, EntryPtr> index_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);  // front: least recently used

@@ -4,11 +4,21 @@
 
 namespace linalgd {
 
+StoreReservation::StoreReservation(Counters counters, std::string owner, int64_t bytes)
+    : counters_(std::move(counters)), owner_(std::move(owner)), bytes_(bytes) {
+  for (const auto& c : {counters_.used, counters_.owner_used}) {
+    if (c) c->fetch_add(bytes_);
+  }
+  for (const auto& c : {counters_.pending, counters_.owner_pending}) {
+    if (c) c->fetch_add(1);
+  }
+}
+
 StoreReservation& StoreReservation::operator=(StoreReservation&& other) noexcept {
   if (this != &other) {
     Release();
-    used_ = std::move(other.used_);
-    owner_used_ = std::move(other.owner_used_);
+    counters_ = std::move(other.counters_);
+    other.counters_ = {};
     owner_ = std::move(other.owner_);
     bytes_ = other.bytes_;
     other.bytes_ = 0;
@@ -16,11 +26,19 @@ StoreReservation& StoreReservation::operator=(StoreReservation&& other) noexcept
   return *this;
 }
 
+void StoreReservation::Settle() {
+  for (auto* c : {&counters_.pending, &counters_.owner_pending}) {
+    if (*c) (*c)->fetch_sub(1);
+    c->reset();
+  }
+}
+
 void StoreReservation::Release() {
-  if (used_ && bytes_ > 0) used_->fetch_sub(bytes_);
-  if (owner_used_ && bytes_ > 0) owner_used_->fetch_sub(bytes_);
-  used_.reset();
-  owner_used_.reset();
+  Settle();
+  for (auto* c : {&counters_.used, &counters_.owner_used}) {
+    if (*c && bytes_ > 0) (*c)->fetch_sub(bytes_);
+    c->reset();
+  }
   bytes_ = 0;
 }
 

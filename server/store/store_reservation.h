@@ -23,7 +23,9 @@ enum class Evict {
 
 // Bytes counted against a store's capacity, and against its owner's (the
 // tenant that reserved them), until destroyed (or handed to the store with
-// the object they are for). Move-only; may outlive the store.
+// the object they are for); and, until the store holds that object, one
+// object being stored, which counts against the object limits beside the
+// stored ones. Move-only; may outlive the store.
 class StoreReservation {
  public:
   StoreReservation() = default;
@@ -36,16 +38,21 @@ class StoreReservation {
 
  private:
   friend class ResidentStore;
-  StoreReservation(std::shared_ptr<std::atomic<int64_t>> used,
-                   std::shared_ptr<std::atomic<int64_t>> owner_used, std::string owner,
-                   int64_t bytes)
-      : used_(std::move(used)),
-        owner_used_(std::move(owner_used)),
-        owner_(std::move(owner)),
-        bytes_(bytes) {}
+  // Counters shared with the store (each may be null): bytes reserved, in
+  // the store and by the owner; objects being stored, in the store and by
+  // the owner.
+  struct Counters {
+    std::shared_ptr<std::atomic<int64_t>> used;
+    std::shared_ptr<std::atomic<int64_t>> owner_used;
+    std::shared_ptr<std::atomic<int64_t>> pending;
+    std::shared_ptr<std::atomic<int64_t>> owner_pending;
+  };
+  StoreReservation(Counters counters, std::string owner, int64_t bytes);
   void Release();
-  std::shared_ptr<std::atomic<int64_t>> used_;
-  std::shared_ptr<std::atomic<int64_t>> owner_used_;  // may be null
+  // The object is stored now: it stops counting as one being stored (the
+  // store counts it as stored); the bytes stay reserved.
+  void Settle();
+  Counters counters_;
   std::string owner_;
   int64_t bytes_ = 0;
 };

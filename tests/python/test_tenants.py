@@ -285,6 +285,27 @@ def test_quotas_are_resource_exhausted_naming_the_quota(tenant_server):
         assert listed == ids[1:]  # max_objects=2: its own oldest went
 
 
+def test_uploads_in_progress_count_against_max_objects(stub):
+    """Each upload in progress is an object being stored: SMALL (max_objects=2) may not hold
+    a third open beside two, whatever it has stored, and another tenant is not refused for it."""
+    def start(token):
+        return stub.StartUpload(pb.StartUploadRequest(header=header(np.ones((2, 2)))[0]),
+                                metadata=md(token)).upload_id
+
+    opened = [start(SMALL), start(SMALL)]
+    try:
+        with pytest.raises(grpc.RpcError) as e:
+            start(SMALL)
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "tenant quota max_objects=2 reached" in e.value.details()
+        assert "2 being stored" in e.value.details()
+        stub.AbortUpload(pb.AbortUploadRequest(upload_id=start(BETA)), metadata=md(BETA))
+    finally:
+        for upload_id in opened:
+            stub.AbortUpload(pb.AbortUploadRequest(upload_id=upload_id), metadata=md(SMALL))
+    stub.AbortUpload(pb.AbortUploadRequest(upload_id=start(SMALL)), metadata=md(SMALL))
+
+
 def test_max_inflight_counts_open_calls(tenant_server):
     with grpc.insecure_channel(tenant_server.target) as channel:
         stub = pb_grpc.LinalgStub(channel)
@@ -318,11 +339,13 @@ def test_eviction_never_takes_another_tenants_objects(start_server, tmp_path):
     with linalgd.Client(s.target, token=ALPHA, retries=0) as alpha, \
             linalgd.Client(s.target, token=BETA, retries=0) as beta:
         first = alpha.put(big).id
-        beta.put(np.ones((2, 2)))
+        small = beta.put(np.ones((2, 2))).id
         with pytest.raises(linalgd.LinalgdError) as e:
             beta.put(big)  # fits only by evicting alpha's tensor: refused
         assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "only this tenant's objects are evicted" in str(e.value)
+        # Evicting beta's own small tensor would not have made the room: it stays.
+        assert [t.id for t in beta.list_tensors()] == [small]
         second = alpha.put(big).id  # alpha's own oldest makes room
         assert [t.id for t in alpha.list_tensors()] == [second]
         assert first != second

@@ -407,5 +407,65 @@ TEST_F(ResidentStoreTest, ExpiredObjectsGoAtTheNextReserveEarliestFirst) {
   EXPECT_THAT(s.GetTensor(used).status().message(), HasSubstr("expired"));
 }
 
+// A reservation is for one object: the objects being stored (uploads, put
+// streams, kept results and factors in progress) count against
+// --store-max-objects and the tenant's max_objects beside the stored ones,
+// or a caller opening many puts at once would store past both.
+TEST_F(ResidentStoreTest, ObjectsBeingStoredCountAgainstTheObjectLimits) {
+  StoreOptions o;
+  o.capacity_bytes = 1 << 20;
+  o.object_overhead_bytes = 0;
+  o.max_objects = 3;
+  o.now = [this] { return now_; };
+  ResidentStore s(o);
+  const StoreOwner two = Tenant("alpha", INT64_MAX, 2);
+  auto r1 = s.Reserve(16, two);
+  auto r2 = s.Reserve(16, two);
+  ASSERT_THAT(r1, IsOk());
+  ASSERT_THAT(r2, IsOk());
+  auto refused = s.Reserve(16, two);
+  EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                         HasSubstr("tenant quota max_objects=2")));
+  EXPECT_THAT(refused.status().message(), HasSubstr("2 being stored"));
+  EXPECT_EQ(RefusedLimit(refused.status()), "max_objects");
+  auto r3 = s.Reserve(16, Tenant("beta"));
+  ASSERT_THAT(r3, IsOk());
+  refused = s.Reserve(16, Tenant("gamma"));
+  EXPECT_EQ(RefusedLimit(refused.status()), "--store-max-objects");
+  EXPECT_THAT(refused.status().message(), HasSubstr("0 objects stored and 3 being stored"));
+  // Stored, the objects still count; a reservation given up frees its slot.
+  ASSERT_THAT(s.PutTensor(Filled(2, 2, 1), "", 0, absl::ZeroDuration(), std::move(*r1)), IsOk());
+  EXPECT_EQ(RefusedLimit(s.Reserve(16, Tenant("gamma")).status()), "--store-max-objects");
+  *r3 = StoreReservation();
+  EXPECT_THAT(s.Reserve(16, Tenant("gamma")), IsOk());
+}
+
+// Eviction happens only when it makes the room: a reservation that would
+// not fit even after evicting every object it may evict evicts none, so a
+// refused put never costs its tenant what it had stored.
+TEST_F(ResidentStoreTest, ARefusedReservationEvictsNothing) {
+  ResidentStore& s = MakeStore(4 * 64);
+  const std::string a = Put(s, Filled(4, 4, 1), absl::ZeroDuration(), Tenant("alpha"));
+  const std::string b = Put(s, Filled(4, 4, 2), absl::ZeroDuration(), Tenant("beta"));
+  auto upload = s.Reserve(128, Tenant("alpha"));  // in progress: not evictable
+  ASSERT_THAT(upload, IsOk());
+  // Full; beta may evict only b (64 bytes), not enough for 128.
+  EXPECT_THAT(s.Reserve(128, Tenant("beta")),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--store-bytes")));
+  EXPECT_THAT(s.GetTensor(b, "beta"), IsOk());
+  // Alpha's own a (64) is not enough for 128 either.
+  EXPECT_THAT(s.Reserve(128, Tenant("alpha")), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(s.GetTensor(a, "alpha"), IsOk());
+  // The tenant's object quota: refused when its objects in progress fill it,
+  // with its stored one kept.
+  const StoreOwner one = Tenant("alpha", INT64_MAX, 1);
+  EXPECT_EQ(RefusedLimit(s.Reserve(8, one).status()), "max_objects");
+  EXPECT_THAT(s.GetTensor(a, "alpha"), IsOk());
+  // Enough to evict: b goes, and only b.
+  EXPECT_THAT(s.Reserve(64, Tenant("beta")), IsOk());
+  EXPECT_THAT(s.GetTensor(b, "beta").status().message(), HasSubstr("evicted"));
+  EXPECT_THAT(s.GetTensor(a, "alpha"), IsOk());
+}
+
 }  // namespace
 }  // namespace linalgd
