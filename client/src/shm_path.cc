@@ -115,20 +115,43 @@ bool IsLocalTarget(absl::string_view target) {
   return host == "localhost" || absl::StartsWith(host, "127.") || host == "::1";
 }
 
+bool ServerMayStillWrite(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::INTERNAL:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::DATA_LOSS:
+      return true;
+    default:
+      return false;
+  }
+}
+
 class SharedMemoryPath::Lease {
  public:
   Lease(SharedMemoryPath& path, const CallOptions& call)
       : path_(path), region_(path.Acquire(call)) {}
   ~Lease() {
-    if (region_ != nullptr) path_.Release(region_);
+    if (region_ == nullptr) return;
+    if (retire_) {
+      path_.Retire(region_);
+    } else {
+      path_.Release(region_);
+    }
   }
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   ShmRegion* get() const { return region_; }
+  // The call on the region ended with `status`.
+  void Ended(const grpc::Status& status) { retire_ = ServerMayStillWrite(status); }
 
  private:
   SharedMemoryPath& path_;
   ShmRegion* const region_;
+  bool retire_ = false;
 };
 
 SharedMemoryPath::~SharedMemoryPath() = default;  // each region closes its connection
@@ -196,6 +219,21 @@ void SharedMemoryPath::Release(ShmRegion* region) {
   idle_.push_back(region);
 }
 
+void SharedMemoryPath::Retire(ShmRegion* region) {
+  std::unique_ptr<ShmRegion> gone;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::find_if(regions_.begin(), regions_.end(),
+                           [&](const std::unique_ptr<ShmRegion>& r) { return r.get() == region; });
+    if (it == regions_.end()) return;
+    gone = std::move(*it);
+    regions_.erase(it);
+  }
+  Debug(absl::StrCat("shared memory: region ", gone->id(),
+                     " retired: a call on it ended without the server's answer, and the server "
+                     "may still write its result there"));
+}
+
 std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, std::string& why) {
   if (!IsLocalTarget(options_.target)) {
     why =
@@ -250,6 +288,7 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
+  lease.Ended(status);
   if (!status.ok()) return absl::StatusOr<MatmulResult>(FromGrpc(status));
   if (absl::Status s = Fetch(region, response.mutable_out()); !s.ok())
     return absl::StatusOr<MatmulResult>(s);
@@ -284,6 +323,7 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
+  lease.Ended(status);
   if (!status.ok()) return absl::StatusOr<SolveResult>(FromGrpc(status));
   if (absl::Status s = Fetch(region, response.mutable_x()); !s.ok())
     return absl::StatusOr<SolveResult>(s);

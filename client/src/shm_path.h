@@ -26,10 +26,22 @@ namespace linalgd::client::internal {
 // True for a target on this host: unix:..., localhost, 127.x.y.z, [::1].
 bool IsLocalTarget(absl::string_view target);
 
+// Whether a call that ended with `status` may still have the server write
+// into its shared-memory region: an answer the server sent and a refusal
+// (OK, INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND, RESOURCE_EXHAUSTED,
+// ...) ends the call there; DEADLINE_EXCEEDED and CANCELLED (the client's
+// own deadline or cancellation, which the server learns later), UNAVAILABLE,
+// UNKNOWN, INTERNAL, ABORTED and DATA_LOSS (a broken connection or a failure
+// mid-call) may not.
+bool ServerMayStillWrite(const grpc::Status& status);
+
 // Thread-safe. A call takes an idle region, or registers a new one while
 // fewer than shared_memory_regions exist, and gives it back when it returns;
 // a call that finds every region busy, or whose tensors do not fit, is not
-// taken (the caller uses the socket).
+// taken (the caller uses the socket). A call that ends without the server's
+// final answer (ServerMayStillWrite) retires its region instead: the server
+// may still be writing the call's result into it, so it is closed, never
+// reused, and a later call registers a fresh one.
 class SharedMemoryPath {
  public:
   SharedMemoryPath(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline)
@@ -54,6 +66,8 @@ class SharedMemoryPath {
   // when shared memory cannot be used at all).
   ShmRegion* Acquire(const CallOptions& call);
   void Release(ShmRegion* region);
+  // Forgets `region` and closes it (the server unmaps it once its calls end).
+  void Retire(ShmRegion* region);
   // Creates and registers a region; null on failure (with the reason in
   // `why`).
   std::unique_ptr<ShmRegion> Register(const CallOptions& call, std::string& why);

@@ -218,6 +218,50 @@ TEST_F(ClientShmTest, ServerErrorsComeBackUnchanged) {
   bad.b = RandomTensor<float>({4, 3}, 2);
   absl::StatusOr<client::MatmulResult> r = shm->Matmul(std::move(bad));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  // A refusal is the server's last word on the call: the region stays in use.
+  ASSERT_TRUE(shm->Matmul(Product(8, 8, 8)).ok());
+  EXPECT_EQ(debug_lines_with("registered"), 1) << debug_lines();
+  EXPECT_EQ(debug_lines_with("retired"), 0) << debug_lines();
+}
+
+// A call whose deadline passes while the server still runs it may get its
+// result written into the region after the client gave up: that region is
+// never used again (a later call reusing it would read the late result or
+// have its operands overwritten), and the next call registers a fresh one.
+TEST_F(ClientShmTest, ARegionTheServerMayStillWriteIsNeverReused) {
+  ServerOptions o;
+  o.allow_shm = true;
+  o.inject_faults = "all:matmul:stall=700ms";
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  client::CallOptions short_call;
+  short_call.timeout = absl::Milliseconds(100);
+  absl::StatusOr<client::MatmulResult> late = shm->Matmul(Product(64, 48, 32), short_call);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_EQ(debug_lines_with("retired"), 1) << debug_lines();
+  absl::StatusOr<client::MatmulResult> next = shm->Matmul(Product(64, 48, 32));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(debug_lines_with("registered"), 2) << debug_lines();
+  absl::StatusOr<client::MatmulResult> ref = client_->Matmul(Product(64, 48, 32));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_EQ(next->out.bytes(), ref->out.bytes());
+}
+
+TEST(ServerMayStillWriteTest, OnlyAnswersAndRefusalsEndTheCallOnTheServer) {
+  using client::internal::ServerMayStillWrite;
+  for (grpc::StatusCode code :
+       {grpc::StatusCode::DEADLINE_EXCEEDED, grpc::StatusCode::CANCELLED,
+        grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::UNKNOWN, grpc::StatusCode::INTERNAL,
+        grpc::StatusCode::ABORTED, grpc::StatusCode::DATA_LOSS}) {
+    EXPECT_TRUE(ServerMayStillWrite(grpc::Status(code, ""))) << code;
+  }
+  for (grpc::StatusCode code :
+       {grpc::StatusCode::OK, grpc::StatusCode::INVALID_ARGUMENT,
+        grpc::StatusCode::FAILED_PRECONDITION, grpc::StatusCode::NOT_FOUND,
+        grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::PERMISSION_DENIED,
+        grpc::StatusCode::UNAUTHENTICATED, grpc::StatusCode::OUT_OF_RANGE}) {
+    EXPECT_FALSE(ServerMayStillWrite(grpc::Status(code, ""))) << code;
+  }
 }
 
 TEST(IsLocalTargetTest, LoopbackAndUnixAreLocal) {
