@@ -96,7 +96,7 @@ class CpuSparseJob {
  private:
   absl::StatusOr<SparseAttempt> Iterate(SparseMethod m) {
     LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<CpuPreconditioner> pre,
-                             MakeCpuPreconditioner(op_.preconditioner, a_.view));
+                             MakeCpuPreconditioner(op_.preconditioner, a_.view, op_.stop));
     const int64_t n = plan_.n;
     std::vector<double> x =
         op_.x0 ? ColumnMajor<double>(*op_.x0) : std::vector<double>(n * plan_.k);

@@ -1,5 +1,6 @@
 #include "server/cpu/sparse_preconditioner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -81,59 +82,100 @@ class Ilu0 : public CpuPreconditioner {
   const std::vector<int64_t> diag_;
 };
 
-// The IKJ variant on a's pattern; `where[j]` is the position of column j in
-// the current row, or -1.
-absl::Status FactorIlu0(const CsrView& a, const std::vector<int64_t>& diag,
-                        std::vector<double>& lu) {
-  std::vector<int64_t> where(a.cols, -1);
-  for (int64_t i = 0; i < a.rows; ++i) {
-    const int32_t begin = a.row_offsets[i], end = a.row_offsets[i + 1];
-    for (int32_t p = begin; p < end; ++p) where[a.col_indices[p]] = p;
-    for (int32_t p = begin; p < end && a.col_indices[p] < i; ++p) {
-      const int64_t k = a.col_indices[p];
-      lu[p] /= lu[diag[k]];
-      for (int64_t q = diag[k] + 1; q < a.row_offsets[k + 1]; ++q) {
-        const int64_t w = where[a.col_indices[q]];
-        if (w >= 0) lu[w] -= lu[p] * lu[q];
-      }
+// Visited entries between polls of the stop token: well under a millisecond of work.
+constexpr int64_t kStopPollEntries = int64_t{1} << 16;
+
+// Row i minus lu[p] times U's row k (k = column of p) on row i's pattern, row i's entries
+// p + 1 .. end - 1 being those right of k: walks the shorter of the two, finding the other's
+// entries by `where` (row i's position of a column, or -1) or by binary search in row k.
+// Returns the entries walked.
+int64_t EliminateWithRow(const CsrView& a, const std::vector<int64_t>& diag,
+                         const std::vector<int64_t>& where, int64_t p, int64_t end,
+                         std::vector<double>& lu) {
+  const int64_t k = a.col_indices[p];
+  const int64_t u_begin = diag[k] + 1, u_end = a.row_offsets[k + 1];
+  if (u_end - u_begin <= end - p - 1) {
+    for (int64_t q = u_begin; q < u_end; ++q) {
+      const int64_t w = where[a.col_indices[q]];
+      if (w >= 0) lu[w] -= lu[p] * lu[q];
     }
-    for (int32_t p = begin; p < end; ++p) where[a.col_indices[p]] = -1;
-    if (lu[diag[i]] == 0 || !std::isfinite(lu[diag[i]])) {
-      return absl::FailedPreconditionError(absl::StrCat("ilu0: pivot ", i, " is ", lu[diag[i]]));
+    return u_end - u_begin;
+  }
+  const int32_t* const u_first = a.col_indices + u_begin;
+  const int32_t* const u_last = a.col_indices + u_end;
+  for (int64_t w = p + 1; w < end; ++w) {
+    const int32_t* q = std::lower_bound(u_first, u_last, a.col_indices[w]);
+    if (q != u_last && *q == a.col_indices[w]) lu[w] -= lu[p] * lu[q - a.col_indices];
+  }
+  return end - p - 1;
+}
+
+// The IKJ variant on a's pattern, row by row.
+absl::Status EliminateRows(const CsrView& a, absl::string_view name, const StopToken& stop,
+                           Ilu0Factors& f) {
+  std::vector<int64_t> where(a.cols, -1);
+  int64_t since_poll = kStopPollEntries;  // polls before row 0
+  for (int64_t i = 0; i < a.rows; ++i) {
+    if (since_poll >= kStopPollEntries) {
+      since_poll = 0;
+      absl::Status s = stop.Check(absl::StrCat("cpu: ", name, " setup at row ", i));
+      if (!s.ok()) return s;
+    }
+    const int64_t begin = a.row_offsets[i], end = a.row_offsets[i + 1];
+    for (int64_t p = begin; p < end; ++p) where[a.col_indices[p]] = p;
+    int64_t visited = end - begin;
+    for (int64_t p = begin; p < end && a.col_indices[p] < i; ++p) {
+      f.lu[p] /= f.lu[f.diag[a.col_indices[p]]];
+      visited += EliminateWithRow(a, f.diag, where, p, end, f.lu);
+    }
+    for (int64_t p = begin; p < end; ++p) where[a.col_indices[p]] = -1;
+    f.visited += visited;
+    since_poll += visited;
+    const double pivot = f.lu[f.diag[i]];
+    if (pivot == 0 || !std::isfinite(pivot)) {
+      return absl::FailedPreconditionError(absl::StrCat(name, ": pivot ", i, " is ", pivot));
     }
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CpuPreconditioner>> MakeIlu0(const CsrView& a,
-                                                            absl::string_view name) {
-  std::vector<int64_t> diag = DiagonalPositions(a);
-  for (int64_t i = 0; i < a.rows; ++i) {
-    if (diag[i] < 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(name, ": a[", i, "][", i, "] is not stored (zero pivot)"));
-    }
-  }
-  std::vector<double> lu(a.as<double>(), a.as<double>() + a.nnz());
-  if (absl::Status s = FactorIlu0(a, diag, lu); !s.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(name, s.message().substr(4)));
-  }
-  return std::make_unique<Ilu0>(a, std::move(lu), std::move(diag));
+                                                            absl::string_view name,
+                                                            const StopToken& stop) {
+  absl::StatusOr<Ilu0Factors> f = FactorIlu0(a, name, stop);
+  if (!f.ok()) return f.status();
+  return std::make_unique<Ilu0>(a, std::move(f->lu), std::move(f->diag));
 }
 
 }  // namespace
 
+absl::StatusOr<Ilu0Factors> FactorIlu0(const CsrView& a, absl::string_view name,
+                                       const StopToken& stop) {
+  Ilu0Factors f;
+  f.diag = DiagonalPositions(a);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    if (f.diag[i] < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, ": a[", i, "][", i, "] is not stored (zero pivot)"));
+    }
+  }
+  f.lu.assign(a.as<double>(), a.as<double>() + a.nnz());
+  if (absl::Status s = EliminateRows(a, name, stop, f); !s.ok()) return s;
+  return f;
+}
+
 absl::StatusOr<std::unique_ptr<CpuPreconditioner>> MakeCpuPreconditioner(Preconditioner kind,
-                                                                         const CsrView& a) {
+                                                                         const CsrView& a,
+                                                                         const StopToken& stop) {
   switch (kind) {
     case Preconditioner::kNone:
       return std::make_unique<Identity>(a.rows);
     case Preconditioner::kJacobi:
       return MakeJacobi(a);
     case Preconditioner::kIlu0:
-      return MakeIlu0(a, "ilu0");
+      return MakeIlu0(a, "ilu0", stop);
     case Preconditioner::kIc0:
-      return MakeIlu0(a, "ic0");
+      return MakeIlu0(a, "ic0", stop);
   }
   return absl::InvalidArgumentError("preconditioner: unknown kind");
 }
