@@ -1,5 +1,7 @@
 #include "server/cpu/sparse_iterative.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -17,7 +19,9 @@ double Dot(const Vec& x, const Vec& y) {
   for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
   return s;
 }
-double Norm(const Vec& x) { return std::sqrt(Dot(x, x)); }
+// OpenBLAS's dnrm2 scales: no square of an entry underflows or overflows.
+double Norm(const double* x, size_t n) { return cblas_dnrm2(static_cast<blasint>(n), x, 1); }
+double Norm(const Vec& x) { return Norm(x.data(), x.size()); }
 void Axpy(double alpha, const Vec& x, Vec& y) {
   for (size_t i = 0; i < x.size(); ++i) y[i] += alpha * x[i];
 }
@@ -31,12 +35,14 @@ struct Problem {
   const StopToken& stop;
 };
 
-// Set when the problem's stop token asks to stop before iteration `it`.
-bool Stopped(const Problem& pb, absl::string_view name, int64_t it, IterationOutcome* o) {
-  if (!pb.stop.stop_requested()) return false;
+// Set when `stop` asks to stop before iteration `it`.
+bool Stopped(const StopToken& stop, absl::string_view name, int64_t it, IterationOutcome* o) {
+  if (!stop.stop_requested()) return false;
+  absl::Status s = stop.Check(absl::StrCat("cpu: ", name, " at iteration ", it));
+  if (s.ok()) return false;
   o->iterations = it;
-  o->stopped = pb.stop.Check(absl::StrCat("cpu: ", name, " at iteration ", it));
-  o->failure = std::string(o->stopped.message());
+  o->failure = std::string(s.message());
+  o->stopped = std::move(s);
   return true;
 }
 
@@ -73,7 +79,7 @@ IterationOutcome Cg(const Problem& pb, Vec r, Vec& x) {
   double rz = Dot(r, z), rel = 1;
   IterationOutcome stopped;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
-    if (Stopped(pb, "cg", it, &stopped)) return stopped;
+    if (Stopped(pb.stop, "cg", it, &stopped)) return stopped;
     CsrMultiply(pb.a, p.data(), q.data());
     const double pq = Dot(p, q);
     if (!(pq > 0)) {
@@ -101,7 +107,7 @@ IterationOutcome Bicgstab(const Problem& pb, Vec r, Vec& x) {
   double rho = 1, alpha = 1, omega = 1, rel = 1;
   IterationOutcome stopped;
   for (int64_t it = 1; it <= pb.max_iterations; ++it) {
-    if (Stopped(pb, "bicgstab", it, &stopped)) return stopped;
+    if (Stopped(pb.stop, "bicgstab", it, &stopped)) return stopped;
     const double rho_next = Dot(rhat, r);
     if (rho_next == 0 || omega == 0) return Breakdown("bicgstab", it, rel, "rho or omega is 0");
     const double beta = (rho_next / rho) * (alpha / omega);
@@ -116,8 +122,8 @@ IterationOutcome Bicgstab(const Problem& pb, Vec r, Vec& x) {
     if (rel <= pb.tol) return Converged(it, rel);
     pb.m.Apply(s.data(), sh.data());
     CsrMultiply(pb.a, sh.data(), t.data());
-    const double tt = Dot(t, t);
-    omega = tt > 0 ? Dot(t, s) / tt : 0;
+    const double tn = Norm(t);  // omega = t.s / t.t, with no square of t's scale
+    omega = tn > 0 ? Dot(t, s) / tn / tn : 0;
     Axpy(omega, sh, x);
     for (size_t i = 0; i < n; ++i) r[i] = s[i] - omega * t[i];
     rel = Norm(r) / pb.bnorm;
@@ -189,35 +195,49 @@ IterationOutcome Gmres(const Problem& pb, const Vec& b, Vec& x) {
   return o;
 }
 
+// The exponent e of b's scaling, b / 2^e with ||b|| / 2^e in [1, 2); 2^e and 2^-e stay normal.
+int ScaleExponent(double bnorm) { return std::clamp(std::ilogb(bnorm), -1022, 1022); }
+
+void Scale(const double* from, double factor, size_t n, double* to) {
+  for (size_t i = 0; i < n; ++i) to[i] = from[i] * factor;
+}
+
 }  // namespace
 
 IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreconditioner& m,
                            const double* b, double* x, double tol, int64_t max_iterations,
                            const StopToken& stop) {
+  IterationOutcome o;
+  if (Stopped(stop, SparseMethodName(method), 1, &o)) return o;
   const size_t n = a.rows;
-  Vec bv(b, b + n), xv(x, x + n);
-  const double bnorm = Norm(bv);
+  const double bnorm = Norm(b, n);
   if (bnorm == 0) {
     std::fill(x, x + n, 0.0);
     return Converged(0, 0);
   }
-  const Problem pb{a, m, tol, max_iterations, bnorm, stop};
-  Vec r0(n);  // b - a x for the starting x
-  CsrMultiply(a, xv.data(), r0.data());
-  for (size_t i = 0; i < n; ++i) r0[i] = bv[i] - r0[i];
-  IterationOutcome o;
+  const int e = ScaleExponent(bnorm);
+  Vec bv(n), xv(n);  // b / 2^e and x / 2^e: the system the iteration solves
+  Scale(b, std::ldexp(1.0, -e), n, bv.data());
+  Scale(x, std::ldexp(1.0, -e), n, xv.data());
+  const Problem pb{a, m, tol, max_iterations, Norm(bv), stop};
+  Vec r(n);  // b - a x for the starting x
+  CsrMultiply(a, xv.data(), r.data());
+  for (size_t i = 0; i < n; ++i) r[i] = bv[i] - r[i];
+  const double rel = Norm(r) / pb.bnorm;
+  if (rel <= tol) return Converged(0, rel);  // x, as given, already solves a x = b
   switch (method) {
     case SparseMethod::kCg:
-      o = Cg(pb, r0, xv);
+      o = Cg(pb, std::move(r), xv);
       break;
     case SparseMethod::kBicgstab:
-      o = Bicgstab(pb, r0, xv);
+      o = Bicgstab(pb, std::move(r), xv);
       break;
     default:
+      Vec().swap(r);  // GMRES starts from its own residual
       o = Gmres(pb, bv, xv);
       break;
   }
-  std::copy(xv.begin(), xv.end(), x);
+  Scale(xv.data(), std::ldexp(1.0, e), n, x);
   return o;
 }
 

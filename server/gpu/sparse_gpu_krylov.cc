@@ -58,6 +58,8 @@ absl::StatusOr<GpuIterationOutcome> Cg(Problem& pb, const void* b, void* x) {
   void *r = w[0], *z = w[1], *p = w[2], *q = w[3];
   LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));  // r = b - a x
   LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, x, r, -1.0, 1.0));
+  LINALGD_ASSIGN_OR_RETURN(const double r0n, pb.v.Nrm2(r));
+  if (r0n / pb.bnorm <= pb.tol) return Done(0, r0n / pb.bnorm, true);  // x already solves it
   LINALGD_RETURN_IF_ERROR(pb.m.Apply(pb.ctx, r, z));
   LINALGD_RETURN_IF_ERROR(pb.v.Copy(z, p));
   LINALGD_ASSIGN_OR_RETURN(double rz, pb.v.Dot(r, z));
@@ -91,6 +93,8 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
   void *r = w[0], *rhat = w[1], *p = w[2], *v = w[3], *ph = w[4], *sh = w[5], *t = w[6];
   LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, r));  // r = b - a x
   LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, x, r, -1.0, 1.0));
+  LINALGD_ASSIGN_OR_RETURN(const double r0n, pb.v.Nrm2(r));
+  if (r0n / pb.bnorm <= pb.tol) return Done(0, r0n / pb.bnorm, true);  // x already solves it
   LINALGD_RETURN_IF_ERROR(pb.v.Copy(r, rhat));
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(p));
   LINALGD_RETURN_IF_ERROR(pb.v.Zero(v));
@@ -118,9 +122,9 @@ absl::StatusOr<GpuIterationOutcome> Bicgstab(Problem& pb, const void* b, void* x
     if (rel <= pb.tol) return Done(it, rel, true);
     LINALGD_RETURN_IF_ERROR(pb.m.Apply(pb.ctx, r, sh));
     LINALGD_RETURN_IF_ERROR(pb.a.Multiply(pb.ctx, sh, t));
-    LINALGD_ASSIGN_OR_RETURN(const double tt, pb.v.Dot(t, t));
+    LINALGD_ASSIGN_OR_RETURN(const double tn, pb.v.Nrm2(t));  // t.t with no square of t's scale
     LINALGD_ASSIGN_OR_RETURN(const double ts, pb.v.Dot(t, r));
-    omega = tt > 0 ? ts / tt : 0;
+    omega = tn > 0 ? ts / tn / tn : 0;
     LINALGD_RETURN_IF_ERROR(pb.v.Axpy(omega, sh, x));
     LINALGD_RETURN_IF_ERROR(pb.v.Axpy(-omega, t, r));
     LINALGD_ASSIGN_OR_RETURN(rn, pb.v.Nrm2(r));

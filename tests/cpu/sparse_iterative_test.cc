@@ -1,6 +1,9 @@
-// The CPU's iterative sparse solvers (CG, BiCGSTAB, GMRES) and their preconditioners: ILU(0)'s
-// cost and its stop token.
+// The CPU's iterative sparse solvers (CG, BiCGSTAB, GMRES) and their preconditioners: scale
+// invariance, a starting point that already solves the system, ILU(0)'s cost and its stop
+// token.
+#include "server/cpu/sparse_iterative.h"
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/backend/sparse_plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/cpu/sparse_preconditioner.h"
 #include "tests/cpu/sparse_test_matrices.h"
@@ -20,6 +24,9 @@ namespace {
 using sparse_test::Csr;
 using sparse_test::Request;
 using ::testing::HasSubstr;
+
+constexpr SparseMethod kIterative[] = {SparseMethod::kCg, SparseMethod::kBicgstab,
+                                       SparseMethod::kGmres};
 
 class SparseIterativeTest : public ::testing::Test {
  protected:
@@ -48,6 +55,90 @@ Request NoFallback(SparseMethod m, Preconditioner pre = Preconditioner::kNone) {
   r.pre = pre;
   r.allow_fallback = false;
   return r;
+}
+
+std::vector<double> Times(std::vector<double> v, double c) {
+  for (double& e : v) e *= c;
+  return v;
+}
+
+// b times c gives x times c, after the same iterations, for scales where ||b||^2, r.z and
+// p^T a p underflow (1e-170, 1e-300) or overflow (1e170, 1e300). Before, every |b_i| < 1e-162
+// gave x = 0 "converged" after 0 iterations (||b||^2 rounded to 0), and 1e200 broke CG down
+// ("not positive definite") and BiCGSTAB and GMRES ("non-finite residual").
+TEST_F(SparseIterativeTest, RightHandSideTimesCGivesXTimesC) {
+  Csr a = sparse_test::Poisson2D(10);
+  const std::vector<double> b = RandomB(a.n);
+  for (SparseMethod m : kIterative) {
+    for (Preconditioner pre :
+         {Preconditioner::kNone, Preconditioner::kJacobi, Preconditioner::kIlu0}) {
+      const Request r = NoFallback(m, pre);
+      auto base = Solve(a, b, r);
+      ASSERT_TRUE(base.ok()) << SparseMethodName(m) << ": " << base.status();
+      const std::vector<double> x = test_ref::Values(base->x);
+      for (double c : {1e-170, 1e170, 1e-300, 1e300, std::ldexp(1.0, -560)}) {
+        auto scaled = Solve(a, Times(b, c), r);
+        ASSERT_TRUE(scaled.ok()) << SparseMethodName(m) << " c=" << c << ": " << scaled.status();
+        EXPECT_EQ(scaled->method_used, m);
+        EXPECT_EQ(scaled->iterations, base->iterations) << SparseMethodName(m) << " c=" << c;
+        EXPECT_NEAR(scaled->residual, base->residual, 1e-3 * base->residual) << c;
+        const std::vector<double> xs = test_ref::Values(scaled->x);
+        EXPECT_LT(test_ref::RelError(Times(xs, 1 / c), x), 1e-12) << SparseMethodName(m) << c;
+        if (c == std::ldexp(1.0, -560)) {
+          EXPECT_EQ(xs, Times(x, c));  // powers of 2: exact
+        }
+      }
+    }
+  }
+}
+
+// The system times c (a and b) gives the same x.
+TEST_F(SparseIterativeTest, SystemTimesCGivesTheSameX) {
+  Csr a = sparse_test::RandomNonsymmetric(150, 4, rng_);
+  const std::vector<double> b = RandomB(a.n);
+  for (SparseMethod m : {SparseMethod::kBicgstab, SparseMethod::kGmres}) {
+    auto base = Solve(a, b, NoFallback(m));
+    ASSERT_TRUE(base.ok()) << base.status();
+    for (double c : {1e-170, 1e170}) {
+      Csr ac = a;
+      ac.values = Times(a.values, c);
+      auto scaled = Solve(ac, Times(b, c), NoFallback(m));
+      ASSERT_TRUE(scaled.ok()) << SparseMethodName(m) << " c=" << c << ": " << scaled.status();
+      EXPECT_EQ(scaled->iterations, base->iterations) << SparseMethodName(m) << " c=" << c;
+      EXPECT_LT(test_ref::RelError(test_ref::Values(scaled->x), test_ref::Values(base->x)), 1e-12);
+    }
+  }
+}
+
+// The true-residual check's norms are scaled too: x = 0 for a b of 1e-170s is off by 100%.
+TEST_F(SparseIterativeTest, TrueResidualOfTinyAndHugeSystems) {
+  Csr a = sparse_test::Poisson2D(3);
+  const Tensor zero = test_ref::FromValues(DType::kF64, {a.n, 1}, std::vector<double>(a.n, 0.0));
+  for (double c : {1e-170, 1e170}) {
+    const Tensor b = test_ref::FromValues(DType::kF64, {a.n, 1}, std::vector<double>(a.n, c));
+    EXPECT_DOUBLE_EQ(SparseResidual(a.View(DType::kF64), zero.view(), b.view()), 1.0) << c;
+  }
+}
+
+// A starting point that already solves the system is the answer after 0 iterations; CG and
+// BiCGSTAB broke down on its zero residual ("not positive definite", "rho or omega is 0").
+TEST_F(SparseIterativeTest, StartingPointThatSolvesTheSystemIsReturned) {
+  Csr identity = sparse_test::FromDense({1, 0, 0, 0, 1, 0, 0, 0, 1}, 3);
+  Csr poisson = sparse_test::Poisson2D(6);
+  for (Csr* a : {&identity, &poisson}) {
+    const std::vector<double> b = RandomB(a->n);
+    const std::vector<double> exact = test_ref::GaussSolve(a->Dense(), b, a->n, 1);
+    for (SparseMethod m : kIterative) {
+      Request r = NoFallback(m);
+      r.x0 = test_ref::FromValues(DType::kF64, {a->n, 1}, exact);
+      auto res = Solve(*a, b, r);
+      ASSERT_TRUE(res.ok()) << SparseMethodName(m) << ": " << res.status();
+      EXPECT_EQ(res->method_used, m);
+      EXPECT_EQ(res->iterations, 0) << SparseMethodName(m);
+      EXPECT_EQ(res->fallback, "");
+      EXPECT_EQ(test_ref::Values(res->x), exact) << SparseMethodName(m);
+    }
+  }
 }
 
 // ILU(0) by a dense reference: for each row i and k < i on its pattern, l_ik = a_ik / u_kk,
