@@ -327,3 +327,174 @@ def test_a_bad_timeout_fails_its_call_alone_and_shared_memory_stays_on(shm_serve
             c.matmul(a, b, timeout=timeout)
         np.testing.assert_allclose(c.matmul(a, b, timeout=math.inf), a @ b, rtol=1e-12)
         assert c.shared_memory_active
+
+
+# -- a region whose call may still run on the server is never reused ----------------------
+
+
+def server_regions(server):
+    """How many linalgd regions the server process has mapped (/proc/PID/maps)."""
+    with open(f"/proc/{server.proc.pid}/maps") as f:
+        return len({line.split()[4] for line in f if "/memfd:linalgd" in line})
+
+
+def forgotten(server, region):
+    """True once the server answers NOT_FOUND for region (its socket closed)."""
+    with linalgd.Client(server.target, timeout=10.0) as plain:
+        for _ in range(200):
+            try:
+                plain._invoke("Matmul", shm_matmul_request(region.name, region.secret), 5.0)
+            except linalgd.NotFound:
+                return True
+            time.sleep(0.01)
+    return False
+
+
+@pytest.fixture(scope="module")
+def stalling_server():
+    """An --allow-shm server whose CPU matmuls stall 1 s (solves do not)."""
+    from conftest import Server
+    s = Server("--allow-shm", "--inject-faults", "cpu:matmul:stall=1s").start()
+    yield s
+    s.stop()
+
+
+def test_a_region_whose_call_timed_out_is_dropped(stalling_server):
+    """A call that ends in DEADLINE_EXCEEDED may still be running on the server, which may yet
+    write its result into the region: the region was given back as idle, and the next call
+    wrote its operands where the late result landed (wrong answers, no error). Now it is
+    dropped: unmapped here, released on the server, and the next call registers another."""
+    A, b = spd(30), rand(30, 4)
+    with linalgd.Client(stalling_server.target, timeout=20.0, retries=0,
+                        use_shared_memory=True) as c:
+        assert_close(c.solve(A, b), np.linalg.solve(A, b))
+        (first,) = c._shm._regions
+        with pytest.raises(linalgd.DeadlineExceeded):
+            c.matmul(rand(40, 30), rand(30, 20), timeout=0.2)
+        assert c._shm.regions == 0 and first._map.closed
+        assert forgotten(stalling_server, first)
+        for _ in range(3):  # a flood of timeouts: one region at a time, each replaced once
+            with pytest.raises(linalgd.DeadlineExceeded):
+                c.matmul(rand(40, 30), rand(30, 20), timeout=0.2)
+            assert c._shm.regions == 0
+        A2, b2 = spd(30), rand(30, 4)
+        assert_close(c.solve(A2, b2), np.linalg.solve(A2, b2))
+        (second,) = c._shm._regions
+        assert second.name != first.name and c.shared_memory_active
+        assert_close(c.solve(A, b), np.linalg.solve(A, b))
+        assert c._shm._regions == [second]  # a successful call keeps its region
+        # The stalled calls end within 1 s; the server then unmaps the regions they held.
+        for _ in range(300):
+            if server_regions(stalling_server) == 1:
+                break
+            time.sleep(0.01)
+        assert server_regions(stalling_server) == 1
+    assert our_shm_names() == []
+
+
+def test_a_timeout_drops_only_its_own_region(stalling_server):
+    A, b = spd(12), rand(12, 2)
+    with linalgd.Client(stalling_server.target, timeout=20.0, retries=0, use_shared_memory=True,
+                        shared_memory_regions=2) as c:
+        path = c._shm
+        held = [path._acquire(5.0), path._acquire(5.0)]
+        for region in held:
+            path._release(region)
+        with pytest.raises(linalgd.DeadlineExceeded):
+            c.matmul(rand(4, 3), rand(3, 4), timeout=0.2)  # takes held[1]
+        assert path._regions == [held[0]] and path._idle == [held[0]]
+        assert_close(c.solve(A, b), np.linalg.solve(A, b))
+        assert path._regions == [held[0]]
+
+
+def test_a_final_refusal_keeps_the_region(shm_server):
+    """INVALID_ARGUMENT, FAILED_PRECONDITION, ... end the call on the server: the region is safe
+    to reuse."""
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as c:
+        c.matmul(rand(3, 3), rand(3, 3))
+        (region,) = c._shm._regions
+        with pytest.raises(linalgd.InvalidArgument):
+            c.matmul(rand(3, 4), rand(5, 6))  # reaches the server through the region
+        with pytest.raises(linalgd.FailedPrecondition):
+            c.solve(np.zeros((4, 4)), rand(4, 1), no_fallback=True)
+        assert c._shm._regions == [region] and c._shm._idle == [region]
+        a, b = rand(3, 4), rand(4, 2)
+        np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-12)
+        assert c._shm._regions == [region]
+
+
+def record_regions(client, method):
+    """The regions the attempts of method name (the stub wrapped to record its requests)."""
+    names = []
+    rpc = getattr(client._stub, method)
+
+    def recording(req, **kwargs):
+        names.append(req.a.shm.region)
+        return rpc(req, **kwargs)
+    setattr(client._stub, method, recording)
+    return names
+
+
+@pytest.mark.parametrize("code, drops", [("unavailable", True), ("resource_exhausted", False)])
+def test_retries_take_a_fresh_region_after_a_drop(start_server, code, drops):
+    """UNAVAILABLE may come from a call the server still runs (a broken connection): each retry
+    takes a new region. RESOURCE_EXHAUSTED is the server's refusal: the retries keep it."""
+    server = start_server("--allow-shm", "--inject-faults", f"cpu:matmul:fail={code}")
+    policy = linalgd.RetryPolicy(retries=2, initial_backoff=0.01, max_backoff=0.01)
+    with linalgd.Client(server.target, timeout=20.0, retry_policy=policy,
+                        use_shared_memory=True) as c:
+        names = record_regions(c, "Matmul")
+        with pytest.raises(linalgd.LinalgdError) as e:
+            c.matmul(rand(4, 3), rand(3, 4))
+        assert e.value.code.name == code.upper() and e.value.attempts == 3
+        assert len(names) == 3 and all(names)
+        assert len(set(names)) == (3 if drops else 1)
+        assert c._shm.regions == (0 if drops else 1)
+
+
+def test_an_exception_while_waiting_drops_the_region(shm_server):
+    """An exception in the client while the call was out (KeyboardInterrupt, say) leaves the
+    server free to write later: the region goes; one raised before the call keeps it."""
+    class Interrupted(Exception):
+        pass
+
+    def interrupted(req, **kwargs):
+        raise Interrupted()
+    with linalgd.Client(shm_server.target, timeout=20.0, use_shared_memory=True) as c:
+        c.matmul(rand(3, 3), rand(3, 3))
+        (region,) = c._shm._regions
+        with pytest.raises(linalgd.InvalidArgument):
+            c.matmul(rand(3, 3), rand(3, 3), alpha="x")  # refused before the region is used
+        assert c._shm._regions == [region]
+        rpc, c._stub.Matmul = c._stub.Matmul, interrupted
+        with pytest.raises(Interrupted):
+            c.matmul(rand(3, 3), rand(3, 3))
+        assert c._shm.regions == 0 and region._map.closed
+        c._stub.Matmul = rpc
+        a, b = rand(3, 4), rand(4, 2)
+        np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-12)
+        assert c._shm.regions == 1 and c._shm._regions[0].name != region.name
+
+
+def test_a_refused_replacement_does_not_turn_shared_memory_off():
+    """The server may see a replacement's registration before the dropped region's socket
+    closing: that one refusal is not final (each drop allows one); a refusal otherwise is."""
+    class FakeRegion:
+        closed = False
+
+        def close(self):
+            self.closed = True
+    path = shm.SharedMemoryPath(None, 4096)
+    first, second = FakeRegion(), FakeRegion()
+    outcomes = [(first, False), (None, True), (second, False)]
+    path._register = lambda timeout: outcomes.pop(0)
+    assert path._acquire(1.0) is first
+    path._release(first, drop=True)
+    assert first.closed and path.regions == 0
+    assert path._acquire(1.0) is None and not path._refused  # the replacement: refused
+    assert path._acquire(1.0) is second and path.regions == 1  # tried again, once
+    path._release(second, drop=True)
+    outcomes[:] = [(None, True), (None, True)]
+    assert path._acquire(1.0) is None and not path._refused
+    assert path._acquire(1.0) is None and path._refused  # no drop left: final
+    assert outcomes == []

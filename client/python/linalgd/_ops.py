@@ -335,9 +335,11 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
     done = None
     if client._shm_usable(operands, keep) and a_arr.ndim >= 2 and b_arr.ndim >= 2:
         out_dtype = req.output_dtype or a_wire
+        deadline = _deadline(client, timeout)
         done = yield Shm(("Matmul", req, operands, out_dtype,
                           shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b),
-                          "out", timeout, as_torch))
+                          "out", deadline, as_torch))
+        timeout = shm.seconds_left(deadline)  # the socket, if taken, keeps the call's deadline
     if done is not None:
         resp, out = done
     else:
@@ -410,8 +412,10 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     done = None
     if client._shm_usable(operands, keep):
         out_dtype = max((w for _, w in operands.values()), key=tensors.itemsize)
+        deadline = _deadline(client, timeout)
         done = yield Shm(("Solve", req, operands, out_dtype, shm.solve_out_shape(a_arr, b_arr),
-                          "x", timeout, as_torch))
+                          "x", deadline, as_torch))
+        timeout = shm.seconds_left(deadline)  # the socket, if taken, keeps the call's deadline
     if done is not None:
         resp, x = done
     else:

@@ -14,6 +14,16 @@ the rest of the region (out_shm) and copies it out before giving the region
 back. A call that finds every region busy, operands that do not fit, a remote
 target or a server that refuses registration all take the socket instead,
 said at debug level on the "linalgd" logger.
+
+A region is given back for reuse only when its call is over on the server: it
+succeeded, or the server answered with one of _FINAL_CODES. A call that ends
+any other way (its deadline passed, it was cancelled, the connection broke, an
+exception while it waited) may still be running there, and may write its
+result into the region later: that region is dropped (its socket closed, so
+the server unmaps it when its last call ends; unmapped here at once) and never
+used again. The next call that finds no idle region registers a replacement,
+so a client never holds more than shared_memory_regions regions; a retry of
+the failed call takes a region like any call.
 """
 import fcntl
 import logging
@@ -23,12 +33,15 @@ import os
 import select
 import socket
 import threading
+import time
 
+import grpc
 import numpy as np
 
 from . import tensors
 from ._stubs import pb
-from .errors import DeadlineExceeded, FailedPrecondition, Internal, NotFound, Unavailable
+from .errors import (DeadlineExceeded, FailedPrecondition, Internal, NotFound, Unavailable,
+                     from_rpc_error)
 
 log = logging.getLogger("linalgd")
 
@@ -36,6 +49,16 @@ ALIGN = 64
 DEFAULT_SHARED_MEMORY_BYTES = 256 << 20
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 _REGISTER_TIMEOUT = 10.0  # seconds, at most, for the socket's answer
+# Statuses that end a call for good on the server (its own refusals and
+# failures) or before it was sent (gRPC's local refusals): the server will not
+# touch the call's region again. Any other end may leave it writing there.
+_FINAL_CODES = frozenset({
+    grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.NOT_FOUND, grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.UNIMPLEMENTED})
+_FORGOTTEN = "not a registered shared-memory region"  # NOT_FOUND: the server restarted
 
 
 class Region:
@@ -63,7 +86,7 @@ class Region:
         self.name, self.secret, self.pinned = self._answer(timeout)
 
     def _answer(self, timeout):
-        wait = _REGISTER_TIMEOUT if timeout is None else min(timeout, _REGISTER_TIMEOUT)
+        wait = _REGISTER_TIMEOUT if timeout is None else max(0.0, min(timeout, _REGISTER_TIMEOUT))
         if not select.select([self._sock], [], [], wait)[0]:
             self.close()
             raise DeadlineExceeded("shared memory: no answer from the server's socket")
@@ -83,6 +106,12 @@ class Region:
         self._sock.close()
         self.buf.release()
         self._map.close()
+
+
+def seconds_left(deadline):
+    """The timeout= of a call that must end by deadline (time.monotonic(); None: no deadline):
+    zero or less once it has passed."""
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def align_up(n):
@@ -123,6 +152,9 @@ class SharedMemoryPath:
         self._idle = []  # those no call holds
         self._pending = 0  # registrations in progress
         self._refused = False  # registration failed for good: never try again
+        # Regions dropped and not yet replaced: a replacement's refusal is not
+        # final (the server may not have released the dropped one yet).
+        self._dropped = 0
         self._closed = False
 
     @property
@@ -154,38 +186,51 @@ class SharedMemoryPath:
             if len(self._regions) + self._pending >= self._cap:
                 return None
             self._pending += 1
-        region, final, late = None, True, None  # late: registered after close()
+            replacing = self._dropped > 0
+            if replacing:
+                self._dropped -= 1
+        region, final = None, True
         try:
             region, final = self._register(timeout)
         finally:
             with self._lock:
-                self._pending -= 1
-                self._registered.notify_all()
-                if region is None:
-                    if self._regions:
-                        self._cap = len(self._regions)  # the server takes no more
-                    else:
-                        self._refused = final
-                elif self._closed:
-                    late, region = region, None
-                else:
-                    self._regions.append(region)
+                late = self._registration_ended(region, final, replacing)
         if late is not None:
             self._unregister(late)
+            return None
         return region
 
-    def _release(self, region, dropped=False):
-        """Gives a call's region back; a region the server forgot (dropped)
-        or one of a closed client is let go."""
+    def _registration_ended(self, region, final, replacing):
+        """Books a registration's outcome; returns region if the client closed meanwhile
+        (to unregister). REQUIRES: self._lock is held."""
+        self._pending -= 1
+        self._registered.notify_all()
+        if region is None:
+            # A replacement's refusal changes neither: the server may not
+            # have seen the dropped region go yet.
+            if replacing:
+                pass
+            elif self._regions:
+                self._cap = len(self._regions)  # the server takes no more
+            else:
+                self._refused = final
+        elif self._closed:
+            return region
+        else:
+            self._regions.append(region)
+        return None
+
+    def _release(self, region, drop=False):
+        """Gives a call's region back; one to drop (the server forgot it, or
+        may still write into it) or one of a closed client is let go."""
         with self._lock:
-            keep = not dropped and not self._closed
+            keep = not drop and not self._closed
             if keep:
                 self._idle.append(region)
             else:
                 self._regions.remove(region)
-        if dropped:
-            region.close()
-        elif not keep:
+                self._dropped += drop
+        if not keep:
             self._unregister(region)
 
     def _register(self, timeout):
@@ -225,59 +270,91 @@ class SharedMemoryPath:
 
     # -- calls ----------------------------------------------------------------
 
-    def call(self, method, req, operands, out_dtype, out_shape, out_field, timeout, as_torch):
+    def call(self, method, req, operands, out_dtype, out_shape, out_field, deadline, as_torch):
         """Runs method with operands (name -> (array, DType)) and the output in
-        the region. Returns (response, output array), or None: use the socket."""
+        the region, by deadline (time.monotonic(), or None), with the
+        client's retries. Returns (response, output array), or None: use the
+        socket."""
         if out_shape is None or any(arr.ndim < 1 for arr, _ in operands.values()):
             return None
         out_bytes = math.prod(out_shape) * tensors.itemsize(out_dtype)
         need = align_up(out_bytes) + sum(align_up(arr.nbytes) for arr, _ in operands.values())
-        region = self._acquire(timeout)
-        if region is None:
-            if self._regions:
-                log.debug("%s: every shared-memory region is busy; using the socket", method)
-            return None
-        dropped = False
-        try:
+        attempt = 0
+        while True:
+            region = self._acquire(seconds_left(deadline))
+            if region is None:
+                if self._regions:
+                    log.debug("%s: every shared-memory region is busy; using the socket", method)
+                return None
             if need > region.size:
+                self._release(region)
                 log.debug("%s: %d bytes do not fit the %d-byte shared-memory region; using "
                           "the socket", method, need, region.size)
                 return None
-            cursor = 0
-            buf = region.buf
-            for field, (arr, wire) in operands.items():
-                dst = np.ndarray(arr.shape, dtype=arr.dtype.newbyteorder("<"), buffer=buf,
-                                 offset=cursor)
-                dst[...] = arr  # one copy, C order, little-endian
-                del dst
-                getattr(req, field).CopyFrom(pb.Tensor(
-                    dtype=int(wire), shape=arr.shape,
-                    shm=region.ref(cursor, arr.nbytes)))
-                cursor += align_up(arr.nbytes)
-            req.keep_result = False
-            req.out_shm.CopyFrom(region.ref(cursor, region.size - cursor))
+            attempt += 1
+            result, error = self._attempt(region, method, req, operands, out_field, deadline,
+                                          as_torch, attempt)
+            if error is None:
+                return result
+            time.sleep(self._client._retry_delay(error, attempt, deadline))  # or raises error
+
+    def _attempt(self, region, method, req, operands, out_field, deadline, as_torch, attempt):
+        """One attempt of call on region, which it gives back, or drops when the
+        server may still write into it: (result or None, None), or (None, the
+        attempt's error)."""
+        drop = forgotten = False
+        try:
+            self._write(region, req, operands)
+            drop = True  # until the call is known to be over on the server
             try:
-                resp = self._client._invoke(method, req, timeout)
-            except NotFound as e:
-                if "not a registered shared-memory region" not in str(e):
-                    raise
-                # The server forgot the region (it restarted): register a new one next time.
-                log.debug("%s: %s; using the socket", method, e)
-                dropped = True
-                req.ClearField("out_shm")
-                return None
-            out = getattr(resp, out_field)
-            if out.WhichOneof("source") == "shm":
-                if out.shm.region != region.name:
-                    raise Internal(f"{method}: the server answered with shm region "
-                                   f"{out.shm.region!r}, not this client's {region.name!r}")
-                arr = tensors.decode_from(out, buf, out_field, as_torch=as_torch)
-            else:
-                arr = tensors.decode(out, out_field, as_torch=as_torch)
-            del buf
-            return resp, arr
+                resp = getattr(self._client._stub, method)(
+                    req, **self._client._call_kwargs(deadline))
+            except grpc.RpcError as e:
+                error = from_rpc_error(e, method, attempt)
+                drop = error.code not in _FINAL_CODES
+                forgotten = isinstance(error, NotFound) and _FORGOTTEN in str(error)
+                if forgotten:
+                    # The server forgot the region (it restarted): register a new one next time.
+                    log.debug("%s: %s; using the socket", method, error)
+                    drop = True
+                    req.ClearField("out_shm")
+                    return None, None
+                return None, error
+            drop = False
+            return (resp, self._read(region, resp, method, out_field, as_torch)), None
         finally:
-            self._release(region, dropped)
+            if drop and not forgotten:
+                log.debug("%s: shared-memory region %s dropped: its call may still be "
+                          "running on the server", method, region.name)
+            self._release(region, drop)
+
+    @staticmethod
+    def _write(region, req, operands):
+        """Writes operands into region; points req's fields and out_shm at it."""
+        cursor = 0
+        buf = region.buf
+        for field, (arr, wire) in operands.items():
+            dst = np.ndarray(arr.shape, dtype=arr.dtype.newbyteorder("<"), buffer=buf,
+                             offset=cursor)
+            dst[...] = arr  # one copy, C order, little-endian
+            del dst
+            getattr(req, field).CopyFrom(pb.Tensor(
+                dtype=int(wire), shape=arr.shape,
+                shm=region.ref(cursor, arr.nbytes)))
+            cursor += align_up(arr.nbytes)
+        req.keep_result = False
+        req.out_shm.CopyFrom(region.ref(cursor, region.size - cursor))
+
+    @staticmethod
+    def _read(region, resp, method, out_field, as_torch):
+        """The output of resp: a copy of it out of region, or decoded inline."""
+        out = getattr(resp, out_field)
+        if out.WhichOneof("source") != "shm":
+            return tensors.decode(out, out_field, as_torch=as_torch)
+        if out.shm.region != region.name:
+            raise Internal(f"{method}: the server answered with shm region "
+                           f"{out.shm.region!r}, not this client's {region.name!r}")
+        return tensors.decode_from(out, region.buf, out_field, as_torch=as_torch)
 
 
 def matmul_out_shape(a, b, transpose_a, transpose_b):
