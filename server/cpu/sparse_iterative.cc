@@ -241,4 +241,22 @@ IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreco
   return o;
 }
 
+KrylovWorkspace CpuKrylovWorkspace(SparseMethod method, Preconditioner pre, DType dtype, int64_t n,
+                                   int64_t nnz, int64_t k) {
+  KrylovWorkspace w;
+  w.vectors = method == SparseMethod::kCg         ? 6
+              : method == SparseMethod::kBicgstab ? 10
+                                                  : kGmresRestart + 5;
+  int64_t doubles = n * w.vectors + 3 * n * k;
+  if (pre == Preconditioner::kJacobi) doubles += n;
+  if (pre == Preconditioner::kIlu0 || pre == Preconditioner::kIc0) doubles += nnz + 2 * n;
+  if (dtype == DType::kF32) doubles += nnz;
+  w.bytes = doubles * static_cast<int64_t>(sizeof(double));
+  w.what = absl::StrCat(
+      "n = ", n,
+      method == SparseMethod::kGmres ? absl::StrCat(", restart ", kGmresRestart) : std::string(),
+      ": ", w.vectors, " vectors of n doubles, plus b, x and the preconditioner");
+  return w;
+}
+
 }  // namespace linalgd

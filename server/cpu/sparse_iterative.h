@@ -36,6 +36,21 @@ IterationOutcome CpuKrylov(SparseMethod method, const CsrView& a, const CpuPreco
                            const double* b, double* x, double tol, int64_t max_iterations,
                            const StopToken& stop = {});
 
+// The host memory one CPU iterative solve holds at once: per column of b (columns run one
+// after another) `vectors` n-vectors of doubles (cg 6, bicgstab 10, gmres kGmresRestart + 5:
+// its basis and 4 more), plus b, x and the result (3 n k doubles), the preconditioner (jacobi
+// n doubles; ilu0 and ic0 nnz doubles and 2 n indices) and a's values widened to double for
+// an f32 a. An upper estimate, for admission before anything is allocated.
+struct KrylovWorkspace {
+  int64_t bytes = 0;
+  int vectors = 0;
+  // "n = 1000, restart 30: 35 vectors of n doubles, plus b, x and the preconditioner"
+  std::string what;
+};
+// REQUIRES: method is iterative; 0 <= n < 2^31, 0 <= nnz, k <= 2^40 (request limits).
+KrylovWorkspace CpuKrylovWorkspace(SparseMethod method, Preconditioner pre, DType dtype, int64_t n,
+                                   int64_t nnz, int64_t k);
+
 }  // namespace linalgd
 
 #endif  // LINALGD_SERVER_CPU_SPARSE_ITERATIVE_H_

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/cpu/sparse_iterative.h"
 #include "server/scheduler/sparse_cost.h"
 #include "server/service/rpc_job.h"
 #include "server/service/sparse_dense_path.h"
@@ -82,6 +83,38 @@ JobSpec SpecOf(const PreparedSparseSolve& p) {
   return spec;
 }
 
+// An iterative method's host workspace (CpuKrylovWorkspace; a GPU job's CPU rerun needs it
+// too) is held against --max-inflight-bytes beside the request's bytes, before anything is
+// allocated: RESOURCE_EXHAUSTED naming the bytes, n and the limit when it can never fit,
+// with retry-after-ms when it does not fit now.
+absl::Status HoldKrylovWorkspace(const CallEnv& env, PreparedSparseSolve& p) {
+  if (!IsIterative(p.op.method) || env.inflight == nullptr) return absl::OkStatus();
+  const KrylovWorkspace w = CpuKrylovWorkspace(p.op.method, p.op.preconditioner, p.raw.dtype,
+                                               p.raw.rows, p.raw.nnz, p.op.b.shape[1]);
+  if (w.bytes > env.inflight->limit()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "SparseSolve: ", SparseMethodName(p.op.method), " needs about ", w.bytes,
+        " bytes of host workspace (", w.what,
+        "), more than --max-inflight-bytes=", env.inflight->limit(),
+        p.op.method == SparseMethod::kGmres ? "; cg and bicgstab need fewer vectors" : ""));
+  }
+  absl::StatusOr<std::shared_ptr<const void>> held =
+      env.inflight->Acquire(w.bytes, absl::StrCat("SparseSolve: ", SparseMethodName(p.op.method),
+                                                  " host workspace (", w.what, ")"));
+  if (!held.ok()) return held.status();
+  p.leases.held.push_back(*std::move(held));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PreparedSparseSolve> Prepare(const v1::SparseSolveRequest& request,
+                                            const CallEnv& env) {
+  absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(request, env.limits, env.sources);
+  if (p.ok()) {
+    if (absl::Status held = HoldKrylovWorkspace(env, *p); !held.ok()) return held;
+  }
+  return p;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackServerContext* context,
@@ -89,7 +122,7 @@ grpc::ServerUnaryReactor* StartSparseSolve(const CallEnv& env, grpc::CallbackSer
                                            v1::SparseSolveResponse* response) {
   return SubmitRpc<SparseSolveJob>(
       env, "SparseSolve", context, *request, response,
-      [&](const CallEnv& e) { return PrepareSparseSolve(*request, e.limits, e.sources); }, SpecOf);
+      [&](const CallEnv& e) { return Prepare(*request, e); }, SpecOf);
 }
 
 }  // namespace linalgd

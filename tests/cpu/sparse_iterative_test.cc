@@ -1,6 +1,6 @@
 // The CPU's iterative sparse solvers (CG, BiCGSTAB, GMRES) and their preconditioners: scale
 // invariance, a starting point that already solves the system, ILU(0)'s cost and its stop
-// token.
+// token, the workspace estimate admission holds.
 #include "server/cpu/sparse_iterative.h"
 
 #include <cmath>
@@ -234,6 +234,25 @@ TEST_F(SparseIterativeTest, Ilu0SetupStopsWhenAsked) {
   auto res = Solve(a, RandomB(a.n), r);
   EXPECT_EQ(res.status().code(), absl::StatusCode::kDeadlineExceeded) << res.status();
   EXPECT_THAT(res.status().message(), HasSubstr("--op-timeout passed; stopped cpu: ilu0 setup"));
+}
+
+// What admission holds against --max-inflight-bytes: GMRES's basis dominates (n = 16M with one
+// stored entry, a 128 MB request, took 5 GB).
+TEST(KrylovWorkspaceTest, CountsTheVectorsBAndXAndThePreconditioner) {
+  const int64_t n = int64_t{1} << 24;
+  const KrylovWorkspace g =
+      CpuKrylovWorkspace(SparseMethod::kGmres, Preconditioner::kNone, DType::kF32, n, 1, 1);
+  EXPECT_EQ(g.vectors, kGmresRestart + 5);
+  EXPECT_EQ(g.bytes, 8 * ((kGmresRestart + 5 + 3) * n + 1));
+  EXPECT_EQ(g.what, absl::StrCat("n = ", n, ", restart ", kGmresRestart, ": ", kGmresRestart + 5,
+                                 " vectors of n doubles, plus b, x and the preconditioner"));
+  const KrylovWorkspace c =
+      CpuKrylovWorkspace(SparseMethod::kCg, Preconditioner::kIc0, DType::kF64, 100, 500, 2);
+  EXPECT_EQ(c.bytes, 8 * (6 * 100 + 3 * 100 * 2 + 500 + 2 * 100));
+  EXPECT_EQ(
+      CpuKrylovWorkspace(SparseMethod::kBicgstab, Preconditioner::kJacobi, DType::kF64, 10, 10, 1)
+          .bytes,
+      8 * (10 * 10 + 3 * 10 + 10));
 }
 
 }  // namespace

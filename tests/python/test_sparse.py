@@ -125,6 +125,22 @@ def test_iterative_solvers_are_scale_invariant(client, method):
         np.testing.assert_allclose(r.residual, base.residual, rtol=0.1)
 
 
+def test_iterative_workspace_is_admitted_against_max_inflight_bytes(start_server):
+    """GMRES's 31 basis vectors of n doubles were allocated unbounded (n = 16M: 5 GB from a
+    128 MB request); they are held against --max-inflight-bytes before anything runs."""
+    s = start_server("--max-inflight-bytes", str(64 << 20))
+    n = 300_000
+    eye = (np.arange(n + 1, dtype=np.int32), np.arange(n, dtype=np.int32), np.ones(n), (n, n))
+    with linalgd.Client(s.target, retries=0) as c:
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.sparse_solve(eye, np.ones(n), method="gmres")
+        assert (f"gmres needs about {8 * 38 * n} bytes of host workspace (n = {n}, restart 30: "
+                "35 vectors of n doubles") in str(e.value)
+        assert "more than --max-inflight-bytes=67108864" in str(e.value)
+        x = c.sparse_solve(eye, np.ones(n), method="cg", no_fallback=True)  # 9 n doubles fit
+        np.testing.assert_array_equal(x, np.ones(n))
+
+
 def test_x0_must_match_b(client):
     a = poisson(4)
     with pytest.raises(linalgd.InvalidArgument, match="x0"):
