@@ -61,6 +61,7 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   PutTensorReactor(const CallEnv& env, grpc::CallbackServerContext* context,
                    v1::PutTensorResponse* response)
       : env_(env),
+        context_(context),
         rpc_(env, "PutTensor", context),
         response_(response),
         idle_(env.idle_streams, context) {
@@ -75,7 +76,14 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
 
   void OnReadDone(bool ok) override {
     idle_.Touch();
-    absl::Status s = !ok ? Complete() : CheckMessageQuota(env_, MessageBytes());
+    // The end of the reads is the caller's half-close (the tensor is complete), or the call's
+    // end (cancelled, past its deadline, the connection gone): then nothing is stored, as the
+    // caller would never learn the id.
+    absl::Status s = ok                        ? CheckMessageQuota(env_, MessageBytes())
+                     : context_->IsCancelled() ? absl::CancelledError(
+                                                     "PutTensor: the call ended before the client "
+                                                     "half-closed it; nothing was stored")
+                                               : Complete();
     if (ok && s.ok()) s = header_seen_ ? OnChunk() : OnHeader();
     if (!ok || !s.ok()) {
       // A failed part's range, a refused tensor's reservation and its buffer are free before
@@ -89,7 +97,15 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
     }
     StartRead(&message_);
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    // Stored, but the answer never reached the caller (cancelled while it was sent): the
+    // object would hold its bytes until its TTL with no one knowing its id.
+    if (!stored_id_.empty() && context_->IsCancelled()) {
+      (void)env_.sources.store->Delete(stored_id_, ResidentKind::kTensor,
+                                       env_.sources.owner.tenant);
+    }
+    delete this;
+  }
 
  private:
   absl::Status OnHeader();
@@ -98,10 +114,12 @@ class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
   int64_t MessageBytes() const { return static_cast<int64_t>(message_.ByteSizeLong()); }
 
   CallEnv env_;
+  grpc::CallbackServerContext* const context_;
   Rpc rpc_;
   v1::PutTensorResponse* const response_;
   IdleWatch idle_;
   v1::PutTensorRequest message_;
+  std::string stored_id_;  // once Complete stored the tensor
   bool header_seen_ = false;
   v1::PutTensorHeader header_;
   TensorView shape_;  // dtype and shape, no data
@@ -178,10 +196,10 @@ absl::Status PutTensorReactor::Complete() {
   if (header_.has_crc32())
     crc_ = Crc32c(tensor_.data(), tensor_.num_bytes());  // what GetTensor reports
   LINALGD_ASSIGN_OR_RETURN(
-      std::string id,
+      stored_id_,
       env_.sources.store->PutTensor(std::move(tensor_), header_.placement(), crc_,
                                     absl::Seconds(header_.ttl_seconds()), std::move(reservation_)));
-  return DescribeStored(env_, rpc_, id, response_);
+  return DescribeStored(env_, rpc_, stored_id_, response_);
 }
 
 class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> {

@@ -50,3 +50,46 @@ def test_factor_reuse_matches_fresh_solves(client):
     client.release_factor(f.factor_id)
     with pytest.raises(linalgd.NotFound):
         client.solve(None, rng.standard_normal((n, 1)), factor=f.factor_id)
+
+
+def test_a_put_cancelled_before_its_half_close_stores_nothing(start_server):
+    """All the bytes sent, then the call cancelled instead of half-closed: the caller never
+    learns an id, so nothing may stay stored (and charged) until the TTL."""
+    import threading
+
+    import grpc
+
+    from linalgd._crc32c import crc32c
+    from linalgd._stubs import pb, pb_grpc
+
+    s = start_server()
+    data = np.ones((4, 4)).astype("<f8").tobytes()
+    header = pb.PutTensorHeader(dtype=pb.DTYPE_F64, shape=[4, 4], total_bytes=len(data),
+                                crc32c=crc32c(data))
+    with grpc.insecure_channel(s.target) as channel:
+        stub = pb_grpc.LinalgStub(channel)
+        for upload in (False, True):
+            release = threading.Event()
+            if upload:
+                upload_id = stub.StartUpload(pb.StartUploadRequest(header=header)).upload_id
+                first = pb.PutTensorHeader(upload_id=upload_id, offset=0, total_bytes=len(data),
+                                           crc32c=crc32c(data))
+            else:
+                first = header
+
+            def held():
+                yield pb.PutTensorRequest(header=first)
+                yield pb.PutTensorRequest(chunk=data)
+                release.wait(10)  # never half-closed
+
+            call = stub.PutTensor.future(held())
+            threading.Event().wait(0.5)  # the server has read every byte by now
+            call.cancel()
+            release.set()
+            threading.Event().wait(0.5)  # and has seen the cancellation
+            assert not stub.ListTensors(pb.ListTensorsRequest()).tensors
+            if upload:  # the part was not committed: the upload still misses its bytes
+                with pytest.raises(grpc.RpcError) as e:
+                    stub.FinishUpload(pb.FinishUploadRequest(upload_id=upload_id))
+                assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+                stub.AbortUpload(pb.AbortUploadRequest(upload_id=upload_id))
