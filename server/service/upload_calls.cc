@@ -1,5 +1,6 @@
 #include "server/service/upload_calls.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -35,7 +36,9 @@ absl::Status DoStartUpload(const CallEnv& env, const v1::PutTensorHeader& header
   LINALGD_ASSIGN_OR_RETURN(std::shared_ptr<UploadSession> session,
                            env.sources.store->StartUpload(std::move(spec), env.sources.owner));
   response->set_upload_id(session->id());
-  response->set_expires_in_seconds(absl::ToDoubleSeconds(session->spec().ttl));
+  // An upload without activity goes after its TTL or --stream-idle-timeout, the sooner.
+  response->set_expires_in_seconds(
+      absl::ToDoubleSeconds(std::min(session->spec().ttl, session->spec().idle_timeout)));
   return absl::OkStatus();
 }
 

@@ -31,9 +31,13 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spe
 }
 
 absl::StatusOr<UploadTable::SessionPtr> UploadTable::FindLocked(absl::string_view id,
-                                                                absl::string_view owner) {
+                                                                absl::string_view owner,
+                                                                std::vector<SessionPtr>& dropped) {
   auto it = sessions_.find(id);
-  if (it != sessions_.end() && it->second->spec().owner == owner) return it->second;
+  if (it != sessions_.end() && it->second->spec().owner == owner) {
+    if (!it->second->Expired(now_())) return it->second;
+    Expire(SessionPtr(it->second), dropped);  // `it` is gone after this
+  }
   auto gone = gone_.find(id);
   if (gone != gone_.end() && gone->second.first == owner) {
     return absl::NotFoundError(gone->second.second);
@@ -48,7 +52,7 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Find(absl::string_vi
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  return FindLocked(id, owner);
+  return FindLocked(id, owner, dropped);
 }
 
 absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id,
@@ -56,7 +60,7 @@ absl::StatusOr<UploadSession::Finished> UploadTable::Finish(absl::string_view id
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  absl::StatusOr<SessionPtr> session = FindLocked(id, owner);
+  absl::StatusOr<SessionPtr> session = FindLocked(id, owner, dropped);
   if (!session.ok()) return session.status();
   absl::StatusOr<UploadSession::Finished> finished = (*session)->Finish();
   if (finished.ok()) {
@@ -71,7 +75,7 @@ absl::Status UploadTable::Abort(absl::string_view id, absl::string_view owner) {
   std::vector<SessionPtr> dropped;
   absl::MutexLock lock(&mu_);
   DropExpiredLocked(dropped);
-  absl::StatusOr<SessionPtr> session = FindLocked(id, owner);
+  absl::StatusOr<SessionPtr> session = FindLocked(id, owner, dropped);
   if (!session.ok()) return session.status();
   Remove(*session, "aborted", dropped);
   return absl::OkStatus();
@@ -88,20 +92,30 @@ int64_t UploadTable::size() const {
   return static_cast<int64_t>(sessions_.size());
 }
 
+int64_t UploadTable::sweeps() const {
+  absl::MutexLock lock(&mu_);
+  return sweeps_;
+}
+
 void UploadTable::DropExpiredLocked(std::vector<SessionPtr>& dropped) {
   const absl::Time now = now_();
+  if (now - last_sweep_ < kSweepInterval) return;
+  last_sweep_ = now;
+  ++sweeps_;
   std::vector<SessionPtr> expired;
   for (const auto& [id, session] : sessions_) {
     if (session->Expired(now)) expired.push_back(session);
   }
-  for (const SessionPtr& session : expired) {
-    const UploadSpec& spec = session->spec();
-    Remove(session,
-           absl::StrCat("expired (no activity for ",
-                        absl::FormatDuration(std::min(spec.ttl, spec.idle_timeout)),
-                        ": its TTL or --stream-idle-timeout)"),
-           dropped);
-  }
+  for (const SessionPtr& session : expired) Expire(session, dropped);
+}
+
+void UploadTable::Expire(const SessionPtr& session, std::vector<SessionPtr>& dropped) {
+  const UploadSpec& spec = session->spec();
+  Remove(session,
+         absl::StrCat("expired (no activity for ",
+                      absl::FormatDuration(std::min(spec.ttl, spec.idle_timeout)),
+                      ": its TTL or --stream-idle-timeout)"),
+         dropped);
 }
 
 void UploadTable::Remove(const SessionPtr& session, absl::string_view why,

@@ -20,10 +20,12 @@ namespace linalgd {
 
 // The multi-part uploads in progress, by id (32 hex digits, from the same
 // generator as resident ids). An upload without activity for its TTL and
-// with no part being written is dropped (its reservation released) by the
-// next call. Ids that are gone are remembered (bounded) so NOT_FOUND says
-// why: finished, aborted, expired or failed its CRC32C check. Lock order:
-// the table's lock before a session's. Thread-safe.
+// with no part being written is expired: the call that names it drops it
+// (its reservation released), and the others are dropped by a sweep that
+// calls make at most once per kSweepInterval of the clock, so that a table of
+// many open uploads costs each call O(1), not a scan of them all. Ids that are gone are remembered
+// (bounded) so NOT_FOUND says why: finished, aborted, expired or failed its CRC32C check. Lock
+// order: the table's lock before a session's. Thread-safe.
 class UploadTable {
  public:
   // `alloc` (may be empty) gives the uploads' buffers.
@@ -51,15 +53,25 @@ class UploadTable {
   // Drops the upload; a part still being written fails at its end.
   absl::Status Abort(absl::string_view id, absl::string_view owner = "default")
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Drops the expired uploads (also done by every call above).
+  // Drops the expired uploads (the calls above do it too) unless the last
+  // sweep was less than kSweepInterval ago.
   void DropExpired() ABSL_LOCKS_EXCLUDED(mu_);
   int64_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Sweeps (scans of every upload) so far; for tests.
+  int64_t sweeps() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  static constexpr absl::Duration kSweepInterval = absl::Seconds(1);
 
  private:
   using SessionPtr = std::shared_ptr<UploadSession>;
-  // Moves expired sessions to `dropped` (destroyed outside the lock).
+  // Moves expired sessions to `dropped` (destroyed outside the lock), at most
+  // once per kSweepInterval.
   void DropExpiredLocked(std::vector<SessionPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<SessionPtr> FindLocked(absl::string_view id, absl::string_view owner)
+  // The live upload `id` of `owner`; one that has expired is dropped here.
+  absl::StatusOr<SessionPtr> FindLocked(absl::string_view id, absl::string_view owner,
+                                        std::vector<SessionPtr>& dropped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Expire(const SessionPtr& session, std::vector<SessionPtr>& dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the session, forgets its id and remembers why.
   void Remove(const SessionPtr& session, absl::string_view why, std::vector<SessionPtr>& dropped)
@@ -73,6 +85,8 @@ class UploadTable {
   // id -> (owner, why)
   absl::flat_hash_map<std::string, std::pair<std::string, std::string>> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t sweeps_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace linalgd

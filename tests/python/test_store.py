@@ -93,3 +93,21 @@ def test_a_put_cancelled_before_its_half_close_stores_nothing(start_server):
                     stub.FinishUpload(pb.FinishUploadRequest(upload_id=upload_id))
                 assert e.value.code() == grpc.StatusCode.FAILED_PRECONDITION
                 stub.AbortUpload(pb.AbortUploadRequest(upload_id=upload_id))
+
+
+def test_start_upload_reports_the_expiry_the_upload_has(start_server):
+    """An upload without activity goes after its TTL or --stream-idle-timeout, whichever is
+    sooner; StartUpload's expires_in_seconds says which."""
+    import grpc
+
+    from linalgd._stubs import pb, pb_grpc
+
+    s = start_server("--stream-idle-timeout", "2s")
+    header = pb.PutTensorHeader(dtype=pb.DTYPE_F64, shape=[2, 2], total_bytes=32)
+    with grpc.insecure_channel(s.target) as channel:
+        stub = pb_grpc.LinalgStub(channel)
+        for ttl, expected in ((600.0, 2.0), (1.5, 1.5)):
+            header.ttl_seconds = ttl
+            started = stub.StartUpload(pb.StartUploadRequest(header=header))
+            assert started.expires_in_seconds == expected
+            stub.AbortUpload(pb.AbortUploadRequest(upload_id=started.upload_id))
