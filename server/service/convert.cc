@@ -44,6 +44,11 @@ absl::StatusOr<TensorView> ViewHeader(const v1::Tensor& t, absl::string_view fie
   auto dtype = DTypeFromProto(t.dtype(), absl::StrCat(field, ".dtype"));
   if (!dtype.ok()) return dtype.status();
   view.dtype = *dtype;
+  if (t.shape_size() > kMaxRank) {  // said without the shape: it may be long
+    return absl::InvalidArgumentError(absl::StrCat(field, ".shape: rank ", t.shape_size(),
+                                                   " is above ", kMaxRank,
+                                                   ", the most dimensions a tensor may have"));
+  }
   if (t.shape_size() < min_rank) {
     return ShapeError(field, t,
                       absl::StrCat("has rank ", t.shape_size(), "; at least ", min_rank,

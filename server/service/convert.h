@@ -16,6 +16,12 @@
 namespace linalgd {
 
 // Limits applied to every tensor of a request.
+// Dimensions a tensor may have at most: numpy's own limit (NPY_MAXDIMS, 64
+// since numpy 2). A request's shape is kept with its object (a stored
+// tensor's metadata is copied on every lookup), so its length is bounded
+// like its elements.
+inline constexpr int kMaxRank = 64;
+
 struct TensorLimits {
   int64_t max_elements = int64_t{1} << 31;  // per tensor, inputs and results
   int64_t max_batch = int64_t{1} << 20;     // matrices in a broadcast batch

@@ -11,12 +11,15 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-v1::Tensor Wire(std::initializer_list<int64_t> shape, std::string data) {
+v1::Tensor Wire(const std::vector<int64_t>& shape, std::string data) {
   v1::Tensor t;
   t.set_dtype(v1::DTYPE_F32);
   for (int64_t d : shape) t.add_shape(d);
   t.set_data(std::move(data));
   return t;
+}
+v1::Tensor Wire(std::initializer_list<int64_t> shape, std::string data) {
+  return Wire(std::vector<int64_t>(shape), std::move(data));
 }
 
 // numpy arrays may have a zero dimension: the tensor is empty, no bytes.
@@ -44,6 +47,20 @@ TEST(ViewOfTest, NegativeDimensionsAreRefusedNamingTheField) {
 
 // The element limit still bounds the nonzero dimensions of an empty tensor,
 // so that no product of them can overflow later.
+// A shape of a million ones is one element: its length is bounded on its own
+// (a stored tensor's shape is kept and copied with it), and the refusal does
+// not spell the shape out.
+TEST(ViewOfTest, RankIsAtMostNumpysLimit) {
+  EXPECT_TRUE(
+      ViewOf(Wire(std::vector<int64_t>(kMaxRank, 1), std::string(4, '\0')), "a", TensorLimits())
+          .ok());
+  absl::StatusOr<TensorView> view =
+      ViewOf(Wire(std::vector<int64_t>(1000000, 1), std::string(4, '\0')), "a", TensorLimits());
+  EXPECT_EQ(view.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(view.status().message(),
+            "a.shape: rank 1000000 is above 64, the most dimensions a tensor may have");
+}
+
 TEST(ViewOfTest, ElementLimitAppliesToTheNonzeroDims) {
   TensorLimits limits;
   limits.max_elements = 1000;
