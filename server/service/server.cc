@@ -92,7 +92,7 @@ class ServerImpl : public Server {
   absl::Status StartMetrics();
   // The authenticator of --auth-tokens (every caller "default" without).
   absl::Status InitAuth();
-  // Publishes device health and budgets every second until shutdown.
+  // Every second until shutdown: publishes device health and budgets, sweeps the store.
   void MonitorDevices();
 
   const ServerOptions options_;
@@ -139,6 +139,7 @@ absl::Status ServerImpl::Init() {
   cpu_options.batch_threads = options_.cpu_workers;
   cpu_options.singular_rcond_factor = options_.singular_rcond_factor;
   cpu_options.busy_blas_threads = options_.busy_blas_threads;
+  cpu_options.max_sparse_factor_bytes = options_.max_inflight_bytes;
   cpu_options.on_blas_threads = [metrics_ptr](int threads) {
     metrics_ptr->RecordCpuBlasThreadChange(threads);
   };
@@ -278,6 +279,7 @@ absl::Status ServerImpl::StartMetrics() {
 
 void ServerImpl::MonitorDevices() {
   while (!stop_monitor_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+    store_->Sweep();  // expired objects go at their time, not at the next store call
     const auto fenced = scheduler_->FencedLanes();
     for (const DeviceInfo& d : gpu_->Devices()) {
       const std::string name = GpuLabel(d.index);

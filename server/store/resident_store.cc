@@ -205,6 +205,13 @@ void ResidentStore::DropExpired(absl::Time now, std::vector<EntryPtr>& dropped) 
   }
 }
 
+void ResidentStore::Sweep() {
+  uploads_.DropExpired();
+  std::vector<EntryPtr> dropped;  // destroyed after the lock is released
+  absl::MutexLock lock(&mu_);
+  DropExpired(options_.now(), dropped);
+}
+
 void ResidentStore::Touch(Entry& e, absl::Time now) {
   by_expiry_.erase({e.expires(), e.meta.id});
   e.last_use = now;

@@ -180,6 +180,12 @@ class ResidentStore {
   int64_t used_bytes() const { return used_->load(); }
   absl::Duration default_ttl() const { return options_.default_ttl; }
 
+  // Drops the expired objects and uploads now. Every store call drops what
+  // has expired as it goes; the server calls this every second too, so that
+  // an expired object's memory (and a GPU copy's) goes at its expiry rather
+  // than at the next store call, which may never come.
+  void Sweep() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Called (under the store's lock: keep it cheap) with the stored bytes and
   // object count after every change; e.g. the resident-store gauges.
   void SetObserver(std::function<void(int64_t bytes, int64_t objects)> observer)

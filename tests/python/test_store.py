@@ -111,3 +111,21 @@ def test_start_upload_reports_the_expiry_the_upload_has(start_server):
             started = stub.StartUpload(pb.StartUploadRequest(header=header))
             assert started.expires_in_seconds == expected
             stub.AbortUpload(pb.AbortUploadRequest(upload_id=started.upload_id))
+
+
+def test_an_expired_tensor_is_freed_without_another_store_call(start_server):
+    """The server sweeps the store every second: an expired tensor's bytes leave the gauge
+    (and the memory) at its expiry, not at whatever store call comes next."""
+    import time
+
+    from conftest import metric_value
+
+    s = start_server(metrics=True)
+    with linalgd.Client(s.target) as c:
+        c.put(np.ones((256, 256)), ttl=1.0)
+        assert metric_value(s.metrics_port, "linalgd_resident_store_bytes") == 256 * 256 * 8
+        deadline = time.monotonic() + 10
+        while metric_value(s.metrics_port, "linalgd_resident_store_bytes") != 0:
+            assert time.monotonic() < deadline, "the expired tensor is still counted"
+            time.sleep(0.2)
+        assert metric_value(s.metrics_port, "linalgd_resident_store_objects") == 0

@@ -467,5 +467,26 @@ TEST_F(ResidentStoreTest, ARefusedReservationEvictsNothing) {
   EXPECT_THAT(s.GetTensor(a, "alpha"), IsOk());
 }
 
+// Sweep drops what has expired without a store call naming it or making
+// room: its bytes are free, and the observer (the metrics' gauges) hears.
+TEST_F(ResidentStoreTest, SweepDropsExpiredObjectsAndUploads) {
+  ResidentStore& s = MakeStore(1 << 20);
+  int64_t observed_bytes = -1;
+  s.SetObserver([&](int64_t bytes, int64_t) { observed_bytes = bytes; });
+  const std::string a = Put(s, Filled(4, 4, 1), absl::Seconds(5));
+  UploadSpec spec;
+  spec.shape = {4, 4};
+  spec.ttl = absl::Seconds(5);
+  ASSERT_THAT(s.StartUpload(spec), IsOk());
+  EXPECT_EQ(s.used_bytes(), 128);
+  EXPECT_EQ(observed_bytes, 64);
+  now_ += absl::Seconds(5);
+  s.Sweep();
+  EXPECT_EQ(s.used_bytes(), 0);
+  EXPECT_EQ(observed_bytes, 0);
+  EXPECT_EQ(s.uploads().size(), 0);
+  EXPECT_THAT(s.GetTensor(a).status().message(), HasSubstr("expired"));
+}
+
 }  // namespace
 }  // namespace linalgd
