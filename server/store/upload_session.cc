@@ -131,4 +131,9 @@ bool UploadSession::Expired(absl::Time now) const {
   return in_flight_ == 0 && last_activity_ + std::min(spec_.ttl, spec_.idle_timeout) <= now;
 }
 
+absl::Time UploadSession::ExpiresNoSoonerThan(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  return (in_flight_ == 0 ? last_activity_ : now) + std::min(spec_.ttl, spec_.idle_timeout);
+}
+
 }  // namespace linalgd

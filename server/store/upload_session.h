@@ -81,6 +81,10 @@ class UploadSession {
   void Close(absl::string_view why) ABSL_LOCKS_EXCLUDED(mu_);
   // No part is being written and the last activity is `ttl` old or more.
   bool Expired(absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
+  // A time before which the upload cannot expire, as seen at `now`: its
+  // expiry, or with a part being written, `now` plus its TTL (the part's end
+  // is activity). Activity only moves it later.
+  absl::Time ExpiresNoSoonerThan(absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Part {

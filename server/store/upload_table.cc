@@ -27,6 +27,7 @@ absl::StatusOr<std::shared_ptr<UploadSession>> UploadTable::Start(UploadSpec spe
   if (!sessions_.emplace(*id, session).second) {  // p = 2^-128
     return absl::InternalError("upload id collision");
   }
+  next_expiry_ = std::min(next_expiry_, session->ExpiresNoSoonerThan(now_()));
   return session;
 }
 
@@ -99,12 +100,16 @@ int64_t UploadTable::sweeps() const {
 
 void UploadTable::DropExpiredLocked(std::vector<SessionPtr>& dropped) {
   const absl::Time now = now_();
-  if (now - last_sweep_ < kSweepInterval) return;
-  last_sweep_ = now;
+  if (now < next_expiry_) return;
   ++sweeps_;
+  next_expiry_ = absl::InfiniteFuture();
   std::vector<SessionPtr> expired;
   for (const auto& [id, session] : sessions_) {
-    if (session->Expired(now)) expired.push_back(session);
+    if (session->Expired(now)) {
+      expired.push_back(session);
+    } else {
+      next_expiry_ = std::min(next_expiry_, session->ExpiresNoSoonerThan(now));
+    }
   }
   for (const SessionPtr& session : expired) Expire(session, dropped);
 }

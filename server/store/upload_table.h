@@ -20,10 +20,10 @@ namespace linalgd {
 
 // The multi-part uploads in progress, by id (32 hex digits, from the same
 // generator as resident ids). An upload without activity for its TTL and
-// with no part being written is expired: the call that names it drops it
-// (its reservation released), and the others are dropped by a sweep that
-// calls make at most once per kSweepInterval of the clock, so that a table of
-// many open uploads costs each call O(1), not a scan of them all. Ids that are gone are remembered
+// with no part being written is expired and dropped (its reservation
+// released) by the next call. The table keeps a time before which no upload
+// can expire and scans them only from then on, so that many open uploads
+// cost a call O(1), not a scan of them all. Ids that are gone are remembered
 // (bounded) so NOT_FOUND says why: finished, aborted, expired or failed its CRC32C check. Lock
 // order: the table's lock before a session's. Thread-safe.
 class UploadTable {
@@ -53,19 +53,16 @@ class UploadTable {
   // Drops the upload; a part still being written fails at its end.
   absl::Status Abort(absl::string_view id, absl::string_view owner = "default")
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Drops the expired uploads (the calls above do it too) unless the last
-  // sweep was less than kSweepInterval ago.
+  // Drops the expired uploads (also done by every call above).
   void DropExpired() ABSL_LOCKS_EXCLUDED(mu_);
   int64_t size() const ABSL_LOCKS_EXCLUDED(mu_);
   // Sweeps (scans of every upload) so far; for tests.
   int64_t sweeps() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  static constexpr absl::Duration kSweepInterval = absl::Seconds(1);
-
  private:
   using SessionPtr = std::shared_ptr<UploadSession>;
-  // Moves expired sessions to `dropped` (destroyed outside the lock), at most
-  // once per kSweepInterval.
+  // Moves expired sessions to `dropped` (destroyed outside the lock); scans
+  // only once next_expiry_ has come.
   void DropExpiredLocked(std::vector<SessionPtr>& dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The live upload `id` of `owner`; one that has expired is dropped here.
   absl::StatusOr<SessionPtr> FindLocked(absl::string_view id, absl::string_view owner,
@@ -85,7 +82,8 @@ class UploadTable {
   // id -> (owner, why)
   absl::flat_hash_map<std::string, std::pair<std::string, std::string>> gone_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> gone_order_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // No upload expires before this (a lower bound: activity only delays).
+  absl::Time next_expiry_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   int64_t sweeps_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
