@@ -18,13 +18,44 @@
 
 namespace linalgd {
 
-// One mapping; unpinned, then unmapped, when the last reference goes.
+class ShmRegistry::Usage {
+ public:
+  struct Count {
+    int regions = 0;
+    int64_t bytes = 0;
+  };
+  absl::Mutex mu;
+  absl::flat_hash_map<uid_t, Count> by_uid ABSL_GUARDED_BY(mu);
+  Count total ABSL_GUARDED_BY(mu);
+
+  void Add(uid_t uid, int64_t bytes, int sign) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    Count& mine = by_uid[uid];
+    mine.regions += sign;
+    mine.bytes += sign * bytes;
+    if (mine.regions == 0) by_uid.erase(uid);
+    total.regions += sign;
+    total.bytes += sign * bytes;
+  }
+};
+
+// One mapping; unpinned, then unmapped, when the last reference goes, and
+// only then no longer counted against the caps.
 class ShmRegistry::Region {
  public:
   Region(void* base, int64_t size, Inode inode) : base_(base), size_(size), inode_(inode) {}
   ~Region() {
     pin_.reset();
     munmap(base_, static_cast<size_t>(size_));
+    if (usage_) {
+      absl::MutexLock lock(&usage_->mu);
+      usage_->Add(uid_, size_, -1);
+    }
+  }
+  // From here on the region's share of `usage` (reserved already) is given
+  // back when it is unmapped.
+  void Count(std::shared_ptr<Usage> usage, uid_t uid) {
+    usage_ = std::move(usage);
+    uid_ = uid;
   }
   std::byte* base() const { return static_cast<std::byte*>(base_); }
   int64_t size() const { return size_; }
@@ -41,6 +72,8 @@ class ShmRegistry::Region {
   const Inode inode_;
   std::shared_ptr<void> pin_;
   bool pinned_ = false;
+  std::shared_ptr<Usage> usage_;
+  uid_t uid_ = 0;
 };
 
 namespace {
@@ -76,6 +109,12 @@ absl::Status CheckMemfd(int fd) {
 
 absl::StatusOr<void*> Map(int fd, int64_t size) {
   void* base = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED && errno == EACCES) {  // the fd is not open for reading and writing
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fd: mmap of ", size, " bytes read-write: ", std::strerror(errno),
+        "; the server reads operands from the region and writes results into it, so hand over "
+        "an fd opened read-write (memfd_create's own fd, or O_RDWR)"));
+  }
   if (base == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         absl::StrCat("mmap of ", size, " bytes: ", std::strerror(errno)));
@@ -100,43 +139,47 @@ absl::Status NotRegistered(absl::string_view field, absl::string_view id) {
 
 }  // namespace
 
+ShmRegistry::ShmRegistry(HostPinner pinner, ShmLimits limits, std::string replica)
+    : pinner_(std::move(pinner)),
+      limits_(limits),
+      replica_(std::move(replica)),
+      usage_(std::make_shared<Usage>()) {}
+
 ShmRegistry::~ShmRegistry() = default;
 
 absl::Status ShmRegistry::Reserve(const Inode& inode, int64_t bytes, uid_t uid) {
   if (inodes_.contains(inode)) {
     return absl::AlreadyExistsError("fd: this memory is already registered (one region per memfd)");
   }
-  Usage& mine = by_uid_[uid];
-  if (total_.regions >= limits_.max_regions || total_.bytes + bytes > limits_.max_bytes) {
+  absl::MutexLock lock(&usage_->mu);
+  const Usage::Count total = usage_->total;
+  const auto it = usage_->by_uid.find(uid);
+  const Usage::Count mine = it == usage_->by_uid.end() ? Usage::Count{} : it->second;
+  // Mapped: registered, or unregistered but still held by a call in flight.
+  if (total.regions >= limits_.max_regions || total.bytes + bytes > limits_.max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "shared memory: ", total_.regions, " regions of ", total_.bytes, " bytes are mapped; with ",
-        bytes, " more the caps --shm-max-regions ", limits_.max_regions, " / --shm-max-bytes ",
+        "shared memory: ", total.regions, " regions of ", total.bytes,
+        " bytes are mapped (registered, or unregistered and still in use by a call); with ", bytes,
+        " more the caps --shm-max-regions ", limits_.max_regions, " / --shm-max-bytes ",
         limits_.max_bytes, " would be passed"));
   }
   if (mine.regions >= limits_.max_regions_per_uid ||
       mine.bytes + bytes > limits_.max_bytes_per_uid) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("shared memory: uid ", uid, " has ", mine.regions, " regions of ", mine.bytes,
-                     " bytes; with ", bytes, " more the caps --shm-max-regions-per-uid ",
-                     limits_.max_regions_per_uid, " / --shm-max-bytes-per-uid ",
-                     limits_.max_bytes_per_uid, " would be passed"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared memory: uid ", uid, " has ", mine.regions, " regions of ", mine.bytes,
+        " bytes mapped (registered, or unregistered and still in use by a call); with ", bytes,
+        " more the caps --shm-max-regions-per-uid ", limits_.max_regions_per_uid,
+        " / --shm-max-bytes-per-uid ", limits_.max_bytes_per_uid, " would be passed"));
   }
   inodes_.insert(inode);
-  mine.regions += 1;
-  mine.bytes += bytes;
-  total_.regions += 1;
-  total_.bytes += bytes;
+  usage_->Add(uid, bytes, 1);
   return absl::OkStatus();
 }
 
 void ShmRegistry::Unreserve(const Inode& inode, int64_t bytes, uid_t uid) {
   inodes_.erase(inode);
-  Usage& mine = by_uid_[uid];
-  mine.regions -= 1;
-  mine.bytes -= bytes;
-  if (mine.regions == 0) by_uid_.erase(uid);
-  total_.regions -= 1;
-  total_.bytes -= bytes;
+  absl::MutexLock lock(&usage_->mu);
+  usage_->Add(uid, bytes, -1);
 }
 
 absl::StatusOr<ShmGrant> ShmRegistry::Register(int fd, const ShmPeer& peer) {
@@ -176,6 +219,7 @@ absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inod
     region->set_pin(std::move(*pin));
   }
   ShmGrant grant{*id, *secret, size, region->pinned()};
+  region->Count(usage_, peer.uid);  // added: its share goes when it is unmapped
   absl::MutexLock lock(&mu_);
   regions_.emplace(*std::move(id), Entry{std::move(region), *std::move(secret), peer});
   return grant;
@@ -184,7 +228,7 @@ absl::StatusOr<ShmGrant> ShmRegistry::MapAndAdd(int fd, int64_t size, const Inod
 std::shared_ptr<ShmRegistry::Region> ShmRegistry::Erase(
     absl::flat_hash_map<std::string, Entry>::iterator it) {
   std::shared_ptr<Region> region = std::move(it->second.region);
-  Unreserve(region->inode(), region->size(), it->second.peer.uid);
+  inodes_.erase(region->inode());  // the caps count it until it is unmapped (~Region)
   regions_.erase(it);
   return region;
 }

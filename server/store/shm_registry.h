@@ -38,7 +38,9 @@ struct ShmPeer {
   pid_t pid = 0;
 };
 
-// Caps on mapped regions: per peer uid and in total.
+// Caps on mapped regions: per peer uid and in total. A region counts until
+// it is unmapped: after Unregister (or its connection's close) it still
+// counts while a call in flight holds it.
 struct ShmLimits {
   int max_regions = 4096;
   int64_t max_bytes = int64_t{64} << 30;
@@ -67,8 +69,7 @@ struct ShmGrant {
 class ShmRegistry {
  public:
   // `replica`: --replica-id (resident_id.h), prefix of the region ids.
-  ShmRegistry(HostPinner pinner, ShmLimits limits, std::string replica = "")
-      : pinner_(std::move(pinner)), limits_(limits), replica_(std::move(replica)) {}
+  ShmRegistry(HostPinner pinner, ShmLimits limits, std::string replica = "");
   ~ShmRegistry();
 
   // Maps the memfd `fd` (not taken; the caller closes it) for `peer`.
@@ -101,16 +102,17 @@ class ShmRegistry {
     ShmPeer peer;
     std::string owner;  // empty until a gRPC call names it
   };
-  struct Usage {
-    int regions = 0;
-    int64_t bytes = 0;
-  };
+  // The mapped regions' count and bytes, per uid and in total; shared with
+  // every Region, which gives its share back when it is unmapped (the
+  // registry may be gone by then).
+  class Usage;
   using Inode = std::pair<uint64_t, uint64_t>;  // (st_dev, st_ino)
 
   // Counts a region of `bytes` for `uid` and claims `inode`, or says which
   // cap it would pass.
   absl::Status Reserve(const Inode& inode, int64_t bytes, uid_t uid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Undoes Reserve for a region that was never added.
   void Unreserve(const Inode& inode, int64_t bytes, uid_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Maps and pins `fd` (reserved already) and adds it under a new id.
   absl::StatusOr<ShmGrant> MapAndAdd(int fd, int64_t size, const Inode& inode, const ShmPeer& peer)
@@ -129,8 +131,7 @@ class ShmRegistry {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> regions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<Inode> inodes_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uid_t, Usage> by_uid_ ABSL_GUARDED_BY(mu_);
-  Usage total_ ABSL_GUARDED_BY(mu_);
+  const std::shared_ptr<Usage> usage_;
 };
 
 }  // namespace linalgd

@@ -194,5 +194,41 @@ TEST(ShmRegistryTest, UnregisterWhileInUseIsDeferred) {
   EXPECT_TRUE(unpinned);
 }
 
+// The caps bound what is mapped: a region unregistered while a call holds it
+// is still mapped (and pinned, with a GPU), so it counts until that call ends;
+// else unregistering and registering again while calls hold the old regions
+// would map past every cap.
+TEST(ShmRegistryTest, ARegionInUseCountsAgainstTheCapsUntilItIsUnmapped) {
+  ShmLimits limits;
+  limits.max_bytes_per_uid = 4096;
+  ShmRegistry reg(nullptr, limits);
+  Memfd a(4096), b(4096);
+  auto ga = reg.Register(a.fd(), kPeer);
+  ASSERT_TRUE(ga.ok());
+  auto held = reg.Resolve(ga->id, ga->secret, 0, 8, 1, "a");  // a call in flight
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(reg.Unregister(ga->id, ga->secret).ok());
+  auto refused = reg.Register(b.fd(), kPeer);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("still in use by a call"));
+  held->keep.reset();  // the call ends: the old region is unmapped
+  EXPECT_TRUE(reg.Register(b.fd(), kPeer).ok());
+}
+
+// A read-only (or write-only) fd cannot be mapped read-write: the caller's
+// mistake, said as one, not as a full server.
+TEST(ShmRegistryTest, AnFdNotOpenForReadAndWriteIsInvalidArgument) {
+  Memfd mem(4096);
+  const std::string path = "/proc/self/fd/" + std::to_string(mem.fd());
+  const int ro = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(ro, 0);
+  ShmRegistry reg(nullptr, ShmLimits{});
+  auto refused = reg.Register(ro, kPeer);
+  close(ro);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("opened read-write"));
+  EXPECT_TRUE(reg.Register(mem.fd(), kPeer).ok());  // nothing of it stayed reserved
+}
+
 }  // namespace
 }  // namespace linalgd
