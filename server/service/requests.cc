@@ -65,9 +65,9 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r, const T
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op, PlanLimitsOf(limits)));
   const TensorView* c = p.op.c ? &*p.op.c : nullptr;
   const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
-  p.op.result_to =
-      DirectDestination(p.output, NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype),
-                        {&p.op.a, &p.op.b, c, bias}, sources);
+  const int64_t out_bytes = NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype);
+  LINALGD_RETURN_IF_ERROR(CheckOutputFits(p.output, p.plan.out_shape, out_bytes));
+  p.op.result_to = DirectDestination(p.output, out_bytes, {&p.op.a, &p.op.b, c, bias}, sources);
   p.op.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -87,8 +87,9 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r, const Tens
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.op.lstsq_rcond, LstsqRcondFromProto(r));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op, PlanLimitsOf(limits)));
-  p.op.result_to = DirectDestination(
-      p.output, NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype), {&p.op.a, &p.op.b}, sources);
+  const int64_t x_bytes = NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype);
+  LINALGD_RETURN_IF_ERROR(CheckOutputFits(p.output, p.plan.x_shape, x_bytes));
+  p.op.result_to = DirectDestination(p.output, x_bytes, {&p.op.a, &p.op.b}, sources);
   p.check_finite = !r.allow_non_finite();
   return p;
 }

@@ -161,6 +161,13 @@ absl::Status InlineIfAllowed(Tensor result, const OutputSpec& spec, const absl::
   return absl::OkStatus();
 }
 
+absl::Status CheckOutputFits(const OutputSpec& spec, const Shape& shape, int64_t bytes) {
+  if (!spec.shm || bytes <= spec.shm->bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("out_shm.bytes: ", spec.shm->bytes,
+                                                 ", but the result ", ShapeString(shape), " needs ",
+                                                 bytes));
+}
+
 absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,
                            v1::Tensor* out, int64_t* inline_bytes) {
   *inline_bytes = 0;
@@ -173,11 +180,7 @@ absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSo
   out->set_dtype(DTypeToProto(result.dtype()));
   for (int64_t d : result.shape()) out->add_shape(d);
   if (spec.shm) {
-    if (bytes > spec.shm->bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("out_shm.bytes: ", spec.shm->bytes, ", but the result ",
-                       ShapeString(result.shape()), " needs ", bytes));
-    }
+    LINALGD_RETURN_IF_ERROR(CheckOutputFits(spec, result.shape(), bytes));
     if (bytes > 0 && result.data() != spec.shm->data) {  // else the backend wrote it there
       std::memcpy(spec.shm->data, result.data(), static_cast<size_t>(bytes));
     }

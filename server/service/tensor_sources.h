@@ -77,6 +77,12 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has
                                          const v1::SharedMemoryRef& shm, absl::string_view field,
                                          const TensorSources& sources);
 
+// INVALID_ARGUMENT naming both sizes when a result of `shape` and `bytes`
+// does not fit spec's out_shm range; OK without one. The calls check it
+// when they are prepared, before any work is done for a result with nowhere
+// to go.
+absl::Status CheckOutputFits(const OutputSpec& spec, const Shape& shape, int64_t bytes);
+
 // Where a backend may write a result of `result_bytes` directly: the out_shm
 // range of `spec` when the result fits there and the range overlaps none of
 // `inputs` (so a rerun after a partial write still reads intact operands);

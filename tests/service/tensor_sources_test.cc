@@ -7,6 +7,8 @@
 
 #include "common/crc32c.h"
 #include "gtest/gtest.h"
+#include "server/service/requests.h"
+#include "tests/testing/test_memfd.h"
 
 namespace linalgd {
 namespace {
@@ -151,6 +153,53 @@ TEST_F(KeptResultTest, AResultAllowedInlineEvictsNothingAPlainKeptOneEvicts) {
   EXPECT_NE(out.resident_id(), "");
   EXPECT_NE(store_->GetTensor(*mine, "t").status().message().find("evicted"),
             absl::string_view::npos);
+}
+
+v1::Tensor Ones(std::initializer_list<int64_t> shape) {
+  v1::Tensor t;
+  t.set_dtype(v1::DTYPE_F32);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    t.add_shape(d);
+    n *= d;
+  }
+  std::vector<float> ones(static_cast<size_t>(n), 1.0f);
+  t.set_data(ones.data(), ones.size() * sizeof(float));
+  return t;
+}
+
+// A result with too little room in its out_shm range is refused when the call
+// is prepared, before it queues or runs: not after the work is done.
+TEST(OutputFitsTest, ATooSmallOutShmIsRefusedWhenTheCallIsPrepared) {
+  testing::TestMemfd mem(4096);
+  ShmRegistry registry(nullptr, ShmLimits{});
+  absl::StatusOr<ShmGrant> grant = registry.Register(mem.fd(), ShmPeer{1, 1000, 42});
+  ASSERT_TRUE(grant.ok()) << grant.status();
+  TensorSources sources;
+  sources.shm = &registry;
+  auto out = [&](int64_t bytes) {
+    v1::SharedMemoryRef ref;
+    ref.set_region(grant->id);
+    ref.set_secret(grant->secret);
+    ref.set_bytes(bytes);
+    return ref;
+  };
+  v1::MatmulRequest m;
+  *m.mutable_a() = Ones({4, 4});
+  *m.mutable_b() = Ones({4, 4});
+  *m.mutable_out_shm() = out(16);
+  absl::StatusOr<PreparedMatmul> pm = PrepareMatmul(m, TensorLimits(), sources);
+  EXPECT_EQ(pm.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pm.status().message(), "out_shm.bytes: 16, but the result [4, 4] needs 64");
+  *m.mutable_out_shm() = out(64);
+  EXPECT_TRUE(PrepareMatmul(m, TensorLimits(), sources).ok());
+  v1::SolveRequest sv;
+  *sv.mutable_a() = Ones({4, 4});
+  *sv.mutable_b() = Ones({4, 2});
+  *sv.mutable_out_shm() = out(31);
+  absl::StatusOr<PreparedSolve> ps = PrepareSolve(sv, TensorLimits(), sources);
+  EXPECT_EQ(ps.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ps.status().message(), "out_shm.bytes: 31, but the result [4, 2] needs 32");
 }
 
 }  // namespace
