@@ -24,7 +24,12 @@ void ResultDestination::Revoke() const {
   if (state_ == nullptr) return;
   absl::MutexLock lock(&state_->mu);
   state_->revoked = true;
-  state_->mu.Await(absl::Condition(&NotWriting, &state_->writing));
+}
+
+bool ResultDestination::AwaitNoWrite(absl::Time deadline) const {
+  if (state_ == nullptr) return true;
+  absl::MutexLock lock(&state_->mu);
+  return state_->mu.AwaitWithDeadline(absl::Condition(&NotWriting, &state_->writing), deadline);
 }
 
 }  // namespace linalgd

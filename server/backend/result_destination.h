@@ -6,6 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace linalgd {
 
@@ -31,10 +32,15 @@ class ResultDestination {
   // starts a write that must be closed with End().
   bool Begin() const ABSL_LOCKS_EXCLUDED(state_->mu);
   void End() const ABSL_LOCKS_EXCLUDED(state_->mu);
-  // No write may start after this returns; waits for one in progress. Used
-  // when a backend call is abandoned (op-timeout) and the job reruns
-  // elsewhere, so a late write cannot land on the rerun's result.
+  // No write may start after this returns; one in progress goes on to its
+  // End. Used when a backend call is abandoned (op-timeout) and the job
+  // reruns elsewhere. Never waits: the watchdog, which serves every lane,
+  // calls it, and a stalled device must not stall the others' timeouts.
   void Revoke() const ABSL_LOCKS_EXCLUDED(state_->mu);
+  // Waits until no write is in progress or `deadline` passes; true when
+  // none is. Whoever answers the call waits so first, so that an abandoned
+  // backend's late write cannot land after the answer or on a rerun's result.
+  bool AwaitNoWrite(absl::Time deadline) const ABSL_LOCKS_EXCLUDED(state_->mu);
 
  private:
   struct State {

@@ -48,6 +48,31 @@ bool HasEmptyOp(const Job& job) {
   return false;
 }
 
+// Whether an answer with `status` ends the call for the caller (which then
+// reuses its out_shm range); the others say the server may still be at it.
+bool IsFinalAnswer(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kUnknown:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kDataLoss:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Waits (until `deadline`) for a late write into `job`'s direct result
+// destination to end; true when none is in progress.
+bool AwaitDirectResult(const Job& job, absl::Time deadline) {
+  if (const MatmulOp* op = job.matmul_op()) return op->result_to.AwaitNoWrite(deadline);
+  if (const SolveOp* op = job.solve_op()) return op->result_to.AwaitNoWrite(deadline);
+  return true;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<Backend*> gpus,
@@ -285,6 +310,16 @@ void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status, 
   info.backend = lane.backend->name();
   info.fallback_reason = item.fallback_reason;
   info.queue_ns = absl::ToInt64Nanoseconds(start - item.enqueued);
+  if (IsFinalAnswer(status) &&
+      !AwaitDirectResult(*item.job,
+                         std::min(item.job->spec().deadline, absl::Now() + options_.op_timeout))) {
+    item.job->Finish(absl::DeadlineExceededError(absl::StrCat(
+                         "an abandoned backend call is still writing this call's result "
+                         "destination (out_shm) after --op-timeout ",
+                         absl::FormatDuration(options_.op_timeout), "; do not reuse that range")),
+                     info);
+    return;
+  }
   item.job->Finish(status, info);
 }
 

@@ -205,6 +205,13 @@ class Scheduler {
   static void Retire(Lane& lane);
   // Joins `lane`'s workers, replacements started meanwhile included.
   static void JoinWorkers(Lane& lane);
+  // Ends the job with `status`. A final answer (OK, or a refusal such as
+  // INVALID_ARGUMENT) first waits for a write into the job's direct result
+  // destination that an abandoned backend call still makes (up to the job's
+  // deadline and --op-timeout), so no late write lands after it; past that
+  // it is DEADLINE_EXCEEDED saying so. Answers that tell the caller the call
+  // may still run on (DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE, ...) do not
+  // wait: the watchdog gives them, and must never wait on a device.
   void Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,
               absl::Time start);
   // Moves a GPU job to the CPU lane, or finishes it with `status` when CPU

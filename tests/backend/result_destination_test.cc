@@ -36,21 +36,27 @@ TEST(ResultDestinationTest, RevokedCopiesRefuseToStart) {
   EXPECT_FALSE(d.Begin());
 }
 
-TEST(ResultDestinationTest, RevokeWaitsForTheWriteInProgress) {
+// Revoke never waits (the watchdog calls it, and serves every lane); the
+// answer's side waits for the write in progress with AwaitNoWrite.
+TEST(ResultDestinationTest, RevokeReturnsAtOnceAndAwaitNoWriteWaitsForTheWrite) {
   std::vector<std::byte> memory(8);
   ResultDestination d(memory.data(), memory.size());
   ASSERT_TRUE(d.Begin());
-  std::atomic<bool> revoked{false};
+  d.Revoke();  // returns with the write still in progress
+  EXPECT_FALSE(d.Begin());
+  EXPECT_FALSE(d.AwaitNoWrite(absl::Now() + absl::Milliseconds(20)));
+  std::atomic<bool> done{false};
   std::thread t([&] {
-    d.Revoke();
-    revoked = true;
+    EXPECT_TRUE(d.AwaitNoWrite(absl::InfiniteFuture()));
+    done = true;
   });
   absl::SleepFor(absl::Milliseconds(50));
-  EXPECT_FALSE(revoked.load());
+  EXPECT_FALSE(done.load());
   d.End();
   t.join();
-  EXPECT_TRUE(revoked.load());
-  EXPECT_FALSE(d.Begin());
+  EXPECT_TRUE(done.load());
+  EXPECT_TRUE(d.AwaitNoWrite(absl::InfinitePast()));
+  EXPECT_TRUE(ResultDestination().AwaitNoWrite(absl::InfinitePast()));
 }
 
 }  // namespace

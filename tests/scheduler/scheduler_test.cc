@@ -432,6 +432,49 @@ TEST(SchedulerTest, AbandonedGpuCallCannotWriteItsDirectResultLate) {
   EXPECT_EQ(out.infos[1].backend, "cpu");
 }
 
+// A GPU whose call starts writing its direct result and stalls inside the
+// write until released (a device that hangs in the copy back).
+class StalledWriter : public FakeBackend {
+ public:
+  using FakeBackend::FakeBackend;
+  absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
+    if (op.result_to.Begin()) {
+      release.WaitForNotification();
+      op.result_to.End();
+    }
+    return FakeBackend::Matmul(op, plan);
+  }
+  absl::Notification release;
+};
+
+// The watchdog, which serves every lane, never waits for a stalled write:
+// the abandoned job reruns on the CPU at its op-timeout, and its answer,
+// which must not come while the stalled call may still write into the
+// caller's range, waits for the write up to another --op-timeout and then
+// says so (a code the clients take as "do not reuse the range").
+TEST(SchedulerTest, AStalledWriteHoldsNeitherTheWatchdogNorTheCaller) {
+  FakeBackend cpu("cpu");
+  StalledWriter gpu("gpu:0");
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  std::vector<std::byte> region(32);
+  MatmulOp writing;
+  writing.result_to = ResultDestination(region.data(), 32);
+  Outcome out;
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, Spec(4096), &out, Tensor(DType::kF32, {2, 2}),
+                                       Tensor(DType::kF32, {2, 2}), writing));
+    const bool answered = out.WaitFor(1, absl::Seconds(10));  // the write is still stalled
+    gpu.release.Notify();
+    ASSERT_TRUE(answered);
+    EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_NE(out.StatusOf(1).message().find("still writing"), absl::string_view::npos)
+        << out.StatusOf(1);
+  }
+  EXPECT_FALSE(writing.result_to.Begin());  // revoked
+}
+
 TEST(SchedulerTest, OpTimeoutWithoutCpuFallbackIsDeadlineExceeded) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::Milliseconds(500), absl::OkStatus());
