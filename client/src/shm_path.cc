@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "client/src/convert.h"
 #include "client/src/parallel.h"
+#include "common/final_answer.h"
 
 namespace linalgd::client::internal {
 namespace {
@@ -116,18 +117,7 @@ bool IsLocalTarget(absl::string_view target) {
 }
 
 bool ServerMayStillWrite(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::CANCELLED:
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::ABORTED:
-    case grpc::StatusCode::DATA_LOSS:
-      return true;
-    default:
-      return false;
-  }
+  return !EndsTheCall(static_cast<absl::StatusCode>(status.error_code()));
 }
 
 class SharedMemoryPath::Lease {

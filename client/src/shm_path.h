@@ -27,12 +27,7 @@ namespace linalgd::client::internal {
 bool IsLocalTarget(absl::string_view target);
 
 // Whether a call that ended with `status` may still have the server write
-// into its shared-memory region: an answer the server sent and a refusal
-// (OK, INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND, RESOURCE_EXHAUSTED,
-// ...) ends the call there; DEADLINE_EXCEEDED and CANCELLED (the client's
-// own deadline or cancellation, which the server learns later), UNAVAILABLE,
-// UNKNOWN, INTERNAL, ABORTED and DATA_LOSS (a broken connection or a failure
-// mid-call) may not.
+// into its shared-memory region (common/final_answer.h EndsTheCall).
 bool ServerMayStillWrite(const grpc::Status& status);
 
 // Thread-safe. A call takes an idle region, or registers a new one while

@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/final_answer.h"
 #include "server/common/logging.h"
 #include "server/linalg/empty_work.h"
 #include "server/scheduler/job_trace.h"
@@ -46,23 +47,6 @@ bool HasEmptyOp(const Job& job) {
   if (const MatmulPlan* plan = job.matmul_plan()) return IsEmptyWork(*plan);
   if (const SolvePlan* plan = job.solve_plan()) return IsEmptyWork(*plan);
   return false;
-}
-
-// Whether an answer with `status` ends the call for the caller (which then
-// reuses its out_shm range); the others say the server may still be at it.
-bool IsFinalAnswer(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kUnknown:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kDataLoss:
-      return false;
-    default:
-      return true;
-  }
 }
 
 // Waits (until `deadline`) for a late write into `job`'s direct result
@@ -310,7 +294,7 @@ void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status, 
   info.backend = lane.backend->name();
   info.fallback_reason = item.fallback_reason;
   info.queue_ns = absl::ToInt64Nanoseconds(start - item.enqueued);
-  if (IsFinalAnswer(status) &&
+  if (EndsTheCall(status.code()) &&
       !AwaitDirectResult(*item.job,
                          std::min(item.job->spec().deadline, absl::Now() + options_.op_timeout))) {
     item.job->Finish(absl::DeadlineExceededError(absl::StrCat(
