@@ -25,6 +25,7 @@ class CpuBackend : public Backend {
       : batch_threads_(ThreadsOrUsableCores(options.batch_threads)),
         pool_(std::max(1, batch_threads_ - 1)),
         rcond_factor_(options.singular_rcond_factor),
+        sparse_options_{options.singular_rcond_factor, options.max_sparse_factor_bytes},
         blas_(BlasThreads(options), BusyBlasThreads(options),
               [told = options.on_blas_threads](int threads) {
                 openblas_set_num_threads(threads);
@@ -107,7 +108,7 @@ class CpuBackend : public Backend {
     if (IsEmptyWork(plan)) return EmptySparseSolve(op, plan);
     // Large: a direct factorization's fill is not known before it runs.
     auto running = blas_.Enter(true);
-    return CpuSparseSolve(op, plan);
+    return CpuSparseSolve(op, plan, sparse_options_);
   }
 
  private:
@@ -138,6 +139,7 @@ class CpuBackend : public Backend {
   const int batch_threads_;
   ThreadPool pool_;  // batch_threads_ - 1 workers: the caller is the last one
   const double rcond_factor_;
+  const CpuSparseOptions sparse_options_;
   BlasThreadGovernor blas_;
   CpuExecution exec_;
 };

@@ -1,6 +1,7 @@
 #ifndef LINALGD_SERVER_CPU_CPU_BACKEND_H_
 #define LINALGD_SERVER_CPU_CPU_BACKEND_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -19,6 +20,10 @@ struct CpuBackendOptions {
   // (blas_threads.h); 0 (or >= blas_threads): always blas_threads, so a
   // product's bits never depend on what else runs.
   int busy_blas_threads = 0;
+  // A sparse cholesky or lu (CHOLMOD, UMFPACK) whose peak memory, as its
+  // symbolic analysis predicts it, exceeds this is RESOURCE_EXHAUSTED before
+  // it starts (the server passes --max-inflight-bytes); 0: no limit.
+  int64_t max_sparse_factor_bytes = 0;
   // Told each count the governor sets (the metrics); may be empty. Called
   // under the governor's lock: must not block.
   std::function<void(int threads)> on_blas_threads;

@@ -55,12 +55,23 @@ Tensor RowMajor(const std::vector<Wide>& x, int64_t n, int64_t k, DType dtype) {
   return t;
 }
 
+// The limits of op's direct solves.
+DirectSolveLimits LimitsOf(const SparseSolveOp& op, const SparseSolvePlan& plan,
+                           const CpuSparseOptions& options) {
+  DirectSolveLimits limits;
+  limits.rcond_threshold = SingularThreshold(options.rcond_factor, plan.n, op.a.dtype);
+  limits.max_factor_bytes = options.max_factor_bytes;
+  limits.stop = op.stop;
+  return limits;
+}
+
 // A complex a: UMFPACK's complex LU, in complex<double> (PlanSparseSolve
 // admits lu and auto alone for complex dtypes).
-absl::StatusOr<SparseAttempt> ComplexLu(const SparseSolveOp& op, const SparseSolvePlan& plan) {
+absl::StatusOr<SparseAttempt> ComplexLu(const SparseSolveOp& op, const SparseSolvePlan& plan,
+                                        const DirectSolveLimits& limits) {
   const DoubleCsr a(op.a);
   LINALGD_ASSIGN_OR_RETURN(std::vector<Complex> x,
-                           UmfpackSolveComplex(a.view, ColumnMajor<Complex>(op.b), plan.k));
+                           UmfpackSolveComplex(a.view, ColumnMajor<Complex>(op.b), plan.k, limits));
   SparseAttempt attempt;
   attempt.x = RowMajor(x, plan.n, plan.k, op.a.dtype);
   return attempt;
@@ -68,17 +79,20 @@ absl::StatusOr<SparseAttempt> ComplexLu(const SparseSolveOp& op, const SparseSol
 
 class CpuSparseJob {
  public:
-  CpuSparseJob(const SparseSolveOp& op, const SparseSolvePlan& plan)
-      : op_(op), plan_(plan), a_(op.a), b_(ColumnMajor<double>(op.b)) {}
+  CpuSparseJob(const SparseSolveOp& op, const SparseSolvePlan& plan,
+               const DirectSolveLimits& limits)
+      : op_(op), plan_(plan), limits_(limits), a_(op.a), b_(ColumnMajor<double>(op.b)) {}
 
   absl::StatusOr<SparseAttempt> Run(SparseMethod m) {
     if (IsIterative(m)) return Iterate(m);
+    LINALGD_RETURN_IF_ERROR(
+        op_.stop.Check(absl::StrCat("cpu: sparse_solve before its ", SparseMethodName(m))));
     std::vector<double> x;
     SparseAttempt attempt;
     if (m == SparseMethod::kCholesky) {
-      LINALGD_ASSIGN_OR_RETURN(x, CholmodSolve(a_.view, b_, plan_.k));
+      LINALGD_ASSIGN_OR_RETURN(x, CholmodSolve(a_.view, b_, plan_.k, limits_));
     } else if (m == SparseMethod::kLu) {
-      LINALGD_ASSIGN_OR_RETURN(x, UmfpackSolve(a_.view, b_, plan_.k));
+      LINALGD_ASSIGN_OR_RETURN(x, UmfpackSolve(a_.view, b_, plan_.k, limits_));
     } else {
       int64_t rank = plan_.n;
       LINALGD_ASSIGN_OR_RETURN(x, SpqrSolve(a_.view, b_, plan_.k, &rank));
@@ -117,6 +131,7 @@ class CpuSparseJob {
 
   const SparseSolveOp& op_;
   const SparseSolvePlan& plan_;
+  const DirectSolveLimits& limits_;
   const DoubleCsr a_;
   const std::vector<double> b_;
 };
@@ -124,12 +139,14 @@ class CpuSparseJob {
 }  // namespace
 
 absl::StatusOr<SparseSolveResult> CpuSparseSolve(const SparseSolveOp& op,
-                                                 const SparseSolvePlan& plan) {
+                                                 const SparseSolvePlan& plan,
+                                                 const CpuSparseOptions& options) {
+  const DirectSolveLimits limits = LimitsOf(op, plan, options);
   absl::StatusOr<SparseSolveResult> solved;
   if (plan.complex) {
-    solved = RunSparseChain(op, plan, [&](SparseMethod) { return ComplexLu(op, plan); });
+    solved = RunSparseChain(op, plan, [&](SparseMethod) { return ComplexLu(op, plan, limits); });
   } else {
-    CpuSparseJob job(op, plan);
+    CpuSparseJob job(op, plan, limits);
     solved = RunSparseChain(op, plan, [&](SparseMethod m) { return job.Run(m); });
   }
   LINALGD_ASSIGN_OR_RETURN(SparseSolveResult result, std::move(solved));

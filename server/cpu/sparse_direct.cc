@@ -4,12 +4,18 @@
 #include <umfpack.h>
 
 #include <SuiteSparseQR.hpp>
+#include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 namespace {
+
+using Complex = std::complex<double>;
 
 // A cholmod_common for one call (int or long flavour), quiet: errors are
 // read from status, not printed.
@@ -41,6 +47,16 @@ class CholmodCommon {
   cholmod_common c_;
 };
 
+// A CHOLMOD factor freed at scope exit. REQUIRES: declared after the
+// CholmodCommon it uses, so that it is freed first.
+struct CholmodFactor {
+  cholmod_factor* l = nullptr;
+  cholmod_common* c = nullptr;
+  ~CholmodFactor() {
+    if (l != nullptr) cholmod_free_factor(&l, c);
+  }
+};
+
 absl::Status CholmodError(const cholmod_common& c, absl::string_view call) {
   if (c.status == CHOLMOD_OUT_OF_MEMORY) {
     return absl::ResourceExhaustedError(absl::StrCat(call, ": CHOLMOD out of memory"));
@@ -67,23 +83,21 @@ cholmod_sparse SparseOf(const CsrView& a, int stype) {
   return s;
 }
 
-cholmod_dense DenseOf(const std::vector<double>& b, int64_t n, int64_t k) {
+cholmod_dense DenseOf(const double* b, int64_t n, int64_t k) {
   cholmod_dense d{};
   d.nrow = n;
   d.ncol = k;
   d.nzmax = n * k;
   d.d = n;
-  d.x = const_cast<double*>(b.data());
+  d.x = const_cast<double*>(b);
   d.xtype = CHOLMOD_REAL;
   d.dtype = CHOLMOD_DOUBLE;
   return d;
 }
 
-std::vector<double> TakeDense(cholmod_dense* x, int64_t n, int64_t k) {
-  std::vector<double> out(n * k);
+void CopyDense(const cholmod_dense* x, int64_t n, int64_t k, double* out) {
   const double* src = static_cast<const double*>(x->x);
-  for (int64_t c = 0; c < k; ++c) std::memcpy(&out[c * n], src + c * x->d, n * sizeof(double));
-  return out;
+  for (int64_t c = 0; c < k; ++c) std::memcpy(out + c * n, src + c * x->d, n * sizeof(double));
 }
 
 absl::Status UmfpackError(int status, absl::string_view call) {
@@ -93,107 +107,314 @@ absl::Status UmfpackError(int status, absl::string_view call) {
   return absl::InternalError(absl::StrCat(call, " failed: UMFPACK status ", status));
 }
 
+// ---- Limits -----------------------------------------------------------
+
+// What a symbolic analysis predicts of the numeric factorization.
+struct Prediction {
+  absl::string_view library;  // "UMFPACK", "CHOLMOD"
+  double peak_bytes = 0;
+  double flops = 0;
+};
+
+// After the symbolic analysis: the stop token, then the predicted peak
+// against the limit.
+absl::Status AfterAnalysis(absl::string_view method, const Prediction& p,
+                           const DirectSolveLimits& limits) {
+  LINALGD_RETURN_IF_ERROR(limits.stop.Check(absl::StrCat("cpu: ", method, " after its analysis")));
+  if (limits.max_factor_bytes <= 0 || p.peak_bytes <= limits.max_factor_bytes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat(method, ": the factorization would need about ",
+                   static_cast<int64_t>(p.peak_bytes), " bytes at its peak (", p.library,
+                   "'s estimate after the symbolic analysis; about ", absl::SixDigits(p.flops),
+                   " flops), more than --max-inflight-bytes=", limits.max_factor_bytes));
+}
+
+// ---- Condition --------------------------------------------------------
+
+// A power of two s with max |a_ij| / s in [2, 4) (real and imaginary parts
+// counted apart); 1 for a zero or non-finite a. Vectors of magnitude up to 2
+// scaled by it stay finite.
+double ScaleOf(const CsrView& a) {
+  const int64_t count = a.nnz() * (IsComplex(a.dtype) ? 2 : 1);
+  const double* v = a.as<double>();
+  double amax = 0;
+  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(v[i]));
+  if (!(amax > 0) || !std::isfinite(amax)) return 1.0;
+  return std::ldexp(1.0, std::ilogb(amax) - 1);
+}
+
+// A ScaleOf at which row sums of |a_ij| may overflow.
+constexpr double kHugeScale = 0x1p512;
+
+// ||a / s||_1 (the complex modulus for kC128): no overflow for s = ScaleOf(a).
+double Norm1Scaled(const CsrView& a, double s) {
+  std::vector<double> columns(a.cols, 0.0);
+  const bool complex = IsComplex(a.dtype);
+  const double* v = a.as<double>();
+  for (int64_t e = 0; e < a.nnz(); ++e) {
+    const double mag =
+        complex ? std::abs(Complex(v[2 * e] / s, v[2 * e + 1] / s)) : std::fabs(v[e] / s);
+    columns[a.col_indices[e]] += mag;
+  }
+  double norm = 0;
+  for (double c : columns) norm = std::max(norm, c);
+  return norm;
+}
+
+// Solves in place `cols` columns of `dim` values at v (column c at
+// v + c * dim): a^-1 v, or a^-T v when transposed.
+using ColumnsSolve = std::function<absl::Status(double* v, int64_t cols, bool transposed)>;
+
+// rcond of a from its factors' solves, both norms of a / s (s = ScaleOf(a):
+// the solves see s times each estimator vector, (a / s)^-1 v = a^-1 (s v)).
+// dim: the estimator's vector length (n, or 2n for a complex a's real form).
+absl::StatusOr<double> RcondFromSolves(const CsrView& a, int64_t dim, bool symmetric,
+                                       const ColumnsSolve& solve) {
+  const double s = ScaleOf(a);
+  auto scaled = [&](std::vector<double>& v, bool transposed, int64_t) -> absl::Status {
+    for (double& e : v) e *= s;
+    return solve(v.data(), static_cast<int64_t>(v.size()) / dim, transposed);
+  };
+  LINALGD_ASSIGN_OR_RETURN(double inv, EstimateInverseNorm1Paired(dim, scaled, symmetric));
+  return RcondFromNorms(Norm1Scaled(a, s), inv);
+}
+
+// FAILED_PRECONDITION when rcond is below limits.rcond_threshold.
+absl::Status ConditionVerdict(absl::string_view method, double rcond,
+                              const DirectSolveLimits& limits) {
+  if (limits.rcond_threshold <= 0 || rcond >= limits.rcond_threshold) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      NumericallySingularMessage(method, "a", rcond, limits.rcond_threshold));
+}
+
+// ---- UMFPACK ------------------------------------------------------------
+
+// UMFPACK's real (di) and complex (zi, packed values) entry points over a's
+// CSR arrays (the CSC of a^T).
+struct UmfpackReal {
+  using Value = double;
+  static constexpr absl::string_view kName = "umfpack_di";
+  static void Defaults(double* control) { umfpack_di_defaults(control); }
+  static int Symbolic(const CsrView& a, void** sym, const double* control, double* info) {
+    const int n = static_cast<int>(a.rows);
+    return umfpack_di_symbolic(n, n, a.row_offsets, a.col_indices, a.as<double>(), sym, control,
+                               info);
+  }
+  static int Numeric(const CsrView& a, void* sym, void** num, const double* control, double* info) {
+    return umfpack_di_numeric(a.row_offsets, a.col_indices, a.as<double>(), sym, num, control,
+                              info);
+  }
+  // x = a^-1 b (UMFPACK_At: (a^T)^T), or a^-T b (UMFPACK_A).
+  static int Solve(const CsrView& a, bool transposed, double* x, const double* b, void* num,
+                   const double* control, double* info) {
+    return umfpack_di_solve(transposed ? UMFPACK_A : UMFPACK_At, a.row_offsets, a.col_indices,
+                            a.as<double>(), x, b, num, control, info);
+  }
+  static void FreeSymbolic(void** sym) { umfpack_di_free_symbolic(sym); }
+  static void FreeNumeric(void** num) { umfpack_di_free_numeric(num); }
+  // The estimator's vectors: n values.
+  static int64_t EstimatorDim(int64_t n) { return n; }
+  static int EstimatorSolve(const CsrView& a, double* v, bool transposed, void* num,
+                            const double* control, double* info) {
+    std::vector<double> x(a.rows);
+    const int st = Solve(a, transposed, x.data(), v, num, control, info);
+    std::copy(x.begin(), x.end(), v);
+    return st;
+  }
+};
+
+struct UmfpackComplex {
+  using Value = Complex;
+  static constexpr absl::string_view kName = "umfpack_zi";
+  static void Defaults(double* control) { umfpack_zi_defaults(control); }
+  static int Symbolic(const CsrView& a, void** sym, const double* control, double* info) {
+    const int n = static_cast<int>(a.rows);
+    return umfpack_zi_symbolic(n, n, a.row_offsets, a.col_indices, a.as<double>(), nullptr, sym,
+                               control, info);
+  }
+  static int Numeric(const CsrView& a, void* sym, void** num, const double* control, double* info) {
+    return umfpack_zi_numeric(a.row_offsets, a.col_indices, a.as<double>(), nullptr, sym, num,
+                              control, info);
+  }
+  // x = a^-1 b (UMFPACK_Aat: (a^T)^T, not conjugated), or (a^T)^-1 b
+  // (UMFPACK_A).
+  static int Solve(const CsrView& a, bool transposed, Complex* x, const Complex* b, void* num,
+                   const double* control, double* info) {
+    return umfpack_zi_solve(transposed ? UMFPACK_A : UMFPACK_Aat, a.row_offsets, a.col_indices,
+                            a.as<double>(), nullptr, reinterpret_cast<double*>(x), nullptr,
+                            reinterpret_cast<const double*>(b), nullptr, num, control, info);
+  }
+  static void FreeSymbolic(void** sym) { umfpack_zi_free_symbolic(sym); }
+  static void FreeNumeric(void** num) { umfpack_zi_free_numeric(num); }
+  // The estimator's vectors: the real form's 2n values, real parts first.
+  static int64_t EstimatorDim(int64_t n) { return 2 * n; }
+  // The real form's transpose is a^H's real form: a^H x = z is
+  // a^T conj(x) = conj(z).
+  static int EstimatorSolve(const CsrView& a, double* v, bool transposed, void* num,
+                            const double* control, double* info) {
+    const int64_t n = a.rows;
+    const double sign = transposed ? -1.0 : 1.0;
+    std::vector<Complex> z(n), x(n);
+    for (int64_t i = 0; i < n; ++i) z[i] = Complex(v[i], sign * v[n + i]);
+    const int st = Solve(a, transposed, x.data(), z.data(), num, control, info);
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = x[i].real();
+      v[n + i] = sign * x[i].imag();
+    }
+    return st;
+  }
+};
+
+// A UMFPACK object freed at scope exit.
+template <void (*Free)(void**)>
+struct UmfpackObject {
+  void* p = nullptr;
+  ~UmfpackObject() {
+    if (p != nullptr) Free(&p);
+  }
+};
+
+// The status of U's numeric factorization or solve (`stage`).
+template <typename U>
+absl::Status UmfpackSingular(int st, absl::string_view stage) {
+  if (st == UMFPACK_WARNING_singular_matrix) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "lu: a is singular (UMFPACK ", stage == "numeric" ? "found a zero pivot" : "solve", ")"));
+  }
+  if (st != UMFPACK_OK) return UmfpackError(st, absl::StrCat(U::kName, "_", stage));
+  return absl::OkStatus();
+}
+
+// The estimate's rcond from the numeric factorization; no iterative
+// refinement in its solves.
+template <typename U>
+absl::StatusOr<double> UmfpackRcond(const CsrView& a, void* numeric, const double* control) {
+  double quick[UMFPACK_CONTROL], info[UMFPACK_INFO];
+  std::copy(control, control + UMFPACK_CONTROL, quick);
+  quick[UMFPACK_IRSTEP] = 0;
+  const int64_t dim = U::EstimatorDim(a.rows);
+  auto solve = [&](double* v, int64_t cols, bool transposed) -> absl::Status {
+    for (int64_t c = 0; c < cols; ++c) {
+      const int st = U::EstimatorSolve(a, v + c * dim, transposed, numeric, quick, info);
+      // A singular warning here leaves inf or NaN: the estimate is +inf.
+      if (st != UMFPACK_OK && st != UMFPACK_WARNING_singular_matrix) {
+        return UmfpackError(st, absl::StrCat(U::kName, "_solve"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  return RcondFromSolves(a, dim, /*symmetric=*/false, solve);
+}
+
+// x = a \ b with UMFPACK: analysis, limits, factorization, condition, solve.
+template <typename U>
+absl::StatusOr<std::vector<typename U::Value>> UmfpackRun(const CsrView& a,
+                                                          const std::vector<typename U::Value>& b,
+                                                          int64_t k,
+                                                          const DirectSolveLimits& limits) {
+  using V = typename U::Value;
+  const int64_t n = a.rows;
+  double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
+  U::Defaults(control);
+  // UMFPACK's default scaling divides each row by its sum of |a_ij|, which
+  // overflows to inf (and makes a zero pivot) for entries near DBL_MAX; the
+  // largest |a_ij| of each row does not.
+  if (ScaleOf(a) >= kHugeScale) control[UMFPACK_SCALE] = UMFPACK_SCALE_MAX;
+  UmfpackObject<U::FreeSymbolic> symbolic;
+  int st = U::Symbolic(a, &symbolic.p, control, info);
+  if (st != UMFPACK_OK) return UmfpackError(st, absl::StrCat(U::kName, "_symbolic"));
+  const double unit = info[UMFPACK_SIZE_OF_UNIT];
+  LINALGD_RETURN_IF_ERROR(AfterAnalysis(
+      "lu", {"UMFPACK", info[UMFPACK_PEAK_MEMORY_ESTIMATE] * unit, info[UMFPACK_FLOPS_ESTIMATE]},
+      limits));
+  UmfpackObject<U::FreeNumeric> numeric;
+  st = U::Numeric(a, symbolic.p, &numeric.p, control, info);
+  LINALGD_RETURN_IF_ERROR(UmfpackSingular<U>(st, "numeric"));
+  LINALGD_RETURN_IF_ERROR(limits.stop.Check("cpu: lu after its factorization"));
+  if (limits.rcond_threshold > 0) {
+    LINALGD_ASSIGN_OR_RETURN(double rcond, UmfpackRcond<U>(a, numeric.p, control));
+    LINALGD_RETURN_IF_ERROR(ConditionVerdict("lu", rcond, limits));
+  }
+  std::vector<V> x(static_cast<size_t>(n) * k);
+  for (int64_t c = 0; c < k && st == UMFPACK_OK; ++c) {
+    st = U::Solve(a, /*transposed=*/false, &x[c * n], &b[c * n], numeric.p, control, info);
+  }
+  LINALGD_RETURN_IF_ERROR(UmfpackSingular<U>(st, "solve"));
+  return x;
+}
+
+// ---- CHOLMOD ------------------------------------------------------------
+
+// What cholmod_analyze predicts: the factor's values and indices
+// (supernodal: x and s, plus the largest update matrix; simplicial: lnz
+// entries of a value and an index).
+Prediction CholmodPrediction(const cholmod_factor& l, const cholmod_common& c) {
+  double bytes = c.lnz * (sizeof(double) + sizeof(int));
+  if (l.is_super) {
+    bytes = static_cast<double>(l.xsize) * sizeof(double) +
+            static_cast<double>(l.ssize) * sizeof(int) +
+            static_cast<double>(l.maxcsize) * sizeof(double);
+  }
+  return {"CHOLMOD", bytes, c.fl};
+}
+
+absl::StatusOr<double> CholmodRcond(cholmod_factor* l, const CsrView& a, cholmod_common* c) {
+  const int64_t n = a.rows;
+  auto solve = [&](double* v, int64_t cols, bool) -> absl::Status {
+    cholmod_dense d = DenseOf(v, n, cols);
+    cholmod_dense* x = cholmod_solve(CHOLMOD_A, l, &d, c);  // a = a^T
+    if (x == nullptr) return CholmodError(*c, "cholmod_solve");
+    CopyDense(x, n, cols, v);
+    cholmod_free_dense(&x, c);
+    return absl::OkStatus();
+  };
+  return RcondFromSolves(a, n, /*symmetric=*/true, solve);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<double>> CholmodSolve(const CsrView& a, const std::vector<double>& b,
-                                                 int64_t k) {
+                                                 int64_t k, const DirectSolveLimits& limits) {
   CholmodCommon common(false);
   cholmod_common* c = common.get();
   c->final_ll = 1;  // LL', which fails on an indefinite a (LDL' would not)
   cholmod_sparse s = SparseOf(a, /*stype=*/1);  // symmetric: a^T = a, upper part used
-  cholmod_factor* l = cholmod_analyze(&s, c);
-  if (l == nullptr) return CholmodError(*c, "cholmod_analyze");
-  if (!cholmod_factorize(&s, l, c) || c->status < CHOLMOD_OK) {
-    cholmod_free_factor(&l, c);
+  CholmodFactor f{cholmod_analyze(&s, c), c};
+  if (f.l == nullptr) return CholmodError(*c, "cholmod_analyze");
+  LINALGD_RETURN_IF_ERROR(AfterAnalysis("cholesky", CholmodPrediction(*f.l, *c), limits));
+  if (!cholmod_factorize(&s, f.l, c) || c->status < CHOLMOD_OK) {
     return CholmodError(*c, "cholmod_factorize");
   }
-  if (c->status == CHOLMOD_NOT_POSDEF || l->minor < l->n) {
-    const int64_t minor = static_cast<int64_t>(l->minor);
-    cholmod_free_factor(&l, c);
+  if (c->status == CHOLMOD_NOT_POSDEF || f.l->minor < f.l->n) {
     return absl::FailedPreconditionError(
         absl::StrCat("cholesky: a is not positive definite (CHOLMOD: leading minor of order ",
-                     minor + 1, " after reordering)"));
+                     static_cast<int64_t>(f.l->minor) + 1, " after reordering)"));
   }
-  cholmod_dense bd = DenseOf(b, a.rows, k);
-  cholmod_dense* x = cholmod_solve(CHOLMOD_A, l, &bd, c);
-  cholmod_free_factor(&l, c);
+  LINALGD_RETURN_IF_ERROR(limits.stop.Check("cpu: cholesky after its factorization"));
+  if (limits.rcond_threshold > 0) {
+    LINALGD_ASSIGN_OR_RETURN(double rcond, CholmodRcond(f.l, a, c));
+    LINALGD_RETURN_IF_ERROR(ConditionVerdict("cholesky", rcond, limits));
+  }
+  cholmod_dense bd = DenseOf(b.data(), a.rows, k);
+  cholmod_dense* x = cholmod_solve(CHOLMOD_A, f.l, &bd, c);
   if (x == nullptr) return CholmodError(*c, "cholmod_solve");
-  std::vector<double> out = TakeDense(x, a.rows, k);
+  std::vector<double> out(a.rows * k);
+  CopyDense(x, a.rows, k, out.data());
   cholmod_free_dense(&x, c);
   return out;
 }
 
 absl::StatusOr<std::vector<double>> UmfpackSolve(const CsrView& a, const std::vector<double>& b,
-                                                 int64_t k) {
-  const int n = static_cast<int>(a.rows);
-  const int* ap = a.row_offsets;
-  const int* ai = a.col_indices;
-  const double* ax = a.as<double>();
-  double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
-  umfpack_di_defaults(control);
-  void* symbolic = nullptr;
-  int st = umfpack_di_symbolic(n, n, ap, ai, ax, &symbolic, control, info);
-  if (st != UMFPACK_OK) return UmfpackError(st, "umfpack_di_symbolic");
-  void* numeric = nullptr;
-  st = umfpack_di_numeric(ap, ai, ax, symbolic, &numeric, control, info);
-  umfpack_di_free_symbolic(&symbolic);
-  if (st == UMFPACK_WARNING_singular_matrix) {
-    umfpack_di_free_numeric(&numeric);
-    return absl::FailedPreconditionError("lu: a is singular (UMFPACK found a zero pivot)");
-  }
-  if (st != UMFPACK_OK) {
-    umfpack_di_free_numeric(&numeric);
-    return UmfpackError(st, "umfpack_di_numeric");
-  }
-  std::vector<double> x(static_cast<size_t>(n) * k);
-  for (int64_t c = 0; c < k && st == UMFPACK_OK; ++c) {
-    // The arrays are the CSC of a^T: UMFPACK_At solves (a^T)^T x = b.
-    st = umfpack_di_solve(UMFPACK_At, ap, ai, ax, &x[c * n], &b[c * n], numeric, control, info);
-  }
-  umfpack_di_free_numeric(&numeric);
-  if (st == UMFPACK_WARNING_singular_matrix) {
-    return absl::FailedPreconditionError("lu: a is singular (UMFPACK solve)");
-  }
-  if (st != UMFPACK_OK) return UmfpackError(st, "umfpack_di_solve");
-  return x;
+                                                 int64_t k, const DirectSolveLimits& limits) {
+  return UmfpackRun<UmfpackReal>(a, b, k, limits);
 }
 
-absl::StatusOr<std::vector<std::complex<double>>> UmfpackSolveComplex(
-    const CsrView& a, const std::vector<std::complex<double>>& b, int64_t k) {
-  const int n = static_cast<int>(a.rows);
-  const int* ap = a.row_offsets;
-  const int* ai = a.col_indices;
-  const double* ax = a.as<double>();  // packed (real, imaginary) pairs: Az is null
-  double control[UMFPACK_CONTROL], info[UMFPACK_INFO];
-  umfpack_zi_defaults(control);
-  void* symbolic = nullptr;
-  int st = umfpack_zi_symbolic(n, n, ap, ai, ax, nullptr, &symbolic, control, info);
-  if (st != UMFPACK_OK) return UmfpackError(st, "umfpack_zi_symbolic");
-  void* numeric = nullptr;
-  st = umfpack_zi_numeric(ap, ai, ax, nullptr, symbolic, &numeric, control, info);
-  umfpack_zi_free_symbolic(&symbolic);
-  if (st == UMFPACK_WARNING_singular_matrix) {
-    umfpack_zi_free_numeric(&numeric);
-    return absl::FailedPreconditionError("lu: a is singular (UMFPACK found a zero pivot)");
-  }
-  if (st != UMFPACK_OK) {
-    umfpack_zi_free_numeric(&numeric);
-    return UmfpackError(st, "umfpack_zi_numeric");
-  }
-  std::vector<std::complex<double>> x(static_cast<size_t>(n) * k);
-  for (int64_t c = 0; c < k && st == UMFPACK_OK; ++c) {
-    // The arrays are the CSC of a^T (plain transpose): UMFPACK_Aat solves
-    // (a^T)^T x = b without conjugating (UMFPACK_At would).
-    st = umfpack_zi_solve(UMFPACK_Aat, ap, ai, ax, nullptr, reinterpret_cast<double*>(&x[c * n]),
-                          nullptr, reinterpret_cast<const double*>(&b[c * n]), nullptr, numeric,
-                          control, info);
-  }
-  umfpack_zi_free_numeric(&numeric);
-  if (st == UMFPACK_WARNING_singular_matrix) {
-    return absl::FailedPreconditionError("lu: a is singular (UMFPACK solve)");
-  }
-  if (st != UMFPACK_OK) return UmfpackError(st, "umfpack_zi_solve");
-  return x;
+absl::StatusOr<std::vector<Complex>> UmfpackSolveComplex(const CsrView& a,
+                                                         const std::vector<Complex>& b, int64_t k,
+                                                         const DirectSolveLimits& limits) {
+  return UmfpackRun<UmfpackComplex>(a, b, k, limits);
 }
 
 absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vector<double>& b,
@@ -208,12 +429,13 @@ absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vecto
   at.itype = CHOLMOD_LONG;
   cholmod_sparse* s = cholmod_l_transpose(&at, 1, c);
   if (s == nullptr) return CholmodError(*c, "cholmod_l_transpose");
-  cholmod_dense bd = DenseOf(b, a.rows, k);
+  cholmod_dense bd = DenseOf(b.data(), a.rows, k);
   cholmod_dense* x = SuiteSparseQR<double>(SPQR_ORDERING_DEFAULT, SPQR_DEFAULT_TOL, s, &bd, c);
   cholmod_l_free_sparse(&s, c);
   if (x == nullptr) return CholmodError(*c, "SuiteSparseQR");
   *rank = c->SPQR_istat[4];
-  std::vector<double> out = TakeDense(x, a.cols, k);
+  std::vector<double> out(a.cols * k);
+  CopyDense(x, a.cols, k, out.data());
   cholmod_l_free_dense(&x, c);
   return out;
 }

@@ -17,17 +17,17 @@ absl::Status WithoutGpl(absl::string_view method, absl::string_view library) {
 }  // namespace
 
 absl::StatusOr<std::vector<double>> CholmodSolve(const CsrView&, const std::vector<double>&,
-                                                 int64_t) {
+                                                 int64_t, const DirectSolveLimits&) {
   return WithoutGpl("cholesky", "CHOLMOD Supernodal");
 }
 
 absl::StatusOr<std::vector<double>> UmfpackSolve(const CsrView&, const std::vector<double>&,
-                                                 int64_t) {
+                                                 int64_t, const DirectSolveLimits&) {
   return WithoutGpl("lu", "UMFPACK");
 }
 
 absl::StatusOr<std::vector<std::complex<double>>> UmfpackSolveComplex(
-    const CsrView&, const std::vector<std::complex<double>>&, int64_t) {
+    const CsrView&, const std::vector<std::complex<double>>&, int64_t, const DirectSolveLimits&) {
   return WithoutGpl("lu", "UMFPACK");
 }
 
