@@ -56,6 +56,7 @@ struct ChainResult {
   absl::Status status;
   SolveMethod used = SolveMethod::kAuto;
   std::vector<std::string> failures;
+  std::string note;  // no failure, yet something to say (a non-finite a)
   double rcond = kNoRcond;
   MethodResult<T> last;  // the method that worked (x moved out)
   std::vector<T> x;
@@ -86,18 +87,46 @@ MethodResult<T> RunMethod(SolveMethod m, const DenseSystem<T>& s) {
   }
 }
 
+// A NaN of T (NaN + NaN i for a complex T).
+template <typename T>
+T NaNOf() {
+  const RealOf<T> nan = std::numeric_limits<RealOf<T>>::quiet_NaN();
+  if constexpr (kIsComplex<T>) {
+    return T(nan, nan);
+  } else {
+    return nan;
+  }
+}
+
+// An a with a NaN or Inf element (`bad`, allowed by allow_non_finite): no
+// method runs (no factorization of it means anything, and LAPACK's gelsd
+// refuses it); x is NaN, method `m` reported with a note, no rcond.
+template <typename T>
+ChainResult<T> NonFiniteChain(SolveMethod m, const DenseSystem<T>& s, const std::string& bad) {
+  ChainResult<T> out;
+  out.used = m;
+  out.x.assign(size_t{1} * s.n * s.nrhs, NaNOf<T>());
+  out.note = absl::StrCat(bad, " (allow_non_finite): x is NaN; no method was run");
+  if (m == SolveMethod::kLstsq) {
+    out.last.singular_values.assign(std::min(s.m, s.n), std::numeric_limits<double>::quiet_NaN());
+  }
+  return out;
+}
+
 // Runs op's method on s and falls back as the header describes. AUTO's own
 // step from Cholesky to LU is taken even without allow_fallback.
 template <typename T>
 ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
-  ChainResult<T> out;
   SolveMethod m = op.method;
+  const std::string bad = NonFiniteElement(s);
   if (m == SolveMethod::kAuto) {
     const bool square = s.m == s.n;
-    m = !square                   ? SolveMethod::kQr
-        : IsSymmetric(s, nullptr) ? SolveMethod::kCholesky
-                                  : SolveMethod::kLu;
+    m = !square                                  ? SolveMethod::kQr
+        : bad.empty() && IsSymmetric(s, nullptr) ? SolveMethod::kCholesky
+                                                 : SolveMethod::kLu;
   }
+  if (!bad.empty()) return NonFiniteChain(m, s, bad);
+  ChainResult<T> out;
   for (;;) {
     MethodResult<T> r = RunMethod(m, s);
     if (!r.status.ok()) {
@@ -142,13 +171,25 @@ const WideOf<T>* AsWide(const T* v, size_t count, std::vector<WideOf<T>>* store)
   }
 }
 
+// The Frobenius norm of columns [col0, col0 + cols) of v (rows x ld,
+// row-major), summed over v / p, p a power of two near the largest part:
+// the same bits as the plain sum where that neither overflows nor
+// underflows, and a finite norm of finite values (1e308 or 1e-308 entries).
 template <typename W>
 double FrobeniusColumns(const W* v, int rows, int ld, int col0, int cols) {
+  double amax = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = col0; c < col0 + cols; ++c) {
+      const W e = v[size_t{1} * r * ld + c];
+      amax = std::max({amax, std::fabs(std::real(e)), std::fabs(std::imag(e))});
+    }
+  }
+  const double p = amax > 0 && std::isfinite(amax) ? std::ldexp(1.0, std::ilogb(amax)) : 1.0;
   double sum = 0;
   for (int r = 0; r < rows; ++r) {
-    for (int c = col0; c < col0 + cols; ++c) sum += std::norm(v[size_t{1} * r * ld + c]);
+    for (int c = col0; c < col0 + cols; ++c) sum += std::norm(v[size_t{1} * r * ld + c] / p);
   }
-  return std::sqrt(sum);
+  return std::sqrt(sum) * p;
 }
 
 // max over the k-column blocks j of s of ||a x_j - b_j|| / (||a|| ||x_j|| + ||b_j||).
@@ -217,6 +258,8 @@ GroupOutcome SolveGroup(const SolveOp& op, const SolvePlan& plan, double rcond_f
   if (!chain.failures.empty()) {
     out.fallback =
         absl::StrCat(absl::StrJoin(chain.failures, "; "), "; used ", SolveMethodName(chain.used));
+  } else {
+    out.fallback = std::move(chain.note);
   }
   for (int64_t j = 0; j < count; ++j) {
     T* dst = x_out + g.elements[j] * plan.n * k;

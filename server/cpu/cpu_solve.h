@@ -28,7 +28,14 @@ namespace linalgd {
 // element that fell furthest along cholesky, lu, qr, lstsq. Without
 // allow_fallback a failure is FAILED_PRECONDITION with that message.
 // residual: max over the batch of ||a x - b||_F / (||a||_F ||x||_F + ||b||_F),
-// in double. Thread-safe. REQUIRES: plan is PlanSolve(op).
+// in double.
+//
+// A matrix of a with a NaN or Inf element (which the service lets through
+// only with allow_non_finite) is not factored: its x is NaN, its method the
+// one asked (AUTO: lu for a square a, else qr; LSTSQ: NaN singular values,
+// rank 0), its rcond none, and the fallback text names the element ("a[0,1]
+// is NaN (allow_non_finite): x is NaN; no method was run"), with or
+// without allow_fallback. Thread-safe. REQUIRES: plan is PlanSolve(op).
 absl::StatusOr<SolveResult> CpuSolve(const SolveOp& op, const SolvePlan& plan,
                                      const CpuExecution& exec,
                                      double rcond_factor = kDefaultSingularRcondFactor);

@@ -114,13 +114,66 @@ std::vector<double> TailSquares(const std::vector<T>& x, int from, int rows, int
   return out;
 }
 
+// The largest |real part| and |imaginary part| of a's n x n elements; NaN
+// or +inf when one is not finite.
+template <typename T>
+double MaxPart(const DenseSystem<T>& s) {
+  const size_t count = size_t{1} * s.m * s.n;
+  const RealOf<T>* parts = reinterpret_cast<const RealOf<T>*>(s.a);
+  double amax = 0;
+  for (size_t i = 0; i < count * (kIsComplex<T> ? 2 : 1); ++i) {
+    const double v = std::fabs(static_cast<double>(parts[i]));
+    if (std::isnan(v)) return v;
+    amax = std::max(amax, v);
+  }
+  return amax;
+}
+
+// The power of two p that LU and Cholesky divide a by, amax being its
+// largest part (MaxPart): amax / p in [2, 4) when amax is beyond 2^(+-E/2),
+// E T's largest exponent (where ||a||_1, the factors or ||a^-1||_1 could
+// overflow); else 1, so that other matrices are factored unchanged. rcond
+// is scale-invariant, and the x of a / p is p times a's.
+template <typename T>
+RealOf<T> ScaleFor(double amax) {
+  using R = RealOf<T>;
+  constexpr int kHalfRange = std::numeric_limits<R>::max_exponent / 2;
+  if (!(amax > 0) || !std::isfinite(amax)) return R{1};
+  if (amax < std::ldexp(1.0, kHalfRange) && amax > std::ldexp(1.0, -kHalfRange)) return R{1};
+  return static_cast<R>(std::ldexp(1.0, std::ilogb(amax) - 1));
+}
+
+// ScaleFor(MaxPart(s)).
+template <typename T>
+RealOf<T> ScaleOf(const DenseSystem<T>& s) {
+  return ScaleFor<T>(MaxPart(s));
+}
+
+// a's n x n elements divided by p (exact: p is a power of two).
+template <typename T>
+std::vector<T> ScaledA(const DenseSystem<T>& s, RealOf<T> p) {
+  std::vector<T> a(s.a, s.a + static_cast<size_t>(s.n) * s.n);
+  if (p != RealOf<T>{1}) {
+    for (T& v : a) v /= p;
+  }
+  return a;
+}
+
+// Every element of x divided by p.
+template <typename T>
+void Unscale(std::vector<T>& x, RealOf<T> p) {
+  if (p == RealOf<T>{1}) return;
+  for (T& v : x) v /= p;
+}
+
 }  // namespace
 
 template <typename T>
 MethodResult<T> SolveLu(const DenseSystem<T>& s) {
   MethodResult<T> r;
   const int n = s.n;
-  std::vector<T> lu(s.a, s.a + static_cast<size_t>(n) * n);  // column-major a^T
+  const RealOf<T> scale = ScaleOf(s);
+  std::vector<T> lu = ScaledA(s, scale);  // column-major (a / scale)^T
   std::vector<lapack_int> pivots(n);
   const RealOf<T> anorm = lapack::Lange(kCol, 'I', n, lu.data());  // ||a^T||_inf = ||a||_1
   lapack_int info = lapack::Getrf(kCol, n, lu.data(), pivots.data());
@@ -142,19 +195,49 @@ MethodResult<T> SolveLu(const DenseSystem<T>& s) {
   info = lapack::Getrs(kCol, 'T', n, s.nrhs, lu.data(), pivots.data(), cols.data(), n);
   if (info < 0) return Failed<T>(LapackError("lu: getrs", info));
   RowsToColumns(cols.data(), s.nrhs, n, r.x.data());
+  Unscale(r.x, scale);
   return r;
+}
+
+template <typename T>
+std::string NonFiniteElement(const DenseSystem<T>& s) {
+  if (std::isfinite(MaxPart(s))) return "";
+  for (int i = 0; i < s.m; ++i) {
+    for (int j = 0; j < s.n; ++j) {
+      const T v = s.a[size_t{1} * i * s.n + j];
+      const RealOf<T> re = std::real(v), im = std::imag(v);
+      const RealOf<T> bad = std::isfinite(re) ? im : re;
+      if (std::isfinite(re) && std::isfinite(im)) continue;
+      return absl::StrCat(s.name, "[", i, ",", j, "] is ",
+                          std::isnan(bad) ? "NaN" : (bad > 0 ? "+Inf" : "-Inf"));
+    }
+  }
+  return "";
 }
 
 template <typename T>
 bool IsSymmetric(const DenseSystem<T>& s, std::string* why) {
   using R = RealOf<T>;
   const int n = s.n;
-  const R tol = 100 * kEps<T> * lapack::Lange(kRow, '1', n, s.a);
+  const double amax = MaxPart(s);
+  if (!std::isfinite(amax)) {
+    if (why) {
+      *why = absl::StrCat("cholesky: ", NonFiniteElement(s), ", so ", s.name, " is not ",
+                          kIsComplex<T> ? "Hermitian" : "symmetric");
+    }
+    return false;
+  }
+  // Of a / scale: neither the norm nor a difference overflows.
+  const R scale = ScaleFor<T>(amax);
+  const R tol = 100 * kEps<T> *
+                (scale == R{1} ? lapack::Lange(kRow, '1', n, s.a)
+                               : lapack::Lange(kRow, '1', n, ScaledA(s, scale).data()));
   R worst = 0;
   int wi = 0, wj = 0;
   for (int i = 0; i < n; ++i) {
     for (int j = kIsComplex<T> ? i : i + 1; j < n; ++j) {  // complex: a real diagonal too
-      const R d = std::abs(s.a[size_t{1} * i * n + j] - Conj(s.a[size_t{1} * j * n + i]));
+      const R d =
+          std::abs(s.a[size_t{1} * i * n + j] / scale - Conj(s.a[size_t{1} * j * n + i]) / scale);
       if (d > worst) worst = d, wi = i, wj = j;
     }
   }
@@ -162,8 +245,8 @@ bool IsSymmetric(const DenseSystem<T>& s, std::string* why) {
   if (why) {
     *why = absl::StrCat("cholesky: ", s.name, " is not ", kIsComplex<T> ? "Hermitian" : "symmetric",
                         " (|a[", wi, ",", wj, "] - ", kIsComplex<T> ? "conj(" : "", "a[", wj, ",",
-                        wi, "]", kIsComplex<T> ? ")" : "", "| = ", worst,
-                        " exceeds 100*eps*||a||_1 = ", tol, ")");
+                        wi, "]", kIsComplex<T> ? ")" : "", "| = ", worst * scale,
+                        " exceeds 100*eps*||a||_1 = ", tol * scale, ")");
   }
   return false;
 }
@@ -173,7 +256,9 @@ MethodResult<T> SolveCholesky(const DenseSystem<T>& s) {
   MethodResult<T> r;
   if (!IsSymmetric(s, &r.failure)) return r;
   const int n = s.n;
-  std::vector<T> l(s.a, s.a + static_cast<size_t>(n) * n);
+  const RealOf<T> scale = ScaleOf(s);
+  std::vector<T> l = ScaledA(s, scale);
+  const RealOf<T> anorm = lapack::Lange(kRow, '1', n, l.data());
   lapack_int info = lapack::Potrf(kRow, 'L', n, l.data());
   if (info < 0) return Failed<T>(LapackError("cholesky: potrf", info));
   if (info > 0) {
@@ -182,13 +267,14 @@ MethodResult<T> SolveCholesky(const DenseSystem<T>& s) {
     return r;
   }
   RealOf<T> rcond = 0;
-  info = lapack::Pocon(kRow, 'L', n, l.data(), lapack::Lange(kRow, '1', n, s.a), &rcond);
+  info = lapack::Pocon(kRow, 'L', n, l.data(), anorm, &rcond);
   if (info < 0) return Failed<T>(LapackError("cholesky: pocon", info));
   r.rcond = rcond;
   if (SingularVerdict(s, "cholesky", &r)) return r;
   r.x = CopyB(s, n);
   info = lapack::Potrs(kRow, 'L', n, s.nrhs, l.data(), r.x.data(), s.nrhs);
   if (info < 0) return Failed<T>(LapackError("cholesky: potrs", info));
+  Unscale(r.x, scale);
   return r;
 }
 
@@ -240,6 +326,7 @@ MethodResult<T> SolveLstsq(const DenseSystem<T>& s) {
 #define LINALGD_INSTANTIATE_SOLVERS(T)                               \
   template MethodResult<T> SolveLu<T>(const DenseSystem<T>&);        \
   template bool IsSymmetric<T>(const DenseSystem<T>&, std::string*); \
+  template std::string NonFiniteElement<T>(const DenseSystem<T>&);   \
   template MethodResult<T> SolveCholesky<T>(const DenseSystem<T>&);  \
   template MethodResult<T> SolveQr<T>(const DenseSystem<T>&);        \
   template MethodResult<T> SolveLstsq<T>(const DenseSystem<T>&);

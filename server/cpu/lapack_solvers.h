@@ -53,6 +53,11 @@ struct MethodResult {
   bool ok() const { return status.ok() && failure.empty(); }
 };
 
+// LU and Cholesky factor a / p, p a power of two near max |a_ij| when that
+// is beyond 2^(+-E/2) (E the largest exponent of T's reals: 1024 for double),
+// so that a finite a's norms and factors do not overflow (rcond and x are
+// a's); p = 1, a itself, otherwise.
+
 // LU with partial pivoting (getrf, getrs) of a^T (the row-major buffer read
 // column-major, as the GPU backend and the cached factors do, so that both
 // name the same pivot; complex T: the plain transpose, never the conjugate).
@@ -65,9 +70,15 @@ MethodResult<T> SolveLu(const DenseSystem<T>& s);
 
 // True when a is symmetric (complex T: Hermitian, a = conj(a)^T, with a real
 // diagonal) within 100 * eps * ||a||_1; otherwise *why (when not null) names
-// the worst pair. REQUIRES: m == n.
+// the worst pair, or the first element that is not finite. REQUIRES: m == n.
 template <typename T>
 bool IsSymmetric(const DenseSystem<T>& s, std::string* why);
+
+// The first element of a (row-major) that is NaN or infinite, real or
+// imaginary part ("a[0,1] is NaN", "a[3][2,0] is -Inf" for s.name "a[3]"),
+// or "" when every element is finite.
+template <typename T>
+std::string NonFiniteElement(const DenseSystem<T>& s);
 
 // Cholesky (potrf on the lower triangle, potrs; a = L L^H for complex T).
 // Fails when a is not symmetric or Hermitian (IsSymmetric), a leading minor is not positive

@@ -3,6 +3,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
@@ -208,6 +209,87 @@ TEST_F(CpuSolveTest, NumericallySingularLu) {
     r = Solve(dt, {n, n}, a, {n, 1}, RandomMatrix(n, 1, rng_), SolveMethod::kAuto, false);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(r.status().message(), HasSubstr("is below the threshold"));
+  }
+}
+
+// A NaN or Inf in a (the service lets it through with allow_non_finite):
+// no method runs, x is NaN and the fallback text names the element, whatever
+// the method and allow_fallback (LAPACK's gelsd refused such an a: INTERNAL).
+TEST_F(CpuSolveTest, NonFiniteAGivesNanXNamingTheElement) {
+  const Mat square = {4, NAN, 0, 1, 3, 0, 0, 0, 2};
+  Mat tall = RandomMatrix(5, 3, rng_);
+  tall[2 * 3 + 1] = INFINITY;
+  for (DType dt : {DType::kF64, DType::kF32}) {
+    for (SolveMethod m : {SolveMethod::kAuto, SolveMethod::kLu, SolveMethod::kCholesky,
+                          SolveMethod::kQr, SolveMethod::kLstsq}) {
+      for (bool fallback : {true, false}) {
+        const bool is_square = m == SolveMethod::kLu || m == SolveMethod::kCholesky;
+        SCOPED_TRACE(absl::StrCat(DTypeName(dt), " ", SolveMethodName(m), " ", fallback));
+        const int rows = is_square || m == SolveMethod::kAuto ? 3 : 5;
+        auto r = Solve(dt, {rows, 3}, rows == 3 ? square : tall, {rows, 2},
+                       RandomMatrix(rows, 2, rng_), m, fallback);
+        ASSERT_TRUE(r.ok()) << r.status();
+        for (double v : Values(r->x)) EXPECT_TRUE(std::isnan(v));
+        EXPECT_EQ(r->method_used, m == SolveMethod::kAuto ? SolveMethod::kLu : m);
+        EXPECT_THAT(r->fallback, HasSubstr(rows == 3 ? "a[0,1] is NaN" : "a[2,1] is +Inf"));
+        EXPECT_THAT(r->fallback, HasSubstr("(allow_non_finite): x is NaN; no method was run"));
+        EXPECT_FALSE(r->rcond.has_value());
+      }
+    }
+  }
+  // In a batch: the finite member is solved, the other named.
+  Mat two = WellConditioned(3, rng_);
+  Mat bad = two;
+  bad[2 * 3 + 0] = -INFINITY;
+  two.insert(two.end(), bad.begin(), bad.end());
+  const Mat b = RandomMatrix(3, 1, rng_);
+  auto r = Solve(DType::kF64, {2, 3, 3}, two, {3, 1}, b, SolveMethod::kLu);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Mat x = Values(r->x);
+  EXPECT_LE(RelError(Mat(x.begin(), x.begin() + 3),
+                     test_ref::GaussSolve(Mat(two.begin(), two.begin() + 9), b, 3, 1)),
+            1e-12);
+  EXPECT_TRUE(std::isnan(x[3]) && std::isnan(x[4]) && std::isnan(x[5]));
+  EXPECT_THAT(r->fallback, HasSubstr("a[1][2,0] is -Inf"));
+}
+
+// Entries near the largest (or smallest) double: ||a||_1, the factors and
+// the symmetry tolerance overflowed, and a condition-1 matrix was called
+// numerically singular (rcond 0). LU and Cholesky factor a / 2^k.
+TEST_F(CpuSolveTest, EntriesNearTheEndsOfTheRangeKeepTheirCondition) {
+  struct Case {
+    DType dt;
+    Mat a;
+    SolveMethod method;
+    double rcond;
+    Mat x;  // for b = [1, 1]
+  };
+  const Case cases[] = {
+      {DType::kF64, {1e308, 1e308, 1e308, -1e308}, SolveMethod::kLu, 0.5, {1e-308, 0}},
+      {DType::kF64, {1e308, -1e308, 1e308, 1e308}, SolveMethod::kAuto, 0.5, {1e-308, -0.0}},
+      {DType::kF64,
+       {1e308, 5e307, 5e307, 1e308},
+       SolveMethod::kCholesky,
+       1 / 3.0,
+       {1 / 1.5e308, 1 / 1.5e308}},
+      {DType::kF64,
+       {2e-300, 1e-300, 1e-300, 2e-300},
+       SolveMethod::kCholesky,
+       1 / 3.0,
+       {1 / 3e-300, 1 / 3e-300}},
+      {DType::kF32, {1e38, 1e38, 1e38, -1e38}, SolveMethod::kLu, 0.5, {1e-38, 0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(DTypeName(c.dt), " ", SolveMethodName(c.method), " ", c.a[0]));
+    auto r = Solve(c.dt, {2, 2}, c.a, {2, 1}, {1, 1}, c.method, /*fallback=*/false);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->method_used, c.method == SolveMethod::kAuto ? SolveMethod::kLu : c.method);
+    EXPECT_EQ(r->fallback, "");
+    ASSERT_TRUE(r->rcond.has_value());
+    EXPECT_NEAR(*r->rcond, c.rcond, 1e-6);
+    const Mat x = Values(r->x);
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(x[i], c.x[i], 1e-6 * std::fabs(c.x[0]));
+    EXPECT_LT(r->residual, 1e-6);
   }
 }
 

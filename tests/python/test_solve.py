@@ -98,3 +98,27 @@ def test_non_finite_rejected_by_default(client):
 def test_allow_non_finite(client):
     x = client.solve(spd(3), nan_rhs(), allow_non_finite=True)
     assert x.shape == (3, 1) and np.isnan(x).any()
+
+
+@pytest.mark.parametrize("method", [None, "lu", "cholesky", "qr", "lstsq"])
+@pytest.mark.parametrize("no_fallback", [False, True])
+def test_non_finite_a_allowed_gives_nan_x_naming_the_element(client, method, no_fallback):
+    a = np.array([[1.0, np.nan], [2.0, 3.0]])
+    r = client.solve(a, np.ones((2, 1)), method=method, no_fallback=no_fallback,
+                     allow_non_finite=True, return_info=True)
+    assert np.isnan(r.x).all() and r.rcond is None
+    assert "a[0,1] is NaN (allow_non_finite): x is NaN" in r.fallback
+    if method in (None, "qr", "lstsq"):  # a 50 x 30 a, whose lstsq was "SVD did not converge"
+        tall = RNG.standard_normal((50, 30))
+        tall[7, 3] = -np.inf
+        r = client.solve(tall, np.ones((50, 2)), method=method, no_fallback=no_fallback,
+                         allow_non_finite=True, return_info=True)
+        assert r.x.shape == (30, 2) and np.isnan(r.x).all()
+        assert "a[7,3] is -Inf" in r.fallback
+
+
+def test_entries_near_double_max_keep_their_condition(client):
+    a = np.array([[1e308, 1e308], [1e308, -1e308]])  # condition 1; ||a||_1 overflows
+    r = client.solve(a, np.ones(2), method="lu", no_fallback=True, return_info=True)
+    assert r.rcond == pytest.approx(0.5) and r.fallback == ""
+    np.testing.assert_allclose(r.x, [1e-308, 0.0], atol=1e-320)
