@@ -59,7 +59,9 @@ Tensor RowMajor(const std::vector<Wide>& x, int64_t n, int64_t k, DType dtype) {
 DirectSolveLimits LimitsOf(const SparseSolveOp& op, const SparseSolvePlan& plan,
                            const CpuSparseOptions& options) {
   DirectSolveLimits limits;
-  limits.rcond_threshold = SingularThreshold(options.rcond_factor, plan.n, op.a.dtype);
+  // eps of double whatever the dtype: a is factored in double (f32 and c64
+  // widened exactly), so that is the precision the factors are good to.
+  limits.rcond_threshold = SingularThreshold(options.rcond_factor, plan.n, DType::kF64);
   limits.max_factor_bytes = options.max_factor_bytes;
   limits.stop = op.stop;
   return limits;

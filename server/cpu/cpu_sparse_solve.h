@@ -13,8 +13,8 @@ namespace linalgd {
 // The server's limits on a CPU sparse direct solve.
 struct CpuSparseOptions {
   // --singular-rcond-factor: a cholesky or lu (CHOLMOD, UMFPACK) whose rcond
-  // estimate is below this * n * eps(a's dtype) is numerically singular
-  // (sparse_direct.h DirectSolveLimits).
+  // estimate is below this * n * eps(double) is numerically singular
+  // (sparse_direct.h DirectSolveLimits): every dtype is factored in double.
   double rcond_factor = kDefaultSingularRcondFactor;
   // A cholesky or lu whose predicted peak memory exceeds this is
   // RESOURCE_EXHAUSTED before it starts (the server passes

@@ -101,14 +101,19 @@ TEST_F(SparseDirectConditionTest, ANumericallySingularCholeskyFailsAsANonSpdOneD
   EXPECT_THAT(fell_back->fallback, HasSubstr("cholesky: rcond "));
 }
 
-TEST_F(SparseDirectConditionTest, AWellConditionedShiftIsSolvedAsAsked) {
-  Csr a = PathLaplacian(200, 1e-3, 0);  // condition about 4e3
-  for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kLu}) {
-    auto r = Solve(a, m, /*fallback=*/false);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->method_used, m);
-    EXPECT_EQ(r->fallback, "");
-    EXPECT_LT(r->residual, 1e-12);
+// The threshold is n * eps of double for every dtype (f32 is factored in
+// double): rcond 2.5e-7 is below 200 * eps(f32) = 2.4e-5, not 200 * eps(f64).
+TEST_F(SparseDirectConditionTest, AShiftAboveTheThresholdIsSolvedAsAsked) {
+  Csr a = PathLaplacian(200, 1e-6, 0);  // rcond about 2.5e-7
+  for (DType dt : {DType::kF64, DType::kF32}) {
+    for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kLu}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(dt), " ", SparseMethodName(m)));
+      auto r = Solve(a, m, /*fallback=*/false, dt);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->method_used, m);
+      EXPECT_EQ(r->fallback, "");
+      EXPECT_LT(r->residual, dt == DType::kF64 ? 1e-8 : 1e-5);  // condition 4e6
+    }
   }
 }
 
