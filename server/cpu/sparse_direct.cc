@@ -126,8 +126,8 @@ absl::Status AfterAnalysis(absl::string_view method, const Prediction& p,
   }
   return absl::ResourceExhaustedError(
       absl::StrCat(method, ": the factorization would need about ",
-                   static_cast<int64_t>(p.peak_bytes), " bytes at its peak (", p.library,
-                   "'s estimate after the symbolic analysis; about ", absl::SixDigits(p.flops),
+                   static_cast<int64_t>(p.peak_bytes), " bytes at its peak (as ", p.library,
+                   "'s symbolic analysis predicts; about ", absl::SixDigits(p.flops),
                    " flops), more than --max-inflight-bytes=", limits.max_factor_bytes));
 }
 
@@ -276,6 +276,17 @@ struct UmfpackObject {
   }
 };
 
+// What umfpack_*_symbolic predicts: its peak, plus its variable part once
+// more, since UMFPACK grows that block with realloc, and a realloc that moves
+// it (jemalloc's, which the server links, does) holds the old and the new
+// block at once.
+Prediction UmfpackPrediction(const double* info) {
+  const double unit = info[UMFPACK_SIZE_OF_UNIT];
+  return {"UMFPACK",
+          (info[UMFPACK_PEAK_MEMORY_ESTIMATE] + info[UMFPACK_VARIABLE_PEAK_ESTIMATE]) * unit,
+          info[UMFPACK_FLOPS_ESTIMATE]};
+}
+
 // The status of U's numeric factorization or solve (`stage`).
 template <typename U>
 absl::Status UmfpackSingular(int st, absl::string_view stage) {
@@ -325,10 +336,7 @@ absl::StatusOr<std::vector<typename U::Value>> UmfpackRun(const CsrView& a,
   UmfpackObject<U::FreeSymbolic> symbolic;
   int st = U::Symbolic(a, &symbolic.p, control, info);
   if (st != UMFPACK_OK) return UmfpackError(st, absl::StrCat(U::kName, "_symbolic"));
-  const double unit = info[UMFPACK_SIZE_OF_UNIT];
-  LINALGD_RETURN_IF_ERROR(AfterAnalysis(
-      "lu", {"UMFPACK", info[UMFPACK_PEAK_MEMORY_ESTIMATE] * unit, info[UMFPACK_FLOPS_ESTIMATE]},
-      limits));
+  LINALGD_RETURN_IF_ERROR(AfterAnalysis("lu", UmfpackPrediction(info), limits));
   UmfpackObject<U::FreeNumeric> numeric;
   st = U::Numeric(a, symbolic.p, &numeric.p, control, info);
   LINALGD_RETURN_IF_ERROR(UmfpackSingular<U>(st, "numeric"));
