@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/never_fits.h"
 #include "server/common/status_macros.h"
 #include "server/linalg/condition.h"
 
@@ -124,11 +125,12 @@ absl::Status AfterAnalysis(absl::string_view method, const Prediction& p,
   if (limits.max_factor_bytes <= 0 || p.peak_bytes <= limits.max_factor_bytes) {
     return absl::OkStatus();
   }
-  return absl::ResourceExhaustedError(
-      absl::StrCat(method, ": the factorization would need about ",
-                   static_cast<int64_t>(p.peak_bytes), " bytes at its peak (as ", p.library,
-                   "'s symbolic analysis predicts; about ", absl::SixDigits(p.flops),
-                   " flops), more than --max-inflight-bytes=", limits.max_factor_bytes));
+  return NeverFits(absl::ResourceExhaustedError(absl::StrCat(
+                       method, ": the factorization would need about ",
+                       static_cast<int64_t>(p.peak_bytes), " bytes at its peak (as ", p.library,
+                       "'s symbolic analysis predicts; about ", absl::SixDigits(p.flops),
+                       " flops), more than --max-inflight-bytes=", limits.max_factor_bytes)),
+                   "--max-inflight-bytes");
 }
 
 // ---- Condition --------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/never_fits.h"
 #include "server/service/factor_calls.h"
 #include "server/service/pinned_messages.h"
 #include "server/service/requests.h"
@@ -157,7 +158,8 @@ absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int
           " bytes and ", used, " bytes of this tenant's requests queued or running",
           bytes > limit ? "; send the tensors with PutTensor and pass their ids"
                         : "; retry when some have finished"));
-      if (bytes <= limit) status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
+      if (bytes > limit) return NeverFits(std::move(status), "max_queued_bytes");
+      status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
       return status;
     }
   }

@@ -2,6 +2,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/never_fits.h"
 #include "server/scheduler/scheduler.h"
 
 namespace linalgd {
@@ -26,8 +27,11 @@ absl::StatusOr<std::shared_ptr<const void>> InflightBudget::Acquire(int64_t byte
   if (token != nullptr) return token;
   absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
       what, ": the request's ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_, " (",
-      used, " bytes held by requests in progress); retry later",
-      bytes > limit_ ? ", or send the tensors with PutTensor and pass their ids" : ""));
+      used, " bytes held by requests in progress); ",
+      bytes > limit_
+          ? "it alone passes the limit: send the tensors with PutTensor and pass their ids"
+          : "retry later"));
+  if (bytes > limit_) return NeverFits(std::move(status), "--max-inflight-bytes");
   status.SetPayload(kRetryAfterPayload, absl::Cord("200"));
   return status;
 }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/never_fits.h"
 #include "server/cpu/sparse_iterative.h"
 #include "server/scheduler/sparse_cost.h"
 #include "server/service/rpc_job.h"
@@ -92,11 +93,13 @@ absl::Status HoldKrylovWorkspace(const CallEnv& env, PreparedSparseSolve& p) {
   const KrylovWorkspace w = CpuKrylovWorkspace(p.op.method, p.op.preconditioner, p.raw.dtype,
                                                p.raw.rows, p.raw.nnz, p.op.b.shape[1]);
   if (w.bytes > env.inflight->limit()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "SparseSolve: ", SparseMethodName(p.op.method), " needs about ", w.bytes,
-        " bytes of host workspace (", w.what,
-        "), more than --max-inflight-bytes=", env.inflight->limit(),
-        p.op.method == SparseMethod::kGmres ? "; cg and bicgstab need fewer vectors" : ""));
+    return NeverFits(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "SparseSolve: ", SparseMethodName(p.op.method), " needs about ", w.bytes,
+            " bytes of host workspace (", w.what,
+            "), more than --max-inflight-bytes=", env.inflight->limit(),
+            p.op.method == SparseMethod::kGmres ? "; cg and bicgstab need fewer vectors" : "")),
+        "--max-inflight-bytes");
   }
   absl::StatusOr<std::shared_ptr<const void>> held =
       env.inflight->Acquire(w.bytes, absl::StrCat("SparseSolve: ", SparseMethodName(p.op.method),

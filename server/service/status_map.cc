@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "server/common/never_fits.h"
 #include "server/scheduler/scheduler.h"
 #include "server/store/resident_id.h"
 #include "server/store/resident_store.h"
@@ -16,6 +17,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::CallbackServerContex
     }
     if (auto limit = status.GetPayload(kStoreRefusedPayload)) {
       context->AddTrailingMetadata("linalgd-store-refused", std::string(*limit));
+    }
+    if (auto limit = status.GetPayload(kNeverFitsPayload)) {
+      context->AddTrailingMetadata("linalgd-never-fits", std::string(*limit));
     }
     if (auto owner = status.GetPayload(kOwnerReplicaPayload)) {
       context->AddTrailingMetadata("linalgd-owner-replica", std::string(*owner));

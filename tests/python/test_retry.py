@@ -146,3 +146,21 @@ def test_retry_after_beyond_deadline_gives_up(overloaded):
         with pytest.raises(linalgd.ResourceExhausted) as e:
             c.server_info()
     assert e.value.retry_after == pytest.approx(0.15) and len(handler.times) == 1
+
+
+def test_a_request_that_can_never_fit_is_not_retried(start_server):
+    """A request alone past --max-inflight-bytes (or an iterative solve's workspace past it) is
+    RESOURCE_EXHAUSTED with linalgd-never-fits: retrying it only costs the backoff."""
+    s = start_server("--max-inflight-bytes", str(1 << 20))
+    with linalgd.Client(s.target) as c:  # the default policy: 5 retries
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.matmul(np.ones((300, 300)), np.ones((300, 300)))  # 1.44 MB of operands
+        assert e.value.attempts == 1
+        assert "do not fit in --max-inflight-bytes=1048576" in str(e.value)
+        assert ("linalgd-never-fits", "--max-inflight-bytes") in e.value.trailing_metadata
+        n = 10_000  # GMRES: 35 vectors of n doubles, 2.8 MB
+        eye = (np.arange(n + 1, dtype=np.int32), np.arange(n, dtype=np.int32), np.ones(n), (n, n))
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.sparse_solve(eye, np.ones(n), method="gmres")
+        assert e.value.attempts == 1
+        np.testing.assert_allclose(c.matmul(np.ones((10, 10)), np.ones((10, 10))), 10.0)

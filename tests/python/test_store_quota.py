@@ -126,7 +126,9 @@ def test_a_queue_refusal_after_the_inline_resend_is_not_a_quota_refusal(start_se
             c.matmul(A_BIG, B_THIN)
         assert "do not fit in --max-inflight-bytes=4194304" in str(e.value)
         assert "inline" not in str(e.value)
-        assert e.value.retry_after is not None
+        # The inline request alone passes the limit: no retry-after, never-fits instead.
+        assert e.value.retry_after is None
+        assert ("linalgd-never-fits", "--max-inflight-bytes") in e.value.trailing_metadata
         assert listed(c) == []
     assert debug_log.text.count("sending them inline instead") == 1
 

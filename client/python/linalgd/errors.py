@@ -13,6 +13,7 @@ RETRY_AFTER_KEY = "retry-after-ms"
 # Trailing metadata of the server's refusals to store (a tenant's store_bytes
 # or max_objects quota, --store-bytes, --store-max-objects): the limit's name.
 STORE_REFUSED_KEY = "linalgd-store-refused"
+NEVER_FITS_KEY = "linalgd-never-fits"
 
 
 class LinalgdError(Exception):
@@ -148,10 +149,21 @@ def store_refusal(error):
     (linalgd-store-refused: "store_bytes", "max_objects", "--store-bytes",
     "--store-max-objects"), or None for any other error (a full queue,
     max_inflight, a message over a limit)."""
+    return _refusal_value(error, STORE_REFUSED_KEY)
+
+
+def never_fits(error):
+    """The limit a RESOURCE_EXHAUSTED error says the request alone passes (linalgd-never-fits:
+    "--max-inflight-bytes", "max_queued_bytes"): no retry can serve it. None otherwise."""
+    return _refusal_value(error, NEVER_FITS_KEY)
+
+
+def _refusal_value(error, wanted):
+    """The trailing metadata `wanted` of a RESOURCE_EXHAUSTED error, or None."""
     if getattr(error, "code", None) != grpc.StatusCode.RESOURCE_EXHAUSTED:
         return None
     for key, value in getattr(error, "trailing_metadata", ()) or ():
-        if key == STORE_REFUSED_KEY:
+        if key == wanted:
             return value.decode() if isinstance(value, bytes) else value
     return None
 

@@ -7,7 +7,9 @@ metadata, when present, replaces the computed delay. Errors produced by the
 client itself (e.g. a message over the size limit) are never retried, nor is a
 refusal of the server's store (linalgd-store-refused: a tenant's quota or a
 full store): another attempt would run the operation again, and only freeing
-stored objects makes room (the clients already sent what fit inline instead).
+stored objects makes room (the clients already sent what fit inline instead);
+nor a request the server says can never fit (linalgd-never-fits: it alone passes
+--max-inflight-bytes or the tenant's max_queued_bytes).
 
 With several replicas (an ipv4: list or a dns: target), a stateless call that
 fails with a code in `failover_codes` is first retried at once on another
@@ -20,7 +22,7 @@ import random
 
 import grpc
 
-from .errors import store_refusal
+from .errors import never_fits, store_refusal
 
 DEFAULT_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 # gRPC's own RESOURCE_EXHAUSTED for an oversized message: retrying cannot help.
@@ -58,7 +60,7 @@ class RetryPolicy:
         """attempt: 1-based number of the attempt that just failed."""
         if attempt > self.retries or error.code not in self.codes:
             return False
-        if store_refusal(error) is not None:
+        if store_refusal(error) is not None or never_fits(error) is not None:
             return False
         msg = (error.message or "").lower()
         return not any(s in msg for s in _LOCAL_SIZE_ERRORS)
