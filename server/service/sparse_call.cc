@@ -84,26 +84,40 @@ JobSpec SpecOf(const PreparedSparseSolve& p) {
   return spec;
 }
 
-// An iterative method's host workspace (CpuKrylovWorkspace; a GPU job's CPU rerun needs it
-// too) is held against --max-inflight-bytes beside the request's bytes, before anything is
-// allocated: RESOURCE_EXHAUSTED naming the bytes, n and the limit when it can never fit,
+// The host memory the job needs beyond its request, held against --max-inflight-bytes beside
+// the request's bytes before anything is allocated: an iterative method's workspace
+// (CpuKrylovWorkspace; a GPU job's CPU rerun needs it too), or, for a direct solve that takes
+// the dense path, the dense a and its factor (2 n^2 elements: a request of a few MB may expand
+// to GBs). RESOURCE_EXHAUSTED naming the bytes and the limit (never-fits) when it can never fit,
 // with retry-after-ms when it does not fit now.
-absl::Status HoldKrylovWorkspace(const CallEnv& env, PreparedSparseSolve& p) {
-  if (!IsIterative(p.op.method) || env.inflight == nullptr) return absl::OkStatus();
-  const KrylovWorkspace w = CpuKrylovWorkspace(p.op.method, p.op.preconditioner, p.raw.dtype,
-                                               p.raw.rows, p.raw.nnz, p.op.b.shape[1]);
-  if (w.bytes > env.inflight->limit()) {
+absl::Status HoldHostWorkspace(const CallEnv& env, PreparedSparseSolve& p) {
+  if (env.inflight == nullptr) return absl::OkStatus();
+  int64_t bytes = 0;
+  std::string what;
+  if (IsIterative(p.op.method)) {
+    const KrylovWorkspace w = CpuKrylovWorkspace(p.op.method, p.op.preconditioner, p.raw.dtype,
+                                                 p.raw.rows, p.raw.nnz, p.op.b.shape[1]);
+    bytes = w.bytes;
+    what = absl::StrCat(SparseMethodName(p.op.method), " needs about ", w.bytes,
+                        " bytes of host workspace (", w.what, ")");
+  } else if (UseDensePath(p.op.method, p.raw.rows, p.raw.nnz, env.sparse_dense_threshold,
+                          env.limits.max_elements)) {
+    bytes = 2 * p.raw.rows * p.raw.rows * static_cast<int64_t>(DTypeSize(p.raw.dtype));
+    what = absl::StrCat(
+        "the dense path (density above --sparse-dense-threshold=", env.sparse_dense_threshold,
+        ") needs about ", bytes, " bytes for the dense a and its factor (n = ", p.raw.rows, ")");
+  } else {
+    return absl::OkStatus();
+  }
+  if (bytes > env.inflight->limit()) {
     return NeverFits(
         absl::ResourceExhaustedError(absl::StrCat(
-            "SparseSolve: ", SparseMethodName(p.op.method), " needs about ", w.bytes,
-            " bytes of host workspace (", w.what,
-            "), more than --max-inflight-bytes=", env.inflight->limit(),
+            "SparseSolve: ", what, ", more than --max-inflight-bytes=", env.inflight->limit(),
             p.op.method == SparseMethod::kGmres ? "; cg and bicgstab need fewer vectors" : "")),
         "--max-inflight-bytes");
   }
   absl::StatusOr<std::shared_ptr<const void>> held =
-      env.inflight->Acquire(w.bytes, absl::StrCat("SparseSolve: ", SparseMethodName(p.op.method),
-                                                  " host workspace (", w.what, ")"));
+      env.inflight->Acquire(bytes, absl::StrCat("SparseSolve: ", what));
   if (!held.ok()) return held.status();
   p.leases.held.push_back(*std::move(held));
   return absl::OkStatus();
@@ -113,7 +127,7 @@ absl::StatusOr<PreparedSparseSolve> Prepare(const v1::SparseSolveRequest& reques
                                             const CallEnv& env) {
   absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(request, env.limits, env.sources);
   if (p.ok()) {
-    if (absl::Status held = HoldKrylovWorkspace(env, *p); !held.ok()) return held;
+    if (absl::Status held = HoldHostWorkspace(env, *p); !held.ok()) return held;
   }
   return p;
 }

@@ -38,9 +38,14 @@ SparseMethod SparseMethodOf(SolveMethod m) {
 
 bool UseDensePath(const SparseSolveOp& op, const SparseSolvePlan& plan, double threshold,
                   int64_t max_elements) {
-  if (IsIterative(op.method)) return false;
-  if (plan.n > 0 && plan.n > max_elements / plan.n) return false;
-  return plan.density() > threshold;
+  return UseDensePath(op.method, plan.n, plan.nnz, threshold, max_elements);
+}
+
+bool UseDensePath(SparseMethod method, int64_t n, int64_t nnz, double threshold,
+                  int64_t max_elements) {
+  if (IsIterative(method) || n == 0) return false;
+  if (n > max_elements / n) return false;
+  return static_cast<double>(nnz) / n / n > threshold;
 }
 
 absl::StatusOr<SparseSolveResult> SolveSparseAsDense(Backend& backend, const SparseSolveOp& op,

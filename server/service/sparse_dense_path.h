@@ -15,6 +15,10 @@ namespace linalgd {
 // `max_elements`. Iterative methods always stay sparse.
 bool UseDensePath(const SparseSolveOp& op, const SparseSolvePlan& plan, double threshold,
                   int64_t max_elements);
+// The same decision from the method, n and nnz alone (admission, before the
+// plan: nnz counts duplicates, so it may say dense where the plan will not).
+bool UseDensePath(SparseMethod method, int64_t n, int64_t nnz, double threshold,
+                  int64_t max_elements);
 
 // Expands a to a dense n x n tensor and runs backend.Solve (the dense
 // method chain: cholesky -> lu -> lstsq; lstsq is reported as qr). The

@@ -141,6 +141,31 @@ def test_iterative_workspace_is_admitted_against_max_inflight_bytes(start_server
         np.testing.assert_array_equal(x, np.ones(n))
 
 
+def test_the_dense_path_is_admitted_against_max_inflight_bytes(start_server):
+    """A direct solve above --sparse-dense-threshold expands a to n^2 elements (a few MB of
+    request may become GBs): the dense a and its factor are held like the request's bytes."""
+    s = start_server("--max-inflight-bytes", str(1 << 20))
+
+    def dense_ish(n):  # 30% of the entries, diagonally dominant
+        rng = np.random.default_rng(n)
+        a = np.where(rng.random((n, n)) < 0.3, rng.random((n, n)), 0.0) + n * np.eye(n)
+        rows, cols = np.nonzero(a)
+        offsets = np.searchsorted(rows, np.arange(n + 1)).astype(np.int32)
+        return (offsets, cols.astype(np.int32), a[rows, cols], (n, n)), a
+
+    with linalgd.Client(s.target) as c:
+        big, _ = dense_ish(400)  # 2 * 400^2 doubles: 2.56 MB
+        with pytest.raises(linalgd.ResourceExhausted) as e:
+            c.sparse_solve(big, np.ones(400))
+        assert e.value.attempts == 1  # never fits: not retried
+        assert ("the dense path (density above --sparse-dense-threshold=0.1) needs about "
+                "2560000 bytes for the dense a and its factor (n = 400), more than "
+                "--max-inflight-bytes=1048576") in str(e.value)
+        small, a = dense_ish(100)
+        x = c.sparse_solve(small, np.ones(100))
+        np.testing.assert_allclose(a @ x, np.ones(100), rtol=1e-10)
+
+
 def test_x0_must_match_b(client):
     a = poisson(4)
     with pytest.raises(linalgd.InvalidArgument, match="x0"):
