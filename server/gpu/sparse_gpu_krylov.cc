@@ -195,6 +195,17 @@ absl::StatusOr<GpuIterationOutcome> RunGmres(Problem& pb, const void* b, void* x
   return Done(o.iterations, o.relative_residual, o.converged, std::move(o.failure));
 }
 
+absl::StatusOr<GpuIterationOutcome> Run(Problem& pb, SparseMethod method, const void* b, void* x) {
+  switch (method) {
+    case SparseMethod::kCg:
+      return Cg(pb, b, x);
+    case SparseMethod::kBicgstab:
+      return Bicgstab(pb, b, x);
+    default:
+      return RunGmres(pb, b, x);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod method, DeviceCsr& a,
@@ -205,14 +216,21 @@ absl::StatusOr<GpuIterationOutcome> GpuKrylov(GpuContext& ctx, SparseMethod meth
   if (!x_is_start) LINALGD_RETURN_IF_ERROR(pb.v.Zero(x));
   LINALGD_ASSIGN_OR_RETURN(pb.bnorm, pb.v.Nrm2(b));
   if (pb.bnorm == 0) return Done(0, 0, true);
-  switch (method) {
-    case SparseMethod::kCg:
-      return Cg(pb, b, x);
-    case SparseMethod::kBicgstab:
-      return Bicgstab(pb, b, x);
-    default:
-      return RunGmres(pb, b, x);
-  }
+  // As on the CPU (sparse_iterative.cc): the solve runs on b / 2^e and x / 2^e with
+  // ||b / 2^e|| in [1, 2), so that no dot product (r.z, p^T a p, t.s) under- or overflows for
+  // a finite b (f32 squares past its range from |b| ~ 1e-19 and 1e19); powers of two scale
+  // exactly, and x is scaled back.
+  const int limit = a.dtype() == DType::kF32 ? 126 : 1022;
+  const int e = std::clamp(std::ilogb(pb.bnorm), -limit, limit);
+  if (e == 0) return Run(pb, method, b, x);
+  LINALGD_ASSIGN_OR_RETURN(Work scaled, Work::Create(ctx, a.dtype(), a.n(), 1));
+  LINALGD_RETURN_IF_ERROR(pb.v.Copy(b, scaled[0]));
+  LINALGD_RETURN_IF_ERROR(pb.v.Scal(std::ldexp(1.0, -e), scaled[0]));
+  LINALGD_RETURN_IF_ERROR(pb.v.Scal(std::ldexp(1.0, -e), x));
+  pb.bnorm = std::ldexp(pb.bnorm, -e);
+  absl::StatusOr<GpuIterationOutcome> out = Run(pb, method, scaled[0], x);
+  LINALGD_RETURN_IF_ERROR(pb.v.Scal(std::ldexp(1.0, e), x));
+  return out;
 }
 
 }  // namespace linalgd::gpu

@@ -1,6 +1,7 @@
 // GPU sparse solves (cusolverSp direct, device CG/BiCGSTAB/GMRES with every
 // preconditioner) against dense float64 references and against the CPU
 // backend; failure cases. Skips cleanly without a device.
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <random>
@@ -150,6 +151,41 @@ TEST(GpuSparseFailureTest, StartingPointIsUsed) {
     EXPECT_LE(warm->iterations, 1) << SparseMethodName(m);
     EXPECT_GT(cold->iterations, 10) << SparseMethodName(m);
     EXPECT_LT(warm->residual, 1e-9);
+  }
+}
+
+std::vector<double> Times(std::vector<double> v, double c) {
+  for (double& e : v) e *= c;
+  return v;
+}
+
+// b times 2^k gives x times 2^k exactly, after the same iterations, on every Krylov method, for
+// k where ||b||^2 and the iteration's dot products under- or overflow (f32 from |b| ~ 1e-19 and
+// 1e19): the device solve runs on b scaled to norm [1, 2) as the CPU's does.
+TEST(GpuSparseFailureTest, RightHandSideTimesAPowerOfTwoGivesXTimesIt) {
+  LINALGD_REQUIRE_GPU();
+  Csr p = sparse_test::Poisson2D(10);
+  const std::vector<double> b = RandomB(p.n, 1, 11);
+  for (DType t : {DType::kF64, DType::kF32}) {
+    const std::vector<int> ks =
+        t == DType::kF64 ? std::vector<int>{-1000, -560, 560, 1000} : std::vector<int>{-84, 84};
+    for (SparseMethod m : {SparseMethod::kCg, SparseMethod::kBicgstab, SparseMethod::kGmres}) {
+      Request r;
+      r.method = m;
+      r.allow_fallback = false;
+      Tensor bt;
+      auto base = Solve(*gpu_test::FirstGpu(), p, t, b, 1, r, bt);
+      ASSERT_TRUE(base.ok()) << SparseMethodName(m) << ": " << base.status();
+      for (int k : ks) {
+        const double c = std::ldexp(1.0, k);
+        auto scaled = Solve(*gpu_test::FirstGpu(), p, t, Times(b, c), 1, r, bt);
+        ASSERT_TRUE(scaled.ok()) << SparseMethodName(m) << " 2^" << k << ": " << scaled.status();
+        EXPECT_EQ(scaled->method_used, m);
+        EXPECT_EQ(scaled->iterations, base->iterations) << SparseMethodName(m) << " 2^" << k;
+        EXPECT_EQ(test_ref::Values(scaled->x), Times(test_ref::Values(base->x), c))
+            << SparseMethodName(m) << " 2^" << k;
+      }
+    }
   }
 }
 
