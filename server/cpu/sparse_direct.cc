@@ -12,6 +12,7 @@
 #include "server/common/never_fits.h"
 #include "server/common/status_macros.h"
 #include "server/linalg/condition.h"
+#include "server/linalg/sparse_condition.h"
 
 namespace linalgd {
 namespace {
@@ -135,60 +136,14 @@ absl::Status AfterAnalysis(absl::string_view method, const Prediction& p,
 
 // ---- Condition --------------------------------------------------------
 
-// A power of two s with max |a_ij| / s in [2, 4) (real and imaginary parts
-// counted apart); 1 for a zero or non-finite a. Vectors of magnitude up to 2
-// scaled by it stay finite.
-double ScaleOf(const CsrView& a) {
-  const int64_t count = a.nnz() * (IsComplex(a.dtype) ? 2 : 1);
-  const double* v = a.as<double>();
-  double amax = 0;
-  for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::fabs(v[i]));
-  if (!(amax > 0) || !std::isfinite(amax)) return 1.0;
-  return std::ldexp(1.0, std::ilogb(amax) - 1);
-}
-
-// A ScaleOf at which row sums of |a_ij| may overflow.
+// A SparseScaleOf at which row sums of |a_ij| may overflow.
 constexpr double kHugeScale = 0x1p512;
-
-// ||a / s||_1 (the complex modulus for kC128): no overflow for s = ScaleOf(a).
-double Norm1Scaled(const CsrView& a, double s) {
-  std::vector<double> columns(a.cols, 0.0);
-  const bool complex = IsComplex(a.dtype);
-  const double* v = a.as<double>();
-  for (int64_t e = 0; e < a.nnz(); ++e) {
-    const double mag =
-        complex ? std::abs(Complex(v[2 * e] / s, v[2 * e + 1] / s)) : std::fabs(v[e] / s);
-    columns[a.col_indices[e]] += mag;
-  }
-  double norm = 0;
-  for (double c : columns) norm = std::max(norm, c);
-  return norm;
-}
-
-// Solves in place `cols` columns of `dim` values at v (column c at
-// v + c * dim): a^-1 v, or a^-T v when transposed.
-using ColumnsSolve = std::function<absl::Status(double* v, int64_t cols, bool transposed)>;
-
-// rcond of a from its factors' solves, both norms of a / s (s = ScaleOf(a):
-// the solves see s times each estimator vector, (a / s)^-1 v = a^-1 (s v)).
-// dim: the estimator's vector length (n, or 2n for a complex a's real form).
-absl::StatusOr<double> RcondFromSolves(const CsrView& a, int64_t dim, bool symmetric,
-                                       const ColumnsSolve& solve) {
-  const double s = ScaleOf(a);
-  auto scaled = [&](std::vector<double>& v, bool transposed, int64_t) -> absl::Status {
-    for (double& e : v) e *= s;
-    return solve(v.data(), static_cast<int64_t>(v.size()) / dim, transposed);
-  };
-  LINALGD_ASSIGN_OR_RETURN(double inv, EstimateInverseNorm1Paired(dim, scaled, symmetric));
-  return RcondFromNorms(Norm1Scaled(a, s), inv);
-}
 
 // FAILED_PRECONDITION when rcond is below limits.rcond_threshold.
 absl::Status ConditionVerdict(absl::string_view method, double rcond,
                               const DirectSolveLimits& limits) {
   if (limits.rcond_threshold <= 0 || rcond >= limits.rcond_threshold) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      NumericallySingularMessage(method, "a", rcond, limits.rcond_threshold));
+  return NumericallySingularError(method, "a", rcond, limits.rcond_threshold);
 }
 
 // ---- UMFPACK ------------------------------------------------------------
@@ -318,7 +273,7 @@ absl::StatusOr<double> UmfpackRcond(const CsrView& a, void* numeric, const doubl
     }
     return absl::OkStatus();
   };
-  return RcondFromSolves(a, dim, /*symmetric=*/false, solve);
+  return SparseRcondFromSolves(a, dim, /*symmetric=*/false, solve);
 }
 
 // x = a \ b with UMFPACK: analysis, limits, factorization, condition, solve.
@@ -334,7 +289,7 @@ absl::StatusOr<std::vector<typename U::Value>> UmfpackRun(const CsrView& a,
   // UMFPACK's default scaling divides each row by its sum of |a_ij|, which
   // overflows to inf (and makes a zero pivot) for entries near DBL_MAX; the
   // largest |a_ij| of each row does not.
-  if (ScaleOf(a) >= kHugeScale) control[UMFPACK_SCALE] = UMFPACK_SCALE_MAX;
+  if (SparseScaleOf(a) >= kHugeScale) control[UMFPACK_SCALE] = UMFPACK_SCALE_MAX;
   UmfpackObject<U::FreeSymbolic> symbolic;
   int st = U::Symbolic(a, &symbolic.p, control, info);
   if (st != UMFPACK_OK) return UmfpackError(st, absl::StrCat(U::kName, "_symbolic"));
@@ -380,7 +335,7 @@ absl::StatusOr<double> CholmodRcond(cholmod_factor* l, const CsrView& a, cholmod
     cholmod_free_dense(&x, c);
     return absl::OkStatus();
   };
-  return RcondFromSolves(a, n, /*symmetric=*/true, solve);
+  return SparseRcondFromSolves(a, n, /*symmetric=*/true, solve);
 }
 
 }  // namespace

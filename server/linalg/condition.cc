@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/status_macros.h"
 
@@ -113,6 +114,23 @@ std::string NumericallySingularMessage(absl::string_view method, absl::string_vi
                                        double rcond, double threshold) {
   return absl::StrCat(method, ": rcond ", rcond, " of ", name, " is below the threshold ",
                       threshold, " (--singular-rcond-factor * n * eps; numerically singular)");
+}
+
+namespace {
+constexpr char kNumericallySingularPayload[] = "linalgd-numerically-singular";
+}  // namespace
+
+absl::Status NumericallySingularError(absl::string_view method, absl::string_view name,
+                                      double rcond, double threshold) {
+  absl::Status s =
+      absl::FailedPreconditionError(NumericallySingularMessage(method, name, rcond, threshold));
+  s.SetPayload(kNumericallySingularPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsNumericallySingular(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         status.GetPayload(kNumericallySingularPayload).has_value();
 }
 
 namespace {

@@ -33,6 +33,15 @@ double SingularThreshold(double factor, int64_t n, DType t);
 std::string NumericallySingularMessage(absl::string_view method, absl::string_view name,
                                        double rcond, double threshold);
 
+// FAILED_PRECONDITION with NumericallySingularMessage, marked (a status
+// payload) so that IsNumericallySingular tells it from the method's other
+// failures (not positive definite, an exactly zero pivot): a sparse chain
+// whose Cholesky found a numerically singular goes past LU, which would
+// estimate the same rcond.
+absl::Status NumericallySingularError(absl::string_view method, absl::string_view name,
+                                      double rcond, double threshold);
+bool IsNumericallySingular(const absl::Status& status);
+
 // What Factorize says about a factor's condition: empty when info.rcond >=
 // info.rcond_threshold; otherwise, with allow_fallback, the text for
 // FactorizeResult::fallback (the factor is kept), and without it

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/linalg/condition.h"
 
 namespace linalgd {
 namespace {
@@ -43,9 +44,16 @@ absl::StatusOr<SparseSolveResult> RunSparseChain(const SparseSolveOp& op,
     if (attempt.status().code() != absl::StatusCode::kFailedPrecondition) {
       return attempt.status();
     }
-    const bool auto_step = op.method == SparseMethod::kAuto && m == SparseMethod::kCholesky;
-    const SparseMethod next = SparseFallback(m, plan);
+    SparseMethod next = SparseFallback(m, plan);
     notes.push_back(std::string(attempt.status().message()));
+    if (m == SparseMethod::kCholesky && next == SparseMethod::kLu &&
+        IsNumericallySingular(attempt.status())) {
+      // LU would estimate the same rcond of the same a and refuse it too.
+      notes.back() += "; lu skipped (the same rcond)";
+      next = SparseFallback(SparseMethod::kLu, plan);
+    }
+    const bool auto_step = op.method == SparseMethod::kAuto && m == SparseMethod::kCholesky &&
+                           next == SparseMethod::kLu;
     if ((!op.allow_fallback && !auto_step) || next == SparseMethod::kAuto) {
       return absl::FailedPreconditionError(absl::StrCat(
           absl::StrJoin(notes, "; "), op.allow_fallback ? "" : " (no_fallback is set)"));

@@ -36,7 +36,9 @@ using SparseMethodRunner = std::function<absl::StatusOr<SparseAttempt>(SparseMet
 
 // The method sequence both backends share: plan.first, then SparseFallback
 // while op.allow_fallback (AUTO's cholesky -> lu step is part of AUTO and is
-// taken even without it). The result carries the last method's x, the
+// taken even without it). A Cholesky failure that IsNumericallySingular
+// skips LU (the same a, the same rcond): with fallbacks the chain goes on to
+// qr, without them it ends there. The result carries the last method's x, the
 // fallback text ("cholesky: ...; used lu") and preconditioner_used; the
 // caller fills residual. Without a further method: FAILED_PRECONDITION with
 // every failure's message.

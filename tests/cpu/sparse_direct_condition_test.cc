@@ -26,6 +26,7 @@ using sparse_test::ComplexCsr;
 using sparse_test::Csr;
 using sparse_test::Request;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The path graph's Laplacian on n vertices (singular: constant vectors are
 // its null space) plus shift * I, plus `extra` at (0, 5). shift 0, extra
@@ -94,11 +95,15 @@ TEST_F(SparseDirectConditionTest, ANumericallySingularCholeskyFailsAsANonSpdOneD
     auto refused = Solve(a, m, /*fallback=*/false);
     ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
     EXPECT_THAT(refused.status().message(), HasSubstr("cholesky: rcond "));
+    // LU, which would find the same rcond, is not run.
+    EXPECT_THAT(refused.status().message(), Not(HasSubstr("lu: ")));
   }
   auto fell_back = Solve(a, SparseMethod::kAuto, /*fallback=*/true);
   ASSERT_TRUE(fell_back.ok()) << fell_back.status();
   EXPECT_EQ(fell_back->method_used, SparseMethod::kQr);
   EXPECT_THAT(fell_back->fallback, HasSubstr("cholesky: rcond "));
+  EXPECT_THAT(fell_back->fallback, HasSubstr("lu skipped (the same rcond); used qr"));
+  EXPECT_THAT(fell_back->fallback, Not(HasSubstr("lu: ")));
 }
 
 // The threshold is n * eps of double for every dtype (f32 is factored in
