@@ -4,7 +4,8 @@
 # --max-batch=1, echo) with long phases, samples the whole machine with `perf record -a` for
 # SAMPLE_SECONDS in the middle of each phase, and prints the microseconds of CPU a call cost the
 # bench's process in each phase, by shared object, then by function for OBJECTS (extended
-# regular expression of object names; the bench's own code, the server's included, by default).
+# regular expression of object names; the bench's own code, the server's included, by default),
+# and by thread name.
 #
 #   bash bench/batching_phases.sh --batch-shm --batch-connections 16    # 256 callers of 128^3
 #   bash bench/batching_phases.sh --batch-shm --batch-connections 16 --batch-callers 64 \
@@ -93,6 +94,10 @@ def table(title, sort, extra=(), top=16):
 
 print("calls/s: " + ", ".join(f"{p} {m[p + '.calls_per_second']:.0f}" for p in phases))
 table("by object", "dso")
+# Which threads: the service's are named (lnd-cpu, lnd-gpu:0, lnd-watchdog, lnd-monitor,
+# lnd-shm, lnd-pool), gRPC's and CUDA's (cuda-EvtHandlr) name theirs; the rest show the
+# process's name.
+table("by thread name and object", "comm,dso", top=24)
 dsos = sorted({k for p in phases for k in samples(p, "dso") if re.search(objects, k)})
 if dsos:
     table(f"functions of {', '.join(dsos)}", "sym", ("--dso", ",".join(dsos)), 30)

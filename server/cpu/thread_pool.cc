@@ -5,6 +5,8 @@
 #include <memory>
 #include <utility>
 
+#include "server/common/thread_name.h"
+
 namespace linalgd {
 namespace {
 
@@ -58,6 +60,7 @@ void ThreadPool::Schedule(std::function<void()> task) {
 }
 
 void ThreadPool::WorkerLoop() {
+  NameThisThread("lnd-pool");
   for (;;) {
     std::function<void()> task;
     {

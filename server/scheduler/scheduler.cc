@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/final_answer.h"
 #include "server/common/logging.h"
+#include "server/common/thread_name.h"
 #include "server/linalg/empty_work.h"
 #include "server/scheduler/job_trace.h"
 #include "spdlog/spdlog.h"
@@ -74,6 +75,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, Backend* cpu, std::vector<
 }
 
 void Scheduler::SweepLoop() {
+  NameThisThread("lnd-watchdog");
   while (!stop_sweeping_.WaitForNotificationWithTimeout(kSweepPeriod)) {
     const absl::Time now = absl::Now();
     for (const auto& lane : lanes_) {
@@ -259,6 +261,7 @@ bool Scheduler::StartReplacement(Lane& lane, Worker& stuck) {
 }
 
 void Scheduler::WorkerLoop(Lane& lane, std::shared_ptr<Worker> w) {
+  NameThisThread(absl::StrCat("lnd-", lane.backend->name()));
   Worker& worker = *w;
   while (true) {
     try {

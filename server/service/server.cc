@@ -15,6 +15,7 @@
 #include "server/common/heap.h"
 #include "server/common/memory_budget.h"
 #include "server/common/status_macros.h"
+#include "server/common/thread_name.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_engine.h"
 #include "server/metrics/linalgd_metrics.h"
@@ -278,6 +279,7 @@ absl::Status ServerImpl::StartMetrics() {
 }
 
 void ServerImpl::MonitorDevices() {
+  NameThisThread("lnd-monitor");
   while (!stop_monitor_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
     store_->Sweep();  // expired objects go at their time, not at the next store call
     const auto fenced = scheduler_->FencedLanes();

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/thread_name.h"
 #include "server/common/unix_socket.h"
 #include "spdlog/spdlog.h"
 
@@ -216,7 +217,10 @@ absl::StatusOr<std::unique_ptr<ShmListener>> ShmListener::Start(const Options& o
 
 ShmListener::ShmListener(std::string path, std::string private_dir, std::unique_ptr<Loop> loop)
     : path_(std::move(path)), private_dir_(std::move(private_dir)), loop_(std::move(loop)) {
-  thread_ = std::thread([this] { loop_->Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("lnd-shm");
+    loop_->Run();
+  });
 }
 
 ShmListener::~ShmListener() { Stop(); }

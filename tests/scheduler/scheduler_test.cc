@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -40,6 +43,33 @@ TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
 // With measured thresholds (--cpu-threshold auto), the job's kind and dtype
 // pick its threshold: 512 is below matmul f32's 1024 (CPU) and above f64's
 // 128 (GPU); f16 uses f32's.
+// The names of this process's threads (/proc/self/task/*/comm).
+std::multiset<std::string> ThreadNames() {
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  return names;
+}
+
+// The scheduler's threads carry names a profile or `top -H` can tell apart:
+// each lane's workers and the watchdog.
+TEST(SchedulerTest, ItsThreadsAreNamed) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  Outcome out;
+  Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
+  s.Submit(std::make_unique<TestJob>(1, Spec(64), &out));
+  s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
+  ASSERT_TRUE(out.WaitFor(2));
+  const std::multiset<std::string> names = ThreadNames();
+  EXPECT_GE(names.count("lnd-cpu"), 1u);
+  EXPECT_GE(names.count("lnd-gpu:0"), 1u);
+  EXPECT_EQ(names.count("lnd-watchdog"), 1u);
+}
+
 TEST(SchedulerTest, MeasuredThresholdOfTheJobsKindAndDTypeRoutes) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
