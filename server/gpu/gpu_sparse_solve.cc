@@ -11,6 +11,7 @@
 #include "server/gpu/sparse_gpu_krylov.h"
 #include "server/gpu/sparse_gpu_ops.h"
 #include "server/gpu/sparse_gpu_preconditioner.h"
+#include "server/linalg/condition.h"
 #include "server/linalg/sparse_chain.h"
 
 namespace linalgd::gpu {
@@ -27,7 +28,11 @@ class GpuSparseJob {
   absl::StatusOr<SparseAttempt> Run(SparseMethod m) {
     if (IsIterative(m)) return Iterate(m);
     const SparseMethod device_method = m == SparseMethod::kLu ? SparseMethod::kQr : m;
-    absl::StatusOr<Tensor> x = direct_->Solve(ctx_, device_method, op_.a, op_.b);
+    SparseDirectOptions options;
+    // eps of a's dtype: the device factors in it (f32 and c64 too).
+    options.rcond_threshold = SingularThreshold(ctx_.singular_rcond_factor, plan_.n, op_.a.dtype);
+    options.stop = op_.stop;
+    absl::StatusOr<Tensor> x = direct_->Solve(ctx_, device_method, op_.a, op_.b, options);
     if (!x.ok()) return DirectFailure(device_method, x.status());
     SparseAttempt attempt;
     attempt.x = std::move(*x);

@@ -2,9 +2,11 @@
 // preconditioner) against dense float64 references and against the CPU
 // backend; failure cases. Skips cleanly without a device.
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -200,6 +202,145 @@ TEST(GpuSparseFailureTest, SingularQrGoesToTheCpuWhenFallbacksAreAllowed) {
   EXPECT_EQ(res.status().code(), absl::StatusCode::kInternal) << res.status();
   EXPECT_THAT(res.status().message(), HasSubstr("qr: a is singular"));
   EXPECT_FALSE(gpu_test::FirstGpu()->fenced());
+}
+
+// The rcond a numerically singular solve's message names ("...: rcond 1.2e-17
+// of a is below ..."); -1 when there is none.
+double RcondInMessage(absl::string_view message) {
+  const size_t at = message.find("rcond ");
+  if (at == absl::string_view::npos) return -1;
+  return std::strtod(std::string(message.substr(at + 6)).c_str(), nullptr);
+}
+
+// The exact 1-norm rcond, 1 / (||a||_1 ||a^-1||_1), from a's dense inverse.
+double ExactRcond1(const Csr& a) {
+  const int n = static_cast<int>(a.n);
+  std::vector<double> eye(n * n, 0.0);
+  for (int i = 0; i < n; ++i) eye[i * n + i] = 1;
+  const std::vector<double> dense = a.Dense();
+  const std::vector<double> inv = test_ref::GaussSolve(dense, eye, n, n);
+  auto norm1 = [n](const std::vector<double>& m) {
+    double best = 0;
+    for (int j = 0; j < n; ++j) {
+      double col = 0;
+      for (int i = 0; i < n; ++i) col += std::fabs(m[i * n + j]);
+      best = std::max(best, col);
+    }
+    return best;
+  };
+  return 1 / (norm1(dense) * norm1(inv));
+}
+
+// 1e6 times the upper bidiagonal (1, -2): its R is itself (no pivot is
+// small: cusolverSp's singularity tolerance never fires) and its condition
+// grows as 2^n; n = 50 is past n * eps (rcond ~ 1e-16).
+Csr Bidiagonal(int64_t n) {
+  std::vector<double> d(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    d[i * n + i] = 1e6;
+    if (i + 1 < n) d[i * n + i + 1] = -2e6;
+  }
+  return sparse_test::FromDense(d, n);
+}
+
+// A numerically singular nonsymmetric a on the device's qr is refused
+// naming its rcond (the estimate with a's factors and a^T's, within a factor
+// of 10 of the exact one), as the CPU's lu refuses it; one degree better
+// conditioned, both solve it.
+TEST(GpuSparseConditionTest, NumericallySingularNonsymmetricIsRefusedAsOnTheCpu) {
+  LINALGD_REQUIRE_GPU();
+  auto cpu_backend = CreateCpuBackend({1, 1});
+  Request r;
+  r.allow_fallback = false;
+  Tensor bt;
+  Csr a = Bidiagonal(50);
+  const double exact = ExactRcond1(a);
+  for (SparseMethod m : {SparseMethod::kQr, SparseMethod::kLu}) {
+    SCOPED_TRACE(SparseMethodName(m));
+    r.method = m;
+    auto gpu = Solve(*gpu_test::FirstGpu(), a, DType::kF64, RandomB(a.n, 1, 3), 1, r, bt);
+    EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition) << gpu.status();
+    EXPECT_THAT(gpu.status().message(), HasSubstr("qr: rcond"));
+    EXPECT_THAT(gpu.status().message(), HasSubstr("numerically singular"));
+    const double rcond = RcondInMessage(gpu.status().message());
+    EXPECT_GE(rcond, exact * 0.5) << gpu.status();
+    EXPECT_LE(rcond, exact * 10) << gpu.status();
+  }
+  r.method = SparseMethod::kLu;
+  auto cpu = Solve(*cpu_backend, a, DType::kF64, RandomB(a.n, 1, 3), 1, r, bt);
+  EXPECT_EQ(cpu.status().code(), absl::StatusCode::kFailedPrecondition) << cpu.status();
+  EXPECT_THAT(cpu.status().message(), HasSubstr("lu: rcond"));
+  // Fallbacks allowed: the device has no sparse least squares; INTERNAL
+  // sends the job to the CPU (SPQR), as a singular qr does.
+  r.allow_fallback = true;
+  auto rerun = Solve(*gpu_test::FirstGpu(), a, DType::kF64, RandomB(a.n, 1, 3), 1, r, bt);
+  EXPECT_EQ(rerun.status().code(), absl::StatusCode::kInternal) << rerun.status();
+  EXPECT_THAT(rerun.status().message(), HasSubstr("qr: rcond"));
+
+  Csr fine = Bidiagonal(30);  // rcond ~ 3e-10
+  r.method = SparseMethod::kQr;
+  r.allow_fallback = false;
+  const std::vector<double> b = RandomB(fine.n, 2, 4);
+  auto ok = Solve(*gpu_test::FirstGpu(), fine, DType::kF64, b, 2, r, bt);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_LT(
+      test_ref::RelError(test_ref::Values(ok->x), test_ref::GaussSolve(fine.Dense(), b, 30, 2)),
+      1e-5);
+  EXPECT_FALSE(gpu_test::FirstGpu()->fenced());
+}
+
+// An SPD a with one isolated diagonal entry 1e-20: its Cholesky pivot
+// (1e-10) passes cusolverSp's tolerance, so only the estimate sees it; the
+// estimate finds the exact rcond (1e-20 / ||a||_1), as CHOLMOD's does.
+TEST(GpuSparseConditionTest, NumericallySingularSpdIsRefusedAsOnTheCpu) {
+  LINALGD_REQUIRE_GPU();
+  const int64_t n = 37;
+  std::vector<double> d = sparse_test::Poisson2D(6).Dense();  // 36 x 36
+  std::vector<double> big(n * n, 0.0);
+  for (int64_t i = 0; i < 36; ++i) {
+    for (int64_t j = 0; j < 36; ++j) big[i * n + j] = d[i * 36 + j];
+  }
+  big[n * n - 1] = 1e-20;
+  Csr a = sparse_test::FromDense(big, n);
+  const double exact = 1e-20 / 8.0;  // ||a||_1: the Laplacian's largest column sum, 8
+  Request r;
+  r.method = SparseMethod::kCholesky;
+  r.allow_fallback = false;
+  Tensor bt;
+  auto gpu = Solve(*gpu_test::FirstGpu(), a, DType::kF64, RandomB(n, 1, 5), 1, r, bt);
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition) << gpu.status();
+  EXPECT_THAT(gpu.status().message(), HasSubstr("cholesky: rcond"));
+  const double rcond = RcondInMessage(gpu.status().message());
+  EXPECT_NEAR(rcond, exact, exact * 1e-4) << gpu.status();
+  auto cpu_backend = CreateCpuBackend({1, 1});
+  auto cpu = Solve(*cpu_backend, a, DType::kF64, RandomB(n, 1, 5), 1, r, bt);
+  EXPECT_EQ(cpu.status().code(), absl::StatusCode::kFailedPrecondition) << cpu.status();
+  EXPECT_THAT(cpu.status().message(), HasSubstr("cholesky: rcond"));
+  EXPECT_NEAR(RcondInMessage(cpu.status().message()), exact, exact * 1e-4) << cpu.status();
+  // f32: the threshold is n * eps(f32); the same a is refused there too.
+  gpu = Solve(*gpu_test::FirstGpu(), a, DType::kF32, RandomB(n, 1, 5), 1, r, bt);
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition) << gpu.status();
+  EXPECT_FALSE(gpu_test::FirstGpu()->fenced());
+}
+
+// Several right-hand sides come from one factorization: each column is its
+// own solve (x against the reference for every column).
+TEST(GpuSparseConditionTest, ManyColumnsFromOneFactorization) {
+  LINALGD_REQUIRE_GPU();
+  Csr a = sparse_test::Poisson2D(12);
+  const int64_t k = 5;
+  const std::vector<double> b = RandomB(a.n, k, 6);
+  const std::vector<double> ref = test_ref::GaussSolve(a.Dense(), b, a.n, k);
+  for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kQr}) {
+    SCOPED_TRACE(SparseMethodName(m));
+    Request r;
+    r.method = m;
+    r.allow_fallback = false;
+    Tensor bt;
+    auto res = Solve(*gpu_test::FirstGpu(), a, DType::kF64, b, k, r, bt);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_LT(test_ref::RelError(test_ref::Values(res->x), ref), 1e-10);
+  }
 }
 
 }  // namespace
