@@ -9,7 +9,7 @@
 #
 #   bash bench/batching_phases.sh --batch-shm --batch-connections 16    # 256 callers of 128^3
 #   bash bench/batching_phases.sh --batch-shm --batch-connections 16 --batch-callers 64 \
-#     --batch-n 64 --batch-inline-max-us 0                                  # the CPU lane
+#     --batch-n 64 --batch-inline-max-us 0 --batch-cpu-threshold 1000000    # the CPU lane
 #
 # Extra arguments go to linalgd-bench (--batch-seconds is set here: PHASE, default 9 s, must
 # leave the warm-up and SAMPLE_SECONDS, default 3, inside it). B: the folder of linalgd-bench

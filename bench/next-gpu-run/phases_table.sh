@@ -17,7 +17,9 @@ phases() {  # NAME ARGS...: batching_phases.sh's output in $logs/NAME.log, its p
   { echo "== $n"; grep -vE "^\[" "$logs/$n.log" | head -80; } >> "$s"
 }
 phases phases_gpu128 --batch-shm --batch-connections 16
+# --batch-cpu-threshold: the CPU lane for real (its default, 0, sends every product to the GPU
+# where there is one: run 24's and 26's "CPU lane" phase ran its 64^3 products on gpu:0).
 phases phases_cpu64 --batch-shm --batch-connections 16 --batch-callers 64 --batch-n 64 \
-  --batch-inline-max-us 0
+  --batch-inline-max-us 0 --batch-cpu-threshold 1000000
 tar cJf "$out/logs-phases.tar.xz" -C "$out" logs phases_gpu128 phases_cpu64 && rm -rf "$logs"/phases_*
 OUT=$out timeout 440 bash "$h/table.sh"
