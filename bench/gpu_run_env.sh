@@ -6,7 +6,8 @@
 # seconds appended to $s); exports OPENBLAS_CORETYPE (SkylakeX where the CPU has AVX-512:
 # Debian's OpenBLAS would otherwise pick a slower kernel on the host's CPU) and the bundled
 # CRC32C library; writes the GPU, the Python stack and the server's version to $s.
-# gpu_suites runs the three GPU suites.
+# gpu_suites runs the three GPU suites; phases NAME ARGS... runs batching_phases.sh (bundled
+# beside, with /usr/bin/perf) with linalgd-bench's ARGS.
 h=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$h/env.sh"
 out=${OUT:-/tmp/out}; logs=$out/logs; json=$out/json; mkdir -p "$logs" "$json"
@@ -27,4 +28,12 @@ gpu_suites() {
       head -20 | sed "s/^/$f: /" >> "$s"
   done
   grep -hE "Failure|Expected|Which is|Value of" "$logs"/gpu_*.log | head -40 >> "$s"
+}
+# batching_phases.sh's output in $logs/NAME.log and the summary, its perf data dropped.
+phases() {
+  local n=$1; shift
+  B=$h/bin PERF=$h/bin/perf OUT=$out/$n OBJECTS=${OBJECTS:-linalgd-bench|libc.so|libcuda} \
+    run "$n" 90 bash "$h/batching_phases.sh" "$@"
+  rm -f "$out/$n"/*.data
+  { echo "== $n"; grep -vE "^\[" "$logs/$n.log" | head -80; } >> "$s"
 }

@@ -172,6 +172,7 @@ def throughput(report, docs):
                 c = d.get("config", {})
                 path += " " + c.get("batching.backend", "")
                 path += " shm" if "shm" in conns else ""
+                path += " in place" if "in place" in conns else ""
                 gi = c.get("batching.gpu_inline_max_us", "0")
                 path += f" gpu-inline {gi} us" if gi != "0" else ""
             # The file names the run: two runs of one workload differ only in how the

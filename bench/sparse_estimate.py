@@ -59,7 +59,8 @@ def main():
         except linalgd.LinalgdError as e:
             print(f"poisson{kind}_n={n} cholesky failed: {e}", flush=True)
             continue
-        print(f"poisson{kind}_n={n} cholesky on {r.info.backend}: run {statistics.median(runs):.1f} "
+        run = statistics.median(runs)
+        print(f"poisson{kind}_n={n} cholesky on {r.info.backend}: run {run:.1f} "
               f"ms, wall {statistics.median(walls):.1f} ms (median of {args.reps}; runs "
               f"{', '.join(f'{x:.1f}' for x in runs)}), residual {r.residual:.2e}, "
               f"method {r.method_used.name.lower()}", flush=True)

@@ -9,13 +9,6 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/gpu_run_env.sh" phases
-phases() {  # NAME ARGS...: batching_phases.sh's output in $logs/NAME.log, its perf data dropped
-  local n=$1; shift
-  B=$h/bin PERF=$h/bin/perf OUT=$out/$n OBJECTS=${OBJECTS:-linalgd-bench|libc.so|libcuda} \
-    run "$n" 90 bash "$h/batching_phases.sh" "$@"
-  rm -f "$out/$n"/*.data
-  { echo "== $n"; grep -vE "^\[" "$logs/$n.log" | head -80; } >> "$s"
-}
 phases phases_gpu128 --batch-shm --batch-connections 16
 # --batch-cpu-threshold: the CPU lane for real (its default, 0, sends every product to the GPU
 # where there is one: run 24's and 26's "CPU lane" phase ran its 64^3 products on gpu:0).

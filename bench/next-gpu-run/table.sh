@@ -5,7 +5,8 @@
 #   - small calls: the CPU lane's 64^3 p50 against the echo (three rounds), the GPU lane's
 #     128^3 p50 queued and with --gpu-inline-max-us 200 (three rounds, interleaved);
 #   - batching: 256 callers of 128^3 through shm against the echo ceiling, GPU jobs queued
-#     (three rounds) and inline under 200 us (two), 16 and 64 callers, and the CPU lane
+#     (three rounds), inline under 200 us (two) and with callers whose tensors stay in shared
+#     memory (--batch-shm-in-place, three), 16 and 64 callers, and the CPU lane
 #     batched; each with the CPU a call cost the bench's process (callers and server);
 #   - the f64 solve n = 8192 end to end through the C++ client over TCP against in-process
 #     LAPACK (e2e64), the accuracy and decision tables, the data paths at 1024-4096;
@@ -54,6 +55,7 @@ batching() {  # 256 callers in rounds, then 16 and 64 callers (the plot's caller
   for r in 1 2 3; do
     run "batching_shm_$r" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --json "$json/batching_shm_$r.json"
     [[ $r == 3 ]] || run "batching_shm_inline_$r" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --batch-gpu-inline-max-us 200 --json "$json/batching_shm_inline_$r.json"
+    run "batching_shm_in_place_$r" 40 "$B" --workloads batching --batch-shm --batch-shm-in-place --batch-connections 16 --json "$json/batching_shm_in_place_$r.json"
   done
   for c in 16 64; do
     run "batching_shm_c$c" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --batch-callers $c --json "$json/batching_shm_c$c.json"

@@ -2,7 +2,7 @@
 the flag; a batching run records the one its in-process servers were started with) and the data
 workload's --data-dtype; bench/python_transfer.py compares both clients in the dtype asked; a
 batching run reports the CPU a call cost its process in each phase (the echo's only when its
-server is there too)."""
+server is there too); --batch-shm-in-place runs callers whose tensors stay in shared memory."""
 import json
 import os
 import subprocess
@@ -119,3 +119,18 @@ def test_a_bench_scripts_server_reads_its_port_from_its_log_and_a_failed_start_s
     with pytest.raises(RuntimeError) as e:
         local_server.start(os.environ["LINALGD_SERVER"], "--cpu-threshold", "fast", timeout=20)
     assert "--cpu-threshold" in str(e.value)
+
+
+def test_batching_in_place_callers_run_and_say_so(tmp_path):
+    # Shared tensors filled once: every call succeeds (the bench stops at the first error) and
+    # the run's configuration says the tensors stayed in place.
+    out = tmp_path / "batch.json"
+    subprocess.run([bench_binary(), "--workloads", "batching", "--batch-shm",
+                    "--batch-shm-in-place", "--batch-connections", "2", "--batch-n", "16",
+                    "--batch-callers", "4", "--batch-seconds", "0.3",
+                    "--batch-latency-iterations", "10", "--json", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    doc = json.loads(out.read_text())
+    assert doc["config"]["batching.connections"] == "2 (shm, in place)"
+    m = {x["name"]: x["value"] for x in doc["measurements"]}
+    assert m["batched.calls_per_second"] > 0 and m["unbatched.calls_per_second"] > 0

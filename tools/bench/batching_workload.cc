@@ -11,7 +11,9 @@
 // own (the echo likewise). With --batch-shm the operands and result go
 // through same-host shared memory, a region per caller (a client per caller
 // unless --batch-connections), so the socket carries only small requests and
-// responses; the echo is then of messages of their size.
+// responses; the echo is then of messages of their size. With
+// --batch-shm-in-place too, each caller's operands and result are shared
+// tensors filled once, so no call copies a tensor on either side.
 // Each setting also reports the server's mean queue and run time per call
 // (from the responses), so that what lies outside the server shows.
 #include <algorithm>
@@ -110,11 +112,13 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   absl::StatusOr<std::vector<std::unique_ptr<Client>>> clients = Clients(o, (*server)->port());
   if (!clients.ok()) return clients.status();
   const MatmulOperands operands(o.batch_n, o.batch_n, o.batch_n);
+  const bool in_place = o.batch_shm && o.batch_shm_in_place;
   std::vector<std::unique_ptr<Caller>> callers;
   std::vector<MatmulCaller*> matmul_callers;
   for (int i = 0; i < o.batch_callers; ++i) {
     auto caller = std::make_unique<MatmulCaller>(
-        *(*clients)[static_cast<size_t>(i) % clients->size()], operands);
+        *(*clients)[static_cast<size_t>(i) % clients->size()], operands, in_place);
+    if (absl::Status s = caller->Init(); !s.ok()) return s;
     matmul_callers.push_back(caller.get());
     callers.push_back(std::move(caller));
   }
@@ -129,7 +133,8 @@ absl::StatusOr<Setting> Measure(const BenchOptions& o, int max_batch) {
   }
   s.mean_batch /= callers.size();
   ServerMeans(matmul_callers, s.queue_us, s.run_us);
-  MatmulCaller one(*(*clients)[0], operands);
+  MatmulCaller one(*(*clients)[0], operands, in_place);
+  if (absl::Status st = one.Init(); !st.ok()) return st;
   absl::StatusOr<std::vector<double>> calls = TimeCalls(one, 20, o.batch_latency_iterations);
   if (!calls.ok()) return calls.status();
   s.low_load = Summarize(*std::move(calls));
@@ -184,7 +189,10 @@ class BatchingWorkload final : public Workload {
     absl::StatusOr<Setting> echo = MeasureEcho(ctx);
     if (!echo.ok()) return echo.status();
     const std::string w(name());
-    report.SetConfig(w + ".connections", absl::StrCat(ClientCount(o), o.batch_shm ? " (shm)" : ""));
+    report.SetConfig(w + ".connections",
+                     absl::StrCat(ClientCount(o), !o.batch_shm           ? ""
+                                                  : o.batch_shm_in_place ? " (shm, in place)"
+                                                                         : " (shm)"));
     if (o.batch_shm) {
       report.SetConfig(w + ".echo_bytes", absl::StrCat(kShmRequestBytes, " request, ",
                                                        kShmResponseBytes, " response"));

@@ -48,6 +48,11 @@ struct BenchOptions {
   // --batch-connections each caller then has a client of its own.
   int batch_connections = 1;
   bool batch_shm = false;
+  // With batch_shm: each caller's operands and result are SharedTensors of
+  // its client, filled once; a call sends references alone and nothing is
+  // copied on either side (a caller whose tensors already live in shared
+  // memory), where batch_shm alone copies them through the client's region.
+  bool batch_shm_in_place = false;
   int batch_handles = 4;  // --handles-per-device (GPU workers) of the batching servers
   // --inline-max-us of the batching servers; negative: the server's default.
   // 0 sends every CPU job through the queue and the batcher, the path a GPU

@@ -1,6 +1,8 @@
 #include "tools/bench/callers.h"
 
+#include <memory>
 #include <random>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -28,11 +30,34 @@ MatmulOperands::MatmulOperands(int64_t m, int64_t n, int64_t k, client::DType dt
       a(RandomMatrix(m, k, 1, dtype)),
       b(RandomMatrix(k, n, 2, dtype)) {}
 
-MatmulCaller::MatmulCaller(Client& client, const MatmulOperands& operands)
-    : client_(client), operands_(operands) {}
+MatmulCaller::MatmulCaller(Client& client, const MatmulOperands& operands, bool in_place)
+    : client_(client), operands_(operands), in_place_(in_place) {}
+
+absl::Status MatmulCaller::Init() {
+  if (!in_place_) return absl::OkStatus();
+  for (auto [dst, src] : {std::pair{&a_, &operands_.a}, std::pair{&b_, &operands_.b}}) {
+    absl::StatusOr<std::unique_ptr<client::SharedTensor>> t =
+        client_.CreateSharedTensor(src->dtype(), src->shape());
+    if (!t.ok()) return t.status();
+    *dst = *std::move(t);
+    if (absl::Status s = (*dst)->CopyFrom(*src); !s.ok()) return s;
+  }
+  absl::StatusOr<std::unique_ptr<client::SharedTensor>> out =
+      client_.CreateSharedTensor(operands_.dtype, {operands_.m, operands_.n});
+  if (!out.ok()) return out.status();
+  out_ = *std::move(out);
+  return absl::OkStatus();
+}
 
 absl::Status MatmulCaller::Prepare() {
   next_ = client::MatmulArgs();
+  if (in_place_) {
+    if (out_ == nullptr) return absl::FailedPreconditionError("MatmulCaller: Init() first");
+    next_.a_shared = a_.get();
+    next_.b_shared = b_.get();
+    next_.out_shared = out_.get();
+    return absl::OkStatus();
+  }
   next_.a = operands_.a;
   next_.b = operands_.b;
   return absl::OkStatus();

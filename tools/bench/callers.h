@@ -1,7 +1,9 @@
 #ifndef LINALGD_TOOLS_BENCH_CALLERS_H_
 #define LINALGD_TOOLS_BENCH_CALLERS_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 
 #include "absl/types/optional.h"
 #include "linalgd/client.h"
@@ -34,11 +36,20 @@ inline constexpr int64_t kShmRequestBytes = 320, kShmResponseBytes = 128;
 
 // linalgd Matmul of fixed operands through a shared Client. Prepare() copies
 // the operands into the next request (untimed); Call() sends it (timed).
+// in_place: the operands and the result live in SharedTensors of the client
+// (which needs use_shared_memory), made by Init() with the operands copied
+// there once; each call then sends references alone, and neither side copies
+// a tensor (the client's shared-memory path copies them into and out of its
+// region on every call).
 class MatmulCaller final : public Caller {
  public:
-  MatmulCaller(Client& client, const MatmulOperands& operands);
+  MatmulCaller(Client& client, const MatmulOperands& operands, bool in_place = false);
+  // in_place: creates the shared tensors (once, before the first Call()).
+  absl::Status Init();
   absl::Status Prepare() override;
   absl::Status Call() override;
+  double mean_run_seconds() const { return total_run_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
+  double mean_queue_seconds() const { return total_queue_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
   // ExecutionInfo of the last successful call.
   const client::ExecutionInfo& last_info() const { return last_info_; }
   // Sums over the successful calls since construction or ResetCounters().
@@ -50,6 +61,8 @@ class MatmulCaller final : public Caller {
  private:
   Client& client_;
   const MatmulOperands& operands_;
+  const bool in_place_;
+  std::unique_ptr<client::SharedTensor> a_, b_, out_;  // in_place
   client::MatmulArgs next_;
   client::ExecutionInfo last_info_;
   int64_t calls_ = 0, total_run_ns_ = 0, total_queue_ns_ = 0;

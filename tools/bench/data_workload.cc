@@ -91,50 +91,12 @@ absl::StatusOr<PathRate> TimePath(const std::string& target, const BenchOptions&
   return r;
 }
 
-// Matmul of SharedTensor operands into a SharedTensor result.
-class InPlaceCaller final : public Caller {
- public:
-  explicit InPlaceCaller(Client& client) : client_(client) {}
-  absl::Status Init(const MatmulOperands& operands) {
-    for (auto [dst, src] : {std::pair{&a_, &operands.a}, std::pair{&b_, &operands.b}}) {
-      auto t = client_.CreateSharedTensor(src->dtype(), src->shape());
-      if (!t.ok()) return t.status();
-      *dst = *std::move(t);
-      if (absl::Status s = (*dst)->CopyFrom(*src); !s.ok()) return s;
-    }
-    auto out = client_.CreateSharedTensor(operands.dtype, {operands.m, operands.n});
-    if (!out.ok()) return out.status();
-    out_ = *std::move(out);
-    return absl::OkStatus();
-  }
-  absl::Status Call() override {
-    client::MatmulArgs args;
-    args.a_shared = a_.get();
-    args.b_shared = b_.get();
-    args.out_shared = out_.get();
-    absl::StatusOr<client::MatmulResult> r = client_.Matmul(std::move(args));
-    if (!r.ok()) return r.status();
-    ++calls_;
-    run_ns_ += r->info.run_time_ns;
-    queue_ns_ += r->info.queue_time_ns;
-    return absl::OkStatus();
-  }
-  double mean_run_seconds() const { return run_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
-  double mean_queue_seconds() const { return queue_ns_ / 1e9 / std::max<int64_t>(1, calls_); }
-  void ResetCounters() { calls_ = run_ns_ = queue_ns_ = 0; }
-
- private:
-  Client& client_;
-  std::unique_ptr<client::SharedTensor> a_, b_, out_;
-  int64_t calls_ = 0, run_ns_ = 0, queue_ns_ = 0;
-};
-
 absl::StatusOr<PathRate> TimeInPlace(const std::string& target, const BenchOptions& o,
                                      const MatmulOperands& operands) {
   absl::StatusOr<std::unique_ptr<Client>> client = PathClient(target, o, "in_place", 0, nullptr);
   if (!client.ok()) return client.status();
-  InPlaceCaller caller(**client);
-  if (absl::Status s = caller.Init(operands); !s.ok()) return s;
+  MatmulCaller caller(**client, operands, /*in_place=*/true);
+  if (absl::Status s = caller.Init(); !s.ok()) return s;
   absl::StatusOr<std::vector<double>> calls = TimeCalls(caller, 1, 0);
   if (!calls.ok()) return calls.status();
   caller.ResetCounters();

@@ -142,6 +142,9 @@ void AddFlags(CLI::App& app, BenchOptions& o) {
   app.add_flag("--batch-shm", o.batch_shm,
                "batching: tensors through shared memory (a client per caller unless "
                "--batch-connections)");
+  app.add_flag("--batch-shm-in-place", o.batch_shm_in_place,
+               "batching, with --batch-shm: each caller's operands and result are shared "
+               "tensors, filled once (no copy into or out of a region per call)");
 }
 
 }  // namespace
