@@ -129,3 +129,11 @@ def test_an_expired_tensor_is_freed_without_another_store_call(start_server):
             assert time.monotonic() < deadline, "the expired tensor is still counted"
             time.sleep(0.2)
         assert metric_value(s.metrics_port, "linalgd_resident_store_objects") == 0
+
+
+@pytest.mark.parametrize("placement", [5, 0.5, b"host"])
+def test_a_placement_that_is_not_a_string_is_refused_naming_it(client, placement):
+    before = [t.id for t in client.list_tensors()]
+    with pytest.raises(TypeError, match=r"put: placement is 'host' or 'gpu:N' \(a str\), not "):
+        client.put(np.ones(4, np.float32), placement=placement)
+    assert [t.id for t in client.list_tensors()] == before  # nothing was sent

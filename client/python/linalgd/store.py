@@ -56,6 +56,9 @@ def put_item(arr, wire, placement=None, ttl=None, no_evict=False):
         arr = np.ascontiguousarray(arr, dtype=little)
     if arr.ndim < 1:
         raise ValueError("put: needs at least 1 dimension")
+    if placement is not None and not isinstance(placement, str):
+        raise TypeError(f"put: placement is 'host' or 'gpu:N' (a str), not "
+                        f"{type(placement).__name__} {placement!r}")
     raw = memoryview(arr.reshape(-1).view(np.uint8))  # cast() refuses a 0 in the shape
     header = pb.PutTensorHeader(dtype=int(wire), shape=arr.shape, placement=placement or "",
                                 ttl_seconds=float(ttl or 0), total_bytes=len(raw),
