@@ -47,11 +47,10 @@ class GpuSparseJob {
   absl::StatusOr<SparseAttempt> Iterate(SparseMethod m);
 
   // What a direct method's failure means on the device. A singular real
-  // system with fallbacks allowed needs least squares, which the device lacks:
-  // INTERNAL, so the job reruns on the CPU. A complex one that defeats
-  // cusolverSp (its QR's singularity tolerance) is left to the CPU's complex
-  // LU (UMFPACK), whose decision and message then stand: UNIMPLEMENTED, also
-  // rerun on the CPU (RetryableOnCpu).
+  // system (or a numerically singular one) with fallbacks allowed needs least
+  // squares, which the device lacks: INTERNAL, so the job reruns on the CPU. A complex one that
+  // defeats cusolverSp (its QR's singularity tolerance) is left to the CPU's complex LU (UMFPACK),
+  // whose decision and message then stand: UNIMPLEMENTED, also rerun on the CPU (RetryableOnCpu).
   absl::Status DirectFailure(SparseMethod device_method, const absl::Status& s) const {
     if (s.code() != absl::StatusCode::kFailedPrecondition) return s;
     if (plan_.complex) {
@@ -60,7 +59,11 @@ class GpuSparseJob {
                                                    " sparse system has no GPU path (the cpu's "
                                                    "complex lu decides)"));
     }
-    if (device_method == SparseMethod::kQr && op_.allow_fallback) {
+    // A numerically singular a stays so under every method (the same
+    // rcond): with fallbacks it ends in least squares, so a Cholesky that
+    // found one goes to the CPU at once rather than through the device's QR
+    // (two factorizations, a and a^T, to be refused again).
+    if (op_.allow_fallback && (device_method == SparseMethod::kQr || IsNumericallySingular(s))) {
       return absl::InternalError(
           absl::StrCat(s.message(), "; the device has no sparse least-squares solver"));
     }

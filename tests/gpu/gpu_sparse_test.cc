@@ -26,6 +26,7 @@ using sparse_test::Csr;
 using sparse_test::Request;
 using sparse_test::Solve;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<double> RandomB(int64_t n, int64_t k, unsigned seed) {
   std::mt19937 rng(seed);
@@ -320,6 +321,16 @@ TEST(GpuSparseConditionTest, NumericallySingularSpdIsRefusedAsOnTheCpu) {
   // f32: the threshold is n * eps(f32); the same a is refused there too.
   gpu = Solve(*gpu_test::FirstGpu(), a, DType::kF32, RandomB(n, 1, 5), 1, r, bt);
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition) << gpu.status();
+  // Fallbacks allowed (auto): least squares, which the device lacks; INTERNAL
+  // straight from the Cholesky (the scheduler reruns the job on the CPU),
+  // without the device's QR.
+  r.method = SparseMethod::kAuto;
+  r.allow_fallback = true;
+  gpu = Solve(*gpu_test::FirstGpu(), a, DType::kF64, RandomB(n, 1, 5), 1, r, bt);
+  EXPECT_EQ(gpu.status().code(), absl::StatusCode::kInternal) << gpu.status();
+  EXPECT_THAT(gpu.status().message(), HasSubstr("cholesky: rcond"));
+  EXPECT_THAT(gpu.status().message(), HasSubstr("no sparse least-squares solver"));
+  EXPECT_THAT(gpu.status().message(), Not(HasSubstr("qr:")));
   EXPECT_FALSE(gpu_test::FirstGpu()->fenced());
 }
 
