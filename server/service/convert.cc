@@ -30,10 +30,13 @@ absl::StatusOr<DType> DTypeFromProto(int value, absl::string_view field) {
 
 absl::StatusOr<absl::Duration> RequestTtl(double seconds, absl::string_view field,
                                           const TensorLimits& limits) {
-  if (!(seconds >= 0) || !(seconds <= absl::ToDoubleSeconds(limits.max_ttl))) {
+  if (!(seconds >= 0) || !(seconds <= absl::ToDoubleSeconds(limits.max_ttl)) ||
+      (seconds > 0 && seconds < absl::ToDoubleSeconds(kMinTtl))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", seconds, " must be in [0, ", absl::ToDoubleSeconds(limits.max_ttl),
-        "] seconds (0: the default; the limit is --max-ttl)"));
+        field, ": ", seconds, " must be 0 (the default) or in [", absl::ToDoubleSeconds(kMinTtl),
+        ", ", absl::ToDoubleSeconds(limits.max_ttl),
+        "] seconds (the limit is --max-ttl; a shorter TTL would expire the object before its "
+        "own call answers)"));
   }
   return absl::Seconds(seconds);
 }

@@ -30,8 +30,14 @@ struct TensorLimits {
   absl::Duration max_ttl = absl::Hours(24);  // of stored tensors, factors, uploads
 };
 
+// The shortest TTL a request may ask for (0 asks for the store's default).
+// A shorter one would expire the object before its own call answers (a put
+// then said NOT_FOUND for the tensor it had just stored).
+inline constexpr absl::Duration kMinTtl = absl::Milliseconds(1);
+
 // A request's TTL field (seconds; 0: the store's default): INVALID_ARGUMENT
-// naming `field` for NaN, negative, infinite or above limits.max_ttl.
+// naming `field` for NaN, negative, infinite, above limits.max_ttl or,
+// besides 0, below kMinTtl.
 absl::StatusOr<absl::Duration> RequestTtl(double seconds, absl::string_view field,
                                           const TensorLimits& limits);
 

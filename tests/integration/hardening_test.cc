@@ -176,10 +176,11 @@ TEST_F(HardeningTest, LongCallerStringsAreCutInMessages) {
 }
 
 // StartUpload with ttl_seconds = 1e300 was accepted (expires in inf) and held
-// its reservation forever; every TTL field is now bounded by --max-ttl.
+// its reservation forever; every TTL field is now bounded by --max-ttl, and
+// below by 1 ms (a put with a 1 ns TTL answered NOT_FOUND for its own tensor).
 TEST_F(HardeningTest, TtlsAreBoundedAndNaNOrInfinityRefused) {
   for (double ttl : {1e300, std::numeric_limits<double>::infinity(),
-                     std::numeric_limits<double>::quiet_NaN(), -1.0, 90000.0}) {
+                     std::numeric_limits<double>::quiet_NaN(), -1.0, 90000.0, 1e-9, 9e-4}) {
     v1::StartUploadRequest req;
     v1::PutTensorHeader* h = req.mutable_header();
     h->set_dtype(v1::DTYPE_F32);

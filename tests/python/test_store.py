@@ -137,3 +137,11 @@ def test_a_placement_that_is_not_a_string_is_refused_naming_it(client, placement
     with pytest.raises(TypeError, match=r"put: placement is 'host' or 'gpu:N' \(a str\), not "):
         client.put(np.ones(4, np.float32), placement=placement)
     assert [t.id for t in client.list_tensors()] == before  # nothing was sent
+
+
+@pytest.mark.parametrize("ttl", [1e-9, 1e-6, 9e-4])
+def test_a_ttl_below_a_millisecond_is_refused_naming_it(client, ttl):
+    # It would expire the tensor before the put answers: the put said NOT_FOUND for its own id.
+    with pytest.raises(linalgd.InvalidArgument,
+                       match=r"header.ttl_seconds: .* must be 0 \(the default\) or in \[0.001, "):
+        client.put(np.ones(1000, np.float32), ttl=ttl)
