@@ -240,11 +240,19 @@ absl::StatusOr<std::vector<int>> Ordering(const SpHandle& h, SparseMethod method
   return p;
 }
 
-// pa^T in canonical CSR (complex: pa^H, the values conjugated), n x n.
-Permuted Transposed(const Permuted& pa, DType t) {
+// V's conjugate (a real V: itself).
+template <typename V>
+V Conjugate(V v) {
+  if constexpr (!std::is_same_v<V, float> && !std::is_same_v<V, double>) v.y = -v.y;
+  return v;
+}
+
+// pa^T in canonical CSR (complex: pa^H, the values conjugated), n x n, for
+// values V.
+template <typename V>
+Permuted Transposed(const Permuted& pa) {
   const int64_t n = static_cast<int64_t>(pa.offsets.size()) - 1;
   const int64_t nnz = static_cast<int64_t>(pa.indices.size());
-  const size_t es = DTypeSize(t);
   Permuted out;
   out.offsets.assign(n + 1, 0);
   out.indices.resize(nnz);
@@ -256,24 +264,10 @@ Permuted Transposed(const Permuted& pa, DType t) {
     for (int32_t q = pa.offsets[i]; q < pa.offsets[i + 1]; ++q) {
       const int32_t at = next[pa.indices[q]]++;
       out.indices[at] = static_cast<int32_t>(i);
-      std::memcpy(out.values.data() + at * es, pa.values.data() + q * es, es);
-    }
-  }
-  if (IsComplex(t)) {  // the imaginary parts: every second real of the pairs
-    const size_t half = es / 2;
-    for (int64_t e = 0; e < nnz; ++e) {
-      char* im = out.values.data() + e * es + half;
-      if (half == sizeof(float)) {
-        float v;
-        std::memcpy(&v, im, sizeof v);
-        v = -v;
-        std::memcpy(im, &v, sizeof v);
-      } else {
-        double v;
-        std::memcpy(&v, im, sizeof v);
-        v = -v;
-        std::memcpy(im, &v, sizeof v);
-      }
+      V v;  // copied as bytes: the values are a char buffer
+      std::memcpy(&v, pa.values.data() + q * sizeof(V), sizeof(V));
+      v = Conjugate(v);
+      std::memcpy(out.values.data() + at * sizeof(V), &v, sizeof(V));
     }
   }
   return out;
@@ -400,7 +394,7 @@ absl::StatusOr<Tensor> SolveAs(GpuContext& ctx, const SpHandle& h, SparseMethod 
     std::unique_ptr<SpFactor<V>> ft;
     std::optional<DeviceMatrix> dt;
     if (!chol) {
-      LINALGD_ASSIGN_OR_RETURN(dt, UploadPermuted(ctx, Transposed(pa, a.dtype), a.dtype));
+      LINALGD_ASSIGN_OR_RETURN(dt, UploadPermuted(ctx, Transposed<V>(pa), a.dtype));
       LINALGD_ASSIGN_OR_RETURN(ft, SpFactor<V>::Create(ctx, h, false, *dt, "qr of a^T"));
     }
     const int64_t dim = IsComplex(a.dtype) ? 2 * n : n;
