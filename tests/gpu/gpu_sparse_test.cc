@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "server/backend/sparse_plan.h"
 #include "server/cpu/cpu_backend.h"
+#include "tests/cpu/condition_families.h"
 #include "tests/cpu/sparse_test_matrices.h"
 #include "tests/gpu/gpu_test_env.h"
 #include "tests/testing/test_reference.h"
@@ -220,16 +221,7 @@ double ExactRcond1(const Csr& a) {
   for (int i = 0; i < n; ++i) eye[i * n + i] = 1;
   const std::vector<double> dense = a.Dense();
   const std::vector<double> inv = test_ref::GaussSolve(dense, eye, n, n);
-  auto norm1 = [n](const std::vector<double>& m) {
-    double best = 0;
-    for (int j = 0; j < n; ++j) {
-      double col = 0;
-      for (int i = 0; i < n; ++i) col += std::fabs(m[i * n + j]);
-      best = std::max(best, col);
-    }
-    return best;
-  };
-  return 1 / (norm1(dense) * norm1(inv));
+  return 1 / (test_ref::Norm1(dense, n) * test_ref::Norm1(inv, n));
 }
 
 // 1e6 times the upper bidiagonal (1, -2): its R is itself (no pivot is
