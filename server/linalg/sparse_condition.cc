@@ -5,6 +5,7 @@
 #include <complex>
 #include <vector>
 
+#include "server/common/status_macros.h"
 #include "server/linalg/condition.h"
 
 namespace linalgd {
@@ -60,9 +61,8 @@ absl::StatusOr<double> SparseRcondFromSolves(const CsrView& a, int64_t dim, bool
     for (double& e : v) e *= s;
     return solve(v.data(), static_cast<int64_t>(v.size()) / dim, transposed);
   };
-  absl::StatusOr<double> inv = EstimateInverseNorm1Paired(dim, scaled, symmetric);
-  if (!inv.ok()) return inv.status();
-  return RcondFromNorms(SparseNorm1Scaled(a, s), *inv);
+  LINALGD_ASSIGN_OR_RETURN(double inv, EstimateInverseNorm1Paired(dim, scaled, symmetric));
+  return RcondFromNorms(SparseNorm1Scaled(a, s), inv);
 }
 
 }  // namespace linalgd
