@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "server/backend/plan.h"
 #include "server/gpu/blas_calls.h"
@@ -26,31 +27,63 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Median GPU time of f() (an absl::Status-returning call on `stream`).
+// The GPU time of one f() (an absl::Status-returning call on `stream`),
+// between the events start and stop.
+template <typename F>
+absl::StatusOr<double> TimeOnceMs(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, F&& f) {
+  LINALGD_GPU_CHECK(cudaEventRecord(start, stream));
+  LINALGD_RETURN_IF_ERROR(f());
+  LINALGD_GPU_CHECK(cudaEventRecord(stop, stream));
+  LINALGD_GPU_CHECK(cudaEventSynchronize(stop));
+  float t = 0;
+  LINALGD_GPU_CHECK(cudaEventElapsedTime(&t, start, stop));
+  return static_cast<double>(t);
+}
+
+// Two events, destroyed with it.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+  }
+  ~EventPair() {
+    if (start != nullptr) cudaEventDestroy(start);
+    if (stop != nullptr) cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+
+// Median GPU time of f() (an absl::Status-returning call on `stream`) over
+// reps calls after kWarmup.
 template <typename F>
 absl::StatusOr<double> TimeMs(cudaStream_t stream, int reps, F&& f) {
-  cudaEvent_t start, stop;
-  LINALGD_GPU_CHECK(cudaEventCreate(&start));
-  LINALGD_GPU_CHECK(cudaEventCreate(&stop));
+  EventPair e;
   std::vector<double> ms;
-  absl::Status s;
-  for (int r = 0; r < kWarmup + reps && s.ok(); ++r) {
-    s = gpu::CheckCuda(cudaEventRecord(start, stream), "cudaEventRecord", __FILE__, __LINE__);
-    if (s.ok()) s = f();
-    if (s.ok())
-      s = gpu::CheckCuda(cudaEventRecord(stop, stream), "cudaEventRecord", __FILE__, __LINE__);
-    if (s.ok())
-      s = gpu::CheckCuda(cudaEventSynchronize(stop), "cudaEventSynchronize", __FILE__, __LINE__);
-    float t = 0;
-    if (s.ok())
-      s = gpu::CheckCuda(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime", __FILE__,
-                         __LINE__);
-    if (s.ok() && r >= kWarmup) ms.push_back(t);
+  for (int r = 0; r < kWarmup + reps; ++r) {
+    LINALGD_ASSIGN_OR_RETURN(const double t, TimeOnceMs(stream, e.start, e.stop, f));
+    if (r >= kWarmup) ms.push_back(t);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (!s.ok()) return s;
   return Median(ms);
+}
+
+// Median GPU times of ours() and direct() (as TimeMs's f), called in turn
+// (kWarmup pairs first), so that the device's drift over the run (clocks,
+// temperature) falls on both alike.
+template <typename F, typename G>
+absl::StatusOr<std::pair<double, double>> TimePairMs(cudaStream_t stream, int reps, F&& ours,
+                                                     G&& direct) {
+  EventPair e;
+  std::vector<double> a, b;
+  for (int r = 0; r < kWarmup + reps; ++r) {
+    LINALGD_ASSIGN_OR_RETURN(const double t, TimeOnceMs(stream, e.start, e.stop, ours));
+    LINALGD_ASSIGN_OR_RETURN(const double u, TimeOnceMs(stream, e.start, e.stop, direct));
+    if (r < kWarmup) continue;
+    a.push_back(t);
+    b.push_back(u);
+  }
+  return std::make_pair(Median(a), Median(b));
 }
 
 struct Mode {
@@ -98,13 +131,15 @@ absl::StatusOr<Row> GemmCase(gpu::GpuContext& ctx, cublasHandle_t direct, const 
   x.b = b.data();
   x.d = d.data();
   Row row{"gemm", mode.name, n, 0, 0, 2.0 * n * n * n};
-  LINALGD_ASSIGN_OR_RETURN(row.ours_ms, TimeMs(ctx.hs.stream, reps, [&] {
-                             return gpu::LtMatmul(ctx.hs, ctx.cache, x);
-                           }));
-  LINALGD_ASSIGN_OR_RETURN(row.direct_ms, TimeMs(ctx.hs.stream, reps, [&] {
-                             return DirectGemm(direct, mode, static_cast<int>(n), a.data(),
-                                               b.data(), d.data());
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(
+      const auto ms, TimePairMs(
+                         ctx.hs.stream, reps, [&] { return gpu::LtMatmul(ctx.hs, ctx.cache, x); },
+                         [&] {
+                           return DirectGemm(direct, mode, static_cast<int>(n), a.data(), b.data(),
+                                             d.data());
+                         }));
+  row.ours_ms = ms.first;
+  row.direct_ms = ms.second;
   return row;
 }
 
@@ -422,16 +457,24 @@ absl::StatusOr<std::vector<Row>> Trsv2Cases(gpu::GpuContext& ctx, DType t, int64
   return rows;
 }
 
-template <typename F>
-double WallMs(int reps, F&& f) {
+// Median wall time of f() over reps calls after one, with between()
+// untimed before each call.
+template <typename F, typename G>
+double WallMsBetween(int reps, F&& f, G&& between) {
   std::vector<double> ms;
   for (int r = 0; r < 1 + reps; ++r) {
+    between();
     const auto t0 = std::chrono::steady_clock::now();
     f();
     const auto t1 = std::chrono::steady_clock::now();
     if (r >= 1) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
   return Median(ms);
+}
+
+template <typename F>
+double WallMs(int reps, F&& f) {
+  return WallMsBetween(reps, f, [] {});
 }
 
 Tensor HostRandom(DType t, Shape shape, std::mt19937& rng, double shift_diag) {
@@ -597,6 +640,14 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
   return rows;
 }
 
+// small_call_lone / small_call_cold: the size, the caller's round trip
+// between calls (about an echo's p50 on the GPU hosts), the bytes written to
+// evict the host's caches, and the cold rows' calls (each ~10 ms of memset).
+constexpr int64_t kLoneCallN = 128;
+constexpr std::chrono::microseconds kLoneGap{200};
+constexpr size_t kEvictBytes = size_t{256} << 20;
+constexpr int kColdReps = 100;
+
 absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
                                                  const std::vector<int64_t>& sizes, int reps) {
   gpu::PinnedPool pinned(size_t{8} << 20, 2);
@@ -629,6 +680,23 @@ absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
     row.direct_ms = WallMs(reps, [&] { s.Update(general->Matmul(op, plan).status()); });
     LINALGD_RETURN_IF_ERROR(s);
     rows.push_back(row);
+    if (n != kLoneCallN) continue;
+    // A lone call, as the service's one caller makes them: the worker has
+    // slept between calls (the caller's round trip), and gRPC's work on the
+    // host has evicted the operands and the staging areas from the caches.
+    auto call = [&] { s.Update(gpu.Matmul(op, plan).status()); };
+    Row lone{"small_call_lone", "f32", n, 0, row.ours_ms, row.flops};
+    lone.ours_ms = WallMsBetween(reps, call, [] { std::this_thread::sleep_for(kLoneGap); });
+    Row cold{"small_call_cold", "f32", n, 0, row.ours_ms, row.flops};
+    std::vector<char> evict(kEvictBytes);
+    char fill = 0;
+    cold.ours_ms = WallMsBetween(kColdReps, call, [&] {
+      std::memset(evict.data(), ++fill, evict.size());
+      std::this_thread::sleep_for(kLoneGap);
+    });
+    LINALGD_RETURN_IF_ERROR(s);
+    rows.push_back(lone);
+    rows.push_back(cold);
   }
   return rows;
 }
