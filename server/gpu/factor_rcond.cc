@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
@@ -105,16 +106,22 @@ bool Forward(const Step& step) {
 // device, solved by a list of steps per call with the n x n factors
 // (column-major, ld n); one host-to-device copy, the steps, one
 // device-to-host copy and one sync per call, all on `stream` (its buffers
-// allocated and freed on it too).
+// allocated and freed on it too). With split_columns (and the custom
+// kernel), a call of two columns forks the second onto ctx.hs.column_stream
+// after the copy in and joins it back before the copy out: two one-column
+// solves side by side, each bitwise the two-column kernel's column
+// (kernels.h TriangularSolve), in the time of about one (the kernel's chain
+// of blocks is latency-bound; a second column lengthens each link).
 class FactorSolves {
  public:
   // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
   // REQUIRES: impl is kCustom unless stream is ctx.hs.stream (cuBLAS's
-  // handle is bound to hs.stream).
+  // handle is bound to hs.stream); stream is not ctx.hs.column_stream.
   static absl::StatusOr<std::unique_ptr<FactorSolves>> Create(GpuContext& ctx, cudaStream_t stream,
                                                               DType t, int64_t n,
                                                               const void* factors,
-                                                              const int64_t* pivots, TrsvImpl impl);
+                                                              const int64_t* pivots, TrsvImpl impl,
+                                                              bool split_columns);
 
   // v <- the steps applied to each of v's columns (v.size() / n of them, 1
   // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
@@ -134,11 +141,23 @@ class FactorSolves {
         factors_(factors),
         impl_(impl),
         staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
-  // One step on `columns` columns; first_nonzero: TrsvOptions' (a
-  // triangular solve by the custom kernel only).
-  absl::Status Apply(const Step& step, int columns, int64_t first_nonzero);
-  absl::Status Permute(bool inverse, int columns);
+  // Where one step runs: columns [first, first + count) of v_, on `stream`
+  // with the counters in `scratch`.
+  struct Lane {
+    int first = 0, count = 1;
+    cudaStream_t stream = nullptr;
+    void* scratch = nullptr;
+  };
+  // One step on a lane's columns (the interchanges into tmp_: the caller
+  // swaps v_ and tmp_ once every lane has taken the step); first_nonzero:
+  // TrsvOptions' (a triangular solve by the custom kernel only).
+  absl::Status Apply(const Step& step, const Lane& lane, int64_t first_nonzero);
+  absl::Status Permute(bool inverse, const Lane& lane);
   absl::Status CublasColumns(const Step& step, int columns);
+  // The steps on the lanes (one, or two side by side), v_ and tmp_ swapped
+  // after each interchange.
+  absl::Status Steps(std::initializer_list<Step> steps, const Lane* lanes, int count,
+                     int64_t unit_row);
 
   static constexpr int kMaxColumns = 2;
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
@@ -151,13 +170,12 @@ class FactorSolves {
   const TrsvImpl impl_;
   Staging staging_;
   DeviceBuffer v_, tmp_, perm_, scratch_;
+  DeviceBuffer column_scratch_;  // the second lane's counters (split columns only)
 };
 
-absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& ctx,
-                                                                   cudaStream_t stream, DType t,
-                                                                   int64_t n, const void* factors,
-                                                                   const int64_t* pivots,
-                                                                   TrsvImpl impl) {
+absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
+    GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
+    const int64_t* pivots, TrsvImpl impl, bool split_columns) {
   if (impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
     return absl::InvalidArgumentError(
         "FactorRcond: cuBLAS trsv runs on the set's stream only (its handle is bound to it); "
@@ -167,6 +185,9 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(GpuContext& c
   const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
   LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(kTriangularSolveScratchBytes));
+  if (split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream) {
+    LINALGD_ASSIGN_OR_RETURN(s->column_scratch_, s->Alloc(kTriangularSolveScratchBytes));
+  }
   if (pivots == nullptr || n == 0) return s;
   std::vector<int64_t> ipiv(n);
   LINALGD_GPU_CHECK(
@@ -190,30 +211,46 @@ absl::Status FactorSolves::CublasColumns(const Step& step, int columns) {  // on
   return absl::OkStatus();
 }
 
-absl::Status FactorSolves::Permute(bool inverse, int columns) {
+absl::Status FactorSolves::Permute(bool inverse, const Lane& lane) {
   if (perm_.data() == nullptr) {
     return absl::InternalError("FactorSolves: a row interchange step without pivots");
   }
   const int64_t col_bytes = n_ * DTypeSize(t_);
-  for (int c = 0; c < columns; ++c) {
+  for (int c = lane.first; c < lane.first + lane.count; ++c) {
     LINALGD_RETURN_IF_ERROR(PermuteVector(t_, perm_.as<int64_t>(), inverse,
                                           v_.as<char>() + c * col_bytes,
-                                          tmp_.as<char>() + c * col_bytes, n_, stream_));
+                                          tmp_.as<char>() + c * col_bytes, n_, lane.stream));
   }
-  std::swap(v_, tmp_);
   return absl::OkStatus();
 }
 
-absl::Status FactorSolves::Apply(const Step& step, int columns, int64_t first_nonzero) {
+absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t first_nonzero) {
   if (step.kind != Step::Kind::kTriangle) {
-    return Permute(step.kind == Step::Kind::kUnpermute, columns);
+    return Permute(step.kind == Step::Kind::kUnpermute, lane);
   }
-  if (impl_ == TrsvImpl::kCublas) return CublasColumns(step, columns);
+  if (impl_ == TrsvImpl::kCublas) return CublasColumns(step, lane.count);
   TrsvOptions o;
-  o.columns = columns;
+  o.columns = lane.count;
   o.first_nonzero = first_nonzero;
-  return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_, v_.data(),
-                         scratch_.data(), stream_, o);
+  return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_,
+                         v_.as<char>() + lane.first * n_ * DTypeSize(t_), lane.scratch, lane.stream,
+                         o);
+}
+
+absl::Status FactorSolves::Steps(std::initializer_list<Step> steps, const Lane* lanes, int count,
+                                 int64_t unit_row) {
+  // v is zero above this row while only forward substitutions have run
+  // (an interchange moves the rows: no hint after one).
+  int64_t zero_above = std::max<int64_t>(unit_row, 0);
+  for (const Step& step : steps) {
+    const bool forward = step.kind == Step::Kind::kTriangle && Forward(step);
+    for (int l = 0; l < count; ++l) {
+      LINALGD_RETURN_IF_ERROR(Apply(step, lanes[l], forward ? zero_above : 0));
+    }
+    if (step.kind != Step::Kind::kTriangle) std::swap(v_, tmp_);
+    if (!forward) zero_above = 0;
+  }
+  return absl::OkStatus();
 }
 
 template <typename V>
@@ -229,13 +266,25 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   const cudaStream_t st = stream_;
   Narrow(v, t_, staging_.data());
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
-  // v is zero above this row while only forward substitutions have run
-  // (an interchange moves the rows: no hint after one).
-  int64_t zero_above = std::max<int64_t>(unit_row, 0);
-  for (const Step& step : steps) {
-    const bool forward = step.kind == Step::Kind::kTriangle && Forward(step);
-    LINALGD_RETURN_IF_ERROR(Apply(step, columns, forward ? zero_above : 0));
-    if (!forward) zero_above = 0;
+  if (columns == 2 && column_scratch_.data() != nullptr) {
+    HandleSet& hs = ctx_.hs;
+    LINALGD_GPU_CHECK(cudaEventRecord(hs.column_fork, st));
+    LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.column_stream, hs.column_fork, 0));
+    // Joined on every path, so that st's copy out, its frees of the buffers
+    // and the caller's sync come after the second lane's work.
+    absl::Cleanup join = [&hs, st] {
+      if (cudaEventRecord(hs.column_join, hs.column_stream) == cudaSuccess) {
+        cudaStreamWaitEvent(st, hs.column_join, 0);
+      } else {
+        cudaStreamSynchronize(hs.column_stream);
+      }
+    };
+    const Lane lanes[2] = {{0, 1, st, scratch_.data()},
+                           {1, 1, hs.column_stream, column_scratch_.data()}};
+    LINALGD_RETURN_IF_ERROR(Steps(steps, lanes, 2, unit_row));
+  } else {
+    const Lane lane{0, columns, st, scratch_.data()};
+    LINALGD_RETURN_IF_ERROR(Steps(steps, &lane, 1, unit_row));
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
@@ -470,9 +519,9 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
                                      const int64_t* pivots, double anorm,
                                      const FactorRcondOptions& options) {
   const bool lu = method == SolveMethod::kLu;
-  LINALGD_ASSIGN_OR_RETURN(
-      std::unique_ptr<FactorSolves> fs,
-      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl));
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<FactorSolves> fs,
+                           FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr,
+                                                options.impl, options.split_columns));
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
   // One solve with a (or a^T) on the host vectors v, through the device.
   auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {

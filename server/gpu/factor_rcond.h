@@ -75,7 +75,9 @@ absl::StatusOr<double> ComplexInverseNorm1Paired(int64_t n, const ComplexPairedS
 // two triangular solves by `impl` (kernels.h TriangularSolve unless
 // kCublas: the comparison linalgd-gpu-bench and the tests make), one copy
 // back and one host sync; the first one with two columns (RcondSolves
-// kPaired, the default), and for Cholesky the second too. Synchronizes.
+// kPaired, the default), and for Cholesky the second too, the two columns
+// side by side on two streams (FactorRcondOptions split_columns).
+// Synchronizes.
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,
                                    TrsvImpl impl = TrsvImpl::kCustom);
@@ -98,6 +100,11 @@ enum class RcondSolves {
 struct FactorRcondOptions {
   TrsvImpl impl = TrsvImpl::kCustom;  // kCublas: every column its own trsv, from row 0
   RcondSolves solves = RcondSolves::kPaired;
+  // A paired solve's second column on ctx.hs.column_stream beside the first
+  // (the custom kernel only; the same rcond, bitwise); false: both columns
+  // in one launch of the two-column kernel, the comparison
+  // linalgd-gpu-bench makes.
+  bool split_columns = true;
 };
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,

@@ -19,6 +19,9 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&side_stream, cudaStreamNonBlocking));
   LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&side_event, cudaEventDisableTiming));
+  LINALGD_GPU_CHECK(cudaStreamCreateWithFlags(&column_stream, cudaStreamNonBlocking));
+  LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&column_fork, cudaEventDisableTiming));
+  LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&column_join, cudaEventDisableTiming));
   LINALGD_GPU_CHECK(cublasCreate(&blas));
   LINALGD_GPU_CHECK(cublasSetStream(blas, stream));
   LINALGD_GPU_CHECK(cublasLtCreate(&lt));
@@ -52,7 +55,10 @@ HandleSet::~HandleSet() {
   cudaSetDevice(device);
   if (stream != nullptr) cudaStreamSynchronize(stream);
   if (side_stream != nullptr) cudaStreamSynchronize(side_stream);
+  if (column_stream != nullptr) cudaStreamSynchronize(column_stream);
   if (side_event != nullptr) cudaEventDestroy(side_event);
+  if (column_fork != nullptr) cudaEventDestroy(column_fork);
+  if (column_join != nullptr) cudaEventDestroy(column_join);
   for (cudaEvent_t e : copy_events) {
     if (e != nullptr) cudaEventDestroy(e);
   }
@@ -65,6 +71,7 @@ HandleSet::~HandleSet() {
   if (check_host != nullptr) cudaFreeHost(check_host);
   if (small_device != nullptr) cudaFree(small_device);
   if (small_host != nullptr) cudaFreeHost(small_host);
+  if (column_stream != nullptr) cudaStreamDestroy(column_stream);
   if (side_stream != nullptr) cudaStreamDestroy(side_stream);
   if (stream != nullptr) cudaStreamDestroy(stream);
   cudaGetLastError();

@@ -22,8 +22,8 @@ namespace linalgd::gpu {
 // What one job on one device needs: a non-blocking stream with its library
 // handles bound to it, a second non-blocking stream without any (work that
 // runs beside the first: the dense solves' condition estimate) and the event
-// that orders the two, a cuBLAS(Lt) workspace, two events for staged copies,
-// the slots of on-device checks, the staging of small jobs and the cuBLASLt
+// that orders the two, a third for the estimate's second column, a cuBLAS(Lt) workspace, two events
+// for staged copies, the slots of on-device checks, the staging of small jobs and the cuBLASLt
 // descriptors of its products. Created once, owned by a HandlePool, used by
 // one job at a time.
 struct HandleSet {
@@ -41,6 +41,12 @@ struct HandleSet {
   // for on the other (one job at a time uses it).
   cudaStream_t side_stream = nullptr;
   cudaEvent_t side_event = nullptr;
+  // A third stream, also without library handles, and the two events that
+  // fork work from another of the set's streams onto it and join it back:
+  // the condition estimate's second column of a paired solve runs on it,
+  // beside the first (factor_rcond.cc).
+  cudaStream_t column_stream = nullptr;
+  cudaEvent_t column_fork = nullptr, column_join = nullptr;
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cusolverDnHandle_t solver = nullptr;

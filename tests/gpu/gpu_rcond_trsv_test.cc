@@ -2,9 +2,11 @@
 // estimate with cuBLAS trsv (factor_rcond.h TrsvImpl): the same estimator on
 // the same vectors, so the same rcond within rounding, on random,
 // ill-conditioned and singular matrices, LU and Cholesky, real and complex;
-// and the paired solves (RcondSolves::kPaired, the default) against one
-// vector per solve (kOneByOne): the same rcond bit for bit, on random,
-// ill-conditioned and near-singular matrices. Skips without a GPU.
+// and the paired solves (RcondSolves::kPaired, the default, their two
+// columns side by side on two streams) against one vector per solve
+// (kOneByOne) and against both columns in one launch (split_columns false):
+// the same rcond bit for bit, on random, ill-conditioned and near-singular
+// matrices. Skips without a GPU.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -183,6 +185,14 @@ absl::Status ComparePaired(GpuContext& ctx, DType t, SolveMethod method, Family 
                            FactorRcond(ctx, t, method, n, m.data(), piv, 2.5, one_by_one));
   EXPECT_EQ(std::memcmp(&paired, &before, sizeof(double)), 0)
       << "paired " << paired << " one by one " << before;
+  // The paired solves' two columns in one launch of the two-column kernel,
+  // where the default runs them side by side on two streams.
+  FactorRcondOptions one_stream;
+  one_stream.split_columns = false;
+  LINALGD_ASSIGN_OR_RETURN(double joint,
+                           FactorRcond(ctx, t, method, n, m.data(), piv, 2.5, one_stream));
+  EXPECT_EQ(std::memcmp(&paired, &joint, sizeof(double)), 0)
+      << "split " << paired << " one stream " << joint;
   if (f == Family::kRandom) {
     EXPECT_GT(paired, 1e-6);
   } else if (f == Family::kNearSingular && RealPart(t) == DType::kF64) {

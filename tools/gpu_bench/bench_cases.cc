@@ -229,6 +229,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), ipiv.as<int64_t>(), 1.0, one_by_one)
                                  .status();
                            }));
+  gpu::FactorRcondOptions one_stream;
+  one_stream.split_columns = false;
+  Row lu_joint{"lu_rcond_vs_one_stream", "f64", n, lu.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu_joint.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0, one_stream)
+                                 .status();
+                           }));
   Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
   k3.direct_ms = lu.direct_ms;
@@ -259,7 +267,13 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, one_by_one)
                                  .status();
                            }));
-  return std::vector<Row>{lu, lu_lib, lu_old, k3, ch, ch_lib, ch_old};
+  Row ch_joint{"chol_rcond_vs_one_stream", "f64", n, ch.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_joint.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, one_stream)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu, lu_lib, lu_old, lu_joint, k3, ch, ch_lib, ch_old, ch_joint};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {

@@ -191,7 +191,8 @@ int Main(int argc, char** argv) {
       "trsv64_*: ours = that kernel with 64-row blocks, direct = with 32-row blocks;\n"
       "trsv2_*: ours = that kernel on two columns in one launch, direct = two launches;\n"
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
-      "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve)\n",
+      "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve;\n"
+      "*_rcond_vs_one_stream: direct = a paired solve's two columns in one launch)\n",
       device.c_str());
   PrintTable(rows);
   return 0;
