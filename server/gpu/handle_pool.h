@@ -22,8 +22,9 @@ namespace linalgd::gpu {
 // What one job on one device needs: a non-blocking stream with its library
 // handles bound to it, a second non-blocking stream without any (work that
 // runs beside the first: the dense solves' condition estimate) and the event
-// that orders the two, a third for the estimate's second column, a cuBLAS(Lt) workspace, two events
-// for staged copies, the slots of on-device checks, the staging of small jobs and the cuBLASLt
+// that orders the two, a third (the estimate's second column) with its fork
+// and join events, a cuBLAS(Lt) workspace, two events for staged copies, the
+// slots of on-device checks, the staging of small jobs and the cuBLASLt
 // descriptors of its products. Created once, owned by a HandlePool, used by
 // one job at a time.
 struct HandleSet {
