@@ -715,4 +715,89 @@ absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
   return rows;
 }
 
+absl::StatusOr<std::vector<Row>> BenchApiCosts(gpu::GpuBackend& gpu, int count, int reps) {
+  return gpu.RunJob<std::vector<Row>>(
+      [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+        constexpr size_t kBytes = size_t{64} << 10;
+        const cudaStream_t st = ctx.hs.stream;
+        void* host = nullptr;
+        LINALGD_GPU_CHECK(cudaHostAlloc(&host, count * kBytes, cudaHostAllocPortable));
+        std::unique_ptr<void, void (*)(void*)> free_host(host, [](void* p) { cudaFreeHost(p); });
+        LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer dev, ctx.Alloc(count * kBytes));
+        LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer small, ctx.Alloc(64 * sizeof(float)));
+        cudaEvent_t event = nullptr;
+        LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+        std::unique_ptr<CUevent_st, cudaError_t (*)(cudaEvent_t)> free_event(event,
+                                                                             cudaEventDestroy);
+        std::vector<void*> dsts(count);
+        std::vector<const void*> srcs(count);
+        std::vector<size_t> sizes(count, kBytes);
+        for (int i = 0; i < count; ++i) {
+          dsts[i] = dev.as<char>() + i * kBytes;
+          srcs[i] = static_cast<char*>(host) + i * kBytes;
+        }
+        absl::Status s;
+        // Wall ms of f() (count calls, queued only): the stream is drained
+        // before each call, outside the timing, and after the last.
+        auto timed = [&](auto&& f) {
+          const double ms = WallMsBetween(reps, f, [&] {
+            s.Update(gpu::CheckCuda(cudaStreamSynchronize(st), "sync", __FILE__, __LINE__));
+          });
+          s.Update(gpu::CheckCuda(cudaStreamSynchronize(st), "sync", __FILE__, __LINE__));
+          return ms;
+        };
+        std::vector<Row> rows;
+        auto add = [&](const char* name, double ms) {
+          rows.push_back(Row{name, "host", count, ms, 0, 0});
+        };
+        add("api_pointer_attributes", timed([&] {
+              for (int i = 0; i < count; ++i) {
+                cudaPointerAttributes attr{};
+                s.Update(gpu::CheckCuda(cudaPointerGetAttributes(&attr, srcs[i]), "attributes",
+                                        __FILE__, __LINE__));
+              }
+            }));
+        add("api_memcpy_async", timed([&] {
+              for (int i = 0; i < count; ++i) {
+                s.Update(gpu::CheckCuda(
+                    cudaMemcpyAsync(dsts[i], srcs[i], kBytes, cudaMemcpyHostToDevice, st),
+                    "cudaMemcpyAsync", __FILE__, __LINE__));
+              }
+            }));
+        add("api_memcpy_batch", timed([&] {
+              cudaMemcpyAttributes attr{};
+              attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+              size_t first = 0;
+              s.Update(gpu::CheckCuda(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(),
+                                                           count, &attr, &first, 1, st),
+                                      "cudaMemcpyBatchAsync", __FILE__, __LINE__));
+            }));
+        add("api_launch", timed([&] {
+              for (int i = 0; i < count; ++i) {
+                s.Update(gpu::FillRandom(DType::kF32, small.data(), 64, i, -1, 1, st));
+              }
+            }));
+        add("api_event", timed([&] {
+              for (int i = 0; i < count; ++i) {
+                s.Update(gpu::CheckCuda(cudaEventRecord(event, st), "event", __FILE__, __LINE__));
+              }
+            }));
+        // Whether a kernel could read the callers' registered regions in
+        // place: memory registered as the shm registry does it
+        // (cudaHostRegisterPortable) has a device pointer (ours 1) and it
+        // is the host address itself (direct 1).
+        std::vector<char> region(size_t{1} << 20);
+        LINALGD_GPU_CHECK(cudaHostRegister(region.data(), region.size(), cudaHostRegisterPortable));
+        cudaPointerAttributes attr{};
+        s.Update(gpu::CheckCuda(cudaPointerGetAttributes(&attr, region.data() + 4096), "attributes",
+                                __FILE__, __LINE__));
+        cudaHostUnregister(region.data());
+        rows.push_back(Row{"api_registered_device_pointer", "host", 1,
+                           attr.devicePointer != nullptr ? 1.0 : 0.0,
+                           attr.devicePointer == region.data() + 4096 ? 1.0 : 0.0, 0});
+        LINALGD_RETURN_IF_ERROR(s);
+        return rows;
+      });
+}
+
 }  // namespace linalgd::bench

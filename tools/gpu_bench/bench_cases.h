@@ -57,6 +57,19 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
 absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
                                                  const std::vector<int64_t>& sizes, int reps);
 
+// The host's CPU cost of the CUDA calls the batched path makes per member,
+// wall clock for `count` calls (ms; median of `reps` rounds), on `count`
+// 64 KiB page-locked blocks and as many device ones; direct_ms 0:
+// api_pointer_attributes (cudaPointerGetAttributes, IsPinnedHost's query),
+// api_memcpy_async (cudaMemcpyAsync host to device, queued only),
+// api_memcpy_batch (one cudaMemcpyBatchAsync of `count` copies, queued only),
+// api_launch (a kernel launch, FillRandom of 64 values), api_event
+// (cudaEventRecord); the stream is synchronized outside the timing. Then
+// api_registered_device_pointer: ours 1 when memory registered as the shm
+// registry registers it has a device pointer, direct 1 when that pointer is
+// the host address.
+absl::StatusOr<std::vector<Row>> BenchApiCosts(gpu::GpuBackend& gpu, int count, int reps);
+
 }  // namespace linalgd::bench
 
 #endif  // LINALGD_TOOLS_GPU_BENCH_BENCH_CASES_H_

@@ -7,8 +7,8 @@
 //                     [--sizes N,N,...] [--only PART,PART,...]
 //
 // --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
-// --only: the parts to run, of gemm, solves, trsv, trsv2, e2e, batching, small
-// (default all).
+// --only: the parts to run, of gemm, solves, trsv, trsv2, e2e, batching, api,
+// small (default all).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -150,6 +150,7 @@ int Main(int argc, char** argv) {
       {"trsv2", [&] { return BenchTrsv2(*gpu, solve_sizes, flags.reps); }},
       {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
       {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
+      {"api", [&] { return BenchApiCosts(*gpu, 256, flags.quick ? 5 : 20); }},
       {"small",
        [&] {
          return BenchSmallCalls(*gpu, {64, 128, 256}, flags.quick ? 200 : 1000);
@@ -192,7 +193,9 @@ int Main(int argc, char** argv) {
       "trsv2_*: ours = that kernel on two columns in one launch, direct = two launches;\n"
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
       "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve;\n"
-      "*_rcond_vs_one_stream: direct = a paired solve's two columns in one launch)\n",
+      "*_rcond_vs_one_stream: direct = a paired solve's two columns in one launch;\n"
+      "api_*: ours = the host's ms for n of that CUDA call (the batched path's per-member\n"
+      "calls: pointer queries, copies queued one by one or as one batch, launches, events))\n",
       device.c_str());
   PrintTable(rows);
   return 0;
