@@ -25,14 +25,19 @@
 namespace linalgd::testing {
 namespace {
 
+// Job 1 (order 64, below the threshold) and job 2 (4096), both waited for.
+bool RunSmallAndLarge(Scheduler& s, Outcome& out) {
+  s.Submit(std::make_unique<TestJob>(1, Spec(64), &out));
+  s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
+  return out.WaitFor(2);
+}
+
 TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
   {
     Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
-    s.Submit(std::make_unique<TestJob>(1, Spec(64), &out));
-    s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
-    ASSERT_TRUE(out.WaitFor(2));
+    ASSERT_TRUE(RunSmallAndLarge(s, out));
   }
   absl::MutexLock lock(&out.mu);
   for (size_t i = 0; i < out.finished.size(); ++i) {
@@ -42,9 +47,6 @@ TEST(SchedulerTest, SmallJobsRunOnCpuLargeOnGpu) {
   }
 }
 
-// With measured thresholds (--cpu-threshold auto), the job's kind and dtype
-// pick its threshold: 512 is below matmul f32's 1024 (CPU) and above f64's
-// 128 (GPU); f16 uses f32's.
 // The names of this process's threads (/proc/self/task/*/comm).
 std::multiset<std::string> ThreadNames() {
   std::multiset<std::string> names;
@@ -63,9 +65,7 @@ TEST(SchedulerTest, ItsThreadsAreNamed) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
   Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
-  s.Submit(std::make_unique<TestJob>(1, Spec(64), &out));
-  s.Submit(std::make_unique<TestJob>(2, Spec(4096), &out));
-  ASSERT_TRUE(out.WaitFor(2));
+  ASSERT_TRUE(RunSmallAndLarge(s, out));
   // A thread names itself when it starts running, which may come after the
   // jobs are done (a job can run inline on the submitting thread).
   auto named = [] {
@@ -78,6 +78,9 @@ TEST(SchedulerTest, ItsThreadsAreNamed) {
   EXPECT_TRUE(named()) << absl::StrJoin(ThreadNames(), ", ");
 }
 
+// With measured thresholds (--cpu-threshold auto), the job's kind and dtype
+// pick its threshold: 512 is below matmul f32's 1024 (CPU) and above f64's
+// 128 (GPU); f16 uses f32's.
 TEST(SchedulerTest, MeasuredThresholdOfTheJobsKindAndDTypeRoutes) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   Outcome out;
