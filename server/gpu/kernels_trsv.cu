@@ -13,9 +13,8 @@
 // One CTA per logical block row of kNb rows (32 or 64, a template
 // parameter; kernels.h TrsvBlock): it loads and inverts its diagonal block,
 // accumulates its tiles left of the diagonal as the x they need is
-// published, then x_L = inverse * (b_L - sums). Warp 0 alone finishes the
-// block (each lane its kNb / 32 rows), so one warp writes and publishes x_L
-// at either height.
+// published, then x_L = inverse * (b_L - sums), that product spread over
+// every warp (each warp kNb / 8 rows, its lanes the terms of each row).
 //
 // Why it cannot deadlock: a CTA takes its block index L from an atomicAdd on
 // sync[0] once it is running, so the CTAs with smaller indices are already
@@ -26,12 +25,12 @@
 // Publication: sync[1] ("done") counts the blocks whose x is written. Block
 // L publishes only after it has seen done >= L (it needs every earlier x),
 // so blocks publish in order and done only ever goes L -> L + 1, written by
-// block L alone: done > J is block J's flag. The writer's lanes store x_L
-// (all kNb rows, from warp 0 only), the warp meets (__syncwarp, which orders its lanes' memory
-// accesses) and lane 0 stores L + 1 with release semantics (gpu scope; a release is cumulative, so
-// it covers the other lanes' stores ordered before it: the pattern of CUTLASS's barrier release,
-// with one fence where a
-// __threadfence in every lane would add a second). A reader CTA's
+// block L alone: done > J is block J's flag. The warps store x_L (one lane
+// per row), the CTA meets (__syncthreads, which orders its threads' memory
+// accesses) and thread 0 stores L + 1 with release semantics (gpu scope; a
+// release is cumulative, so it covers the other threads' stores ordered
+// before it: the pattern of CUTLASS's barrier arrive, with one fence where a
+// __threadfence in every thread would add more). A reader CTA's
 // thread 0 loads done with acquire semantics and hands the count to the
 // other threads through __syncthreads (causality order is transitive across
 // the gpu-scope acquire and the CTA barrier); x is read through L2
@@ -62,7 +61,8 @@ namespace {
 
 // Rows per CTA, kNb: 32 or 64 (TrsvBlock). 256 threads (8 warps) either
 // way; lane l of a warp owns rows l + 32 p, p < kRows = kNb / 32, of the
-// diagonal block when it is inverted and applied (warp shuffles only), and
+// diagonal block when it is inverted (warp shuffles only) and their
+// residuals when the block is solved (SolveRows: warp w rows w + 8 i), and
 // a kNb x kNb tile is spread over the 256 threads, kPerThread elements each
 // (32: 4; 64: 16). 64 halves the chain of blocks, whose cost per block is
 // mostly fixed latency (the count's round trip, x_J's load, the fence), for
@@ -75,7 +75,7 @@ struct Shape {
   static_assert(kNb == 32 || kNb == 64, "block rows: 32 or 64");
   static constexpr int kRows = kNb / 32;                   // rows per lane
   static constexpr int kPerThread = kNb * kNb / kThreads;  // tile elements per thread
-  static constexpr int kCols = kNb / kWarps;               // inverse columns per warp
+  static constexpr int kCols = kNb / kWarps;               // inverse columns (rows) per warp
   static constexpr int kTri = kNb * (kNb + 1) / 2;         // packed lower triangle
 };
 
@@ -183,11 +183,28 @@ __device__ __forceinline__ T ShflXor(T v, int mask) {
   return PerPart(v, [mask](auto p) { return __shfl_xor_sync(~0u, p, mask); });
 }
 
-// The sum over the warp's lanes, in every lane (a fixed butterfly order).
-template <typename T>
-__device__ __forceinline__ T WarpSum(T v) {
-  for (int m = 16; m > 0; m /= 2) v = Add(v, ShflXor(v, m));
-  return v;
+// K sums over the warp's lanes at once (K a power of two <= 32; a fixed
+// order): returns, in lane l, the sum over the lanes of v[l / (32 / K)].
+// Each halving step swaps half of the values still held with the partner
+// lane (lanes with the mask's bit set keep the upper half), so the K sums
+// take K - 1 + log2(32 / K) shuffles where K butterflies would take 5 K.
+template <typename T, int K>
+__device__ __forceinline__ T RowsSum(T (&v)[K], int lane) {
+  static_assert(K >= 1 && K <= 32 && (K & (K - 1)) == 0, "K: a power of two <= 32");
+#pragma unroll
+  for (int half = K / 2, m = 16; half >= 1; half /= 2, m /= 2) {
+    const bool upper = (lane & m) != 0;
+#pragma unroll
+    for (int i = 0; i < half; ++i) {
+      const T send = upper ? v[i] : v[i + half];
+      const T keep = upper ? v[i + half] : v[i];
+      v[i] = Add(keep, ShflXor(send, m));
+    }
+  }
+  T sum = v[0];
+#pragma unroll
+  for (int m = 16 / K; m >= 1; m /= 2) sum = Add(sum, ShflXor(sum, m));
+  return sum;
 }
 
 __device__ __forceinline__ unsigned LoadAcquire(const unsigned* p) {
@@ -369,7 +386,7 @@ __device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, in
 // p, in registers; then a barrier (every warp has read tri's block) and the
 // inverse over it. It runs while the CTA waits for its predecessors, so the
 // block's own solve on the chain's critical path is a product
-// (ApplyInverse), not kNb dependent steps. A NaN or Inf in the block reaches
+// (SolveRows), not kNb dependent steps. A NaN or Inf in the block reaches
 // the inverse's entries at and below its row, as substitution would reach
 // those unknowns. REQUIRES: tri and rdiag complete; every thread of the CTA.
 template <typename T, int kNb>
@@ -411,31 +428,41 @@ __device__ void InvertDiagonalBlock(const T* rdiag, bool unit, int lane, int war
   }
 }
 
-// xr[j][p] = sum over c <= r, c < nb of inv(r, c) * s_c, r = lane + 32 p
-// (s_c: row c's s of column j, lane c % 32's slot c / 32): the block's
-// solve, for each column j in the same order. Terms above the diagonal are
-// skipped, not multiplied by zero, so a non-finite s_c reaches only the rows
-// it should. Warp-uniform (nb is the same in every lane).
+// The block's solve, x_r = sum over c <= r, c < nb of inv(r, c) * s_c for
+// each column, spread over the CTA: warp w takes rows w + kWarps * i (i <
+// kCols), lane l the terms c = l + 32 p (its own s slots, so no s moves),
+// and RowsSum adds each row's terms over the lanes. Returns, per column j,
+// row RowOf(lane, warp)'s x in every lane (written by the lanes where
+// Writes(lane)). Terms above the diagonal are skipped, not multiplied by
+// zero, so a non-finite s_c reaches only the rows it should. Warp-uniform
+// (nb is the same in every lane); on the chain's critical path, so every
+// warp takes a share (one warp alone would run kNb steps of shuffles).
+template <int kNb>
+__device__ __forceinline__ int RowOf(int lane, int warp) {
+  return warp + kWarps * (lane / (32 / Shape<kNb>::kCols));
+}
+template <int kNb>
+__device__ __forceinline__ bool Writes(int lane) {
+  return lane % (32 / Shape<kNb>::kCols) == 0;
+}
 template <typename T, int kNb, int kNrhs>
-__device__ void ApplyInverse(const T* inv, const T (&s)[kNrhs][Shape<kNb>::kRows], int nb, int lane,
-                             T (&xr)[kNrhs][Shape<kNb>::kRows]) {
+__device__ void SolveRows(const T* inv, const T (&s)[kNrhs][Shape<kNb>::kRows], int nb, int lane,
+                          int warp, T (&xr)[kNrhs]) {
   using S = Shape<kNb>;
 #pragma unroll
   for (int j = 0; j < kNrhs; ++j) {
+    T terms[S::kCols];
 #pragma unroll
-    for (int p = 0; p < S::kRows; ++p) xr[j][p] = ZeroOf<T>();
-  }
-#pragma unroll
-  for (int c = 0; c < kNb; ++c) {
-#pragma unroll
-    for (int j = 0; j < kNrhs; ++j) {
-      const T sc = Shfl(s[j][c / 32], c % 32);
+    for (int i = 0; i < S::kCols; ++i) {
+      const int r = warp + kWarps * i;
+      terms[i] = ZeroOf<T>();
 #pragma unroll
       for (int p = 0; p < S::kRows; ++p) {
-        const int r = lane + 32 * p;
-        if (c <= r && c < nb) xr[j][p] = MulAdd(xr[j][p], inv[Tri(r, c)], sc);
+        const int c = lane + 32 * p;
+        if (c <= r && c < nb) terms[i] = MulAdd(terms[i], inv[Tri(r, c)], s[j][p]);
       }
     }
+    xr[j] = RowsSum<T, S::kCols>(terms, lane);
   }
 }
 
@@ -446,14 +473,15 @@ __device__ void GatherRowSums(const T (&acc)[Shape<kNb>::kPerThread], int lane, 
                               T (*partial)[kNb]) {
   using S = Shape<kNb>;
   if (kTrans) {  // slots g * kRows + p are row warp + kWarps * g, summed over the lanes
+    T sums[S::kCols];
 #pragma unroll
     for (int g = 0; g < S::kCols; ++g) {
-      T s = acc[g * S::kRows];
+      sums[g] = acc[g * S::kRows];
 #pragma unroll
-      for (int p = 1; p < S::kRows; ++p) s = Add(s, acc[g * S::kRows + p]);
-      s = WarpSum(s);
-      if (lane == 0) partial[0][warp + kWarps * g] = s;
+      for (int p = 1; p < S::kRows; ++p) sums[g] = Add(sums[g], acc[g * S::kRows + p]);
     }
+    const T sum = RowsSum<T, S::kCols>(sums, lane);  // row RowOf(lane, warp)'s
+    if (Writes<kNb>(lane)) partial[0][RowOf<kNb>(lane, warp)] = sum;
   } else {  // slots g * kRows + p are row lane + 32 * p
 #pragma unroll
     for (int p = 0; p < S::kRows; ++p) {
@@ -489,9 +517,9 @@ __device__ void WriteZeroRows(const Triangle<T, kTrans>& m, T* x, int64_t row0, 
   }
 }
 
-// s[j][p] = b[j][p] - (row lane + 32 p's sum of acc[j]) in warp 0, for each
-// column j. Every thread of the CTA; its barrier also publishes the inverse
-// InvertDiagonalBlock wrote.
+// s[j][p] = b[j][p] - (row lane + 32 p's sum of acc[j]) in every warp, for
+// each column j. Every thread of the CTA; its barrier also publishes the
+// inverse InvertDiagonalBlock wrote.
 template <typename T, int kNb, bool kTrans, int kNrhs>
 __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
                                const T (&b)[kNrhs][Shape<kNb>::kRows], int lane, int warp,
@@ -500,7 +528,6 @@ __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
 #pragma unroll
   for (int j = 0; j < kNrhs; ++j) GatherRowSums<T, kNb, kTrans>(acc[j], lane, warp, partial[j]);
   __syncthreads();  // partial and the inverse are complete
-  if (warp != 0) return;
 #pragma unroll
   for (int j = 0; j < kNrhs; ++j) {
 #pragma unroll
@@ -534,13 +561,13 @@ __global__ void __launch_bounds__(kThreads)
     WriteZeroRows<T, kNrhs>(m, x, row0, nb);
     return;
   }
-  T b[kNrhs][S::kRows];  // warp 0, lane l, slot p: b of row l + 32 p
+  T b[kNrhs][S::kRows];  // every warp, lane l, slot p: b of row l + 32 p
 #pragma unroll
   for (int j = 0; j < kNrhs; ++j) {
 #pragma unroll
     for (int p = 0; p < S::kRows; ++p) {
       const int r = lane + 32 * p;
-      b[j][p] = warp == 0 && r < nb ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
+      b[j][p] = r < nb ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
     }
   }
   LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
@@ -555,18 +582,17 @@ __global__ void __launch_bounds__(kThreads)
   OffDiagonal<T, kNb, kNrhs>(m, x, sync + 1, &seen, first, L, row0, nb, lane, warp, acc);
   T s[kNrhs][S::kRows];
   BlockResiduals<T, kNb, kTrans, kNrhs>(acc, b, lane, warp, partial, s);
-  if (warp != 0) return;
-  T xr[kNrhs][S::kRows];
-  ApplyInverse<T, kNb, kNrhs>(tri, s, nb, lane, xr);
+  T xr[kNrhs];
+  SolveRows<T, kNb, kNrhs>(tri, s, nb, lane, warp, xr);
+  const int r = RowOf<kNb>(lane, warp);
+  if (Writes<kNb>(lane) && r < nb) {
 #pragma unroll
-  for (int j = 0; j < kNrhs; ++j) {
-#pragma unroll
-    for (int p = 0; p < S::kRows; ++p) {
-      if (lane + 32 * p < nb) x[j * m.n + m.Phys(row0 + lane + 32 * p)] = xr[j][p];
-    }
+    for (int j = 0; j < kNrhs; ++j) x[j * m.n + m.Phys(row0 + r)] = xr[j];
   }
-  __syncwarp();  // every lane's stores precede lane 0's release (one fence, in the release)
-  if (lane == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
+  // Every warp's stores precede thread 0's release (one fence, in the
+  // release; the pattern of CUTLASS's barrier arrive).
+  __syncthreads();
+  if (threadIdx.x == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
 }
 
 // dst[i] = src[perm[i]], or dst[perm[i]] = src[i] when inverse; T: an
@@ -622,9 +648,11 @@ cudaError_t LaunchTrsv(const TrsvArgs& g) {
 }
 
 // Whether the two-column kernel exists for T at kNb rows and the op: where
-// it spills no registers (ptxas -v, sm_90: complex<float> and
-// complex<double> op N at 32 rows, complex<double> at 64 rows do). Elsewhere
-// two columns are two one-column solves, one after the other.
+// it spilled no registers when chosen (ptxas -v, sm_90: complex<float> and
+// complex<double> op N at 32 rows, complex<double> at 64 rows did; since the
+// block's solve is spread over the warps, complex<double> op T at 32 rows
+// spills 32 bytes with one column or two). Elsewhere two columns are two
+// one-column solves, one after the other.
 template <typename T, int kNb, bool kTrans>
 constexpr bool kTwoColumnKernel = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                   (kNb == 32 && kTrans) || (std::is_same_v<T, float2> && kNb == 64);
