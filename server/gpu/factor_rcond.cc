@@ -184,9 +184,9 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
   std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl));
   const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
-  LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(kTriangularSolveScratchBytes));
+  LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(TriangularSolveScratchBytes(t, n, kMaxColumns)));
   if (split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream) {
-    LINALGD_ASSIGN_OR_RETURN(s->column_scratch_, s->Alloc(kTriangularSolveScratchBytes));
+    LINALGD_ASSIGN_OR_RETURN(s->column_scratch_, s->Alloc(TriangularSolveScratchBytes(t, n)));
   }
   if (pivots == nullptr || n == 0) return s;
   std::vector<int64_t> ipiv(n);

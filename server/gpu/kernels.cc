@@ -115,6 +115,11 @@ absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const voi
   return absl::OkStatus();
 }
 
+int64_t TriangularSolveScratchBytes(DType t, int64_t n, int columns) {
+  return impl::TriangularSolveScratchBytes(DTypeSize(t), std::max<int64_t>(n, 0),
+                                           std::max(columns, 1));
+}
+
 TrsvBlock TrsvBlockFor(int64_t n) {
   return n >= kTrsvBlock64MinN ? TrsvBlock::k64 : TrsvBlock::k32;
 }
@@ -130,7 +135,6 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              const TrsvOptions& options) {
   TrsvBlock block = options.block;
-  static_assert(kTriangularSolveScratchBytes == impl::kTriangularSolveScratchBytes);
   // One CTA per 32 or 64 rows, counted in 32 bits (kernels_trsv.cu).
   constexpr int64_t kMaxN = int64_t{1} << 36;
   if (n < 0 || n > kMaxN || ld < std::max<int64_t>(1, n)) {

@@ -89,15 +89,17 @@ absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const voi
 enum class TriangleFill { kLower, kUpper };
 enum class TriangleOp { kNoTranspose, kTranspose, kConjTranspose };
 
-// Device scratch one TriangularSolve needs (its block counters).
-inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
+// Device scratch one TriangularSolve of n rows and `columns` columns of
+// dtype t needs (its block counters, then a flagged copy of x: 2 x x's
+// bytes); enough for any smaller n or fewer columns of a dtype no wider.
+int64_t TriangularSolveScratchBytes(DType t, int64_t n, int columns = 1);
 
 // x <- op(T)^-1 x, in place: T the n x n `fill` triangle of the column-major
 // matrix a (leading dim ld >= max(1, n); the other triangle is never read,
 // nor the diagonal when unit_diag, which is then taken as ones), x n
 // contiguous elements. F32, F64, C64 or C128. One launch, no host sync: the
 // kernel's CTAs hand the solution on block by block through `scratch`
-// (kTriangularSolveScratchBytes of device memory, zeroed here on `stream`;
+// (TriangularSolveScratchBytes(t, n, columns) of device memory, zeroed here on `stream`;
 // one solve at a time per scratch). NaN and Inf propagate as in the
 // arithmetic (a zero on a non-unit diagonal gives Inf / NaN).
 //

@@ -57,8 +57,13 @@ cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream);
 // block, 32 or 64; nrhs: columns of x (column-major, ld n), 1 or 2;
 // first_nonzero in [0, n]: x is zero above that row (used by a forward
 // substitution; else cudaErrorInvalidValue for any of them). scratch:
-// kTriangularSolveScratchBytes of device memory, zeroed here on `stream`.
-inline constexpr int64_t kTriangularSolveScratchBytes = 2 * sizeof(unsigned);
+// TriangularSolveScratchBytes(element bytes, n, nrhs) of device memory
+// (16-byte aligned), zeroed here on `stream`: the block counters, then x's
+// flagged copy (each 4-byte word of an element beside a flag, 8 bytes).
+inline constexpr int64_t kTriangularSolveCounterBytes = 16;
+inline constexpr int64_t TriangularSolveScratchBytes(int64_t elem_bytes, int64_t n, int nrhs) {
+  return kTriangularSolveCounterBytes + 2 * elem_bytes * n * nrhs;
+}
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
                             void* scratch, cudaStream_t stream);

@@ -15,6 +15,8 @@
 // accumulates its tiles left of the diagonal as the x they need is
 // published, then x_L = inverse * (b_L - sums), that product spread over
 // every warp (each warp kNb / 8 rows, its lanes the terms of each row).
+// The chain's link from block L - 1 to L is latency: L's wait for x_{L-1},
+// its last tile's products, the row sums, the block's solve, its stores.
 //
 // Why it cannot deadlock: a CTA takes its block index L from an atomicAdd on
 // sync[0] once it is running, so the CTAs with smaller indices are already
@@ -22,20 +24,26 @@
 // only for smaller ones, so by induction on L every wait ends, whatever the
 // scheduling and however many CTAs fit on the device at once.
 //
-// Publication: sync[1] ("done") counts the blocks whose x is written. Block
-// L publishes only after it has seen done >= L (it needs every earlier x),
-// so blocks publish in order and done only ever goes L -> L + 1, written by
-// block L alone: done > J is block J's flag. The warps store x_L (one lane
-// per row), the CTA meets (__syncthreads, which orders its threads' memory
-// accesses) and thread 0 stores L + 1 with release semantics (gpu scope; a
-// release is cumulative, so it covers the other threads' stores ordered
-// before it: the pattern of CUTLASS's barrier arrive, with one fence where a
-// __threadfence in every thread would add more). A reader CTA's
-// thread 0 loads done with acquire semantics and hands the count to the
-// other threads through __syncthreads (causality order is transitive across
-// the gpu-scope acquire and the CTA barrier); x is read through L2
-// (ld.global.cg), never from a stale L1 line. Seeing count v covers every
-// block below v: block v - 1 acquired v - 1 before it released v.
+// Publication, two ways. The chain's next link: the warps store x_L twice,
+// in x and in the flagged copy (each 32-bit word beside a flag in one
+// single-copy-atomic 64-bit store, relaxed, gpu scope), and a CTA waiting
+// at the chain's front polls the copy of x_J (ld.relaxed.gpu): a flag seen
+// is the value in hand, with no fence before it on the writer's side and no
+// second load after it on the reader's (the protocol of NCCL's LL).
+// The count, for a CTA behind the front: sync[1] ("done") counts the
+// blocks whose x is written. Block L raises it only after it has seen done
+// >= L, so blocks count in order and done only ever goes L -> L + 1,
+// written by block L alone: done > J is block J's flag. After its stores
+// the CTA meets (__syncthreads, which orders its threads' memory accesses)
+// and thread 0, once done >= L, stores L + 1 with release semantics (gpu
+// scope; a release is cumulative, so it covers the other threads' stores
+// ordered before it: the pattern of CUTLASS's barrier arrive). A reader
+// CTA's thread 0 loads done with acquire semantics and hands the count to
+// the other threads through __syncthreads (causality order is transitive
+// across the gpu-scope acquire and the CTA barrier); x is then read through
+// L2 (ld.global.cg), never from a stale L1 line. Seeing count v covers every
+// block below v: block v - 1 acquired v - 1 before it released v. The count
+// trails the chain by its own latency, off the critical path.
 //
 // Non-finite values propagate: nothing is clamped, and a zero on a non-unit
 // diagonal has an infinite (complex: NaN) reciprocal.
@@ -216,6 +224,25 @@ __device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// The flagged copy of x (the scratch past the counters): each 32-bit word
+// of an element is stored beside kFlag in one 64-bit word, so a reader that
+// sees the flag has the value in the same (single-copy atomic) access, with
+// no fence on the writer's side and no second load on the reader's. The
+// launch zeroes the copy first, so a flag is only ever this launch's.
+constexpr uint32_t kFlag = 1;
+template <typename T>
+constexpr int kWords = static_cast<int>(sizeof(T) / 4);
+
+__device__ __forceinline__ void StoreFlagged(uint64_t* p, uint32_t word) {
+  const uint64_t v = (uint64_t{kFlag} << 32) | word;
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t LoadRelaxed(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // The device's nanosecond clock.
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
@@ -238,24 +265,56 @@ constexpr uint64_t kMaxWaitNs = uint64_t{20} * 1000 * 1000 * 1000;
 // crowd done's L2 line, and they take the tiles published meanwhile in
 // groups. Traps after kMaxWaitNs. REQUIRES: need <= own; called by every
 // thread of the CTA (CTA-uniform control flow).
+__device__ unsigned PollCount(const unsigned* done, unsigned need, unsigned own) {
+  const uint64_t start = GlobalTimerNs();
+  unsigned v = LoadAcquire(done);
+  for (unsigned polls = 1; v < need; ++polls) {
+    const unsigned ahead = own - v;  // >= 1: v < need <= own
+    if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
+    if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
+    v = LoadAcquire(done);
+  }
+  return v;
+}
 __device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned own,
                                   unsigned* seen) {
-  if (threadIdx.x == 0) {
-    const uint64_t start = GlobalTimerNs();
-    unsigned v = LoadAcquire(done);
-    for (unsigned polls = 1; v < need; ++polls) {
-      const unsigned ahead = own - v;  // >= 1: v < need <= own
-      if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
-      if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
-      v = LoadAcquire(done);
-    }
-    *seen = v;
-  }
+  if (threadIdx.x == 0) *seen = PollCount(done, need, own);
   __syncthreads();
   const unsigned v = *seen;
   __syncthreads();  // every thread has read *seen before thread 0 writes it again
   return v;
 }
+
+// The flagged copy of x's columns: element i of column c at words
+// (c * n + i) * kWords<T> onward (physical rows, as x).
+template <typename T>
+struct Flagged {
+  uint64_t* words;
+  int64_t n;
+
+  __device__ uint64_t* At(int c, int64_t i) const { return words + (c * n + i) * kWords<T>; }
+  __device__ void Store(int c, int64_t i, T v) const {
+    uint32_t w[kWords<T>];
+    memcpy(w, &v, sizeof(T));
+    uint64_t* p = At(c, i);
+#pragma unroll
+    for (int q = 0; q < kWords<T>; ++q) StoreFlagged(p + q, w[q]);
+  }
+  // Whether element i of column c is published; if so, its value in *v.
+  __device__ bool TryLoad(int c, int64_t i, T* v) const {
+    uint32_t w[kWords<T>];
+    bool ok = true;
+    const uint64_t* p = At(c, i);
+#pragma unroll
+    for (int q = 0; q < kWords<T>; ++q) {
+      const uint64_t u = LoadRelaxed(p + q);
+      w[q] = static_cast<uint32_t>(u);
+      ok = ok && (u >> 32) == kFlag;
+    }
+    if (ok) memcpy(v, w, sizeof(T));
+    return ok;
+  }
+};
 
 // Where the logical system's pieces are in memory.
 template <typename T, bool kTrans>
@@ -315,14 +374,67 @@ __device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T
   }
 }
 
+// Accumulate with x_J from shared memory (xs[c][k]: column c, row j0 + k):
+// the same products in the same order.
+template <typename T, int kNb, int kNrhs, bool kTrans>
+__device__ __forceinline__ void AccumulateShared(const T (*xs)[kNb], int lane, int warp,
+                                                 const T (&t)[Shape<kNb>::kPerThread],
+                                                 T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
+#pragma unroll
+  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
+    int r, k;
+    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
+#pragma unroll
+    for (int c = 0; c < kNrhs; ++c) acc[c][q] = MulAdd(acc[c][q], t[q], xs[c][k]);
+  }
+}
+
+// xs <- x_J (every column, kNb rows: J < L is a full block) from the
+// flagged copy, each element polled by its own thread until its flags are
+// set. Returns whether every element was there at the first look (this CTA
+// is behind the chain's front), the same in every thread. A CTA within two
+// blocks of J polls back to back; the others sleep 128 ns per block between
+// (at most 2 us), as in WaitPublished. Traps after kMaxWaitNs. Every thread
+// of the CTA.
+template <typename T, int kNb, int kNrhs, bool kTrans>
+__device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, int64_t J, int64_t L,
+                            T (*xs)[kNb]) {
+  bool first_look = true;
+  const int e = threadIdx.x;
+  if (e < kNrhs * kNb) {
+    const int c = e / kNb, k = e % kNb;
+    const int64_t i = m.Phys(J * kNb + k);
+    const int64_t ahead = L - J;  // >= 1
+    T v;
+    if (!f.TryLoad(c, i, &v)) {
+      first_look = false;
+      const uint64_t start = GlobalTimerNs();
+      for (unsigned polls = 1;; ++polls) {
+        if (ahead > 2) __nanosleep(ahead < 16 ? 128 * static_cast<unsigned>(ahead) : 2048);
+        if (f.TryLoad(c, i, &v)) break;
+        if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
+      }
+    }
+    xs[c][k] = v;
+  }
+  return __syncthreads_and(first_look) != 0;  // xs is complete
+}
+
 // acc += this block row's tiles first <= J < L, each once its x is
 // published (in J order for every sum, however the tiles are grouped).
 // Every warp runs the same sequence of J and `known`, so the waits are
 // CTA-uniform.
+// At the chain's front (J not yet counted as published) x_J comes from its
+// flagged copy (WaitFlagged), one tile at a time, into xs[J % 2] (two
+// buffers: a warp passes tile J's barrier only once every warp has finished
+// tile J - 1's reads, so tile J + 1's writes never meet them); behind the
+// front, the count says which blocks' x may be read from x itself, and
+// tiles go in groups.
 template <typename T, int kNb, int kNrhs, bool kTrans>
-__device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsigned* done,
-                            unsigned* seen, int64_t first, int64_t L, int64_t row0, int nb,
-                            int lane, int warp, T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
+__device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, const T* x,
+                            const unsigned* done, unsigned* seen, int64_t first, int64_t L,
+                            int64_t row0, int nb, int lane, int warp, T (*xs)[kNrhs][kNb],
+                            T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
   constexpr int kPer = Shape<kNb>::kPerThread;
   // Tiles per step once they are all published: their loads are issued
   // together, so a warp keeps several tiles in flight (fewer for the 16-byte
@@ -330,15 +442,19 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const T* x, const unsi
   // bound registers).
   constexpr int kTiles = (sizeof(T) >= 16 ? 2 : 4) * 32 / kNb / kNrhs;
   constexpr int kGroup = kTiles > 1 ? kTiles : 1;
-  int64_t known = first;  // blocks known published or known zero (CTA-uniform)
+  // Blocks the count has shown published (x readable) or known zero
+  // (CTA-uniform).
+  int64_t known = first;
   int64_t J = first;
   while (J < L) {
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
       T t[kPer];
       LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
-      known = WaitPublished(done, static_cast<unsigned>(J + 1), static_cast<unsigned>(L), seen);
-      Accumulate<T, kNb, kNrhs>(m, x, J * kNb, lane, warp, t, acc);
+      const bool behind = WaitFlagged<T, kNb, kNrhs>(m, f, J, L, xs[J % 2]);
+      AccumulateShared<T, kNb, kNrhs, kTrans>(xs[J % 2], lane, warp, t, acc);
       ++J;
+      // Behind the front: the count tells how many tiles may go in groups.
+      if (behind && J + 1 < L) known = WaitPublished(done, 0, static_cast<unsigned>(L), seen);
       continue;
     }
     const int64_t avail = known < L ? known : L;
@@ -541,7 +657,8 @@ __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
 // substitution), else 0.
 template <typename T, int kNb, bool kTrans, int kNrhs>
 __global__ void __launch_bounds__(kThreads)
-    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, int64_t first) {
+    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, Flagged<T> f,
+               int64_t first) {
   using S = Shape<kNb>;
   // M's diagonal block strictly below its diagonal, then its inverse (lower;
   // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
@@ -549,6 +666,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ T tri[S::kTri];
   __shared__ T partial[kNrhs][kPartialRows<kTrans>][kNb];  // row sums (GatherRowSums)
   __shared__ T rdiag[kNb];                                 // 1 / its diagonal
+  __shared__ T xs[2][kNrhs][kNb];  // x_J from the flagged copy (OffDiagonal)
   __shared__ unsigned ticket, seen;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
@@ -579,20 +697,29 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int q = 0; q < S::kPerThread; ++q) acc[j][q] = ZeroOf<T>();
   }
-  OffDiagonal<T, kNb, kNrhs>(m, x, sync + 1, &seen, first, L, row0, nb, lane, warp, acc);
+  OffDiagonal<T, kNb, kNrhs>(m, f, x, sync + 1, &seen, first, L, row0, nb, lane, warp, xs, acc);
   T s[kNrhs][S::kRows];
   BlockResiduals<T, kNb, kTrans, kNrhs>(acc, b, lane, warp, partial, s);
   T xr[kNrhs];
   SolveRows<T, kNb, kNrhs>(tri, s, nb, lane, warp, xr);
   const int r = RowOf<kNb>(lane, warp);
   if (Writes<kNb>(lane) && r < nb) {
+    const int64_t i = m.Phys(row0 + r);
 #pragma unroll
-    for (int j = 0; j < kNrhs; ++j) x[j * m.n + m.Phys(row0 + r)] = xr[j];
+    for (int j = 0; j < kNrhs; ++j) {
+      f.Store(j, i, xr[j]);  // the chain's next link reads this copy
+      x[j * m.n + i] = xr[j];
+    }
   }
-  // Every warp's stores precede thread 0's release (one fence, in the
-  // release; the pattern of CUTLASS's barrier arrive).
+  // The count, off the chain's critical path: every warp's stores of x
+  // precede thread 0's release (one fence, in the release; the pattern of
+  // CUTLASS's barrier arrive), which waits for the count to reach L so the
+  // count still goes up by one, in block order.
   __syncthreads();
-  if (threadIdx.x == 0) StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
+  if (threadIdx.x == 0) {
+    PollCount(sync + 1, static_cast<unsigned>(L), static_cast<unsigned>(L));
+    StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
+  }
 }
 
 // dst[i] = src[perm[i]], or dst[perm[i]] = src[i] when inverse; T: an
@@ -637,22 +764,26 @@ struct TrsvArgs {
 // when !kTrans, else T or C).
 template <typename T, int kNb, bool kTrans, int kNrhs>
 cudaError_t LaunchTrsv(const TrsvArgs& g) {
-  const cudaError_t e = cudaMemsetAsync(g.sync, 0, kTriangularSolveScratchBytes, g.stream);
+  const cudaError_t e =
+      cudaMemsetAsync(g.sync, 0, TriangularSolveScratchBytes(sizeof(T), g.n, kNrhs), g.stream);
   if (e != cudaSuccess) return e;
   const int64_t blocks = (g.n + kNb - 1) / kNb;
   const int64_t first = g.forward ? std::min(g.first_nonzero / kNb, blocks) : 0;
   const Triangle<T, kTrans> m{static_cast<const T*>(g.a), g.n, g.ld, g.forward, g.op == 2};
+  const Flagged<T> f{
+      reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(g.sync) + kTriangularSolveCounterBytes),
+      g.n};
   TrsvKernel<T, kNb, kTrans, kNrhs><<<static_cast<unsigned>(blocks), kThreads, 0, g.stream>>>(
-      m, g.unit, static_cast<T*>(g.x), g.sync, first);
+      m, g.unit, static_cast<T*>(g.x), g.sync, f, first);
   return cudaGetLastError();
 }
 
 // Whether the two-column kernel exists for T at kNb rows and the op: where
 // it spilled no registers when chosen (ptxas -v, sm_90: complex<float> and
-// complex<double> op N at 32 rows, complex<double> at 64 rows did; since the
-// block's solve is spread over the warps, complex<double> op T at 32 rows
-// spills 32 bytes with one column or two). Elsewhere two columns are two
-// one-column solves, one after the other.
+// complex<double> op N at 32 rows, complex<double> at 64 rows did; later
+// changes to the kernel moved small spills, 16-32 bytes, between its
+// instances as ptxas chose other register counts). Elsewhere two columns
+// are two one-column solves, one after the other.
 template <typename T, int kNb, bool kTrans>
 constexpr bool kTwoColumnKernel = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                   (kNb == 32 && kTrans) || (std::is_same_v<T, float2> && kNb == 64);

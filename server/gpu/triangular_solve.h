@@ -20,7 +20,7 @@ enum class TrsvImpl {
 };
 
 // x <- op(T)^-1 x on hs.stream (kernels.h TriangularSolve's contract; ld >=
-// max(1, n)). scratch: kTriangularSolveScratchBytes of device memory, used
+// max(1, n)). scratch: TriangularSolveScratchBytes(t, n) of device memory, used
 // by kCustom only (may be null for kCublas). block: kCustom's rows per
 // CTA (kernels.h TrsvBlock; kAuto: TrsvBlockFor(n)), ignored by kCublas.
 // kCublas needs n and ld to fit an int.

@@ -80,7 +80,8 @@ absl::StatusOr<std::vector<char>> SolvedBytes(GpuContext& ctx, DType t, const Tr
 // seed n + seed on the device, scratch the solves' counters.
 using SizeBody = std::function<absl::Status(int64_t n, const DeviceBuffer& a, void* scratch)>;
 absl::Status ForEachSize(GpuContext& ctx, DType t, uint32_t seed, const SizeBody& body) {
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                           ctx.Alloc(TriangularSolveScratchBytes(t, *std::rbegin(kSizes), 2)));
   for (int64_t n : kSizes) {
     const Vec a = WellConditioned(n, IsComplex(t), static_cast<uint32_t>(n) + seed);
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer da, gpu_test::Upload(ctx, a, t));

@@ -155,9 +155,11 @@ absl::StatusOr<System> MakeSystem(GpuContext& ctx, DType t, int64_t n, uint32_t 
 // Every case of dtype t at every size, at block height `block`: ours
 // against the reference and against cuBLAS, each within Tolerance(t).
 absl::Status CheckDtype(GpuContext& ctx, DType t, TrsvBlock block) {
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+  constexpr int64_t kSizes[] = {1, 2, 31, 32, 33, 63, 64, 65, 127, 1000, 4097};
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                           ctx.Alloc(TriangularSolveScratchBytes(t, *std::rbegin(kSizes))));
   double worst = 0;
-  for (int64_t n : {1, 2, 31, 32, 33, 63, 64, 65, 127, 1000, 4097}) {
+  for (int64_t n : kSizes) {
     LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, static_cast<uint32_t>(n)));
     for (const Case& c : CasesOf(t, block)) {
       SCOPED_TRACE(Name(c, n));
@@ -225,8 +227,9 @@ Vec TriangleInNaN(const Vec& a, int64_t n, int64_t ld, const Case& c) {
 TEST_P(GpuTrsvBlockTest, ReadsOnlyTheTriangle) {
   LINALGD_REQUIRE_GPU();
   OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
-    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
     const int64_t n = 97, ld = 101;
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                             ctx.Alloc(TriangularSolveScratchBytes(DType::kC128, n)));
     for (DType t : {DType::kF64, DType::kC64}) {
       LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 3));
       for (const Case& c : CasesOf(t, block)) {
@@ -259,8 +262,9 @@ void ExpectPattern(const Vec& x, DType t, Pred pred, Bad bad, const char* what) 
 TEST_P(GpuTrsvBlockTest, NonFiniteValuesPropagate) {
   LINALGD_REQUIRE_GPU();
   OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
-    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
     const int64_t n = 200, at = 70;  // row `at` (block 2 of 32, 1 of 64) reads the NaN
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                             ctx.Alloc(TriangularSolveScratchBytes(DType::kC128, n)));
     auto is_nan = [](double v) { return std::isnan(v); };
     auto not_finite = [](double v) { return !std::isfinite(v); };
     for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
@@ -340,7 +344,7 @@ absl::Status SolveQueued(GpuContext& ctx, DType t, TrsvBlock block, int64_t n, i
   std::vector<DeviceBuffer> xs(lanes), scratch(lanes);
   for (int i = 0; i < lanes; ++i) {
     LINALGD_ASSIGN_OR_RETURN(xs[i], ctx.Alloc(count * n * DTypeSize(t)));
-    LINALGD_ASSIGN_OR_RETURN(scratch[i], ctx.Alloc(kTriangularSolveScratchBytes));
+    LINALGD_ASSIGN_OR_RETURN(scratch[i], ctx.Alloc(TriangularSolveScratchBytes(t, n)));
   }
   LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));  // the buffers are ready
   std::vector<OwnedStream> own(streams);  // after the buffers: synchronized before their free
@@ -382,7 +386,7 @@ TEST_P(GpuTrsvBlockTest, LargeSystem) {
     const DType t = DType::kF32;
     const int64_t n = 16411;
     LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 31));
-    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(kTriangularSolveScratchBytes));
+    LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch, ctx.Alloc(TriangularSolveScratchBytes(t, n)));
     for (const Case& c : {Case{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false, block},
                           Case{t, TriangleFill::kUpper, TriangleOp::kTranspose, true, block}}) {
       LINALGD_ASSIGN_OR_RETURN(Vec x,

@@ -414,7 +414,8 @@ absl::StatusOr<std::vector<Row>> TrsvCases(gpu::GpuContext& ctx, DType t, int64_
   const cudaStream_t st = ctx.hs.stream;
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * DTypeSize(t)));
-  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch, ctx.Alloc(gpu::kTriangularSolveScratchBytes));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch,
+                           ctx.Alloc(gpu::TriangularSolveScratchBytes(t, n)));
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
   LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), n, 8, -1, 1, st));
@@ -446,7 +447,8 @@ absl::StatusOr<std::vector<Row>> Trsv2Cases(gpu::GpuContext& ctx, DType t, int64
   const int64_t col = n * DTypeSize(t);
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(2 * col));
-  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch, ctx.Alloc(gpu::kTriangularSolveScratchBytes));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch,
+                           ctx.Alloc(gpu::TriangularSolveScratchBytes(t, n, 2)));
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
   LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), 2 * n, 8, -1, 1, st));
