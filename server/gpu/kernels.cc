@@ -164,9 +164,9 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
   }
   if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
   const int rows = block == TrsvBlock::k64 ? 64 : 32;
-  LINALGD_GPU_CHECK(impl::TriangularSolve(ToElem(t), fill == TriangleFill::kLower,
-                                          static_cast<int>(op), unit_diag, rows, options.columns,
-                                          options.first_nonzero, n, a, ld, x, scratch, stream));
+  LINALGD_GPU_CHECK(impl::TriangularSolve(
+      ToElem(t), fill == TriangleFill::kLower, static_cast<int>(op), unit_diag, rows,
+      options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, options.trace));
   return absl::OkStatus();
 }
 

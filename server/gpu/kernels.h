@@ -134,6 +134,11 @@ struct TrsvOptions {
   // finite (a NaN or Inf there would reach those zero rows in the full
   // solve: 0 * Inf).
   int64_t first_nonzero = 0;
+  // A benchmark's hook (null: none; F32 and F64 at 64-row blocks, one
+  // column, else ignored): device memory for kernels_impl.h kTrsvStamps x 2
+  // values per block of rows, where each block's CTA writes the times its
+  // steps end (TrsvStamp).
+  uint64_t* trace = nullptr;
 };
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,

@@ -66,7 +66,25 @@ inline constexpr int64_t TriangularSolveScratchBytes(int64_t elem_bytes, int64_t
 }
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream);
+                            void* scratch, cudaStream_t stream, uint64_t* trace = nullptr);
+// TriangularSolve's trace (a benchmark's hook; null: none; F32 and F64 at
+// 64-row blocks, one column: ignored elsewhere): for each block
+// L of rows, kTrsvStamps stamps by its CTA's thread 0, each {the device's
+// nanosecond clock, the SM's cycle count} at trace[(L * kTrsvStamps + k) *
+// 2]: its start; the start and the end of its wait for the last x it needs
+// (blocks after the first only); its sums done; its residuals; its block
+// solved; its x stored (every warp); the count raised.
+inline constexpr int kTrsvStamps = 8;
+enum TrsvStamp : int {
+  kTrsvStampStart,
+  kTrsvStampLastWait,
+  kTrsvStampLastSeen,
+  kTrsvStampSums,
+  kTrsvStampResiduals,
+  kTrsvStampSolved,
+  kTrsvStampStored,
+  kTrsvStampCounted,
+};
 // kernels_trsv.cu too.
 cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
                     int64_t n, cudaStream_t stream);

@@ -316,6 +316,24 @@ struct Flagged {
   }
 };
 
+// TrsvOptions::trace's stamps (kernels_impl.h TrsvStamp) by thread 0 of
+// block L: the device's nanosecond clock and the SM's cycle count. A
+// template parameter, so the kernels that do not trace carry no trace code
+// (a null check per stamp cost an untraced sweep 2-3%).
+template <bool kOn>
+struct Tracer {
+  uint64_t* trace;
+  __device__ __forceinline__ void operator()(int64_t L, int k) const {
+    if constexpr (kOn) {
+      if (threadIdx.x != 0) return;
+      uint64_t c;
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+      trace[(L * kTrsvStamps + k) * 2] = GlobalTimerNs();
+      trace[(L * kTrsvStamps + k) * 2 + 1] = c;
+    }
+  }
+};
+
 // Where the logical system's pieces are in memory.
 template <typename T, bool kTrans>
 struct Triangle {
@@ -396,9 +414,10 @@ __device__ __forceinline__ void AccumulateShared(const T (*xs)[kNb], int lane, i
 // blocks of J polls back to back; the others sleep 128 ns per block between
 // (at most 2 us), as in WaitPublished. Traps after kMaxWaitNs. Every thread
 // of the CTA.
-template <typename T, int kNb, int kNrhs, bool kTrans>
+template <typename T, int kNb, int kNrhs, bool kTrans, typename Tr>
 __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, int64_t J, int64_t L,
-                            T (*xs)[kNb]) {
+                            T (*xs)[kNb], const Tr& stamp) {
+  if (J + 1 == L) stamp(L, kTrsvStampLastWait);
   bool first_look = true;
   const int e = threadIdx.x;
   if (e < kNrhs * kNb) {
@@ -417,7 +436,9 @@ __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, i
     }
     xs[c][k] = v;
   }
-  return __syncthreads_and(first_look) != 0;  // xs is complete
+  const bool behind = __syncthreads_and(first_look) != 0;  // xs is complete
+  if (J + 1 == L) stamp(L, kTrsvStampLastSeen);
+  return behind;
 }
 
 // acc += this block row's tiles first <= J < L, each once its x is
@@ -430,11 +451,11 @@ __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, i
 // tile J - 1's reads, so tile J + 1's writes never meet them); behind the
 // front, the count says which blocks' x may be read from x itself, and
 // tiles go in groups.
-template <typename T, int kNb, int kNrhs, bool kTrans>
+template <typename T, int kNb, int kNrhs, bool kTrans, typename Tr>
 __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, const T* x,
                             const unsigned* done, unsigned* seen, int64_t first, int64_t L,
                             int64_t row0, int nb, int lane, int warp, T (*xs)[kNrhs][kNb],
-                            T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
+                            const Tr& stamp, T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
   constexpr int kPer = Shape<kNb>::kPerThread;
   // Tiles per step once they are all published: their loads are issued
   // together, so a warp keeps several tiles in flight (fewer for the 16-byte
@@ -450,7 +471,7 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, c
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
       T t[kPer];
       LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
-      const bool behind = WaitFlagged<T, kNb, kNrhs>(m, f, J, L, xs[J % 2]);
+      const bool behind = WaitFlagged<T, kNb, kNrhs>(m, f, J, L, xs[J % 2], stamp);
       AccumulateShared<T, kNb, kNrhs, kTrans>(xs[J % 2], lane, warp, t, acc);
       ++J;
       // Behind the front: the count tells how many tiles may go in groups.
@@ -655,10 +676,10 @@ __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
 
 // first: the first block the caller's x has nonzero values in (forward
 // substitution), else 0.
-template <typename T, int kNb, bool kTrans, int kNrhs>
+template <typename T, int kNb, bool kTrans, int kNrhs, bool kTrace>
 __global__ void __launch_bounds__(kThreads)
-    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, Flagged<T> f,
-               int64_t first) {
+    TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, Flagged<T> f, int64_t first,
+               Tracer<kTrace> stamp) {
   using S = Shape<kNb>;
   // M's diagonal block strictly below its diagonal, then its inverse (lower;
   // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
@@ -672,6 +693,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
   __syncthreads();
   const int64_t L = ticket;
+  stamp(L, kTrsvStampStart);
   const int64_t row0 = L * kNb;
   const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
   if (L < first) {  // x is zero here: so is the solution
@@ -697,11 +719,15 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int q = 0; q < S::kPerThread; ++q) acc[j][q] = ZeroOf<T>();
   }
-  OffDiagonal<T, kNb, kNrhs>(m, f, x, sync + 1, &seen, first, L, row0, nb, lane, warp, xs, acc);
+  OffDiagonal<T, kNb, kNrhs>(m, f, x, sync + 1, &seen, first, L, row0, nb, lane, warp, xs, stamp,
+                             acc);
+  stamp(L, kTrsvStampSums);
   T s[kNrhs][S::kRows];
   BlockResiduals<T, kNb, kTrans, kNrhs>(acc, b, lane, warp, partial, s);
+  stamp(L, kTrsvStampResiduals);
   T xr[kNrhs];
   SolveRows<T, kNb, kNrhs>(tri, s, nb, lane, warp, xr);
+  stamp(L, kTrsvStampSolved);
   const int r = RowOf<kNb>(lane, warp);
   if (Writes<kNb>(lane) && r < nb) {
     const int64_t i = m.Phys(row0 + r);
@@ -717,8 +743,10 @@ __global__ void __launch_bounds__(kThreads)
   // count still goes up by one, in block order.
   __syncthreads();
   if (threadIdx.x == 0) {
+    stamp(L, kTrsvStampStored);
     PollCount(sync + 1, static_cast<unsigned>(L), static_cast<unsigned>(L));
     StoreRelease(sync + 1, static_cast<unsigned>(L + 1));
+    stamp(L, kTrsvStampCounted);
   }
 }
 
@@ -758,6 +786,7 @@ struct TrsvArgs {
   unsigned* sync;
   int64_t first_nonzero;
   cudaStream_t stream;
+  uint64_t* trace;
 };
 
 // Zeroes the block counters, then launches the kNrhs-column kernel (op N
@@ -773,8 +802,18 @@ cudaError_t LaunchTrsv(const TrsvArgs& g) {
   const Flagged<T> f{
       reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(g.sync) + kTriangularSolveCounterBytes),
       g.n};
-  TrsvKernel<T, kNb, kTrans, kNrhs><<<static_cast<unsigned>(blocks), kThreads, 0, g.stream>>>(
-      m, g.unit, static_cast<T*>(g.x), g.sync, f, first);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  constexpr bool kTraceable =
+      kNrhs == 1 && kNb == 64 && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if constexpr (kTraceable) {
+    if (g.trace != nullptr) {
+      TrsvKernel<T, kNb, kTrans, kNrhs, true><<<grid, kThreads, 0, g.stream>>>(
+          m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<true>{g.trace});
+      return cudaGetLastError();
+    }
+  }
+  TrsvKernel<T, kNb, kTrans, kNrhs, false><<<grid, kThreads, 0, g.stream>>>(
+      m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<false>{nullptr});
   return cudaGetLastError();
 }
 
@@ -838,14 +877,14 @@ cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, 
 
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream) {
+                            void* scratch, cudaStream_t stream, uint64_t* trace) {
   if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
   if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
   if (first_nonzero < 0 || first_nonzero > n) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
-  const TrsvArgs g{forward,       op,    unit, n, a, ld, x, static_cast<unsigned*>(scratch),
-                   first_nonzero, stream};
+  const TrsvArgs g{forward,       op,     unit, n, a, ld, x, static_cast<unsigned*>(scratch),
+                   first_nonzero, stream, trace};
   switch (t) {
     case Elem::kF32:
       return LaunchTrsvRows<float>(nb, g, nrhs);

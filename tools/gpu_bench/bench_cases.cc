@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/factor_rcond.h"
 #include "server/gpu/kernels.h"
+#include "server/gpu/kernels_impl.h"
 #include "server/gpu/lt_matmul.h"
 #include "server/gpu/pinned_host_cache.h"
 #include "server/gpu/triangular_solve.h"
@@ -473,6 +475,125 @@ absl::StatusOr<std::vector<Row>> Trsv2Cases(gpu::GpuContext& ctx, DType t, int64
   return rows;
 }
 
+// Where one link of the triangular solve's chain of blocks goes: one traced
+// solve (TrsvOptions::trace) after `reps` untraced ones, for L N and L T at
+// the default block height; printed, per phase, the median, 90th percentile
+// and mean over the blocks after the second (microseconds, from the
+// device's nanosecond clock, which moves in steps of 256 ns on an H100, or
+// SM cycles for the phases inside one CTA). No rows.
+absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, int64_t n,
+                                                int reps) {
+  using gpu::impl::kTrsvStamps;
+  const cudaStream_t st = ctx.hs.stream;
+  const int64_t rows_per_block = gpu::TrsvBlockFor(n) == gpu::TrsvBlock::k64 ? 64 : 32;
+  const int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * DTypeSize(t)));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch,
+                           ctx.Alloc(gpu::TriangularSolveScratchBytes(t, n)));
+  const int64_t stamps = blocks * kTrsvStamps * 2;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer trace, ctx.Alloc(stamps * sizeof(uint64_t)));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
+  LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), n, 8, -1, 1, st));
+  for (const TrsvCase& c :
+       {TrsvCase{"LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
+        TrsvCase{"LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}}) {
+    gpu::TrsvOptions o;
+    for (int r = 0; r < reps; ++r) {
+      LINALGD_RETURN_IF_ERROR(gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n,
+                                                   x.data(), scratch.data(), st, o));
+    }
+    LINALGD_GPU_CHECK(cudaMemsetAsync(trace.data(), 0, trace.bytes(), st));
+    o.trace = trace.as<uint64_t>();
+    LINALGD_RETURN_IF_ERROR(gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n,
+                                                 x.data(), scratch.data(), st, o));
+    std::vector<uint64_t> h(stamps);
+    LINALGD_GPU_CHECK(
+        cudaMemcpyAsync(h.data(), trace.data(), trace.bytes(), cudaMemcpyDeviceToHost, st));
+    LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+    auto ns = [&](int64_t L, int k) { return static_cast<double>(h[(L * kTrsvStamps + k) * 2]); };
+    auto cy = [&](int64_t L, int k) {
+      return static_cast<double>(h[(L * kTrsvStamps + k) * 2 + 1]);
+    };
+    auto quantile = [](std::vector<double> v, double q) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[static_cast<size_t>(q * (v.size() - 1))];
+    };
+    auto mean = [](const std::vector<double>& v) {
+      double sum = 0;
+      for (double d : v) sum += d;
+      return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+    };
+    using gpu::impl::TrsvStamp;
+    struct Phase {
+      const char* name;
+      std::function<double(int64_t)> of;
+    };
+    const Phase phases[] = {
+        {"link (block solved to the next solved), us",
+         [&](int64_t L) {
+           return (ns(L, TrsvStamp::kTrsvStampSolved) - ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
+                  1e3;
+         }},
+        {"hand-on (the previous block solved to its x seen here), us",
+         [&](int64_t L) {
+           return (ns(L, TrsvStamp::kTrsvStampLastSeen) - ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
+                  1e3;
+         }},
+        {"  of it, the previous block's stores and barrier, us",
+         [&](int64_t L) {
+           return (ns(L - 1, TrsvStamp::kTrsvStampStored) -
+                   ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
+                  1e3;
+         }},
+        {"waiting here before it (ready early if > 0), us",
+         [&](int64_t L) {
+           return (ns(L, TrsvStamp::kTrsvStampLastSeen) - ns(L, TrsvStamp::kTrsvStampLastWait)) /
+                  1e3;
+         }},
+        {"last tile's products, cycles",
+         [&](int64_t L) {
+           return cy(L, TrsvStamp::kTrsvStampSums) - cy(L, TrsvStamp::kTrsvStampLastSeen);
+         }},
+        {"row sums and residuals, cycles",
+         [&](int64_t L) {
+           return cy(L, TrsvStamp::kTrsvStampResiduals) - cy(L, TrsvStamp::kTrsvStampSums);
+         }},
+        {"block solve, cycles",
+         [&](int64_t L) {
+           return cy(L, TrsvStamp::kTrsvStampSolved) - cy(L, TrsvStamp::kTrsvStampResiduals);
+         }},
+        {"stores and barrier, cycles",
+         [&](int64_t L) {
+           return cy(L, TrsvStamp::kTrsvStampStored) - cy(L, TrsvStamp::kTrsvStampSolved);
+         }},
+        {"count raised after the stores, us",
+         [&](int64_t L) {
+           return (ns(L, TrsvStamp::kTrsvStampCounted) - ns(L, TrsvStamp::kTrsvStampStored)) / 1e3;
+         }},
+        {"the first two blocks (first start to the second solved), us",
+         [&](int64_t) {
+           return (ns(1, TrsvStamp::kTrsvStampSolved) - ns(0, TrsvStamp::kTrsvStampStart)) / 1e3;
+         }},
+        {"whole solve (first start to last solved), us",
+         [&](int64_t) {
+           return (ns(blocks - 1, TrsvStamp::kTrsvStampSolved) -
+                   ns(0, TrsvStamp::kTrsvStampStart)) /
+                  1e3;
+         }},
+    };
+    for (const Phase& p : phases) {
+      std::vector<double> v;
+      for (int64_t L = 2; L < blocks; ++L) v.push_back(p.of(L));
+      std::printf("trsv_trace %s %s n=%lld: %s: median %.3f, p90 %.3f, mean %.3f\n", c.op,
+                  std::string(DTypeName(t)).c_str(), static_cast<long long>(n), p.name,
+                  quantile(v, 0.5), quantile(v, 0.9), mean(v));
+    }
+  }
+  return std::vector<Row>{};
+}
+
 // Median wall time of f() over reps calls after one, with between()
 // untimed before each call.
 template <typename F, typename G>
@@ -576,6 +697,11 @@ absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vect
 absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
                                             int reps) {
   return BenchF64F32(gpu, sizes, reps, Trsv2Cases);
+}
+
+absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
+                                                const std::vector<int64_t>& sizes, int reps) {
+  return BenchF64F32(gpu, sizes, reps, TrsvTraceCases);
 }
 
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps) {

@@ -36,6 +36,10 @@ absl::StatusOr<std::vector<Row>> BenchTrsv(gpu::GpuBackend& gpu, const std::vect
 // and "trsv2_UT", at the default block height.
 absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
                                             int reps);
+// Where a link of the triangular solve's chain of blocks goes (TrsvOptions
+// trace), f64 and f32, L N and L T: printed per phase; no rows.
+absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
+                                                const std::vector<int64_t>& sizes, int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 

@@ -7,7 +7,7 @@
 //                     [--sizes N,N,...] [--only PART,PART,...]
 //
 // --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
-// --only: the parts to run, of gemm, solves, trsv, trsv2, e2e, batching, api,
+// --only: the parts to run, of gemm, solves, trsv, trsv2, trsv_trace, e2e, batching, api,
 // small (default all).
 #include <cuda_runtime.h>
 
@@ -148,6 +148,7 @@ int Main(int argc, char** argv) {
       {"solves", [&] { return BenchSolves(*gpu, solve_sizes, flags.reps); }},
       {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
       {"trsv2", [&] { return BenchTrsv2(*gpu, solve_sizes, flags.reps); }},
+      {"trsv_trace", [&] { return BenchTrsvTrace(*gpu, solve_sizes, flags.reps); }},
       {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
       {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
       {"api", [&] { return BenchApiCosts(*gpu, 256, flags.quick ? 5 : 20); }},
