@@ -501,19 +501,37 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, c
 
 // tri = M's diagonal block strictly below its diagonal, packed (Tri; rows
 // past nb zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit
-// or r >= nb). Every thread of the CTA.
+// or r >= nb). Every thread of the CTA. Each thread issues all its loads
+// before it stores any: the first blocks load theirs on the chain's critical
+// path, where a loop that waits for each load in turn (16 at 64 rows, each
+// a trip to HBM) cost about 20 us a sweep on an H100 (linalgd-gpu-bench
+// --only trsv_trace).
 template <typename T, int kNb, bool kTrans>
 __device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, int nb, bool unit,
                                   T* tri, T* rdiag) {
-  for (int e = threadIdx.x; e < kNb * kNb; e += kThreads) {
+  constexpr int kLoads = kNb * kNb / kThreads;
+  const int t = static_cast<int>(threadIdx.x);
+  static_assert(kLoads * kThreads == kNb * kNb, "whole loads per thread");
+  T v[kLoads];
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int e = t + i * kThreads;
     const int fast = e % kNb, slow = e / kNb;  // fast: the index along memory
     const int r = kTrans ? slow : fast, k = kTrans ? fast : slow;
-    if (k < r) tri[Tri(r, k)] = r < nb ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
+    v[i] = k < r && r < nb ? m.At(row0 + r, row0 + k) : ZeroOf<T>();
   }
-  if (threadIdx.x < kNb) {
-    const int r = threadIdx.x;
+  T d = One(static_cast<T*>(nullptr));
+  if (t < kNb && t < nb && !unit) d = m.At(row0 + t, row0 + t);
+#pragma unroll
+  for (int i = 0; i < kLoads; ++i) {
+    const int e = t + i * kThreads;
+    const int fast = e % kNb, slow = e / kNb;
+    const int r = kTrans ? slow : fast, k = kTrans ? fast : slow;
+    if (k < r) tri[Tri(r, k)] = v[i];
+  }
+  if (t < kNb) {
     const T one = One(static_cast<T*>(nullptr));
-    rdiag[r] = r < nb && !unit ? Div(one, m.At(row0 + r, row0 + r)) : one;
+    rdiag[t] = t < nb && !unit ? Div(one, d) : one;
   }
 }
 

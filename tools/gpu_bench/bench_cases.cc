@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -526,66 +525,66 @@ absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, i
       return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
     };
     using gpu::impl::TrsvStamp;
+    // A stamp of a block: L + block when relative, else that block (from
+    // the end when negative).
+    struct At {
+      int block;
+      bool relative;
+      TrsvStamp stamp;
+    };
     struct Phase {
       const char* name;
-      std::function<double(int64_t)> of;
+      At from, to;
+      bool cycles;  // SM cycles (within one CTA), else microseconds
     };
+    constexpr TrsvStamp kStart = TrsvStamp::kTrsvStampStart, kWait = TrsvStamp::kTrsvStampLastWait,
+                        kSeen = TrsvStamp::kTrsvStampLastSeen, kSums = TrsvStamp::kTrsvStampSums,
+                        kResiduals = TrsvStamp::kTrsvStampResiduals,
+                        kSolved = TrsvStamp::kTrsvStampSolved,
+                        kStored = TrsvStamp::kTrsvStampStored,
+                        kCounted = TrsvStamp::kTrsvStampCounted;
     const Phase phases[] = {
         {"link (block solved to the next solved), us",
-         [&](int64_t L) {
-           return (ns(L, TrsvStamp::kTrsvStampSolved) - ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
-                  1e3;
-         }},
+         {-1, true, kSolved},
+         {0, true, kSolved},
+         false},
         {"hand-on (the previous block solved to its x seen here), us",
-         [&](int64_t L) {
-           return (ns(L, TrsvStamp::kTrsvStampLastSeen) - ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
-                  1e3;
-         }},
+         {-1, true, kSolved},
+         {0, true, kSeen},
+         false},
         {"  of it, the previous block's stores and barrier, us",
-         [&](int64_t L) {
-           return (ns(L - 1, TrsvStamp::kTrsvStampStored) -
-                   ns(L - 1, TrsvStamp::kTrsvStampSolved)) /
-                  1e3;
-         }},
+         {-1, true, kSolved},
+         {-1, true, kStored},
+         false},
         {"waiting here before it (ready early if > 0), us",
-         [&](int64_t L) {
-           return (ns(L, TrsvStamp::kTrsvStampLastSeen) - ns(L, TrsvStamp::kTrsvStampLastWait)) /
-                  1e3;
-         }},
-        {"last tile's products, cycles",
-         [&](int64_t L) {
-           return cy(L, TrsvStamp::kTrsvStampSums) - cy(L, TrsvStamp::kTrsvStampLastSeen);
-         }},
-        {"row sums and residuals, cycles",
-         [&](int64_t L) {
-           return cy(L, TrsvStamp::kTrsvStampResiduals) - cy(L, TrsvStamp::kTrsvStampSums);
-         }},
-        {"block solve, cycles",
-         [&](int64_t L) {
-           return cy(L, TrsvStamp::kTrsvStampSolved) - cy(L, TrsvStamp::kTrsvStampResiduals);
-         }},
-        {"stores and barrier, cycles",
-         [&](int64_t L) {
-           return cy(L, TrsvStamp::kTrsvStampStored) - cy(L, TrsvStamp::kTrsvStampSolved);
-         }},
-        {"count raised after the stores, us",
-         [&](int64_t L) {
-           return (ns(L, TrsvStamp::kTrsvStampCounted) - ns(L, TrsvStamp::kTrsvStampStored)) / 1e3;
-         }},
+         {0, true, kWait},
+         {0, true, kSeen},
+         false},
+        {"last tile's products, cycles", {0, true, kSeen}, {0, true, kSums}, true},
+        {"row sums and residuals, cycles", {0, true, kSums}, {0, true, kResiduals}, true},
+        {"block solve, cycles", {0, true, kResiduals}, {0, true, kSolved}, true},
+        {"stores and barrier, cycles", {0, true, kSolved}, {0, true, kStored}, true},
+        {"count raised after the stores, us", {0, true, kStored}, {0, true, kCounted}, false},
         {"the first two blocks (first start to the second solved), us",
-         [&](int64_t) {
-           return (ns(1, TrsvStamp::kTrsvStampSolved) - ns(0, TrsvStamp::kTrsvStampStart)) / 1e3;
-         }},
+         {0, false, kStart},
+         {1, false, kSolved},
+         false},
         {"whole solve (first start to last solved), us",
-         [&](int64_t) {
-           return (ns(blocks - 1, TrsvStamp::kTrsvStampSolved) -
-                   ns(0, TrsvStamp::kTrsvStampStart)) /
-                  1e3;
-         }},
+         {0, false, kStart},
+         {-1, false, kSolved},
+         false},
+    };
+    auto value = [&](const At& at, int64_t L, bool cycles) {
+      const int64_t block = at.relative    ? L + at.block
+                            : at.block < 0 ? blocks + at.block
+                                           : at.block;
+      return cycles ? cy(block, at.stamp) : ns(block, at.stamp) / 1e3;
     };
     for (const Phase& p : phases) {
       std::vector<double> v;
-      for (int64_t L = 2; L < blocks; ++L) v.push_back(p.of(L));
+      for (int64_t L = 2; L < blocks; ++L) {
+        v.push_back(value(p.to, L, p.cycles) - value(p.from, L, p.cycles));
+      }
       std::printf("trsv_trace %s %s n=%lld: %s: median %.3f, p90 %.3f, mean %.3f\n", c.op,
                   std::string(DTypeName(t)).c_str(), static_cast<long long>(n), p.name,
                   quantile(v, 0.5), quantile(v, 0.9), mean(v));
