@@ -558,17 +558,24 @@ __device__ void InvertDiagonalBlock(const T* rdiag, bool unit, int lane, int war
       y[c][p] = lane + 32 * p == warp + kWarps * c ? one : ZeroOf<T>();
     }
   }
+  // Row k = 32 pk + lk: lane lk's slot pk. The loop over lk is not
+  // unrolled: unrolled over all kNb rows this was most of the kernel's code
+  // (about 130 KB of it at 64 rows of doubles), which the first blocks,
+  // whose inversion is on the chain's critical path, fetched cold.
 #pragma unroll
-  for (int k = 0; k < kNb; ++k) {
-    const int pk = k / 32, lk = k % 32;  // row k: lane lk's slot pk
+  for (int pk = 0; pk < S::kRows; ++pk) {
+#pragma unroll 1
+    for (int lk = 0; lk < 32; ++lk) {
+      const int k = 32 * pk + lk;
 #pragma unroll
-    for (int c = 0; c < S::kCols; ++c) {
-      if (lane == lk && !unit) y[c][pk] = Mul(y[c][pk], rd[pk]);
-      const T yk = Shfl(y[c][pk], lk);
+      for (int c = 0; c < S::kCols; ++c) {
+        if (lane == lk && !unit) y[c][pk] = Mul(y[c][pk], rd[pk]);
+        const T yk = Shfl(y[c][pk], lk);
 #pragma unroll
-      for (int p = 0; p < S::kRows; ++p) {
-        const int r = lane + 32 * p;
-        if (r > k) y[c][p] = MulSub(y[c][p], tri[Tri(r, k)], yk);
+        for (int p = 0; p < S::kRows; ++p) {
+          const int r = lane + 32 * p;
+          if (r > k) y[c][p] = MulSub(y[c][p], tri[Tri(r, k)], yk);
+        }
       }
     }
   }
