@@ -73,7 +73,7 @@ namespace {
 // residuals when the block is solved (SolveRows: warp w rows w + 8 i), and
 // a kNb x kNb tile is spread over the 256 threads, kPerThread elements each
 // (32: 4; 64: 16). 64 halves the chain of blocks, whose cost per block is
-// mostly fixed latency (the count's round trip, x_J's load, the fence), for
+// mostly fixed latency (x_J's way from its block through L2), for
 // a 2x longer block solve on the chain and half the CTAs streaming the
 // triangle.
 constexpr int kWarps = 8;
@@ -255,16 +255,11 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
 // launch failure, which fences the device) rather than hang its caller.
 constexpr uint64_t kMaxWaitNs = uint64_t{20} * 1000 * 1000 * 1000;
 
-// Spins until *done >= need and returns the count seen, the same in every
-// thread of the CTA: thread 0 alone polls (acquire), so one CTA is one
-// poller however many warps wait, and the barrier hands what it acquired on
-// to the others. `own` is the CTA's block: the CTAs within two blocks of
-// their turn poll back to back (the next link of the chain must see its
-// predecessor at once); the others sleep 128 ns per block still ahead of
-// them (at most 2 us) between polls, so hundreds of waiting CTAs do not
-// crowd done's L2 line, and they take the tiles published meanwhile in
-// groups. Traps after kMaxWaitNs. REQUIRES: need <= own; called by every
-// thread of the CTA (CTA-uniform control flow).
+// Spins until *done >= need (acquire) and returns the count seen; one
+// thread. `own` is the caller's block: within two blocks of `own` it polls
+// back to back; further off it sleeps 128 ns per block still ahead (at most
+// 2 us) between polls, so hundreds of waiting CTAs do not crowd done's L2
+// line. Traps after kMaxWaitNs. REQUIRES: need <= own.
 __device__ unsigned PollCount(const unsigned* done, unsigned need, unsigned own) {
   const uint64_t start = GlobalTimerNs();
   unsigned v = LoadAcquire(done);
@@ -276,6 +271,10 @@ __device__ unsigned PollCount(const unsigned* done, unsigned need, unsigned own)
   }
   return v;
 }
+// PollCount for the CTA: the count seen, the same in every thread. Thread 0
+// alone polls, so one CTA is one poller however many warps wait, and the
+// barrier hands what it acquired on to the others. Called by every thread of
+// the CTA (CTA-uniform control flow).
 __device__ unsigned WaitPublished(const unsigned* done, unsigned need, unsigned own,
                                   unsigned* seen) {
   if (threadIdx.x == 0) *seen = PollCount(done, need, own);
@@ -503,9 +502,8 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, c
 // past nb zero), loaded along memory; rdiag[r] = 1 / M(r, r) (1 when unit
 // or r >= nb). Every thread of the CTA. Each thread issues all its loads
 // before it stores any: the first blocks load theirs on the chain's critical
-// path, where a loop that waits for each load in turn (16 at 64 rows, each
-// a trip to HBM) cost about 20 us a sweep on an H100 (linalgd-gpu-bench
-// --only trsv_trace).
+// path, where a loop that waited for each load in turn (16 at 64 rows, each
+// a trip to HBM) made a sweep 2-12% slower on an H100.
 template <typename T, int kNb, bool kTrans>
 __device__ void LoadDiagonalBlock(const Triangle<T, kTrans>& m, int64_t row0, int nb, bool unit,
                                   T* tri, T* rdiag) {
