@@ -440,8 +440,17 @@ __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, i
   return behind;
 }
 
+// Whether a CTA loads its tile (L, L - 1) at its start and holds it in
+// registers (`last`) until x_{L - 1} arrives: that tile's products are on the
+// chain's critical path, and loaded just before the wait (as the other
+// tiles are) its trip to HBM was not always over when x_{L - 1} came. Not
+// for complex<double>, whose 16 more elements of 16 bytes would spill.
+template <typename T>
+constexpr bool kHoldLast = sizeof(T) <= 8;
+
 // acc += this block row's tiles first <= J < L, each once its x is
-// published (in J order for every sum, however the tiles are grouped).
+// published (in J order for every sum, however the tiles are grouped);
+// tile L - 1 at the front from `last` where kHoldLast<T>.
 // Every warp runs the same sequence of J and `known`, so the waits are
 // CTA-uniform.
 // At the chain's front (J not yet counted as published) x_J comes from its
@@ -454,7 +463,8 @@ template <typename T, int kNb, int kNrhs, bool kTrans, typename Tr>
 __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, const T* x,
                             const unsigned* done, unsigned* seen, int64_t first, int64_t L,
                             int64_t row0, int nb, int lane, int warp, T (*xs)[kNrhs][kNb],
-                            const Tr& stamp, T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
+                            const Tr& stamp, const T (&last)[Shape<kNb>::kPerThread],
+                            T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
   constexpr int kPer = Shape<kNb>::kPerThread;
   // Tiles per step once they are all published: their loads are issued
   // together, so a warp keeps several tiles in flight (fewer for the 16-byte
@@ -469,7 +479,12 @@ __device__ void OffDiagonal(const Triangle<T, kTrans>& m, const Flagged<T>& f, c
   while (J < L) {
     if (known <= J) {  // the chain's front: load the tile, then wait for x_J
       T t[kPer];
-      LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
+      if (kHoldLast<T> && J + 1 == L) {
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) t[q] = last[q];
+      } else {
+        LoadTile<T, kNb>(m, row0, nb, J * kNb, lane, warp, t);
+      }
       const bool behind = WaitFlagged<T, kNb, kNrhs>(m, f, J, L, xs[J % 2], stamp);
       AccumulateShared<T, kNb, kNrhs, kTrans>(xs[J % 2], lane, warp, t, acc);
       ++J;
@@ -733,6 +748,8 @@ __global__ void __launch_bounds__(kThreads)
       b[j][p] = r < nb ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
     }
   }
+  T last[S::kPerThread];  // tile (L, L - 1) where kHoldLast<T>; its loads overlap the inversion
+  if (kHoldLast<T> && L > first) LoadTile<T, kNb>(m, row0, nb, (L - 1) * kNb, lane, warp, last);
   LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
   __syncthreads();  // tri and rdiag are complete
   InvertDiagonalBlock<T, kNb>(rdiag, unit, lane, warp, tri);
@@ -743,7 +760,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int q = 0; q < S::kPerThread; ++q) acc[j][q] = ZeroOf<T>();
   }
   OffDiagonal<T, kNb, kNrhs>(m, f, x, sync + 1, &seen, first, L, row0, nb, lane, warp, xs, stamp,
-                             acc);
+                             last, acc);
   stamp(L, kTrsvStampSums);
   T s[kNrhs][S::kRows];
   BlockResiduals<T, kNb, kTrans, kNrhs>(acc, b, lane, warp, partial, s);

@@ -258,32 +258,50 @@ void ExpectPattern(const Vec& x, DType t, Pred pred, Bad bad, const char* what) 
 }
 
 // A NaN in the triangle reaches exactly the unknowns that depend on it; a
-// zero on the diagonal gives non-finite values, as substitution does.
+// zero on the diagonal gives non-finite values, as substitution does. Row
+// `at` in one of the first blocks (70: block 2 of 32 rows, 1 of 64) and in
+// one far down the chain (530: block 16 of 32, 8 of 64; the NaN's row 40 is
+// logical row 559 of the backward solve).
 TEST_P(GpuTrsvBlockTest, NonFiniteValuesPropagate) {
   LINALGD_REQUIRE_GPU();
   OnGpu([block = GetParam()](GpuContext& ctx) -> absl::Status {
-    const int64_t n = 200, at = 70;  // row `at` (block 2 of 32, 1 of 64) reads the NaN
+    const int64_t n = 600;
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
                              ctx.Alloc(TriangularSolveScratchBytes(DType::kC128, n)));
     auto is_nan = [](double v) { return std::isnan(v); };
     auto not_finite = [](double v) { return !std::isfinite(v); };
-    for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+    for (const auto& [t, at] : std::vector<std::pair<DType, int64_t>>{{DType::kF32, 70},
+                                                                      {DType::kF64, 70},
+                                                                      {DType::kC64, 70},
+                                                                      {DType::kC128, 70},
+                                                                      {DType::kF32, 530},
+                                                                      {DType::kF64, 530},
+                                                                      {DType::kC64, 530},
+                                                                      {DType::kC128, 530}}) {
       LINALGD_ASSIGN_OR_RETURN(System sys, MakeSystem(ctx, t, n, 5));
-      sys.a[at + 40 * n] = C(kNaN, 0);  // lower (at, 40); op T reads it as (40, at)
-      LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
       const Case lower{t, TriangleFill::kLower, TriangleOp::kNoTranspose, false, block};
-      LINALGD_ASSIGN_OR_RETURN(
-          Vec x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
-      ExpectPattern(
-          x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
-      // Backward, op T of the lower triangle: x_40 and every earlier unknown
-      // depend on row 40 of op(T), which holds the NaN.
       const Case lower_t{t, TriangleFill::kLower, TriangleOp::kTranspose, false, block};
-      LINALGD_ASSIGN_OR_RETURN(
-          x, Solve(ctx, TrsvImpl::kCustom, lower_t, n, sys.da, sys.db, scratch.data()));
-      ExpectPattern(
-          x, t, [](int64_t i) { return i <= 40; }, is_nan, "lower T");
-      sys.a[at + 40 * n] = C(0.5 / n, 0);
+      Vec x;
+      // Column 40: a tile far left of the diagonal; at - 40: the tile just
+      // left of it, whose products are on the chain's critical path (held
+      // in registers from the CTA's start, kernels_trsv.cu kHoldLast).
+      for (const int64_t col : {int64_t{40}, at - 40}) {
+        SCOPED_TRACE(absl::StrCat("NaN at row ", at, ", column ", col));
+        const C kept = sys.a[at + col * n];
+        sys.a[at + col * n] = C(kNaN, 0);  // lower (at, col); op T reads it as (col, at)
+        LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
+        LINALGD_ASSIGN_OR_RETURN(
+            x, Solve(ctx, TrsvImpl::kCustom, lower, n, sys.da, sys.db, scratch.data()));
+        ExpectPattern(
+            x, t, [&](int64_t i) { return i >= at; }, is_nan, "lower N");
+        // Backward, op T of the lower triangle: x_col and every earlier
+        // unknown depend on row col of op(T), which holds the NaN.
+        LINALGD_ASSIGN_OR_RETURN(
+            x, Solve(ctx, TrsvImpl::kCustom, lower_t, n, sys.da, sys.db, scratch.data()));
+        ExpectPattern(
+            x, t, [&](int64_t i) { return i <= col; }, is_nan, "lower T");
+        sys.a[at + col * n] = kept;
+      }
       sys.a[at + at * n] = 0;  // a zero pivot: x_at = s / 0, and what follows
       LINALGD_ASSIGN_OR_RETURN(sys.da, Upload(ctx, sys.a, t));
       LINALGD_ASSIGN_OR_RETURN(
