@@ -159,6 +159,18 @@ class FactorSolves {
   absl::Status Steps(std::initializer_list<Step> steps, const Lane* lanes, int count,
                      int64_t unit_row);
 
+  // The factors' inverted diagonal blocks for one triangle step
+  // (TrsvOptions::inverses), kept across this estimate's solves: stored by
+  // the first solve that takes the step on stream_ (`filling`), read from
+  // the next Run on (`filled`, once that Run's sync has passed), so every
+  // chain after the first of each step starts without inverting (kernels.h).
+  struct Inverses {
+    Step step;
+    DeviceBuffer buffer;
+    bool filled = false, filling = false;
+  };
+  absl::StatusOr<Inverses*> InversesFor(const Step& step);
+
   static constexpr int kMaxColumns = 2;
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
 
@@ -171,7 +183,19 @@ class FactorSolves {
   Staging staging_;
   DeviceBuffer v_, tmp_, perm_, scratch_;
   DeviceBuffer column_scratch_;  // the second lane's counters (split columns only)
+  std::vector<Inverses> inverses_;
 };
+
+absl::StatusOr<FactorSolves::Inverses*> FactorSolves::InversesFor(const Step& step) {
+  for (Inverses& i : inverses_) {
+    if (i.step.fill == step.fill && i.step.op == step.op && i.step.unit == step.unit) return &i;
+  }
+  Inverses i;
+  i.step = step;
+  LINALGD_ASSIGN_OR_RETURN(i.buffer, Alloc(TrsvInversesBytes(t_, n_)));
+  inverses_.push_back(std::move(i));
+  return &inverses_.back();
+}
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
     GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
@@ -232,6 +256,14 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
   TrsvOptions o;
   o.columns = lane.count;
   o.first_nonzero = first_nonzero;
+  LINALGD_ASSIGN_OR_RETURN(Inverses * kept, InversesFor(step));
+  if (kept->filled) {
+    o.inverses = kept->buffer.data();
+    o.inverses_filled = true;
+  } else if (lane.stream == stream_) {  // a second lane runs beside it: it neither reads nor writes
+    o.inverses = kept->buffer.data();
+    kept->filling = true;
+  }
   return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_,
                          v_.as<char>() + lane.first * n_ * DTypeSize(t_), lane.scratch, lane.stream,
                          o);
@@ -264,6 +296,7 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
                                             kMaxColumns, " columns of n ", n_));
   }
   const cudaStream_t st = stream_;
+  for (Inverses& i : inverses_) i.filling = false;
   Narrow(v, t_, staging_.data());
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
   if (columns == 2 && column_scratch_.data() != nullptr) {
@@ -288,6 +321,7 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
   LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+  for (Inverses& i : inverses_) i.filled = i.filled || i.filling;  // every lane may read them now
   Widen(staging_.data(), t_, v);
   return absl::OkStatus();
 }

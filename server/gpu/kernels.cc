@@ -166,8 +166,15 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
   const int rows = block == TrsvBlock::k64 ? 64 : 32;
   LINALGD_GPU_CHECK(impl::TriangularSolve(
       ToElem(t), fill == TriangleFill::kLower, static_cast<int>(op), unit_diag, rows,
-      options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, options.trace));
+      options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, options.trace,
+      options.inverses, options.inverses_filled));
   return absl::OkStatus();
+}
+
+int64_t TrsvInversesBytes(DType t, int64_t n, TrsvBlock block) {
+  if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
+  return impl::TrsvInversesBytes(DTypeSize(t), std::max<int64_t>(n, 0),
+                                 block == TrsvBlock::k64 ? 64 : 32);
 }
 
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream) {

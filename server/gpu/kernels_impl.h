@@ -66,7 +66,13 @@ inline constexpr int64_t TriangularSolveScratchBytes(int64_t elem_bytes, int64_t
 }
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream, uint64_t* trace = nullptr);
+                            void* scratch, cudaStream_t stream, uint64_t* trace = nullptr,
+                            void* inverses = nullptr, bool inverses_filled = false);
+// TriangularSolve's inverses: its packed diagonal-block inverses, per block
+// of nb rows (kernels.h TrsvOptions::inverses).
+inline constexpr int64_t TrsvInversesBytes(int64_t elem_bytes, int64_t n, int nb) {
+  return (n + nb - 1) / nb * (int64_t{nb} * (nb + 1) / 2) * elem_bytes;
+}
 // TriangularSolve's trace (a benchmark's hook; null: none; F32 and F64 at
 // 64-row blocks, one column: ignored elsewhere): for each block
 // L of rows, kTrsvStamps stamps by its CTA's thread 0, each {the device's

@@ -11,7 +11,9 @@
 // lower triangular and every CTA does forward substitution on its rows.
 //
 // One CTA per logical block row of kNb rows (32 or 64, a template
-// parameter; kernels.h TrsvBlock): it loads and inverts its diagonal block,
+// parameter; kernels.h TrsvBlock): it loads and inverts its diagonal block
+// (or loads the inverse an earlier solve kept: TrsvOptions::inverses; the
+// first blocks' inversion was 13-14 of a sweep's 16 us start on an H100),
 // accumulates its tiles left of the diagonal as the x they need is
 // published, then x_L = inverse * (b_L - sums), that product spread over
 // every warp (each warp kNb / 8 rows, its lanes the terms of each row).
@@ -603,6 +605,25 @@ __device__ void InvertDiagonalBlock(const T* rdiag, bool unit, int lane, int war
   }
 }
 
+// dst[e] = src[e] for the kTri elements of a packed inverse (tri <-> a
+// block's entry of TrsvOptions::inverses), the loads all issued before the
+// stores. Every thread of the CTA.
+template <typename T, int kNb>
+__device__ __forceinline__ void CopyInverse(const T* src, T* dst) {
+  constexpr int kPer = (Shape<kNb>::kTri + kThreads - 1) / kThreads;
+  T v[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (e < Shape<kNb>::kTri) v[i] = src[e];
+  }
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int e = static_cast<int>(threadIdx.x) + i * kThreads;
+    if (e < Shape<kNb>::kTri) dst[e] = v[i];
+  }
+}
+
 // The block's solve, x_r = sum over c <= r, c < nb of inv(r, c) * s_c for
 // each column, spread over the CTA: warp w takes rows w + kWarps * i (i <
 // kCols), lane l the terms c = l + 32 p (its own s slots, so no s moves),
@@ -717,7 +738,7 @@ __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
 template <typename T, int kNb, bool kTrans, int kNrhs, bool kTrace>
 __global__ void __launch_bounds__(kThreads)
     TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, Flagged<T> f, int64_t first,
-               Tracer<kTrace> stamp) {
+               Tracer<kTrace> stamp, T* inverses, bool inverses_filled) {
   using S = Shape<kNb>;
   // M's diagonal block strictly below its diagonal, then its inverse (lower;
   // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
@@ -734,10 +755,15 @@ __global__ void __launch_bounds__(kThreads)
   stamp(L, kTrsvStampStart);
   const int64_t row0 = L * kNb;
   const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
-  if (L < first) {  // x is zero here: so is the solution
+  // This block's entry of the kept inverses (TrsvOptions::inverses), if any.
+  T* const kept = inverses == nullptr ? nullptr : inverses + L * S::kTri;
+  const bool zero = L < first;
+  if (zero) {  // x is zero here: so is the solution
     if (L == 0 && threadIdx.x == 0) atomicMax(sync + 1, static_cast<unsigned>(first));
     WriteZeroRows<T, kNrhs>(m, x, row0, nb);
-    return;
+    if (kept == nullptr || inverses_filled) return;
+    // Else this block's inverse is stored too (below), for a later solve
+    // that starts before it: off the chain, which does not wait for it.
   }
   T b[kNrhs][S::kRows];  // every warp, lane l, slot p: b of row l + 32 p
 #pragma unroll
@@ -745,14 +771,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int p = 0; p < S::kRows; ++p) {
       const int r = lane + 32 * p;
-      b[j][p] = r < nb ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
+      b[j][p] = r < nb && !zero ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
     }
   }
   T last[S::kPerThread];  // tile (L, L - 1) where kHoldLast<T>; its loads overlap the inversion
   if (kHoldLast<T> && L > first) LoadTile<T, kNb>(m, row0, nb, (L - 1) * kNb, lane, warp, last);
-  LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
-  __syncthreads();  // tri and rdiag are complete
-  InvertDiagonalBlock<T, kNb>(rdiag, unit, lane, warp, tri);
+  if (kept != nullptr && inverses_filled) {
+    CopyInverse<T, kNb>(kept, tri);  // published by BlockResiduals' barrier
+  } else {
+    LoadDiagonalBlock<T, kNb>(m, row0, nb, unit, tri, rdiag);
+    __syncthreads();  // tri and rdiag are complete
+    InvertDiagonalBlock<T, kNb>(rdiag, unit, lane, warp, tri);
+    if (kept != nullptr) {
+      __syncthreads();  // the inverse is complete
+      CopyInverse<T, kNb>(tri, kept);
+    }
+    if (zero) return;
+  }
   T acc[kNrhs][S::kPerThread];
 #pragma unroll
   for (int j = 0; j < kNrhs; ++j) {
@@ -827,6 +862,8 @@ struct TrsvArgs {
   int64_t first_nonzero;
   cudaStream_t stream;
   uint64_t* trace;
+  void* inverses;
+  bool inverses_filled;
 };
 
 // Zeroes the block counters, then launches the kNrhs-column kernel (op N
@@ -848,12 +885,14 @@ cudaError_t LaunchTrsv(const TrsvArgs& g) {
   if constexpr (kTraceable) {
     if (g.trace != nullptr) {
       TrsvKernel<T, kNb, kTrans, kNrhs, true><<<grid, kThreads, 0, g.stream>>>(
-          m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<true>{g.trace});
+          m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<true>{g.trace},
+          static_cast<T*>(g.inverses), g.inverses_filled);
       return cudaGetLastError();
     }
   }
   TrsvKernel<T, kNb, kTrans, kNrhs, false><<<grid, kThreads, 0, g.stream>>>(
-      m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<false>{nullptr});
+      m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<false>{nullptr},
+      static_cast<T*>(g.inverses), g.inverses_filled);
   return cudaGetLastError();
 }
 
@@ -917,14 +956,26 @@ cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, 
 
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream, uint64_t* trace) {
+                            void* scratch, cudaStream_t stream, uint64_t* trace, void* inverses,
+                            bool inverses_filled) {
   if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
   if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
   if (first_nonzero < 0 || first_nonzero > n) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
-  const TrsvArgs g{forward,       op,     unit, n, a, ld, x, static_cast<unsigned*>(scratch),
-                   first_nonzero, stream, trace};
+  const TrsvArgs g{forward,
+                   op,
+                   unit,
+                   n,
+                   a,
+                   ld,
+                   x,
+                   static_cast<unsigned*>(scratch),
+                   first_nonzero,
+                   stream,
+                   trace,
+                   inverses,
+                   inverses_filled};
   switch (t) {
     case Elem::kF32:
       return LaunchTrsvRows<float>(nb, g, nrhs);

@@ -1,8 +1,9 @@
 // kernels.h TriangularSolve's TrsvOptions, bitwise: a two-column solve
 // against the two one-column solves of its columns, and a solve told that
 // x is zero above a row (first_nonzero) against the plain solve of the same
-// x, for every fill x op x diagonal x dtype at both block heights. Skips
-// without a GPU.
+// x, and solves that store or load the kept diagonal-block inverses
+// (inverses) against the plain solve, for every fill x op x diagonal x dtype
+// at both block heights. Skips without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -141,6 +142,58 @@ TEST_P(GpuTrsvColumnsTest, FirstNonzeroRowGivesThePlainSolve) {
                 SolvedBytes(ctx, t, c, n, a, b.data(), {block, columns, r}, scratch));
             EXPECT_TRUE(plain == hinted);
           }
+        }
+      }
+      return absl::OkStatus();
+    });
+  });
+}
+
+// Kept inverses (TrsvOptions::inverses): the solve that stores them and
+// every solve that loads them give the plain solve's bits, with one column
+// and with two; the store by a solve told x is zero above row r covers the
+// blocks before r too (a full solve loading them after it is the plain
+// one). The buffer is filled with NaN bits before each store.
+TEST_P(GpuTrsvColumnsTest, KeptInversesGiveThePlainSolve) {
+  LINALGD_REQUIRE_GPU();
+  const auto [t, block] = GetParam();
+  gpu_test::OnGpu([t = t, block = block](GpuContext& ctx) {
+    return ForEachSize(ctx, t, 11, [&](int64_t n, const DeviceBuffer& a, void* scratch) {
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer kept, ctx.Alloc(TrsvInversesBytes(t, n, block)));
+      const Vec x0 = gpu_test::RandomValues(2 * n, IsComplex(t), static_cast<uint32_t>(n) + 12);
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer b, gpu_test::Upload(ctx, x0, t));
+      const int64_t r = n / 2;  // the storing solve's first_nonzero
+      Vec z0 = x0;
+      for (int64_t i = 0; i < r; ++i) z0[i] = z0[n + i] = C(0.0, 0.0);
+      LINALGD_ASSIGN_OR_RETURN(DeviceBuffer z, gpu_test::Upload(ctx, z0, t));
+      for (const Triangle& c : TrianglesOf(t)) {
+        for (int columns : {1, 2}) {
+          SCOPED_TRACE(absl::StrCat(Name(t, c, n), " columns=", columns));
+          TrsvOptions o{block, columns, 0};
+          LINALGD_ASSIGN_OR_RETURN(std::vector<char> plain,
+                                   SolvedBytes(ctx, t, c, n, a, b.data(), o, scratch));
+          LINALGD_ASSIGN_OR_RETURN(std::vector<char> plain_z,
+                                   SolvedBytes(ctx, t, c, n, a, z.data(), o, scratch));
+          o.inverses = kept.data();
+          LINALGD_GPU_CHECK(cudaMemsetAsync(kept.data(), 0xff, kept.bytes(), ctx.hs.stream));
+          LINALGD_ASSIGN_OR_RETURN(std::vector<char> storing,
+                                   SolvedBytes(ctx, t, c, n, a, b.data(), o, scratch));
+          EXPECT_TRUE(storing == plain);
+          o.inverses_filled = true;
+          LINALGD_ASSIGN_OR_RETURN(std::vector<char> loading,
+                                   SolvedBytes(ctx, t, c, n, a, b.data(), o, scratch));
+          EXPECT_TRUE(loading == plain);
+          // Stored by a solve that starts at row r, loaded by full solves.
+          o.inverses_filled = false;
+          o.first_nonzero = r;
+          LINALGD_GPU_CHECK(cudaMemsetAsync(kept.data(), 0xff, kept.bytes(), ctx.hs.stream));
+          LINALGD_ASSIGN_OR_RETURN(std::vector<char> storing_z,
+                                   SolvedBytes(ctx, t, c, n, a, z.data(), o, scratch));
+          EXPECT_TRUE(storing_z == plain_z);
+          o.inverses_filled = true;
+          o.first_nonzero = 0;
+          LINALGD_ASSIGN_OR_RETURN(loading, SolvedBytes(ctx, t, c, n, a, b.data(), o, scratch));
+          EXPECT_TRUE(loading == plain);
         }
       }
       return absl::OkStatus();

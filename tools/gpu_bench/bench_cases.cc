@@ -495,14 +495,22 @@ absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, i
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, a.data(), n * n, 7, -1, 1, st));
   LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(t, a.data(), n, 1, n, st));
   LINALGD_RETURN_IF_ERROR(gpu::FillRandom(t, x.data(), n, 8, -1, 1, st));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer kept, ctx.Alloc(gpu::TrsvInversesBytes(t, n)));
+  // "-kept": the diagonal blocks' inverses stored by the last untraced
+  // solve and loaded by the traced one (TrsvOptions::inverses).
   for (const TrsvCase& c :
        {TrsvCase{"LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
-        TrsvCase{"LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}}) {
+        TrsvCase{"LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose},
+        TrsvCase{"LN-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
+        TrsvCase{"LT-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}}) {
     gpu::TrsvOptions o;
+    const bool keep = std::string(c.op).find("-kept") != std::string::npos;
     for (int r = 0; r < reps; ++r) {
+      if (keep && r + 1 == reps) o.inverses = kept.data();
       LINALGD_RETURN_IF_ERROR(gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n,
                                                    x.data(), scratch.data(), st, o));
     }
+    o.inverses_filled = o.inverses != nullptr;
     LINALGD_GPU_CHECK(cudaMemsetAsync(trace.data(), 0, trace.bytes(), st));
     o.trace = trace.as<uint64_t>();
     LINALGD_RETURN_IF_ERROR(gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n,
@@ -588,6 +596,22 @@ absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, i
       std::printf("trsv_trace %s %s n=%lld: %s: median %.3f, p90 %.3f, mean %.3f\n", c.op,
                   std::string(DTypeName(t)).c_str(), static_cast<long long>(n), p.name,
                   quantile(v, 0.5), quantile(v, 0.9), mean(v));
+    }
+    // The chain's start, where the first two blocks' time goes (microseconds
+    // after block 0's start, or SM cycles within a CTA).
+    if (blocks >= 2) {
+      const double t0 = ns(0, kStart);
+      auto us = [&](int64_t L, TrsvStamp k) { return (ns(L, k) - t0) / 1e3; };
+      double last_start = 0;
+      for (int64_t L = 0; L < blocks; ++L) last_start = std::max(last_start, us(L, kStart));
+      std::printf(
+          "trsv_trace %s %s n=%lld: start: block 0 solved at %.3f us (its loads and inversion "
+          "%.0f cycles, its solve and stores %.0f); block 1 started at %.3f, ready to wait at "
+          "%.3f (%.0f cycles after its start), saw x_0 at %.3f, solved at %.3f; the last CTA "
+          "started at %.3f\n",
+          c.op, std::string(DTypeName(t)).c_str(), static_cast<long long>(n), us(0, kSolved),
+          cy(0, kSums) - cy(0, kStart), cy(0, kStored) - cy(0, kSums), us(1, kStart), us(1, kWait),
+          cy(1, kWait) - cy(1, kStart), us(1, kSeen), us(1, kSolved), last_start);
     }
   }
   return std::vector<Row>{};
