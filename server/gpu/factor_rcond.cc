@@ -164,12 +164,13 @@ class FactorSolves {
   // the first solve that takes the step on stream_ (`filling`), read from
   // the next Run on (`filled`, once that Run's sync has passed), so every
   // chain after the first of each step starts without inverting (kernels.h).
+  // A buffer the memory budget refuses is none: those solves invert.
   struct Inverses {
     Step step;
     DeviceBuffer buffer;
     bool filled = false, filling = false;
   };
-  absl::StatusOr<Inverses*> InversesFor(const Step& step);
+  Inverses& InversesFor(const Step& step);
 
   static constexpr int kMaxColumns = 2;
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
@@ -186,15 +187,16 @@ class FactorSolves {
   std::vector<Inverses> inverses_;
 };
 
-absl::StatusOr<FactorSolves::Inverses*> FactorSolves::InversesFor(const Step& step) {
+FactorSolves::Inverses& FactorSolves::InversesFor(const Step& step) {
   for (Inverses& i : inverses_) {
-    if (i.step.fill == step.fill && i.step.op == step.op && i.step.unit == step.unit) return &i;
+    if (i.step.fill == step.fill && i.step.op == step.op && i.step.unit == step.unit) return i;
   }
   Inverses i;
   i.step = step;
-  LINALGD_ASSIGN_OR_RETURN(i.buffer, Alloc(TrsvInversesBytes(t_, n_)));
+  absl::StatusOr<DeviceBuffer> buffer = Alloc(TrsvInversesBytes(t_, n_));
+  if (buffer.ok()) i.buffer = *std::move(buffer);
   inverses_.push_back(std::move(i));
-  return &inverses_.back();
+  return inverses_.back();
 }
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
@@ -256,13 +258,15 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
   TrsvOptions o;
   o.columns = lane.count;
   o.first_nonzero = first_nonzero;
-  LINALGD_ASSIGN_OR_RETURN(Inverses * kept, InversesFor(step));
-  if (kept->filled) {
-    o.inverses = kept->buffer.data();
+  Inverses& kept = InversesFor(step);
+  if (kept.buffer.data() == nullptr) {
+    // none: the solve inverts
+  } else if (kept.filled) {
+    o.inverses = kept.buffer.data();
     o.inverses_filled = true;
   } else if (lane.stream == stream_) {  // a second lane runs beside it: it neither reads nor writes
-    o.inverses = kept->buffer.data();
-    kept->filling = true;
+    o.inverses = kept.buffer.data();
+    kept.filling = true;
   }
   return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_,
                          v_.as<char>() + lane.first * n_ * DTypeSize(t_), lane.scratch, lane.stream,
