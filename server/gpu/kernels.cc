@@ -124,6 +124,11 @@ TrsvBlock TrsvBlockFor(int64_t n) {
   return n >= kTrsvBlock64MinN ? TrsvBlock::k64 : TrsvBlock::k32;
 }
 
+int TrsvBlockRows(TrsvBlock block, int64_t n) {
+  if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
+  return block == TrsvBlock::k64 ? 64 : 32;
+}
+
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              TrsvBlock block) {
@@ -134,7 +139,7 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              const TrsvOptions& options) {
-  TrsvBlock block = options.block;
+  const TrsvBlock block = options.block;
   // One CTA per 32 or 64 rows, counted in 32 bits (kernels_trsv.cu).
   constexpr int64_t kMaxN = int64_t{1} << 36;
   if (n < 0 || n > kMaxN || ld < std::max<int64_t>(1, n)) {
@@ -162,8 +167,7 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
     return absl::InvalidArgumentError(absl::StrCat(
         "TriangularSolve: first_nonzero ", options.first_nonzero, " must be in [0, n ", n, "]"));
   }
-  if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
-  const int rows = block == TrsvBlock::k64 ? 64 : 32;
+  const int rows = TrsvBlockRows(block, n);
   LINALGD_GPU_CHECK(impl::TriangularSolve(
       ToElem(t), fill == TriangleFill::kLower, static_cast<int>(op), unit_diag, rows,
       options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, options.trace,
@@ -172,9 +176,7 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
 }
 
 int64_t TrsvInversesBytes(DType t, int64_t n, TrsvBlock block) {
-  if (block == TrsvBlock::kAuto) block = TrsvBlockFor(n);
-  return impl::TrsvInversesBytes(DTypeSize(t), std::max<int64_t>(n, 0),
-                                 block == TrsvBlock::k64 ? 64 : 32);
+  return impl::TrsvInversesBytes(DTypeSize(t), std::max<int64_t>(n, 0), TrsvBlockRows(block, n));
 }
 
 absl::Status LaunchIllegalAddressKernel(cudaStream_t stream) {

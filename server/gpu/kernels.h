@@ -114,6 +114,8 @@ enum class TrsvBlock { kAuto, k32, k64 };
 // 8192; below 1024 unmeasured.
 inline constexpr int64_t kTrsvBlock64MinN = 1024;
 TrsvBlock TrsvBlockFor(int64_t n);
+// The rows per CTA `block` stands for at n (kAuto: TrsvBlockFor(n)'s): 32 or 64.
+int TrsvBlockRows(TrsvBlock block, int64_t n);
 absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool unit_diag, int64_t n,
                              const void* a, int64_t ld, void* x, void* scratch, cudaStream_t stream,
                              TrsvBlock block = TrsvBlock::kAuto);

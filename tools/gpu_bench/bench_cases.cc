@@ -484,7 +484,7 @@ absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, i
                                                 int reps) {
   using gpu::impl::kTrsvStamps;
   const cudaStream_t st = ctx.hs.stream;
-  const int64_t rows_per_block = gpu::TrsvBlockFor(n) == gpu::TrsvBlock::k64 ? 64 : 32;
+  const int64_t rows_per_block = gpu::TrsvBlockRows(gpu::TrsvBlock::kAuto, n);
   const int64_t blocks = (n + rows_per_block - 1) / rows_per_block;
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * DTypeSize(t)));
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * DTypeSize(t)));
@@ -498,13 +498,16 @@ absl::StatusOr<std::vector<Row>> TrsvTraceCases(gpu::GpuContext& ctx, DType t, i
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer kept, ctx.Alloc(gpu::TrsvInversesBytes(t, n)));
   // "-kept": the diagonal blocks' inverses stored by the last untraced
   // solve and loaded by the traced one (TrsvOptions::inverses).
-  for (const TrsvCase& c :
-       {TrsvCase{"LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
-        TrsvCase{"LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose},
-        TrsvCase{"LN-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose},
-        TrsvCase{"LT-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}}) {
+  struct TracedCase {
+    TrsvCase c;
+    bool keep;
+  };
+  for (const auto& [c, keep] :
+       {TracedCase{{"LN", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose}, false},
+        TracedCase{{"LT", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}, false},
+        TracedCase{{"LN-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kNoTranspose}, true},
+        TracedCase{{"LT-kept", gpu::TriangleFill::kLower, gpu::TriangleOp::kTranspose}, true}}) {
     gpu::TrsvOptions o;
-    const bool keep = std::string(c.op).find("-kept") != std::string::npos;
     for (int r = 0; r < reps; ++r) {
       if (keep && r + 1 == reps) o.inverses = kept.data();
       LINALGD_RETURN_IF_ERROR(gpu::TriangularSolve(t, c.fill, c.trans, false, n, a.data(), n,
