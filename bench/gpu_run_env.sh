@@ -20,7 +20,7 @@ python3 -c "import sys, google.protobuf as p, grpc, numpy; print('python', sys.v
 "$h/bin/linalgd" --version >> "$s" 2>&1
 # The three GPU suites under their limits; their verdict lines and failures appended to $s.
 gpu_suites() {
-  run gpu_tests 150 "$h/bin/gpu_tests"
+  run gpu_tests 200 "$h/bin/gpu_tests"
   run gpu_unit_tests 30 "$h/bin/gpu_unit_tests"
   run gpu_server_tests 60 "$h/bin/gpu_server_tests"
   for f in gpu_tests gpu_unit_tests gpu_server_tests; do

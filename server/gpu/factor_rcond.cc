@@ -111,7 +111,10 @@ bool Forward(const Step& step) {
 // after the copy in and joins it back before the copy out: two one-column
 // solves side by side, each bitwise the two-column kernel's column
 // (kernels.h TriangularSolve), in the time of about one (the kernel's chain
-// of blocks is latency-bound; a second column lengthens each link).
+// of blocks is latency-bound; a second column lengthens each link). With
+// early_start (and the custom kernel), each lane's triangle steps after its
+// first start early beside the step before (TrsvOptions::early_start), on
+// counters one memset per call zeroed for every lane and step.
 class FactorSolves {
  public:
   // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
@@ -121,7 +124,7 @@ class FactorSolves {
                                                               DType t, int64_t n,
                                                               const void* factors,
                                                               const int64_t* pivots, TrsvImpl impl,
-                                                              bool split_columns);
+                                                              bool split_columns, bool early_start);
 
   // v <- the steps applied to each of v's columns (v.size() / n of them, 1
   // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
@@ -133,25 +136,28 @@ class FactorSolves {
 
  private:
   FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-               TrsvImpl impl)
+               TrsvImpl impl, bool early_start)
       : ctx_(ctx),
         stream_(stream),
         t_(t),
         n_(n),
         factors_(factors),
         impl_(impl),
+        early_start_(early_start && impl == TrsvImpl::kCustom),
+        region_bytes_(TriangularSolveScratchBytes(t, n, kMaxColumns)),
         staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
   // Where one step runs: columns [first, first + count) of v_, on `stream`
-  // with the counters in `scratch`.
+  // with its counters in scratch_ from region `lane` on.
   struct Lane {
     int first = 0, count = 1;
     cudaStream_t stream = nullptr;
-    void* scratch = nullptr;
+    int lane = 0;
   };
   // One step on a lane's columns (the interchanges into tmp_: the caller
   // swaps v_ and tmp_ once every lane has taken the step); first_nonzero:
-  // TrsvOptions' (a triangular solve by the custom kernel only).
-  absl::Status Apply(const Step& step, const Lane& lane, int64_t first_nonzero);
+  // TrsvOptions' (a triangular solve by the custom kernel only); triangle:
+  // the step's index among the call's triangle steps.
+  absl::Status Apply(const Step& step, const Lane& lane, int64_t first_nonzero, int triangle);
   absl::Status Permute(bool inverse, const Lane& lane);
   absl::Status CublasColumns(const Step& step, int columns);
   // The steps on the lanes (one, or two side by side), v_ and tmp_ swapped
@@ -173,6 +179,15 @@ class FactorSolves {
   Inverses& InversesFor(const Step& step);
 
   static constexpr int kMaxColumns = 2;
+  // scratch_: a region of counters (region_bytes_) per lane and triangle
+  // step of a call: with early_start, one memset per call zeroes them all;
+  // without it, each lane's solves share its first region, each launch
+  // zeroing it.
+  static constexpr int kLanes = 2, kTriangleSteps = 2;
+  void* Region(int lane, int triangle) const {
+    return scratch_.as<char>() +
+           (lane * kTriangleSteps + (early_start_ ? triangle : 0)) * region_bytes_;
+  }
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return ctx_.mem.Allocate(bytes, stream_); }
 
   GpuContext& ctx_;
@@ -181,9 +196,11 @@ class FactorSolves {
   const int64_t n_;
   const void* factors_;
   const TrsvImpl impl_;
+  const bool early_start_;
+  const int64_t region_bytes_;
   Staging staging_;
   DeviceBuffer v_, tmp_, perm_, scratch_;
-  DeviceBuffer column_scratch_;  // the second lane's counters (split columns only)
+  bool split_ = false;  // a two-column call runs as two lanes
   std::vector<Inverses> inverses_;
 };
 
@@ -201,19 +218,21 @@ FactorSolves::Inverses& FactorSolves::InversesFor(const Step& step) {
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
     GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-    const int64_t* pivots, TrsvImpl impl, bool split_columns) {
+    const int64_t* pivots, TrsvImpl impl, bool split_columns, bool early_start) {
   if (impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
     return absl::InvalidArgumentError(
         "FactorRcond: cuBLAS trsv runs on the set's stream only (its handle is bound to it); "
         "another stream takes the custom triangular solve");
   }
-  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl));
+  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl, early_start));
   const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
-  LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(TriangularSolveScratchBytes(t, n, kMaxColumns)));
-  if (split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream) {
-    LINALGD_ASSIGN_OR_RETURN(s->column_scratch_, s->Alloc(TriangularSolveScratchBytes(t, n)));
+  s->split_ = split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream;
+  if (s->split_) {  // two lanes only where both fit the device at once
+    LINALGD_ASSIGN_OR_RETURN(s->split_, TrsvSolvesFitSideBySide(t, n, kLanes));
   }
+  const int64_t regions = (s->split_ ? kLanes : 1) * kTriangleSteps;
+  LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(regions * s->region_bytes_));
   if (pivots == nullptr || n == 0) return s;
   std::vector<int64_t> ipiv(n);
   LINALGD_GPU_CHECK(
@@ -232,7 +251,7 @@ absl::Status FactorSolves::CublasColumns(const Step& step, int columns) {  // on
   for (int c = 0; c < columns; ++c) {
     LINALGD_RETURN_IF_ERROR(SolveTriangle(ctx_.hs, impl_, t_, step.fill, step.op, step.unit, n_,
                                           factors_, n_, v_.as<char>() + c * n_ * DTypeSize(t_),
-                                          scratch_.data()));
+                                          Region(0, 0)));
   }
   return absl::OkStatus();
 }
@@ -250,7 +269,8 @@ absl::Status FactorSolves::Permute(bool inverse, const Lane& lane) {
   return absl::OkStatus();
 }
 
-absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t first_nonzero) {
+absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t first_nonzero,
+                                 int triangle) {
   if (step.kind != Step::Kind::kTriangle) {
     return Permute(step.kind == Step::Kind::kUnpermute, lane);
   }
@@ -258,6 +278,10 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
   TrsvOptions o;
   o.columns = lane.count;
   o.first_nonzero = first_nonzero;
+  // Zeroed by Run; the first triangle step follows a copy or an event wait,
+  // the next one its kernel (what early_start starts beside).
+  o.scratch_zeroed = early_start_;
+  o.early_start = early_start_ && triangle > 0;
   Inverses& kept = InversesFor(step);
   if (kept.buffer.data() == nullptr) {
     // none: the solve inverts
@@ -269,8 +293,8 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
     kept.filling = true;
   }
   return TriangularSolve(t_, step.fill, step.op, step.unit, n_, factors_, n_,
-                         v_.as<char>() + lane.first * n_ * DTypeSize(t_), lane.scratch, lane.stream,
-                         o);
+                         v_.as<char>() + lane.first * n_ * DTypeSize(t_),
+                         Region(lane.lane, triangle), lane.stream, o);
 }
 
 absl::Status FactorSolves::Steps(std::initializer_list<Step> steps, const Lane* lanes, int count,
@@ -278,12 +302,21 @@ absl::Status FactorSolves::Steps(std::initializer_list<Step> steps, const Lane* 
   // v is zero above this row while only forward substitutions have run
   // (an interchange moves the rows: no hint after one).
   int64_t zero_above = std::max<int64_t>(unit_row, 0);
+  int triangle = 0;  // the triangle steps taken
   for (const Step& step : steps) {
-    const bool forward = step.kind == Step::Kind::kTriangle && Forward(step);
-    for (int l = 0; l < count; ++l) {
-      LINALGD_RETURN_IF_ERROR(Apply(step, lanes[l], forward ? zero_above : 0));
+    const bool tri = step.kind == Step::Kind::kTriangle, forward = tri && Forward(step);
+    if (tri && triangle == kTriangleSteps) {
+      return absl::InternalError(
+          absl::StrCat("FactorSolves: more than ", kTriangleSteps, " triangle steps in one call"));
     }
-    if (step.kind != Step::Kind::kTriangle) std::swap(v_, tmp_);
+    for (int l = 0; l < count; ++l) {
+      LINALGD_RETURN_IF_ERROR(Apply(step, lanes[l], forward ? zero_above : 0, triangle));
+    }
+    if (tri) {
+      ++triangle;
+    } else {
+      std::swap(v_, tmp_);
+    }
     if (!forward) zero_above = 0;
   }
   return absl::OkStatus();
@@ -302,8 +335,11 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   const cudaStream_t st = stream_;
   for (Inverses& i : inverses_) i.filling = false;
   Narrow(v, t_, staging_.data());
+  if (early_start_) {
+    LINALGD_GPU_CHECK(cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), st));
+  }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
-  if (columns == 2 && column_scratch_.data() != nullptr) {
+  if (columns == 2 && split_) {
     HandleSet& hs = ctx_.hs;
     LINALGD_GPU_CHECK(cudaEventRecord(hs.column_fork, st));
     LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.column_stream, hs.column_fork, 0));
@@ -316,11 +352,10 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
         cudaStreamSynchronize(hs.column_stream);
       }
     };
-    const Lane lanes[2] = {{0, 1, st, scratch_.data()},
-                           {1, 1, hs.column_stream, column_scratch_.data()}};
+    const Lane lanes[2] = {{0, 1, st, 0}, {1, 1, hs.column_stream, 1}};
     LINALGD_RETURN_IF_ERROR(Steps(steps, lanes, 2, unit_row));
   } else {
-    const Lane lane{0, columns, st, scratch_.data()};
+    const Lane lane{0, columns, st, 0};
     LINALGD_RETURN_IF_ERROR(Steps(steps, &lane, 1, unit_row));
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(staging_.data(), v_.data(), bytes, cudaMemcpyDeviceToHost, st));
@@ -557,9 +592,10 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
                                      const int64_t* pivots, double anorm,
                                      const FactorRcondOptions& options) {
   const bool lu = method == SolveMethod::kLu;
-  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<FactorSolves> fs,
-                           FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr,
-                                                options.impl, options.split_columns));
+  LINALGD_ASSIGN_OR_RETURN(
+      std::unique_ptr<FactorSolves> fs,
+      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl,
+                           options.split_columns, options.early_start));
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
   // One solve with a (or a^T) on the host vectors v, through the device.
   auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {

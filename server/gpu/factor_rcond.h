@@ -101,10 +101,18 @@ struct FactorRcondOptions {
   TrsvImpl impl = TrsvImpl::kCustom;  // kCublas: every column its own trsv, from row 0
   RcondSolves solves = RcondSolves::kPaired;
   // A paired solve's second column on ctx.hs.column_stream beside the first
-  // (the custom kernel only; the same rcond, bitwise); false: both columns
-  // in one launch of the two-column kernel, the comparison
-  // linalgd-gpu-bench makes.
+  // (the custom kernel only; the same rcond, bitwise) where the two solves'
+  // CTAs fit the device at once (kernels.h TrsvSolvesFitSideBySide: at one
+  // CTA an SM, n up to 4224 on 132 SMs), else as with false: both columns in
+  // one launch of the two-column kernel, the comparison linalgd-gpu-bench
+  // makes.
   bool split_columns = true;
+  // Each solve's second triangle step starts early beside its first (the
+  // custom kernel only; kernels.h TrsvOptions::early_start, on counters
+  // zeroed once per solve); false: each launch zeroes its counters and
+  // starts after the kernel before it, the comparison linalgd-gpu-bench
+  // makes. The same rcond, bitwise.
+  bool early_start = true;
 };
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,

@@ -167,12 +167,33 @@ absl::Status TriangularSolve(DType t, TriangleFill fill, TriangleOp op, bool uni
     return absl::InvalidArgumentError(absl::StrCat(
         "TriangularSolve: first_nonzero ", options.first_nonzero, " must be in [0, n ", n, "]"));
   }
+  if (options.early_start && !options.scratch_zeroed) {
+    return absl::InvalidArgumentError(
+        "TriangularSolve: early_start needs scratch_zeroed (a memset before the kernel would "
+        "stand between it and the kernel it starts beside)");
+  }
   const int rows = TrsvBlockRows(block, n);
+  impl::TrsvExtras extras;
+  extras.trace = options.trace;
+  extras.inverses = options.inverses;
+  extras.inverses_filled = options.inverses_filled;
+  extras.scratch_zeroed = options.scratch_zeroed;
+  extras.early_start = options.early_start;
   LINALGD_GPU_CHECK(impl::TriangularSolve(
       ToElem(t), fill == TriangleFill::kLower, static_cast<int>(op), unit_diag, rows,
-      options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, options.trace,
-      options.inverses, options.inverses_filled));
+      options.columns, options.first_nonzero, n, a, ld, x, scratch, stream, extras));
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> TrsvSolvesFitSideBySide(DType t, int64_t n, int solves) {
+  if (t != DType::kF32 && t != DType::kF64 && !IsComplex(t)) {
+    return absl::InvalidArgumentError(absl::StrCat("TrsvSolvesFitSideBySide: dtype ", DTypeName(t),
+                                                   " is not F32, F64, C64 or C128"));
+  }
+  const int rows = TrsvBlockRows(TrsvBlock::kAuto, n);
+  int ctas = 0;
+  LINALGD_GPU_CHECK(impl::TrsvResidentCtas(ToElem(t), rows, &ctas));
+  return static_cast<int64_t>(solves) * ((std::max<int64_t>(n, 0) + rows - 1) / rows) <= ctas;
 }
 
 int64_t TrsvInversesBytes(DType t, int64_t n, TrsvBlock block) {

@@ -99,9 +99,9 @@ int64_t TriangularSolveScratchBytes(DType t, int64_t n, int columns = 1);
 // nor the diagonal when unit_diag, which is then taken as ones), x n
 // contiguous elements. F32, F64, C64 or C128. One launch, no host sync: the
 // kernel's CTAs hand the solution on block by block through `scratch`
-// (TriangularSolveScratchBytes(t, n, columns) of device memory, zeroed here on `stream`;
-// one solve at a time per scratch). NaN and Inf propagate as in the
-// arithmetic (a zero on a non-unit diagonal gives Inf / NaN).
+// (TriangularSolveScratchBytes(t, n, columns) of device memory, zeroed here on `stream`
+// unless TrsvOptions::scratch_zeroed; one solve at a time per scratch). NaN and Inf propagate as in
+// the arithmetic (a zero on a non-unit diagonal gives Inf / NaN).
 //
 // block: the rows each CTA solves, kAuto for TrsvBlockFor(n). The solve is
 // a chain of n / rows dependent steps of a near-fixed latency each, so 64
@@ -152,7 +152,28 @@ struct TrsvOptions {
   // read it may run side by side.
   void* inverses = nullptr;
   bool inverses_filled = false;
+  // The caller zeroed `scratch` on the stream since its last use (its
+  // TriangularSolveScratchBytes for n and columns): the launch skips its
+  // own memset, so the kernel follows the stream's previous work directly.
+  bool scratch_zeroed = false;
+  // Start early (programmatic dependent launch; devices of compute
+  // capability 9.0 and up, ignored on others): the CTAs start while the
+  // stream's previous kernel ends and load their tiles and invert (or load)
+  // their diagonal blocks meanwhile, waiting for that kernel only before they
+  // read x. The result is bitwise the same. REQUIRES scratch_zeroed, and
+  // that the kernels that may still run when it starts write neither the
+  // triangle nor `inverses`: the stream's previous kernel (it may write x:
+  // the solve of the step before) and, where that one started early too,
+  // the kernels before it up to one that did not (an early kernel lets the
+  // next one start before it waits itself).
+  bool early_start = false;
 };
+// Whether `solves` one-column TriangularSolves of n rows (kAuto blocks,
+// op N) fit the current device side by side: every CTA of each resident at
+// once (the device's SMs times the kernel's occupancy). Where they do not,
+// a later solve's CTAs wait for an earlier one's to end, and solves on two
+// streams run nearly one after the other.
+absl::StatusOr<bool> TrsvSolvesFitSideBySide(DType t, int64_t n, int solves);
 // Bytes of TrsvOptions::inverses for n at a block height (kAuto:
 // TrsvBlockFor(n)).
 int64_t TrsvInversesBytes(DType t, int64_t n, TrsvBlock block = TrsvBlock::kAuto);

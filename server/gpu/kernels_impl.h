@@ -58,16 +58,30 @@ cudaError_t FirstNonFiniteOfEach(const ScanSet& scans, cudaStream_t stream);
 // first_nonzero in [0, n]: x is zero above that row (used by a forward
 // substitution; else cudaErrorInvalidValue for any of them). scratch:
 // TriangularSolveScratchBytes(element bytes, n, nrhs) of device memory
-// (16-byte aligned), zeroed here on `stream`: the block counters, then x's
-// flagged copy (each 4-byte word of an element beside a flag, 8 bytes).
+// (16-byte aligned), zeroed here on `stream` unless extras.scratch_zeroed:
+// the block counters, then x's flagged copy (each 4-byte word of an element
+// beside a flag, 8 bytes).
 inline constexpr int64_t kTriangularSolveCounterBytes = 16;
 inline constexpr int64_t TriangularSolveScratchBytes(int64_t elem_bytes, int64_t n, int nrhs) {
   return kTriangularSolveCounterBytes + 2 * elem_bytes * n * nrhs;
 }
+// TriangularSolve's optional parts: kernels.h TrsvOptions' trace, inverses,
+// inverses_filled, scratch_zeroed (scratch zeroed by the caller: no memset
+// here) and early_start (where the device takes it).
+struct TrsvExtras {
+  uint64_t* trace = nullptr;
+  void* inverses = nullptr;
+  bool inverses_filled = false;
+  bool scratch_zeroed = false;
+  bool early_start = false;
+};
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream, uint64_t* trace = nullptr,
-                            void* inverses = nullptr, bool inverses_filled = false);
+                            void* scratch, cudaStream_t stream, const TrsvExtras& extras = {});
+// How many CTAs of TriangularSolve's one-column kernel (op N, nb rows per
+// block) the current device holds at once: its SMs times the kernel's
+// occupancy (registers and shared memory decide it), in *ctas.
+cudaError_t TrsvResidentCtas(Elem t, int nb, int* ctas);
 // TriangularSolve's inverses: its packed diagonal-block inverses, per block
 // of nb rows (kernels.h TrsvOptions::inverses).
 inline constexpr int64_t TrsvInversesBytes(int64_t elem_bytes, int64_t n, int nb) {

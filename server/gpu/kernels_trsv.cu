@@ -24,7 +24,19 @@
 // sync[0] once it is running, so the CTAs with smaller indices are already
 // resident; it waits only for those (blocks J < L), which themselves wait
 // only for smaller ones, so by induction on L every wait ends, whatever the
-// scheduling and however many CTAs fit on the device at once.
+// scheduling and however many CTAs fit on the device at once. A launch
+// that starts early (TrsvOptions::early_start) changes nothing there: its
+// CTAs run only once every CTA of the kernel before it has taken its ticket
+// (each lets the next kernel's launch begin right after), so those are all
+// resident or done, and the early CTAs wait only for them and for their own
+// predecessors.
+//
+// An early start: a CTA's work that reads neither x nor the previous
+// kernel's results (its ticket from its own scratch, the tile (L, L - 1),
+// the diagonal block's inversion or the kept inverse's load) runs while the
+// kernel before it on the stream ends; it waits for that kernel
+// (griddepcontrol.wait: complete, its writes visible) before it reads b or
+// writes x, the counts or the flagged copy.
 //
 // Publication, two ways. The chain's next link: the warps store x_L twice,
 // in x and in the flagged copy (each 32-bit word beside a flag in one
@@ -62,6 +74,7 @@
 #include <cuComplex.h>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 
 #include "server/gpu/kernels_impl.h"
@@ -230,7 +243,8 @@ __device__ __forceinline__ void StoreRelease(unsigned* p, unsigned v) {
 // of an element is stored beside kFlag in one 64-bit word, so a reader that
 // sees the flag has the value in the same (single-copy atomic) access, with
 // no fence on the writer's side and no second load on the reader's. The
-// launch zeroes the copy first, so a flag is only ever this launch's.
+// copy is zeroed before each launch (by the launch, or by the caller:
+// TrsvOptions::scratch_zeroed), so a flag is only ever this launch's.
 constexpr uint32_t kFlag = 1;
 template <typename T>
 constexpr int kWords = static_cast<int>(sizeof(T) / 4);
@@ -245,6 +259,21 @@ __device__ __forceinline__ uint64_t LoadRelaxed(const uint64_t* p) {
   return v;
 }
 
+// Programmatic dependent launch (sm_90 and up; no-ops before, and where the
+// launch did not ask for it): this CTA lets the stream's next kernel begin
+// its launch, and waits for the kernels before it to complete, their
+// writes visible.
+__device__ __forceinline__ void LetNextKernelStart() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void WaitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The device's nanosecond clock.
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
@@ -257,18 +286,24 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
 // launch failure, which fences the device) rather than hang its caller.
 constexpr uint64_t kMaxWaitNs = uint64_t{20} * 1000 * 1000 * 1000;
 
+// One pause of a poll loop `ahead` blocks from what it waits for: none
+// within two blocks (polls back to back), else 128 ns per block (at most 2
+// us), so hundreds of waiting CTAs do not crowd one L2 line; and a trap
+// once the wait, begun at `start`, has passed kMaxWaitNs (checked every
+// 1024 polls).
+__device__ __forceinline__ void PollPause(unsigned ahead, unsigned polls, uint64_t start) {
+  if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
+  if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
+}
+
 // Spins until *done >= need (acquire) and returns the count seen; one
-// thread. `own` is the caller's block: within two blocks of `own` it polls
-// back to back; further off it sleeps 128 ns per block still ahead (at most
-// 2 us) between polls, so hundreds of waiting CTAs do not crowd done's L2
-// line. Traps after kMaxWaitNs. REQUIRES: need <= own.
+// thread. `own` is the caller's block: the pauses (PollPause) count the
+// blocks from the count to `own`. REQUIRES: need <= own.
 __device__ unsigned PollCount(const unsigned* done, unsigned need, unsigned own) {
   const uint64_t start = GlobalTimerNs();
   unsigned v = LoadAcquire(done);
   for (unsigned polls = 1; v < need; ++polls) {
-    const unsigned ahead = own - v;  // >= 1: v < need <= own
-    if (ahead > 2) __nanosleep(ahead < 16 ? 128 * ahead : 2048);
-    if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
+    PollPause(own - v, polls, start);  // own - v >= 1: v < need <= own
     v = LoadAcquire(done);
   }
   return v;
@@ -377,44 +412,46 @@ __device__ __forceinline__ void LoadTile(const Triangle<T, kTrans>& m, int64_t r
   }
 }
 
-// acc[c][q] += t[q] * x_c(column of slot q), x_c (column c, at x + c * n)
-// of the published block starting at j0.
+// acc[c][q] += t[q] * x_at(c, k), k the tile column of slot q: column c's
+// element k of the block x comes from.
+template <typename T, int kNb, int kNrhs, bool kTrans, typename XAt>
+__device__ __forceinline__ void AccumulateFrom(const XAt& x_at, int lane, int warp,
+                                               const T (&t)[Shape<kNb>::kPerThread],
+                                               T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
+#pragma unroll
+  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
+    int r, k;
+    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
+#pragma unroll
+    for (int c = 0; c < kNrhs; ++c) acc[c][q] = MulAdd(acc[c][q], t[q], x_at(c, k));
+  }
+}
+
+// AccumulateFrom x (column c at x + c * n), the published block starting at
+// j0, read through L2.
 template <typename T, int kNb, int kNrhs, bool kTrans>
 __device__ __forceinline__ void Accumulate(const Triangle<T, kTrans>& m, const T* x, int64_t j0,
                                            int lane, int warp, const T (&t)[Shape<kNb>::kPerThread],
                                            T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
-#pragma unroll
-  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
-    int r, k;
-    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
-    const int64_t i = m.Phys(j0 + k);
-#pragma unroll
-    for (int c = 0; c < kNrhs; ++c) acc[c][q] = MulAdd(acc[c][q], t[q], __ldcg(x + c * m.n + i));
-  }
+  AccumulateFrom<T, kNb, kNrhs, kTrans>(
+      [&](int c, int k) { return __ldcg(x + c * m.n + m.Phys(j0 + k)); }, lane, warp, t, acc);
 }
 
-// Accumulate with x_J from shared memory (xs[c][k]: column c, row j0 + k):
-// the same products in the same order.
+// AccumulateFrom x_J in shared memory (xs[c][k]: column c, row j0 + k): the
+// same products in the same order.
 template <typename T, int kNb, int kNrhs, bool kTrans>
 __device__ __forceinline__ void AccumulateShared(const T (*xs)[kNb], int lane, int warp,
                                                  const T (&t)[Shape<kNb>::kPerThread],
                                                  T (&acc)[kNrhs][Shape<kNb>::kPerThread]) {
-#pragma unroll
-  for (int q = 0; q < Shape<kNb>::kPerThread; ++q) {
-    int r, k;
-    SlotOf<kNb, kTrans>(q, lane, warp, r, k);
-#pragma unroll
-    for (int c = 0; c < kNrhs; ++c) acc[c][q] = MulAdd(acc[c][q], t[q], xs[c][k]);
-  }
+  AccumulateFrom<T, kNb, kNrhs, kTrans>([&](int c, int k) { return xs[c][k]; }, lane, warp, t, acc);
 }
 
 // xs <- x_J (every column, kNb rows: J < L is a full block) from the
 // flagged copy, each element polled by its own thread until its flags are
 // set. Returns whether every element was there at the first look (this CTA
-// is behind the chain's front), the same in every thread. A CTA within two
-// blocks of J polls back to back; the others sleep 128 ns per block between
-// (at most 2 us), as in WaitPublished. Traps after kMaxWaitNs. Every thread
-// of the CTA.
+// is behind the chain's front), the same in every thread. Pauses as
+// PollCount's (PollPause), by the blocks from J to L. Every thread of the
+// CTA.
 template <typename T, int kNb, int kNrhs, bool kTrans, typename Tr>
 __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, int64_t J, int64_t L,
                             T (*xs)[kNb], const Tr& stamp) {
@@ -424,15 +461,14 @@ __device__ bool WaitFlagged(const Triangle<T, kTrans>& m, const Flagged<T>& f, i
   if (e < kNrhs * kNb) {
     const int c = e / kNb, k = e % kNb;
     const int64_t i = m.Phys(J * kNb + k);
-    const int64_t ahead = L - J;  // >= 1
+    const unsigned ahead = static_cast<unsigned>(L - J);  // >= 1
     T v;
     if (!f.TryLoad(c, i, &v)) {
       first_look = false;
       const uint64_t start = GlobalTimerNs();
       for (unsigned polls = 1;; ++polls) {
-        if (ahead > 2) __nanosleep(ahead < 16 ? 128 * static_cast<unsigned>(ahead) : 2048);
+        PollPause(ahead, polls, start);
         if (f.TryLoad(c, i, &v)) break;
-        if (polls % 1024 == 0 && GlobalTimerNs() - start > kMaxWaitNs) __trap();
       }
     }
     xs[c][k] = v;
@@ -733,12 +769,23 @@ __device__ void BlockResiduals(const T (&acc)[kNrhs][Shape<kNb>::kPerThread],
   }
 }
 
+// A block before the first one the caller's x has nonzero values in:
+// its rows of x set to zero, and block 0 raises the count to `first` (the
+// header's "A first block F > 0").
+template <typename T, int kNrhs, bool kTrans>
+__device__ void ZeroBlock(const Triangle<T, kTrans>& m, T* x, unsigned* sync, int64_t first,
+                          int64_t L, int64_t row0, int nb) {
+  if (L == 0 && threadIdx.x == 0) atomicMax(sync + 1, static_cast<unsigned>(first));
+  WriteZeroRows<T, kNrhs>(m, x, row0, nb);
+}
+
 // first: the first block the caller's x has nonzero values in (forward
-// substitution), else 0.
+// substitution), else 0. early: launched to start early (the header's "An
+// early start"): b is read after the wait, not before the inversion.
 template <typename T, int kNb, bool kTrans, int kNrhs, bool kTrace>
 __global__ void __launch_bounds__(kThreads)
     TrsvKernel(Triangle<T, kTrans> m, bool unit, T* x, unsigned* sync, Flagged<T> f, int64_t first,
-               Tracer<kTrace> stamp, T* inverses, bool inverses_filled) {
+               Tracer<kTrace> stamp, T* inverses, bool inverses_filled, bool early) {
   using S = Shape<kNb>;
   // M's diagonal block strictly below its diagonal, then its inverse (lower;
   // packed, Tri): at kNb 64 two unpacked blocks of complex<double> would
@@ -751,29 +798,35 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
   __syncthreads();
+  LetNextKernelStart();  // this CTA has its ticket (the header's deadlock argument)
   const int64_t L = ticket;
   stamp(L, kTrsvStampStart);
   const int64_t row0 = L * kNb;
   const int nb = static_cast<int>(m.n - row0 < kNb ? m.n - row0 : kNb);
   // This block's entry of the kept inverses (TrsvOptions::inverses), if any.
   T* const kept = inverses == nullptr ? nullptr : inverses + L * S::kTri;
-  const bool zero = L < first;
-  if (zero) {  // x is zero here: so is the solution
-    if (L == 0 && threadIdx.x == 0) atomicMax(sync + 1, static_cast<unsigned>(first));
-    WriteZeroRows<T, kNrhs>(m, x, row0, nb);
-    if (kept == nullptr || inverses_filled) return;
-    // Else this block's inverse is stored too (below), for a later solve
-    // that starts before it: off the chain, which does not wait for it.
+  const bool zero = L < first, storing = kept != nullptr && !inverses_filled;
+  // x is zero here: so is the solution. A block that stores its inverse
+  // too (below, for a later solve that starts before it: off the chain,
+  // which does not wait for it) writes its zeros first unless it started
+  // early, when they wait for the previous kernel, after the inversion.
+  if (zero && !(early && storing)) {
+    WaitForPreviousKernel();
+    ZeroBlock<T, kNrhs>(m, x, sync, first, L, row0, nb);
+    if (!storing) return;
   }
   T b[kNrhs][S::kRows];  // every warp, lane l, slot p: b of row l + 32 p
+  auto load_b = [&] {
 #pragma unroll
-  for (int j = 0; j < kNrhs; ++j) {
+    for (int j = 0; j < kNrhs; ++j) {
 #pragma unroll
-    for (int p = 0; p < S::kRows; ++p) {
-      const int r = lane + 32 * p;
-      b[j][p] = r < nb && !zero ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
+      for (int p = 0; p < S::kRows; ++p) {
+        const int r = lane + 32 * p;
+        b[j][p] = r < nb && !zero ? __ldcg(x + j * m.n + m.Phys(row0 + r)) : ZeroOf<T>();
+      }
     }
-  }
+  };
+  if (!early) load_b();   // the loads overlap the inversion
   T last[S::kPerThread];  // tile (L, L - 1) where kHoldLast<T>; its loads overlap the inversion
   if (kHoldLast<T> && L > first) LoadTile<T, kNb>(m, row0, nb, (L - 1) * kNb, lane, warp, last);
   if (kept != nullptr && inverses_filled) {
@@ -786,7 +839,16 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // the inverse is complete
       CopyInverse<T, kNb>(tri, kept);
     }
-    if (zero) return;
+  }
+  if (early) {
+    WaitForPreviousKernel();  // x and this launch's counts are ours from here
+    if (zero) {
+      ZeroBlock<T, kNrhs>(m, x, sync, first, L, row0, nb);
+      return;
+    }
+    load_b();
+  } else if (zero) {
+    return;
   }
   T acc[kNrhs][S::kPerThread];
 #pragma unroll
@@ -861,18 +923,46 @@ struct TrsvArgs {
   unsigned* sync;
   int64_t first_nonzero;
   cudaStream_t stream;
-  uint64_t* trace;
-  void* inverses;
-  bool inverses_filled;
+  TrsvExtras extras;
 };
 
-// Zeroes the block counters, then launches the kNrhs-column kernel (op N
-// when !kTrans, else T or C).
+// Whether the current device takes programmatic dependent launches
+// (compute capability 9.0 and up).
+bool EarlyStartSupported() {
+  int device = 0, major = 0;
+  return cudaGetDevice(&device) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+         major >= 9;
+}
+
+// `kernel` on g's stream, grid x kThreads, its start programmatically
+// dependent on the stream's previous kernel when `early`.
+template <typename Kernel, typename... Args>
+cudaError_t Launch(const TrsvArgs& g, unsigned grid, bool early, Kernel kernel, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(kThreads);
+  config.stream = g.stream;
+  cudaLaunchAttribute attribute = {};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  if (early) {
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+// Zeroes the block counters (unless the caller did), then launches the
+// kNrhs-column kernel (op N when !kTrans, else T or C).
 template <typename T, int kNb, bool kTrans, int kNrhs>
 cudaError_t LaunchTrsv(const TrsvArgs& g) {
-  const cudaError_t e =
-      cudaMemsetAsync(g.sync, 0, TriangularSolveScratchBytes(sizeof(T), g.n, kNrhs), g.stream);
-  if (e != cudaSuccess) return e;
+  if (!g.extras.scratch_zeroed) {
+    const cudaError_t e =
+        cudaMemsetAsync(g.sync, 0, TriangularSolveScratchBytes(sizeof(T), g.n, kNrhs), g.stream);
+    if (e != cudaSuccess) return e;
+  }
+  const bool early = g.extras.early_start && EarlyStartSupported();
   const int64_t blocks = (g.n + kNb - 1) / kNb;
   const int64_t first = g.forward ? std::min(g.first_nonzero / kNb, blocks) : 0;
   const Triangle<T, kTrans> m{static_cast<const T*>(g.a), g.n, g.ld, g.forward, g.op == 2};
@@ -882,18 +972,17 @@ cudaError_t LaunchTrsv(const TrsvArgs& g) {
   const unsigned grid = static_cast<unsigned>(blocks);
   constexpr bool kTraceable =
       kNrhs == 1 && kNb == 64 && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  T* const inverses = static_cast<T*>(g.extras.inverses);
   if constexpr (kTraceable) {
-    if (g.trace != nullptr) {
-      TrsvKernel<T, kNb, kTrans, kNrhs, true><<<grid, kThreads, 0, g.stream>>>(
-          m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<true>{g.trace},
-          static_cast<T*>(g.inverses), g.inverses_filled);
-      return cudaGetLastError();
+    if (g.extras.trace != nullptr) {
+      return Launch(g, grid, early, TrsvKernel<T, kNb, kTrans, kNrhs, true>, m, g.unit,
+                    static_cast<T*>(g.x), g.sync, f, first, Tracer<true>{g.extras.trace}, inverses,
+                    g.extras.inverses_filled, early);
     }
   }
-  TrsvKernel<T, kNb, kTrans, kNrhs, false><<<grid, kThreads, 0, g.stream>>>(
-      m, g.unit, static_cast<T*>(g.x), g.sync, f, first, Tracer<false>{nullptr},
-      static_cast<T*>(g.inverses), g.inverses_filled);
-  return cudaGetLastError();
+  return Launch(g, grid, early, TrsvKernel<T, kNb, kTrans, kNrhs, false>, m, g.unit,
+                static_cast<T*>(g.x), g.sync, f, first, Tracer<false>{nullptr}, inverses,
+                g.extras.inverses_filled, early);
 }
 
 // Whether the two-column kernel exists for T at kNb rows and the op: where
@@ -916,6 +1005,10 @@ cudaError_t LaunchColumns(const TrsvArgs& g, int nrhs) {
     for (int c = 0; c < nrhs; ++c) {
       TrsvArgs one = g;
       one.x = static_cast<T*>(g.x) + c * g.n;
+      if (c > 0) {  // the scratch the first column's launch used: zeroed again, and no early start
+        one.extras.scratch_zeroed = false;
+        one.extras.early_start = false;
+      }
       const cudaError_t e = LaunchTrsv<T, kNb, kTrans, 1>(one);
       if (e != cudaSuccess) return e;
     }
@@ -935,6 +1028,50 @@ cudaError_t LaunchTrsvRows(int nb, const TrsvArgs& g, int nrhs) {
 }
 
 }  // namespace
+
+cudaError_t TrsvResidentCtas(Elem t, int nb, int* ctas) {
+  if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
+  // The first answer per device (of the first 64), element type and block
+  // height, kept: neither the SMs nor a kernel's occupancy change while the
+  // process runs, and the occupancy query costs tens of microseconds.
+  constexpr int kCachedDevices = 64, kElems = 6;
+  static std::atomic<int> cache[kCachedDevices][kElems][2];
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const int elem = static_cast<int>(t);
+  std::atomic<int>* kept = device < kCachedDevices && elem >= 0 && elem < kElems
+                               ? &cache[device][elem][nb == 64]
+                               : nullptr;
+  if (kept != nullptr && (*ctas = kept->load(std::memory_order_relaxed)) > 0) return cudaSuccess;
+  auto count = [&](auto kernel) {
+    int sms = 0, per_sm = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0);
+    *ctas = sms * per_sm;
+    if (e == cudaSuccess && kept != nullptr) kept->store(*ctas, std::memory_order_relaxed);
+    return e;
+  };
+  auto by_rows = [&](auto zero) {
+    using T = decltype(zero);
+    return nb == 64 ? count(TrsvKernel<T, 64, false, 1, false>)
+                    : count(TrsvKernel<T, 32, false, 1, false>);
+  };
+  switch (t) {
+    case Elem::kF32:
+      return by_rows(float{});
+    case Elem::kF64:
+      return by_rows(double{});
+    case Elem::kC64:
+      return by_rows(float2{});
+    case Elem::kC128:
+      return by_rows(double2{});
+    case Elem::kF16:
+    case Elem::kBF16:
+      return cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
                     int64_t n, cudaStream_t stream) {
@@ -956,26 +1093,14 @@ cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, 
 
 cudaError_t TriangularSolve(Elem t, bool lower, int op, bool unit, int nb, int nrhs,
                             int64_t first_nonzero, int64_t n, const void* a, int64_t ld, void* x,
-                            void* scratch, cudaStream_t stream, uint64_t* trace, void* inverses,
-                            bool inverses_filled) {
+                            void* scratch, cudaStream_t stream, const TrsvExtras& extras) {
   if (nb != 32 && nb != 64) return cudaErrorInvalidValue;
   if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
   if (first_nonzero < 0 || first_nonzero > n) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   const bool forward = lower == (op == 0);  // op(T) lower: forward substitution
-  const TrsvArgs g{forward,
-                   op,
-                   unit,
-                   n,
-                   a,
-                   ld,
-                   x,
-                   static_cast<unsigned*>(scratch),
-                   first_nonzero,
-                   stream,
-                   trace,
-                   inverses,
-                   inverses_filled};
+  const TrsvArgs g{forward,       op,     unit,  n, a, ld, x, static_cast<unsigned*>(scratch),
+                   first_nonzero, stream, extras};
   switch (t) {
     case Elem::kF32:
       return LaunchTrsvRows<float>(nb, g, nrhs);

@@ -68,6 +68,16 @@ TEST(TrsvArgsTest, RefusesBadColumnsAndFirstNonzeroNamingThem) {
   EXPECT_THAT(s.message(), HasSubstr("first_nonzero -1"));
 }
 
+TEST(TrsvArgsTest, RefusesAnEarlyStartOnCountersItWouldZero) {
+  TrsvOptions o;
+  o.early_start = true;
+  const absl::Status s =
+      TriangularSolve(DType::kF64, TriangleFill::kLower, TriangleOp::kNoTranspose, false, 4,
+                      nullptr, 4, nullptr, nullptr, nullptr, o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("early_start needs scratch_zeroed"));
+}
+
 // kAuto's rule: 32-row blocks below kTrsvBlock64MinN, 64 from it on.
 TEST(TrsvArgsTest, AutoBlockIs64FromTheThreshold) {
   EXPECT_EQ(TrsvBlockFor(1), TrsvBlock::k32);

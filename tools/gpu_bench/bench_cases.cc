@@ -188,7 +188,9 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 // against one solve with the factors, the estimate against the same one
 // with cuBLAS trsv (*_rcond_vs_cublas), the estimate (paired solves, the
 // default) against the same with one vector per solve (*_rcond_vs_one_by_one,
-// RcondSolves::kOneByOne, the sequence before), and a solve with 3
+// RcondSolves::kOneByOne, the sequence before), the estimate against the
+// same with every triangular solve after the kernel before it
+// (*_rcond_vs_no_early_start: FactorRcondOptions::early_start), and a solve with 3
 // right-hand sides (b and the estimator's two start vectors) against one
 // with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
@@ -238,6 +240,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), ipiv.as<int64_t>(), 1.0, one_stream)
                                  .status();
                            }));
+  gpu::FactorRcondOptions in_turn;
+  in_turn.early_start = false;
+  Row lu_turn{"lu_rcond_vs_no_early_start", "f64", n, lu.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(lu_turn.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kLu, n,
+                                                     w.data(), ipiv.as<int64_t>(), 1.0, in_turn)
+                                 .status();
+                           }));
   Row k3{"lu_getrs_3_rhs", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(k3.ours_ms, TimeMs(st, reps, [&] { return getrs(3, x3.data()); }));
   k3.direct_ms = lu.direct_ms;
@@ -274,7 +284,14 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, one_stream)
                                  .status();
                            }));
-  return std::vector<Row>{lu, lu_lib, lu_old, lu_joint, k3, ch, ch_lib, ch_old, ch_joint};
+  Row ch_turn{"chol_rcond_vs_no_early_start", "f64", n, ch.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_turn.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, in_turn)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu, lu_lib, lu_old, lu_joint, lu_turn, k3,
+                          ch, ch_lib, ch_old, ch_joint, ch_turn};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
