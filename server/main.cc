@@ -217,6 +217,10 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "more cores than CUDA contexts), spin, yield (spin, giving the core to other "
                  "threads) or block (sleep until the GPU signals: no core spent, a wake-up later)")
       ->capture_default_str();
+  app.add_flag("--gpu-small-graphs,!--no-gpu-small-graphs", o.gpu_small_graphs,
+               "replay a repeated small product's device work (upload, checks, product, "
+               "download) as one CUDA graph launch, captured on its second call per handle set")
+      ->capture_default_str();
   app.add_option(
          "--inline-max-us", f.inline_max_us,
          "a CPU job predicted to take at most this many microseconds runs on the gRPC "

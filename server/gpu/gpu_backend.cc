@@ -78,6 +78,7 @@ GpuBackend::GpuBackend(const GpuBackendConfig& config, std::unique_ptr<DeviceMem
       budget_(name_, config.lane_budget_bytes, config.on_budget_change),
       host_alloc_(config.host_alloc),
       rcond_factor_(config.singular_rcond_factor),
+      small_graphs_(config.small_graphs),
       memory_(std::move(memory)),
       handles_(std::move(handles)) {}
 

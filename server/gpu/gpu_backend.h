@@ -50,6 +50,9 @@ struct GpuBackendConfig {
   // 0: no small path.
   int64_t small_job_bytes = kDefaultSmallJobBytes;
   static constexpr int64_t kDefaultSmallJobBytes = int64_t{1} << 20;
+  // A small product seen before on a handle set replays its device work as
+  // one CUDA graph (small_graphs.h; --gpu-small-graphs).
+  bool small_graphs = true;
 };
 
 // The Backend of one GPU ("gpu:N"). Each call leases a handle set for its
@@ -120,6 +123,7 @@ class GpuBackend : public Backend {
   MemoryBudget budget_;  // outlives the factors and resident copies
   const HostAllocator host_alloc_;
   const double rcond_factor_;
+  const bool small_graphs_;
   LtAlgoCache cache_;
   ResidentRegistry residents_;
   std::unique_ptr<DeviceMemory> memory_;  // destroyed after handles_' streams
@@ -132,7 +136,8 @@ template <typename T, typename F>
 absl::StatusOr<T> GpuBackend::RunJob(F&& body) {
   LINALGD_RETURN_IF_ERROR(BeginJob());
   HandlePool::Lease lease = handles_->Acquire();
-  GpuContext ctx{*lease, *memory_, *pinned_, cache_, *transfers_, residents_, rcond_factor_};
+  GpuContext ctx{*lease,      *memory_,   *pinned_,      cache_,
+                 *transfers_, residents_, rcond_factor_, small_graphs_};
   absl::StatusOr<T> result = body(ctx);
   if (result.ok()) return result;
   return FinishJob(*lease, result.status());

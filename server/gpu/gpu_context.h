@@ -23,6 +23,9 @@ struct GpuContext {
   // Dense solves and factors: rcond below this * n * eps is numerically
   // singular (server/backend/condition.h).
   double singular_rcond_factor = 1.0;
+  // A repeated small product's device work is one CUDA graph launch
+  // (small_matmul.h, GpuBackendConfig::small_graphs).
+  bool small_graphs = true;
 
   absl::StatusOr<DeviceBuffer> Alloc(int64_t bytes) { return mem.Allocate(bytes, hs.stream); }
 };

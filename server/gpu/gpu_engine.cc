@@ -90,6 +90,7 @@ void CudaGpuEngine::StartBackend(const GpuOptions& options, int sets, DeviceInfo
   config.host_alloc = host_alloc_;
   config.singular_rcond_factor = options.singular_rcond_factor;
   config.wait = options.wait;
+  config.small_graphs = options.small_graphs;
   auto backend = gpu::GpuBackend::Create(config);
   if (!backend.ok()) {
     info.healthy = false;
@@ -98,9 +99,11 @@ void CudaGpuEngine::StartBackend(const GpuOptions& options, int sets, DeviceInfo
     return;
   }
   spdlog::info(
-      "gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets, --gpu-wait {}) in service",
+      "gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets, --gpu-wait {}, small "
+      "graphs {}) in service",
       info.index, info.name, info.cc_major, info.cc_minor, info.total_memory_bytes >> 20,
-      info.budget_bytes >> 20, sets, std::string(GpuWaitName(options.wait)));
+      info.budget_bytes >> 20, sets, std::string(GpuWaitName(options.wait)),
+      options.small_graphs ? "on" : "off");
   backends_.push_back(*std::move(backend));
 }
 

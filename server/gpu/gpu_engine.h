@@ -30,6 +30,7 @@ struct GpuOptions {
   int64_t pinned_host_bytes = int64_t{4} << 30;  // --pinned-host-bytes (pinned_host_cache.h)
   double singular_rcond_factor = 1.0;            // --singular-rcond-factor (backend/condition.h)
   GpuWait wait = GpuWait::kAuto;                 // --gpu-wait: set on each device in service
+  bool small_graphs = true;                      // --gpu-small-graphs (small_graphs.h)
   // Called with a lane's name ("gpu:N") and its reserved bytes after every
   // change of its MemoryBudget (that budget's on_change: quick, with the
   // budget's lock held). May be empty.

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/gpu/lt_descs.h"
+#include "server/gpu/small_graphs.h"
 
 namespace linalgd::gpu {
 
@@ -24,9 +25,9 @@ namespace linalgd::gpu {
 // runs beside the first: the dense solves' condition estimate) and the event
 // that orders the two, a third (the estimate's second column) with its fork
 // and join events, a cuBLAS(Lt) workspace, two events for staged copies, the
-// slots of on-device checks, the staging of small jobs and the cuBLASLt
-// descriptors of its products. Created once, owned by a HandlePool, used by
-// one job at a time.
+// slots of on-device checks, the staging of small jobs, the cuBLASLt
+// descriptors of its products and the graphs of its repeated small jobs.
+// Created once, owned by a HandlePool, used by one job at a time.
 struct HandleSet {
   // small_bytes: the size of each of the small-job staging areas (0: none).
   static absl::StatusOr<std::unique_ptr<HandleSet>> Create(int device, size_t workspace_bytes,
@@ -70,6 +71,9 @@ struct HandleSet {
   void* small_device = nullptr;
   // cuBLASLt descriptors of this set's products (lt_matmul.cc).
   LtDescCache lt_descs;
+  // CUDA graphs of this set's repeated small jobs (small_graphs.h): they
+  // keep its stream's staging and workspace addresses.
+  SmallGraphCache small_graphs;
 
  private:
   HandleSet() = default;

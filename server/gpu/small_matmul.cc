@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/base/casts.h"
 #include "server/backend/trace_names.h"
 #include "server/common/status_macros.h"
 #include "server/common/trace.h"
@@ -90,6 +91,40 @@ SmallMatmulLayout LayOutSmallMatmul(const ResidentRegistry& residents, const Mat
   return l;
 }
 
+std::optional<SmallGraphKey> SmallMatmulGraphKey(const MatmulOp& op, const MatmulPlan& plan,
+                                                 const SmallMatmulLayout& l) {
+  const std::optional<int64_t> sa = MatmulPlan::UniformStride(plan.a_offsets);
+  const std::optional<int64_t> sb = MatmulPlan::UniformStride(plan.b_offsets);
+  if (!sa || !sb) return std::nullopt;
+  SmallGraphKey key{};
+  size_t i = 0;
+  auto put = [&key, &i](int64_t v) { key.at(i++) = v; };
+  auto bits = [](double v) { return absl::bit_cast<int64_t>(v); };
+  auto part = [&put](const SmallMatmulLayout::Part& p) {
+    put(static_cast<int64_t>(p.at));
+    put(static_cast<int64_t>(p.bytes));
+    put(static_cast<int64_t>(reinterpret_cast<intptr_t>(p.resident)));
+  };
+  for (DType t : {op.a.dtype, op.b.dtype, op.out_dtype}) put(static_cast<int64_t>(t));
+  put(static_cast<int64_t>(op.compute));
+  put(static_cast<int64_t>(op.epilogue));
+  put(op.trans_a * 2 + op.trans_b);
+  for (int64_t v : {plan.m, plan.n, plan.k, plan.batch, *sa, *sb}) put(v);
+  put(plan.bias_per_row);
+  for (double v : {op.alpha, op.beta, op.alpha_imag, op.beta_imag}) put(bits(v));
+  put(op.check_finite);
+  put(op.a.num_elements());
+  put(op.b.num_elements());
+  put(op.bias ? static_cast<int64_t>(op.bias->dtype) : -1);
+  put(op.bias ? op.bias->num_elements() : -1);
+  put(l.use_c);
+  part(l.a);
+  part(l.b);
+  part(l.bias);
+  for (size_t v : {l.slots, l.d, l.d_bytes, l.end}) put(static_cast<int64_t>(v));
+  return key;
+}
+
 absl::StatusOr<Tensor> RunSmallMatmul(GpuContext& ctx, const MatmulOp& op, const MatmulPlan& plan,
                                       const SmallMatmulLayout& l) {
   HandleSet& hs = ctx.hs;
@@ -101,26 +136,41 @@ absl::StatusOr<Tensor> RunSmallMatmul(GpuContext& ctx, const MatmulOp& op, const
   // the set's last job ended without waiting for it).
   LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   Pack(op, plan, l, host);
-  const size_t up = l.use_c ? l.end : l.d;
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(dev, host, up, cudaMemcpyHostToDevice, hs.stream));
-  ctx.transfers.h2d_copies.fetch_add(1);
-  ctx.transfers.h2d_bytes.fetch_add(PayloadBytes(l));
-  ctx.transfers.small_jobs.fetch_add(1);
   auto at = [dev](const SmallMatmulLayout::Part& p) -> const void* {
     return p.resident != nullptr ? p.resident : dev + p.at;
   };
-  const void* bias = op.bias ? at(l.bias) : nullptr;
-  auto* slots = reinterpret_cast<unsigned long long*>(dev + l.slots);
-  phase.reset();
-  phase.emplace([&] { return MatmulRangeName(op, plan, "compute"); });
-  if (op.check_finite) {
-    LINALGD_RETURN_IF_ERROR(ScanMatmulOperands(op, at(l.a), at(l.b), bias, slots, hs.stream));
+  // The device work: no host-side effect but its launches (a graph's
+  // capture makes the same calls).
+  auto enqueue = [&]() -> absl::Status {
+    const size_t up = l.use_c ? l.end : l.d;
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(dev, host, up, cudaMemcpyHostToDevice, hs.stream));
+    const void* bias = op.bias ? at(l.bias) : nullptr;
+    auto* slots = reinterpret_cast<unsigned long long*>(dev + l.slots);
+    phase.reset();
+    phase.emplace([&] { return MatmulRangeName(op, plan, "compute"); });
+    if (op.check_finite) {
+      LINALGD_RETURN_IF_ERROR(ScanMatmulOperands(op, at(l.a), at(l.b), bias, slots, hs.stream));
+    }
+    LINALGD_RETURN_IF_ERROR(
+        LaunchMatmul(ctx, op, plan, at(l.a), at(l.b), bias, dev + l.d, l.use_c));
+    phase.reset();
+    phase.emplace([&] { return MatmulRangeName(op, plan, "download"); });
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(host + l.slots, dev + l.slots, l.end - l.slots,
+                                      cudaMemcpyDeviceToHost, hs.stream));
+    return absl::OkStatus();
+  };
+  const std::optional<SmallGraphKey> key =
+      ctx.small_graphs ? SmallMatmulGraphKey(op, plan, l) : std::nullopt;
+  if (key) {
+    LINALGD_ASSIGN_OR_RETURN(SmallGraphCache::Ran ran,
+                             hs.small_graphs.Run(hs.stream, *key, enqueue));
+    if (ran == SmallGraphCache::Ran::kReplayed) ctx.transfers.small_graph_replays.fetch_add(1);
+  } else {
+    LINALGD_RETURN_IF_ERROR(enqueue());
   }
-  LINALGD_RETURN_IF_ERROR(LaunchMatmul(ctx, op, plan, at(l.a), at(l.b), bias, dev + l.d, l.use_c));
-  phase.reset();
-  phase.emplace([&] { return MatmulRangeName(op, plan, "download"); });
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(host + l.slots, dev + l.slots, l.end - l.slots,
-                                    cudaMemcpyDeviceToHost, hs.stream));
+  ctx.transfers.h2d_copies.fetch_add(1);
+  ctx.transfers.h2d_bytes.fetch_add(PayloadBytes(l));
+  ctx.transfers.small_jobs.fetch_add(1);
   LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
   ctx.transfers.d2h_copies.fetch_add(1);
   ctx.transfers.d2h_bytes.fetch_add(static_cast<int64_t>(l.d_bytes));

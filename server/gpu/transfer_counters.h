@@ -20,6 +20,9 @@ struct TransferCounters {
   std::atomic<int64_t> d2h_pinned_direct{0};
   // Products that went up and down in one copy each (small_matmul.h).
   std::atomic<int64_t> small_jobs{0};
+  // Of those, the ones whose device work was a replayed graph's launch
+  // (small_graphs.h: no planning, no launch of its own).
+  std::atomic<int64_t> small_graph_replays{0};
 };
 
 }  // namespace linalgd::gpu

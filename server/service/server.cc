@@ -152,6 +152,7 @@ absl::Status ServerImpl::Init() {
   gpu_options.memory_fraction = options_.gpu_memory_fraction;
   gpu_options.handles_per_device = options_.handles_per_device;
   gpu_options.wait = options_.gpu_wait;
+  gpu_options.small_graphs = options_.gpu_small_graphs;
   gpu_options.pinned_host_bytes = options_.pinned_host_bytes;
   gpu_options.singular_rcond_factor = options_.singular_rcond_factor;
   gpu_options.on_budget_change = [metrics_ptr](const std::string& device, int64_t reserved) {

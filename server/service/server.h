@@ -66,9 +66,12 @@ struct ServerOptions {
   bool disable_gpu = false;
   int handles_per_device = 4;
   GpuWait gpu_wait = GpuWait::kAuto;  // how threads wait for a GPU (server/gpu/gpu_wait.h)
-  int cpu_workers = 0;                // CPU job threads; 0: number of cores
-  int blas_threads = 0;               // OpenBLAS threads; 0: number of cores
-  int busy_blas_threads = 0;          // OpenBLAS threads while several CPU ops run; 0: blas_threads
+  // A repeated small product's device work as one CUDA graph launch
+  // (server/gpu/small_graphs.h).
+  bool gpu_small_graphs = true;
+  int cpu_workers = 0;        // CPU job threads; 0: number of cores
+  int blas_threads = 0;       // OpenBLAS threads; 0: number of cores
+  int busy_blas_threads = 0;  // OpenBLAS threads while several CPU ops run; 0: blas_threads
   int64_t max_elements = int64_t{1} << 31;        // per tensor
   int64_t max_batch_matrices = int64_t{1} << 20;  // matrices in a broadcast batch
   int64_t max_iterations_per_row = 10;

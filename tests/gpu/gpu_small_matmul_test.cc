@@ -2,7 +2,8 @@
 // statuses and messages as the general path (a backend without the small
 // path, small_job_bytes 0, is the comparison), one upload and one download
 // each, every dtype and form, and callers in flight at once never sharing a
-// staging area.
+// staging area; a repeated product's device work replayed as a CUDA graph
+// with each call's own operands, scalars and verdicts.
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -29,9 +30,11 @@ using test_ref::RandomTensor;
 using test_ref::RelError;
 using test_ref::Values;
 
-// A backend of its own on the first GPU, with or without the small path.
+// A backend of its own on the first GPU, with or without the small path
+// (and its graphs).
 struct OwnBackend {
-  OwnBackend(int64_t small_job_bytes, int handle_sets) : pinned(8 << 20, 2 * handle_sets) {
+  OwnBackend(int64_t small_job_bytes, int handle_sets, bool small_graphs = true)
+      : pinned(8 << 20, 2 * handle_sets) {
     gpu::GpuBackendConfig config;
     config.device = gpu_test::FirstGpu()->device();
     config.budget_bytes = int64_t{512} << 20;
@@ -40,6 +43,7 @@ struct OwnBackend {
     config.pinned = &pinned;
     config.transfers = &transfers;
     config.small_job_bytes = small_job_bytes;
+    config.small_graphs = small_graphs;
     auto made = gpu::GpuBackend::Create(config);
     EXPECT_TRUE(made.ok()) << made.status();
     if (made.ok()) backend = *std::move(made);
@@ -385,6 +389,158 @@ TEST(GpuSmallMatmulTest, ReusedDescriptorsTakeEachCallsBias) {
     }
     EXPECT_EQ(own->backend->handles().set(0).lt_descs.size(), 1u);
   }
+}
+
+// Whether op's device work can be a graph (small_matmul.h: one uniform batch
+// stride per operand).
+bool Graphable(const MatmulOp& op) {
+  const MatmulPlan plan = PlanMatmul(op).value();
+  return MatmulPlan::UniformStride(plan.a_offsets) && MatmulPlan::UniformStride(plan.b_offsets);
+}
+
+bool SameBits(const Tensor& x, const Tensor& y) {
+  return x.dtype() == y.dtype() && x.shape() == y.shape() &&
+         std::memcmp(x.data(), y.data(), x.num_bytes()) == 0;
+}
+
+// Four calls of each form with new operands each time: the first enqueued
+// directly, the second captured (and launched), the next two replayed; every result bit for
+// bit a backend's without graphs (so a graph reads each call's own staging,
+// not what it saw when it was captured).
+TEST(GpuSmallMatmulTest, RepeatedProductsReplayAGraphBitForBit) {
+  LINALGD_REQUIRE_GPU();
+  OwnBackend graphs(gpu::GpuBackendConfig::kDefaultSmallJobBytes, 1);
+  OwnBackend plain(gpu::GpuBackendConfig::kDefaultSmallJobBytes, 1, /*small_graphs=*/false);
+  ASSERT_TRUE(graphs.backend && plain.backend);
+  std::mt19937 rng(48);
+  int64_t graphed_forms = 0;
+  for (const Form& f : Forms()) {
+    SCOPED_TRACE(f.name);
+    bool graphable = false;
+    for (int call = 0; call < 4; ++call) {
+      const Inputs in = Make(f, rng);
+      graphable = Graphable(in.op);
+      const int64_t replays = graphs.transfers.small_graph_replays.load();
+      absl::StatusOr<Tensor> got = MatmulOn(*graphs.backend, in.op);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(graphs.transfers.small_graph_replays.load() - replays,
+                graphable && call > 1 ? 1 : 0)
+          << "call " << call;
+      absl::StatusOr<Tensor> ref = MatmulOn(*plain.backend, in.op);
+      ASSERT_TRUE(ref.ok()) << ref.status();
+      EXPECT_TRUE(SameBits(*got, *ref)) << "call " << call;
+      if (!IsComplex(f.in)) {
+        EXPECT_LE(RefError(*got, in.op), Tol(f.in)) << "call " << call;
+      }
+    }
+    graphed_forms += graphable;
+  }
+  EXPECT_GT(graphed_forms, 0);
+  EXPECT_EQ(graphs.backend->handles().set(0).small_graphs.graphs(), graphed_forms);
+  EXPECT_EQ(plain.transfers.small_graph_replays.load(), 0);
+  EXPECT_EQ(plain.backend->handles().set(0).small_graphs.size(), 0u);
+  EXPECT_EQ(graphs.transfers.small_jobs.load(), 4 * static_cast<int64_t>(Forms().size()));
+}
+
+// A replayed product still finds a NaN in any operand, with the host check's
+// message, and the next replay is clean again.
+TEST(GpuSmallMatmulTest, AReplayedProductNamesANonFiniteInput) {
+  LINALGD_REQUIRE_GPU();
+  OwnBackend graphs(gpu::GpuBackendConfig::kDefaultSmallJobBytes, 1);
+  ASSERT_TRUE(graphs.backend);
+  std::mt19937 rng(49);
+  const Form f = Forms()[0];  // f32, c and bias
+  for (int call = 0; call < 2; ++call) {
+    ASSERT_TRUE(MatmulOn(*graphs.backend, Make(f, rng).op).ok());
+  }
+  for (Field field : {Field::kA, Field::kB, Field::kC, Field::kBias}) {
+    SCOPED_TRACE(static_cast<int>(field));
+    Inputs in = Make(f, rng);
+    Tensor& t = field == Field::kA   ? in.a
+                : field == Field::kB ? in.b
+                : field == Field::kC ? *in.c
+                                     : *in.bias;
+    PoisonNaN(t, t.num_elements() - 1);
+    const absl::Status host = CheckMatmulInputsFinite(in.op);
+    ASSERT_FALSE(host.ok());
+    const int64_t replays = graphs.transfers.small_graph_replays.load();
+    absl::StatusOr<Tensor> out = MatmulOn(*graphs.backend, in.op);
+    EXPECT_EQ(graphs.transfers.small_graph_replays.load() - replays, 1);
+    EXPECT_EQ(out.status().code(), host.code());
+    EXPECT_EQ(out.status().message(), absl::StrCat(graphs.backend->name(), ": ", host.message()));
+    const Inputs clean = Make(f, rng);
+    absl::StatusOr<Tensor> ok = MatmulOn(*graphs.backend, clean.op);
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_LE(RefError(*ok, clean.op), 1e-5);
+  }
+  EXPECT_FALSE(graphs.backend->fenced());
+}
+
+// New values in t's own storage (its address, which a resident copy and
+// the operand views hold, stays).
+void Refill(Tensor& t, std::mt19937& rng) {
+  const Tensor values = Random(t.dtype(), t.shape(), rng);
+  std::memcpy(t.mutable_data(), values.data(), values.num_bytes());
+}
+
+// Scalars and resident operands are part of what a graph keeps: a product
+// with another alpha or beta, or with an operand resident (at one device
+// address, then another), is a graph of its own, each call's answer its own.
+TEST(GpuSmallMatmulTest, ScalarsAndResidentOperandsAreTheirOwnGraphs) {
+  LINALGD_REQUIRE_GPU();
+  OwnBackend graphs(gpu::GpuBackendConfig::kDefaultSmallJobBytes, 1);
+  ASSERT_TRUE(graphs.backend);
+  std::mt19937 rng(50);
+  const Form f = Forms()[0];
+  auto three_calls = [&](Inputs& in, const std::string& what) {
+    for (int call = 0; call < 3; ++call) {
+      absl::StatusOr<Tensor> got = MatmulOn(*graphs.backend, in.op);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      EXPECT_LE(RefError(*got, in.op), 1e-5) << what << ", call " << call;
+      Refill(in.a, rng);
+    }
+  };
+  Inputs in = Make(f, rng);
+  for (auto [alpha, beta] :
+       {std::pair{0.75, 0.5}, std::pair{-2.0, 0.5}, std::pair{-2.0, 1.5}, std::pair{0.75, 0.5}}) {
+    in.op.alpha = alpha;
+    in.op.beta = beta;
+    three_calls(in, absl::StrCat("alpha ", alpha, " beta ", beta));
+  }
+  for (int copy = 0; copy < 2; ++copy) {
+    Refill(in.b, rng);
+    absl::StatusOr<std::shared_ptr<const void>> resident =
+        gpu::MakeDeviceResident(*graphs.backend, in.b);
+    ASSERT_TRUE(resident.ok()) << resident.status();
+    three_calls(in, absl::StrCat("b resident, copy ", copy));
+  }
+  // Three pairs of scalars, and one or two device addresses of b (the
+  // second copy may take the first's freed address).
+  const int64_t kept = graphs.backend->handles().set(0).small_graphs.graphs();
+  EXPECT_GE(kept, 4);
+  EXPECT_LE(kept, 5);
+}
+
+// Keys beyond the cache's bound empty it: every answer stays right, and
+// each key, three calls in a row, is replayed on its third.
+TEST(GpuSmallMatmulTest, TheGraphCacheStaysBounded) {
+  LINALGD_REQUIRE_GPU();
+  OwnBackend graphs(gpu::GpuBackendConfig::kDefaultSmallJobBytes, 1);
+  ASSERT_TRUE(graphs.backend);
+  std::mt19937 rng(51);
+  Inputs in = Make(Forms().back(), rng);  // f32 128^3
+  const gpu::HandleSet& set = graphs.backend->handles().set(0);
+  for (size_t i = 0; i < gpu::SmallGraphCache::kMaxEntries + 8; ++i) {
+    in.op.alpha = 1.0 + static_cast<double>(i) / 16;
+    for (int call = 0; call < 3; ++call) {
+      absl::StatusOr<Tensor> got = MatmulOn(*graphs.backend, in.op);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_LE(RefError(*got, in.op), 1e-5) << "key " << i << ", call " << call;
+    }
+    EXPECT_LE(set.small_graphs.size(), gpu::SmallGraphCache::kMaxEntries);
+  }
+  EXPECT_EQ(graphs.transfers.small_graph_replays.load(),
+            static_cast<int64_t>(gpu::SmallGraphCache::kMaxEntries + 8));
 }
 
 }  // namespace

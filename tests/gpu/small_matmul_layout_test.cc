@@ -1,7 +1,12 @@
 // The staging layout of small products (small_matmul.h), host code only:
 // every part 256-byte aligned, none overlapping, resident operands not
-// staged, the upload and download ranges as documented.
+// staged, the upload and download ranges as documented; the graph key
+// (small_graphs.h) that tells repeated products' device work apart.
+#include <cmath>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -77,6 +82,110 @@ TEST(SmallMatmulLayoutTest, ResidentOperandsTakeNoStagingAndCWithoutBetaIsNotRea
   EXPECT_EQ(l.b.bytes, b.num_bytes());
   EXPECT_FALSE(l.use_c);
   EXPECT_EQ(l.end, b.num_bytes() + 256 + c.num_bytes());
+}
+
+// A product's inputs (owned) and what SmallMatmulGraphKey says of it.
+struct KeyCase {
+  Tensor a{DType::kF32, {2, 24, 40}}, b{DType::kF32, {2, 40, 16}};
+  Tensor c{DType::kF32, {2, 24, 16}}, bias{DType::kF32, {16}};
+  MatmulOp op;
+  gpu::ResidentRegistry residents;
+  KeyCase() {
+    op.a = a.view();
+    op.b = b.view();
+    op.c = c.view();
+    op.beta = 0.5;
+    op.alpha = 0.75;
+    op.bias = bias.view();
+    op.epilogue = Epilogue::kReluBias;
+    op.check_finite = true;
+  }
+  std::optional<gpu::SmallGraphKey> Key() const {
+    const MatmulPlan plan = PlanMatmul(op).value();
+    return gpu::SmallMatmulGraphKey(op, plan, gpu::LayOutSmallMatmul(residents, op, plan));
+  }
+};
+
+// A key must tell apart every two products whose device work differs (a
+// graph keeps its scalars, sizes and addresses) and no two that differ only
+// in their operands' values or host addresses.
+TEST(SmallMatmulLayoutTest, TheGraphKeyNamesWhatTheDeviceWorkKeeps) {
+  const KeyCase base;
+  const std::optional<gpu::SmallGraphKey> key = base.Key();
+  ASSERT_TRUE(key.has_value());
+  {
+    KeyCase other;  // other tensors, other host addresses, the same product
+    other.a.mutable_as<float>()[5] = 3;
+    EXPECT_EQ(other.Key(), key);
+  }
+  int device_copy = 0, another_copy = 0;
+  const std::vector<std::pair<std::string, std::function<void(KeyCase&)>>> changes = {
+      {"alpha", [](KeyCase& k) { k.op.alpha = 0.5; }},
+      {"alpha one ulp up", [](KeyCase& k) { k.op.alpha = std::nextafter(0.75, 1.0); }},
+      {"beta", [](KeyCase& k) { k.op.beta = 2; }},
+      {"no c read", [](KeyCase& k) { k.op.beta = 0; }},
+      {"trans_b",
+       [](KeyCase& k) {
+         k.b = Tensor(DType::kF32, {2, 16, 40});
+         k.op.b = k.b.view();
+         k.op.trans_b = true;
+       }},
+      {"epilogue", [](KeyCase& k) { k.op.epilogue = Epilogue::kGeluBias; }},
+      {"compute", [](KeyCase& k) { k.op.compute = ComputeMode::kTf32; }},
+      {"checks", [](KeyCase& k) { k.op.check_finite = false; }},
+      {"input dtype",
+       [](KeyCase& k) {
+         k.a = Tensor(DType::kF16, {2, 24, 40});
+         k.b = Tensor(DType::kF16, {2, 40, 16});
+         k.op.a = k.a.view();
+         k.op.b = k.b.view();
+       }},
+      {"bias per row",
+       [](KeyCase& k) {
+         k.bias = Tensor(DType::kF32, {24, 1});
+         k.op.bias = k.bias.view();
+       }},
+      {"n",
+       [](KeyCase& k) {
+         k.b = Tensor(DType::kF32, {2, 40, 17});
+         k.c = Tensor(DType::kF32, {2, 24, 17});
+         k.bias = Tensor(DType::kF32, {17});
+         k.op.b = k.b.view();
+         k.op.c = k.c.view();
+         k.op.bias = k.bias.view();
+       }},
+      {"b broadcast",
+       [](KeyCase& k) {
+         k.b = Tensor(DType::kF32, {40, 16});
+         k.op.b = k.b.view();
+       }},
+      {"a resident",
+       [&device_copy](KeyCase& k) { k.residents.Add(k.a.data(), k.a.num_bytes(), &device_copy); }},
+      {"a resident elsewhere",
+       [&another_copy](KeyCase& k) {
+         k.residents.Add(k.a.data(), k.a.num_bytes(), &another_copy);
+       }},
+  };
+  std::vector<gpu::SmallGraphKey> keys = {*key};
+  for (const auto& [name, change] : changes) {
+    KeyCase k;
+    change(k);
+    const std::optional<gpu::SmallGraphKey> changed = k.Key();
+    ASSERT_TRUE(changed.has_value()) << name;
+    for (const gpu::SmallGraphKey& seen : keys) EXPECT_NE(*changed, seen) << name;
+    keys.push_back(*changed);
+  }
+}
+
+TEST(SmallMatmulLayoutTest, ProductsPerBatchElementHaveNoGraphKey) {
+  // a [2, 1] x b [1, 3]: a's offsets 0 0 0 1 1 1 (matrices), not one stride.
+  const Tensor a(DType::kF32, {2, 1, 8, 8}), b(DType::kF32, {1, 3, 8, 8});
+  MatmulOp op;
+  op.a = a.view();
+  op.b = b.view();
+  const MatmulPlan plan = PlanMatmul(op).value();
+  gpu::ResidentRegistry none;
+  EXPECT_FALSE(gpu::SmallMatmulGraphKey(op, plan, gpu::LayOutSmallMatmul(none, op, plan)));
 }
 
 }  // namespace

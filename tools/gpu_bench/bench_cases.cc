@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "server/backend/plan.h"
 #include "server/gpu/blas_calls.h"
@@ -657,6 +658,23 @@ double WallMs(int reps, F&& f) {
   return WallMsBetween(reps, f, [] {});
 }
 
+// WallMsBetween of f and of g, their calls in turn (f, g, f, g, ...), so
+// that the host's and the device's drift falls on both: {f's, g's} ms.
+template <typename F, typename G, typename B>
+std::pair<double, double> WallPairMsBetween(int reps, F&& f, G&& g, B&& between) {
+  std::vector<double> ms[2];
+  for (int r = 0; r < 1 + reps; ++r) {
+    for (int which = 0; which < 2; ++which) {
+      between();
+      const auto t0 = std::chrono::steady_clock::now();
+      which == 0 ? f() : g();
+      const auto t1 = std::chrono::steady_clock::now();
+      if (r >= 1) ms[which].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  }
+  return {Median(ms[0]), Median(ms[1])};
+}
+
 Tensor HostRandom(DType t, Shape shape, std::mt19937& rng, double shift_diag) {
   Tensor out(t, shape);
   std::uniform_real_distribution<double> u(-1, 1);
@@ -845,6 +863,11 @@ absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
   config.small_job_bytes = 0;
   LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<gpu::GpuBackend> general,
                            gpu::GpuBackend::Create(config));
+  // The small path without its graphs (small_graphs.h), for the *_graph rows.
+  config.small_job_bytes = gpu::GpuBackendConfig::kDefaultSmallJobBytes;
+  config.small_graphs = false;
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<gpu::GpuBackend> ungraphed,
+                           gpu::GpuBackend::Create(config));
   std::mt19937 rng(11);
   std::vector<Row> rows;
   for (int64_t n : sizes) {
@@ -865,6 +888,12 @@ absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
     row.direct_ms = WallMs(reps, [&] { s.Update(general->Matmul(op, plan).status()); });
     LINALGD_RETURN_IF_ERROR(s);
     rows.push_back(row);
+    auto graphed = [&] { s.Update(gpu.Matmul(op, plan).status()); };
+    auto direct = [&] { s.Update(ungraphed->Matmul(op, plan).status()); };
+    Row graph{"small_graph", "f32", n, 0, 0, row.flops};
+    std::tie(graph.ours_ms, graph.direct_ms) = WallPairMsBetween(reps, graphed, direct, [] {});
+    LINALGD_RETURN_IF_ERROR(s);
+    rows.push_back(graph);
     if (n != kLoneCallN) continue;
     // A lone call, as the service's one caller makes them: the worker has
     // slept between calls (the caller's round trip), and gRPC's work on the
@@ -879,9 +908,20 @@ absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
       std::memset(evict.data(), ++fill, evict.size());
       std::this_thread::sleep_for(kLoneGap);
     });
+    Row graph_lone{"small_graph_lone", "f32", n, 0, 0, row.flops};
+    std::tie(graph_lone.ours_ms, graph_lone.direct_ms) =
+        WallPairMsBetween(reps, graphed, direct, [] { std::this_thread::sleep_for(kLoneGap); });
+    Row graph_cold{"small_graph_cold", "f32", n, 0, 0, row.flops};
+    std::tie(graph_cold.ours_ms, graph_cold.direct_ms) =
+        WallPairMsBetween(kColdReps, graphed, direct, [&] {
+          std::memset(evict.data(), ++fill, evict.size());
+          std::this_thread::sleep_for(kLoneGap);
+        });
     LINALGD_RETURN_IF_ERROR(s);
     rows.push_back(lone);
     rows.push_back(cold);
+    rows.push_back(graph_lone);
+    rows.push_back(graph_cold);
   }
   return rows;
 }

@@ -57,7 +57,10 @@ absl::StatusOr<std::vector<Row>> BenchBatching(gpu::GpuBackend& gpu, int64_t n, 
 // `gpu`, whose small products take one round trip (small_matmul.h), as
 // ours_ms, against a backend of the same device without that path
 // (small_job_bytes 0) as direct_ms; op "small_call", so ratio is the small
-// path's gain per call.
+// path's gain per call. Rows "small_graph" (and at 128, "small_graph_lone"
+// after a sleep, "small_graph_cold" with the host's caches evicted): `gpu`
+// (whose repeated products replay a CUDA graph, small_graphs.h) as ours_ms
+// against the small path without graphs as direct_ms, calls in turn.
 absl::StatusOr<std::vector<Row>> BenchSmallCalls(gpu::GpuBackend& gpu,
                                                  const std::vector<int64_t>& sizes, int reps);
 
