@@ -230,7 +230,8 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--gpu-inline-max-us", f.gpu_inline_max_us,
                  "a GPU job predicted to take at most this many microseconds runs on the gRPC "
-                 "thread that received it when its GPU's queue is empty, a handle set is free "
+                 "thread that received it when its GPU is idle (no job queued or running on "
+                 "it), a handle set is free "
                  "and its memory (at most 1 MiB) fits at once (still watched by --op-timeout); 0: "
                  "always queue")
       ->check(CLI::Range(0, 100000))

@@ -62,10 +62,12 @@ struct SchedulerOptions {
   // batches. Zero: every job queues.
   absl::Duration inline_max_run = absl::ZeroDuration();
   // A GPU job predicted (by its lane's measured speed) to run in at most
-  // this long runs on the thread that submits it when its lane's queue is
-  // empty (nothing is overtaken), the lane is not fenced, one of the GPU's
-  // handle sets is free now (Backend::TryClaimCall) and its device bytes
-  // fit the lane's budget at once: a few tens of microseconds of GPU work
+  // this long runs on the thread that submits it when its lane is idle (its
+  // queue empty, so nothing is overtaken, and no job running on it: under
+  // load, jobs queue and batch, and no gRPC thread waits for a GPU beside
+  // the lane's own work), the lane is not fenced, one of the GPU's handle
+  // sets is free now (Backend::TryClaimCall) and its device bytes fit the
+  // lane's budget at once: a few tens of microseconds of GPU work
   // cost less than a queue hand-off, a worker's wake-up and a response
   // finished from a non-gRPC thread. Otherwise it queues as any other. It
   // runs as on a worker: reservation, metrics (no queue wait), trace ranges,

@@ -141,7 +141,7 @@ bool Scheduler::GpuInlineAllowed(const Lane& lane, const QueuedJob& item) const 
   return options_.gpu_inline_max_run > absl::ZeroDuration() && !IsOpaque(job) &&
          job.spec().device_bytes <= options_.gpu_inline_max_bytes &&
          lane.estimate.Predict(job.spec().flops) <= options_.gpu_inline_max_run &&
-         lane.queue->size() == 0 && !Fenced(lane);
+         lane.queue->size() == 0 && lane.running.load() == 0 && !Fenced(lane);
 }
 
 bool Scheduler::TryRunGpuInline(Lane& lane, QueuedJob& item) {

@@ -308,6 +308,35 @@ TEST(SchedulerGpuInlineTest, JobsThatMustQueueDoNotRunInline) {
   }
 }
 
+// A tiny job while another runs on the lane (its queue empty: nothing would
+// be overtaken) queues: under load the lane's jobs batch, and no submitting
+// thread waits beside the lane's own work. Once the lane is idle again, the
+// next tiny job runs inline.
+TEST(SchedulerGpuInlineTest, ATinyJobBesideARunningOneQueues) {
+  FakeBackend cpu("cpu");
+  ThreadNotingBackend gpu("gpu:0");
+  Outcome out;
+  std::thread::id costly, beside, after;
+  {
+    Scheduler s(GpuInline(), &cpu, std::vector<Backend*>{&gpu});
+    JobSpec big = TinyGpuSpec();
+    big.flops = 1e10;  // 500 us at the assumed speed: over the bound, queued
+    gpu.SetBehaviour(absl::Milliseconds(300), absl::OkStatus());
+    s.Submit(std::make_unique<ThreadNotingJob>(1, big, &out, &costly));
+    WaitForCalls(gpu, 1);  // the worker runs it; the queue is empty again
+    gpu.SetBehaviour(absl::ZeroDuration(), absl::OkStatus());
+    s.Submit(std::make_unique<ThreadNotingJob>(2, TinyGpuSpec(), &out, &beside));
+    EXPECT_EQ(out.finish_calls.load(), 0);  // not run here
+    ASSERT_TRUE(out.WaitFor(2));
+    s.Submit(std::make_unique<ThreadNotingJob>(3, TinyGpuSpec(), &out, &after));
+    EXPECT_EQ(out.finish_calls.load(), 3);  // before Submit returned
+  }
+  EXPECT_NE(costly, std::this_thread::get_id());
+  EXPECT_NE(beside, std::this_thread::get_id());
+  EXPECT_EQ(after, std::this_thread::get_id());
+  EXPECT_LT(out.IndexOf(1), out.IndexOf(2));
+}
+
 // Predicted quick but holding more than gpu_inline_max_bytes of device
 // memory (a mid-sized product the lane's average speed underestimates):
 // a worker runs it; at the bound it runs inline.
@@ -335,6 +364,8 @@ TEST(SchedulerGpuInlineTest, JobsOverTheByteBoundQueue) {
 // op-timeout (the submitting thread is still in the call) and counts the call
 // abandoned, exactly as a worker's; max_abandoned_per_device of them fence
 // the lane until they return. The lane's worker is never replaced for them.
+// (The second is submitted once the first is abandoned: the lane is idle
+// again, so it too runs inline.)
 TEST(SchedulerGpuInlineTest, HungInlineCallsAreRerunOnCpuAndFenceTheLane) {
   FakeBackend cpu("cpu"), gpu("gpu:0");
   gpu.SetBehaviour(absl::Milliseconds(1500), absl::OkStatus());
@@ -350,8 +381,8 @@ TEST(SchedulerGpuInlineTest, HungInlineCallsAreRerunOnCpuAndFenceTheLane) {
       callers[i] = std::this_thread::get_id();
       s.Submit(std::make_unique<TestJob>(i + 1, TinyGpuSpec(), &out));
     });
+    EXPECT_TRUE(out.WaitFor(i + 1));  // abandoned and rerun while the call hangs
   }
-  ASSERT_TRUE(out.WaitFor(2));  // while both calls still hang
   ASSERT_EQ(s.FencedLanes().size(), 1u);
   EXPECT_NE(s.FencedLanes()[0].second.find("2 calls abandoned"), std::string::npos);
   {
