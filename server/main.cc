@@ -79,6 +79,7 @@ struct Flags {
   std::string cpu_threshold = "auto";
   int inline_max_us = 50;
   int gpu_inline_max_us = 0;
+  int gpu_inline_min_idle_us = 100;
   std::string max_queue_delay = "0us";
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
@@ -235,6 +236,12 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "and its memory (at most 1 MiB) fits at once (still watched by --op-timeout); 0: "
                  "always queue")
       ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--gpu-inline-min-idle-us", f.gpu_inline_min_idle_us,
+                 "with --gpu-inline-max-us: a GPU job runs inline only when no call has ended on "
+                 "its GPU for this many microseconds (many callers' jobs keep batching; one "
+                 "caller's next call comes a round trip after its last)")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   app.add_option("--cpu-workers", o.cpu_workers, "threads running CPU jobs; 0: number of cores")
       ->check(CLI::Range(0, 1024))
@@ -405,6 +412,7 @@ bool Finalize(Flags& f, StopTimes* stop) {
   o.gpu_wait = *wait;
   o.inline_max_run = absl::Microseconds(f.inline_max_us);
   o.gpu_inline_max_run = absl::Microseconds(f.gpu_inline_max_us);
+  o.gpu_inline_min_idle = absl::Microseconds(f.gpu_inline_min_idle_us);
   if (!ParseSeconds(f.max_queue_delay, &o.max_queue_delay))
     return bad("--max-queue-delay", f.max_queue_delay);
   if (!ParseSeconds(f.budget_wait, &o.budget_wait)) return bad("--budget-wait", f.budget_wait);

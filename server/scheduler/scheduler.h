@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/backend/backend.h"
 #include "server/common/memory_budget.h"
@@ -81,6 +82,10 @@ struct SchedulerOptions {
   absl::Duration gpu_inline_max_run = absl::ZeroDuration();
   // 1 MiB: what the small GPU products' one page-locked round trip carries.
   int64_t gpu_inline_max_bytes = int64_t{1} << 20;
+  // ... and only when no call has ended on the lane for this long: a lane
+  // that falls idle for a moment between batches (many callers) keeps
+  // batching; one caller's next call comes an RPC round trip after its last.
+  absl::Duration gpu_inline_min_idle = absl::ZeroDuration();
 };
 
 struct BackendCallResult;  // scheduler_run.cc
@@ -174,6 +179,15 @@ class Scheduler {
     std::vector<std::thread> workers ABSL_GUARDED_BY(workers_mu);
     std::atomic<int> running{0};
     std::atomic<int64_t> running_flops{0};
+    // When a backend call on this lane last ended (absl::GetCurrentTimeNanos;
+    // 0: none yet): an inline GPU job needs the lane idle for a while.
+    std::atomic<int64_t> last_end_ns{0};
+    // A call of `n` jobs of `flops` in all ended (returned or abandoned).
+    void EndCall(int n, int64_t flops) {
+      running.fetch_sub(n);
+      running_flops.fetch_sub(flops);
+      last_end_ns.store(absl::GetCurrentTimeNanos());
+    }
     ThroughputEstimate estimate;
     // Calls abandoned after --op-timeout that still run on this lane.
     const std::shared_ptr<AbandonedCalls> abandoned = std::make_shared<AbandonedCalls>();

@@ -141,7 +141,10 @@ bool Scheduler::GpuInlineAllowed(const Lane& lane, const QueuedJob& item) const 
   return options_.gpu_inline_max_run > absl::ZeroDuration() && !IsOpaque(job) &&
          job.spec().device_bytes <= options_.gpu_inline_max_bytes &&
          lane.estimate.Predict(job.spec().flops) <= options_.gpu_inline_max_run &&
-         lane.queue->size() == 0 && lane.running.load() == 0 && !Fenced(lane);
+         lane.queue->size() == 0 && lane.running.load() == 0 &&
+         absl::GetCurrentTimeNanos() - lane.last_end_ns.load() >=
+             absl::ToInt64Nanoseconds(options_.gpu_inline_min_idle) &&
+         !Fenced(lane);
 }
 
 bool Scheduler::TryRunGpuInline(Lane& lane, QueuedJob& item) {
@@ -357,14 +360,12 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
       },
       opaque ? absl::InfiniteDuration() : TimeoutFor(lane),
       [&] {
-        lane.running.fetch_sub(n);
-        lane.running_flops.fetch_sub(static_cast<int64_t>(flops));
+        lane.EndCall(n, static_cast<int64_t>(flops));
         TimeOut(lane, group, start);
       });
   if (!returned) return;  // the watchdog ended the jobs
   const absl::Duration took = absl::Now() - run_start;
-  lane.running.fetch_sub(n);
-  lane.running_flops.fetch_sub(static_cast<int64_t>(flops));
+  lane.EndCall(n, static_cast<int64_t>(flops));
   ExecutionInfo info;
   info.backend = backend->name();
   info.run_ns = absl::ToInt64Nanoseconds(took);
@@ -524,14 +525,14 @@ absl::Status Scheduler::RunPiece(Lane& lane, Worker& worker, QueuedJob& item,
       },
       end - absl::Now(),
       [&] {
-        lane.running.fetch_sub(1);
+        lane.EndCall(1, 0);
         EndSplit(lane, item, timeout, start);
       });
   if (!returned) {
     ended = true;
     return timeout;
   }
-  lane.running.fetch_sub(1);
+  lane.EndCall(1, 0);
   if (!result->ok()) return result->status();
   splitter.Place(*piece, **result, &out);
   return absl::OkStatus();

@@ -46,6 +46,7 @@ void AddSchedulingOptions(const ServerOptions& o, SchedulerOptions& s) {
   s.max_abandoned_per_device = o.max_abandoned_per_device;
   s.inline_max_run = o.inline_max_run;
   s.gpu_inline_max_run = o.gpu_inline_max_run;
+  s.gpu_inline_min_idle = o.gpu_inline_min_idle;
 }
 
 void FillDevice(const DeviceInfo& d, v1::Device* out) {

@@ -52,6 +52,9 @@ struct ServerOptions {
   // free and its memory fits at once (SchedulerOptions::gpu_inline_max_run);
   // zero (the default): every GPU job queues.
   absl::Duration gpu_inline_max_run = absl::ZeroDuration();
+  // ... and no GPU call has ended on that GPU for this long
+  // (SchedulerOptions::gpu_inline_min_idle).
+  absl::Duration gpu_inline_min_idle = absl::Microseconds(100);
   int64_t cpu_threshold = 512;  // largest dim below this: CPU
   // --cpu-threshold auto: with a GPU lane, the threshold per op and dtype is
   // measured at start-up (server/scheduler/crossover.h) instead.

@@ -337,6 +337,31 @@ TEST(SchedulerGpuInlineTest, ATinyJobBesideARunningOneQueues) {
   EXPECT_LT(out.IndexOf(1), out.IndexOf(2));
 }
 
+// gpu_inline_min_idle: a tiny job right after a call ended on the lane
+// queues (many callers' jobs keep batching); once the lane has been idle
+// that long, the next one runs inline.
+TEST(SchedulerGpuInlineTest, AnInlineJobNeedsTheLaneIdleForAWhile) {
+  FakeBackend cpu("cpu");
+  ThreadNotingBackend gpu("gpu:0");
+  Outcome out;
+  std::thread::id first, right_after, later;
+  SchedulerOptions o = GpuInline();
+  o.gpu_inline_min_idle = absl::Milliseconds(200);
+  {
+    Scheduler s(o, &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<ThreadNotingJob>(1, TinyGpuSpec(), &out, &first));
+    EXPECT_EQ(out.finish_calls.load(), 1);  // no call had ended: inline
+    s.Submit(std::make_unique<ThreadNotingJob>(2, TinyGpuSpec(), &out, &right_after));
+    ASSERT_TRUE(out.WaitFor(2));
+    absl::SleepFor(absl::Milliseconds(250));
+    s.Submit(std::make_unique<ThreadNotingJob>(3, TinyGpuSpec(), &out, &later));
+    EXPECT_EQ(out.finish_calls.load(), 3);  // before Submit returned
+  }
+  EXPECT_EQ(first, std::this_thread::get_id());
+  EXPECT_NE(right_after, std::this_thread::get_id());
+  EXPECT_EQ(later, std::this_thread::get_id());
+}
+
 // Predicted quick but holding more than gpu_inline_max_bytes of device
 // memory (a mid-sized product the lane's average speed underestimates):
 // a worker runs it; at the bound it runs inline.
