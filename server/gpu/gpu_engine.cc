@@ -99,11 +99,11 @@ void CudaGpuEngine::StartBackend(const GpuOptions& options, int sets, DeviceInfo
     return;
   }
   spdlog::info(
-      "gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets, --gpu-wait {}, small "
-      "graphs {}) in service",
+      "gpu:{} ({}, cc {}.{}, {} MiB, budget {} MiB, {} handle sets, small graphs {}, "
+      "--gpu-wait {}) in service",
       info.index, info.name, info.cc_major, info.cc_minor, info.total_memory_bytes >> 20,
-      info.budget_bytes >> 20, sets, std::string(GpuWaitName(options.wait)),
-      options.small_graphs ? "on" : "off");
+      info.budget_bytes >> 20, sets, options.small_graphs ? "on" : "off",
+      std::string(GpuWaitName(options.wait)));
   backends_.push_back(*std::move(backend));
 }
 
