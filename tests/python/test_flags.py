@@ -38,6 +38,9 @@ from conftest import server_binary
     ("--max-queue-delay", "-1"),
     ("--max-queue-delay", "-5us"),
     ("--max-queue-delay", "soon"),
+    ("--gpu-inline-min-idle-us", "-1"),
+    ("--gpu-inline-min-idle-us", "1000001"),
+    ("--gpu-inline-min-idle-us", "soon"),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
@@ -58,6 +61,18 @@ def test_every_gpu_wait_is_taken_and_serves(start_server, wait):
     gpus = re.findall(r"gpu:\d+ \((.*)\) in service", s.output())
     for line in gpus:  # each GPU in service names the wait on its start line
         assert line.endswith(f"--gpu-wait {wait}"), line
+
+
+@pytest.mark.parametrize("flag", ["--gpu-small-graphs", "--no-gpu-small-graphs"])
+def test_small_graphs_either_way_is_taken_and_serves(start_server, flag):
+    import numpy as np
+    import linalgd
+    s = start_server(flag, log_level="info")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with linalgd.Client(s.target) as c:
+        np.testing.assert_array_equal(c.matmul(a, a.T), a @ a.T)
+    for line in re.findall(r"gpu:\d+ \((.*)\) in service", s.output()):
+        assert ("small graphs off" in line) == (flag == "--no-gpu-small-graphs"), line
 
 
 def test_build_info_metric_names_the_version_and_commit_that_version_prints(start_server):
