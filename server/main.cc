@@ -78,7 +78,7 @@ struct Flags {
   std::string op_timeout = "10s";
   std::string cpu_threshold = "auto";
   int inline_max_us = 50;
-  int gpu_inline_max_us = 0;
+  int gpu_inline_max_us = 200;
   int gpu_inline_min_idle_us = 100;
   std::string max_queue_delay = "0us";
   std::string budget_wait = "1s";

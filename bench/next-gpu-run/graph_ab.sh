@@ -27,8 +27,8 @@ serve() {  # name port flags...: a server sending every product to the GPU
   pids+=($!)
 }
 pids=()
-serve graphs 50091
-serve no_graphs 50092 --no-gpu-small-graphs
+serve graphs 50091 --gpu-inline-max-us 0
+serve no_graphs 50092 --gpu-inline-max-us 0 --no-gpu-small-graphs
 serve graphs_inline 50093 --gpu-inline-max-us 200
 serve no_graphs_inline 50094 --gpu-inline-max-us 200 --no-gpu-small-graphs
 sleep 5
@@ -42,8 +42,8 @@ done
 kill "${pids[@]}"; wait 2>/dev/null
 if [[ ${PERCALL:-1} == 1 && -x $h/bin/perf ]]; then
   export B=$h/bin PERF=$h/bin/perf
-  run percall_graphs 90 env OUT="$logs/pc_graphs" SERVER_ARGS="--cpu-threshold 0" bash "$h/percall_cpu.sh" latency --small-n 128
-  run percall_no_graphs 90 env OUT="$logs/pc_no_graphs" SERVER_ARGS="--cpu-threshold 0 --no-gpu-small-graphs" \
+  run percall_graphs 90 env OUT="$logs/pc_graphs" SERVER_ARGS="--cpu-threshold 0 --gpu-inline-max-us 0" bash "$h/percall_cpu.sh" latency --small-n 128
+  run percall_no_graphs 90 env OUT="$logs/pc_no_graphs" SERVER_ARGS="--cpu-threshold 0 --gpu-inline-max-us 0 --no-gpu-small-graphs" \
     bash "$h/percall_cpu.sh" latency --small-n 128
   rm -f "$logs"/pc_*/*.data
 fi

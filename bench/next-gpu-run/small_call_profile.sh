@@ -4,7 +4,7 @@
 #     200 us sleep (small_call_lone: the worker slept, as between one caller's calls) and with
 #     the host's caches evicted before each (small_call_cold);
 #   - bench/percall_cpu.sh latency --small-n 128 against a server sending every product to the
-#     GPU, queued (--cpu-threshold 0) and inline (--gpu-inline-max-us 200): the CPU each shared
+#     GPU, queued (--cpu-threshold 0 --gpu-inline-max-us 0) and inline (--gpu-inline-max-us 200): the CPU each shared
 #     object and each hot function of linalgd costs a call, beside an out-of-process echo's.
 # The table's latency rows give the wall-time split (ExecutionInfo's queue and run per call).
 # Bundle: gpu_run_env.sh, this script, bench/percall_cpu.sh, liblinalgd_crc32c.so, linalgd,
@@ -15,7 +15,7 @@ set -u
 export B=$h/bin PERF=$h/bin/perf
 for i in 1 2; do run "gpu_bench_small_$i" 60 "$h/bin/linalgd-gpu-bench" --only small --json "$json/gpu_bench_small_$i.json"; done
 P=$h/percall_cpu.sh
-run percall_gpu128 90 env OUT="$logs/pc_gpu128" SERVER_ARGS="--cpu-threshold 0" bash "$P" latency --small-n 128
+run percall_gpu128 90 env OUT="$logs/pc_gpu128" SERVER_ARGS="--cpu-threshold 0 --gpu-inline-max-us 0" bash "$P" latency --small-n 128
 run percall_gpu128_inline 90 env OUT="$logs/pc_gpu128_inline" \
   SERVER_ARGS="--cpu-threshold 0 --gpu-inline-max-us 200" bash "$P" latency --small-n 128
 {

@@ -3,9 +3,11 @@
 # measured on one host in one run, with the JSON that bench/report.py turns into the report
 # with plots (run it where matplotlib is: the JSON comes back in logs-table.tar.xz).
 #   - small calls: the CPU lane's 64^3 p50 against the echo (three rounds), the GPU lane's
-#     128^3 p50 queued and with --gpu-inline-max-us 200 (three rounds, interleaved);
-#   - batching: 256 callers of 128^3 through shm against the echo ceiling, GPU jobs queued
-#     (three rounds), inline under 200 us (two) and with callers whose tensors stay in shared
+#     128^3 p50 queued (--gpu-inline-max-us 0) and inline (200, the default; three rounds,
+#     interleaved);
+#   - batching: 256 callers of 128^3 through shm against the echo ceiling, the default (GPU
+#     jobs inline under 200 us on an idle lane; three rounds), queued (two) and with callers
+#     whose tensors stay in shared
 #     memory (--batch-shm-in-place, three), 16 and 64 callers, and the CPU lane
 #     batched; each with the CPU a call cost the bench's process (callers and server);
 #   - the f64 solve n = 8192 end to end through the C++ client over TCP against in-process
@@ -28,7 +30,7 @@ serve() {  # name port flags...: a server in the background, its pid in $pid
 }
 small() {  # small calls (and the servers' calibration line), e2e64, accuracy, decisions, Python
   serve cpu 50081; p1=$pid
-  serve gpu 50082 --cpu-threshold 0; p2=$pid
+  serve gpu 50082 --cpu-threshold 0 --gpu-inline-max-us 0; p2=$pid
   serve gpu_inline 50083 --cpu-threshold 0 --gpu-inline-max-us 200; p3=$pid
   serve auto 50084 --log-level info; p4=$pid
   sleep 5
@@ -54,7 +56,7 @@ data() {
 batching() {  # 256 callers in rounds, then 16 and 64 callers (the plot's callers axis)
   for r in 1 2 3; do
     run "batching_shm_$r" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --json "$json/batching_shm_$r.json"
-    [[ $r == 3 ]] || run "batching_shm_inline_$r" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --batch-gpu-inline-max-us 200 --json "$json/batching_shm_inline_$r.json"
+    [[ $r == 3 ]] || run "batching_shm_queued_$r" 40 "$B" --workloads batching --batch-shm --batch-connections 16 --batch-gpu-inline-max-us 0 --json "$json/batching_shm_queued_$r.json"
     run "batching_shm_in_place_$r" 40 "$B" --workloads batching --batch-shm --batch-shm-in-place --batch-connections 16 --json "$json/batching_shm_in_place_$r.json"
   done
   for c in 16 64; do

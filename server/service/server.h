@@ -50,8 +50,8 @@ struct ServerOptions {
   absl::Duration inline_max_run = absl::Microseconds(50);
   // The same for a GPU job, when its GPU's queue is empty, a handle set is
   // free and its memory fits at once (SchedulerOptions::gpu_inline_max_run);
-  // zero (the default): every GPU job queues.
-  absl::Duration gpu_inline_max_run = absl::ZeroDuration();
+  // zero: every GPU job queues.
+  absl::Duration gpu_inline_max_run = absl::Microseconds(200);
   // ... and no GPU call has ended on that GPU for this long
   // (SchedulerOptions::gpu_inline_min_idle).
   absl::Duration gpu_inline_min_idle = absl::Microseconds(100);

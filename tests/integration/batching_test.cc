@@ -24,8 +24,9 @@ class BatchingTest : public ServerTest {
     ServerOptions options;
     options.max_batch = 32;
     options.max_queue_delay = absl::Milliseconds(5);
-    // Batching itself is under test: no job may skip the queue on an idle CPU lane.
+    // Batching itself is under test: no job may skip the queue on an idle lane.
     options.inline_max_run = absl::ZeroDuration();
+    options.gpu_inline_max_run = absl::ZeroDuration();
     StartServer(options);
   }
 };

@@ -58,8 +58,9 @@ struct BenchOptions {
   // 0 sends every CPU job through the queue and the batcher, the path a GPU
   // lane's jobs take, so that it can be measured on a machine without one.
   int batch_inline_max_us = -1;
-  // batching: --gpu-inline-max-us of the servers (0, the server's default: GPU jobs queue).
-  int batch_gpu_inline_max_us = 0;
+  // batching: --gpu-inline-max-us of the servers (200, the server's default; 0: GPU jobs
+  // queue).
+  int batch_gpu_inline_max_us = 200;
   // --gpu-wait of every server this process starts (the device's flag is the
   // process's: they share it).
   GpuWait gpu_wait = GpuWait::kAuto;
