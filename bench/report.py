@@ -173,8 +173,9 @@ def throughput(report, docs):
                 path += " " + c.get("batching.backend", "")
                 path += " shm" if "shm" in conns else ""
                 path += " in place" if "in place" in conns else ""
-                gi = c.get("batching.gpu_inline_max_us", "0")
-                path += f" gpu-inline {gi} us" if gi != "0" else ""
+                if c.get("batching.backend", "").startswith("gpu"):  # GPU jobs inline or not
+                    gi = c.get("batching.gpu_inline_max_us", "0")
+                    path += f" gpu-inline {gi} us" if gi != "0" else " queued"
             # The file names the run: two runs of one workload differ only in how the
             # command ran (e.g. batching_cpu and batching_cpu_nospin, its environment).
             row = [os.path.splitext(os.path.basename(f))[0], path, int(callers), conns]

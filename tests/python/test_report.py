@@ -55,8 +55,10 @@ def test_report_from_real_runs(tmp_path):
     assert "\n| 48 |" not in md
     # A throughput row names its run by the file (runs of one workload differ in how they ran),
     # then the backend the batched calls ran on: cpu, or on a GPU host gpu:N when the server's
-    # start-up calibration (--cpu-threshold auto) put 16^3 products there.
-    assert re.search(r"\n\| batch \| batching (cpu|gpu:\d+) \| 4 \|", md), md
+    # start-up calibration (--cpu-threshold auto) put 16^3 products there, with its GPU jobs
+    # inline (--gpu-inline-max-us, 200 by default) or queued; a CPU row names no GPU setting.
+    assert re.search(r"\n\| batch \| batching (cpu|gpu:\d+ (gpu-inline 200 us|queued)) \| 4 \|",
+                     md), md
     # The GPU is the one the bench ran on (the committed run: an H200).
     assert "GPU: NVIDIA H200" in md
     rows = json.load(open(GPU_BENCH))["rows"]
