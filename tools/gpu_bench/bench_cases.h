@@ -40,6 +40,13 @@ absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vec
 // trace), f64 and f32, L N and L T: printed per phase; no rows.
 absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
                                                 const std::vector<int64_t>& sizes, int reps);
+// An experiment (super_trsv.cc): f64 triangular sweeps through super-blocks
+// of 256, 512 and 1024 rows, their diagonal blocks inverted once, as one CUDA
+// graph of cuBLAS gemv calls (ours_ms), against linalgd's chain kernel
+// (direct_ms); ops "super<nb>_LN", "super<nb>_LT" and "super<nb>_setup"
+// (ours_ms: the inverses' making).
+absl::StatusOr<std::vector<Row>> BenchSuperTrsv(gpu::GpuBackend& gpu,
+                                                const std::vector<int64_t>& sizes, int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 

@@ -8,7 +8,7 @@
 //
 // --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
 // --only: the parts to run, of gemm, solves, trsv, trsv2, trsv_trace, e2e, batching, api,
-// small (default all).
+// small (default all), and super (an experiment: only when named).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -138,9 +139,11 @@ int Main(int argc, char** argv) {
   std::vector<int64_t> solve_sizes =
       flags.quick ? std::vector<int64_t>{4096} : std::vector<int64_t>{1024, 4096, 8192};
   if (!flags.sizes.empty()) solve_sizes = flags.sizes;
+  auto named = [&](const char* name) {
+    return std::find(flags.only.begin(), flags.only.end(), name) != flags.only.end();
+  };
   auto wanted = [&](const char* name) {
-    return flags.only.empty() ||
-           std::find(flags.only.begin(), flags.only.end(), name) != flags.only.end();
+    return named(name) || (flags.only.empty() && std::string_view(name) != "super");
   };
   using Part = std::function<absl::StatusOr<std::vector<Row>>()>;
   const std::pair<const char*, Part> parts[] = {
@@ -149,6 +152,7 @@ int Main(int argc, char** argv) {
       {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
       {"trsv2", [&] { return BenchTrsv2(*gpu, solve_sizes, flags.reps); }},
       {"trsv_trace", [&] { return BenchTrsvTrace(*gpu, solve_sizes, flags.reps); }},
+      {"super", [&] { return BenchSuperTrsv(*gpu, solve_sizes, flags.reps); }},
       {"e2e", [&] { return BenchEndToEnd(*gpu, 4096, 3); }},
       {"batching", [&] { return BenchBatching(*gpu, 128, 256, 5); }},
       {"api", [&] { return BenchApiCosts(*gpu, 256, flags.quick ? 5 : 20); }},

@@ -1,0 +1,268 @@
+// An experiment for the condition estimate's triangular solves: a sweep of
+// super-blocks of nb rows (256 to 1024) whose diagonal blocks' inverses are
+// made once per factor, replayed as one CUDA graph of cuBLAS gemv calls.
+// A step of the chain is two dependent gemvs of nb x nb (the last
+// off-diagonal block's product, then the inverse's); the rest of each
+// step's products (the trailing rows' update) runs on a second branch of
+// the graph, off the chain. n / nb steps against the chain kernel's n / 64
+// links (kernels_trsv.cu). f64, one column; rows only, not used by the
+// server.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/gpu/cuda_check.h"
+#include "server/gpu/kernels.h"
+#include "server/gpu/triangular_solve.h"
+#include "tools/gpu_bench/bench_cases.h"
+
+namespace linalgd::bench {
+namespace {
+
+constexpr int kWarmup = 3;
+
+// Median GPU ms of f() on `st` over reps calls after kWarmup.
+template <typename F>
+absl::StatusOr<double> MedianMs(cudaStream_t st, int reps, F&& f) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  LINALGD_GPU_CHECK(cudaEventCreate(&a));
+  LINALGD_GPU_CHECK(cudaEventCreate(&b));
+  std::vector<double> ms;
+  absl::Status s;
+  for (int r = 0; r < kWarmup + reps && s.ok(); ++r) {
+    cudaEventRecord(a, st);
+    s = f();
+    cudaEventRecord(b, st);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    if (r >= kWarmup) ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  LINALGD_RETURN_IF_ERROR(s);
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? 0.0 : ms[ms.size() / 2];
+}
+
+// The graph of one sweep: r <- b, then y = op(T)^-1 r through the
+// super-blocks (T lower, column-major, ld n; op N forward, T backward).
+struct SuperSweep {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<cudaEvent_t> events;
+  ~SuperSweep() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+  }
+};
+
+absl::Status Gemv(cublasHandle_t h, cudaStream_t st, cublasOperation_t op, int64_t m, int64_t k,
+                  double alpha, const double* a, int64_t lda, const double* x, double beta,
+                  double* y) {
+  LINALGD_GPU_CHECK(cublasSetStream(h, st));
+  LINALGD_GPU_CHECK(cublasDgemv(h, op, static_cast<int>(m), static_cast<int>(k), &alpha, a,
+                                static_cast<int>(lda), x, 1, &beta, y, 1));
+  return absl::OkStatus();
+}
+
+// Queues the sweep on `main`, forked onto `side` and joined back; events:
+// 2 * blocks + 2 of them. dinv: the nb x nb inverses of T's diagonal blocks,
+// one after another (ld nb, zero above the diagonal).
+absl::Status Issue(cublasHandle_t h, cudaStream_t main, cudaStream_t side, bool trans, int64_t n,
+                   int64_t nb, const double* t, const double* dinv, const double* b, double* r,
+                   double* y, const std::vector<cudaEvent_t>& events) {
+  const int64_t blocks = n / nb;
+  cudaEvent_t fork = events[2 * blocks], join = events[2 * blocks + 1];
+  auto solved = [&](int64_t L) { return events[L]; };            // y_L written
+  auto updated = [&](int64_t L) { return events[blocks + L]; };  // trailing update of step L
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(r, b, n * 8, cudaMemcpyDeviceToDevice, main));
+  LINALGD_GPU_CHECK(cudaEventRecord(fork, main));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
+  const cublasOperation_t op = trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  for (int64_t step = 0; step < blocks; ++step) {
+    const int64_t L = trans ? blocks - 1 - step : step;  // the block this step solves
+    const int64_t prev = trans ? L + 1 : L - 1;          // the block solved before it
+    if (step >= 2) {  // the trailing update two steps back reached r_L
+      LINALGD_GPU_CHECK(cudaStreamWaitEvent(main, updated(trans ? L + 2 : L - 2), 0));
+    }
+    if (step >= 1) {
+      // forward: r_L -= T(L, L-1) y_{L-1}; backward: r_L -= T(L+1, L)^T y_{L+1}.
+      const double* blk = trans ? t + prev * nb + L * nb * n : t + L * nb + prev * nb * n;
+      LINALGD_RETURN_IF_ERROR(
+          Gemv(h, main, op, nb, nb, -1.0, blk, n, y + prev * nb, 1.0, r + L * nb));
+    }
+    LINALGD_RETURN_IF_ERROR(
+        Gemv(h, main, op, nb, nb, 1.0, dinv + L * nb * nb, nb, r + L * nb, 0.0, y + L * nb));
+    LINALGD_GPU_CHECK(cudaEventRecord(solved(L), main));
+    // The trailing rows beyond the next block, on the side branch.
+    const int64_t rest = blocks - 2 - step;  // blocks beyond the next one
+    if (rest > 0) {
+      LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, solved(L), 0));
+      if (trans) {  // r_{0:L-1} -= T(L, 0:L-1)^T y_L: the block row L, columns 0 .. (L-1) nb
+        LINALGD_RETURN_IF_ERROR(
+            Gemv(h, side, CUBLAS_OP_T, nb, rest * nb, -1.0, t + L * nb, n, y + L * nb, 1.0, r));
+      } else {  // r_{L+2:} -= T(L+2:, L) y_L
+        LINALGD_RETURN_IF_ERROR(Gemv(h, side, CUBLAS_OP_N, rest * nb, nb, -1.0,
+                                     t + (L + 2) * nb + L * nb * n, n, y + L * nb, 1.0,
+                                     r + (L + 2) * nb));
+      }
+      LINALGD_GPU_CHECK(cudaEventRecord(updated(L), side));
+    }
+  }
+  LINALGD_GPU_CHECK(cudaEventRecord(join, side));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(main, join, 0));
+  return absl::OkStatus();
+}
+
+absl::Status MakeEvents(int64_t blocks, std::vector<cudaEvent_t>& events) {
+  events.resize(2 * blocks + 2);
+  for (cudaEvent_t& e : events) {
+    LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  return absl::OkStatus();
+}
+
+// Issue's sweep captured as one graph (a failed capture is ended before
+// the error returns).
+absl::Status Capture(cublasHandle_t h, cudaStream_t main, cudaStream_t side, bool trans, int64_t n,
+                     int64_t nb, const double* t, const double* dinv, const double* b, double* r,
+                     double* y, SuperSweep& g) {
+  LINALGD_RETURN_IF_ERROR(MakeEvents(n / nb, g.events));
+  LINALGD_GPU_CHECK(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal));
+  const absl::Status issued = Issue(h, main, side, trans, n, nb, t, dinv, b, r, y, g.events);
+  const cudaError_t end = cudaStreamEndCapture(main, &g.graph);
+  LINALGD_RETURN_IF_ERROR(issued);
+  LINALGD_GPU_CHECK(end);
+  LINALGD_GPU_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  return absl::OkStatus();
+}
+
+// dinv <- the inverses of T's nb x nb diagonal blocks (trsm on identities).
+absl::Status Inverses(cublasHandle_t h, cudaStream_t st, int64_t n, int64_t nb, const double* t,
+                      const double* eye, double* dinv) {
+  LINALGD_GPU_CHECK(cublasSetStream(h, st));
+  const double one = 1;
+  for (int64_t L = 0; L < n / nb; ++L) {
+    double* d = dinv + L * nb * nb;
+    LINALGD_GPU_CHECK(cudaMemcpyAsync(d, eye, nb * nb * 8, cudaMemcpyDeviceToDevice, st));
+    LINALGD_GPU_CHECK(cublasDtrsm(h, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                                  CUBLAS_DIAG_NON_UNIT, static_cast<int>(nb), static_cast<int>(nb),
+                                  &one, t + L * nb + L * nb * n, static_cast<int>(n), d,
+                                  static_cast<int>(nb)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> Download(const double* d, int64_t n, cudaStream_t st) {
+  std::vector<double> h(n);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(h.data(), d, n * 8, cudaMemcpyDeviceToHost, st));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+  return h;
+}
+
+absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n,
+                                            int reps) {
+  const cudaStream_t st = ctx.hs.stream, side = ctx.hs.side_stream;
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer b, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer x, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer r, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer y, ctx.Alloc(n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer scratch,
+                           ctx.Alloc(gpu::TriangularSolveScratchBytes(DType::kF64, n)));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(DType::kF64, a.data(), n * n, 7, -1, 1, st));
+  LINALGD_RETURN_IF_ERROR(gpu::SymmetrizeAndShift(DType::kF64, a.data(), n, 1, n, st));
+  LINALGD_RETURN_IF_ERROR(gpu::FillRandom(DType::kF64, b.data(), n, 8, -1, 1, st));
+  std::vector<Row> rows;
+  for (int64_t nb : {256, 512, 1024}) {
+    if (n % nb != 0 || n / nb < 2) continue;
+    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer dinv, ctx.Alloc(n * nb * 8));
+    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer eye, ctx.Alloc(nb * nb * 8));
+    std::vector<double> he(nb * nb, 0.0);
+    for (int64_t i = 0; i < nb; ++i) he[i * nb + i] = 1.0;
+    LINALGD_GPU_CHECK(cudaMemcpy(eye.data(), he.data(), nb * nb * 8, cudaMemcpyHostToDevice));
+    Row setup{absl::StrCat("super", nb, "_setup"), "f64", n, 0, 0, 0};
+    LINALGD_ASSIGN_OR_RETURN(setup.ours_ms, MedianMs(st, reps, [&] {
+                               return Inverses(h, st, n, nb, a.as<double>(), eye.as<double>(),
+                                               dinv.as<double>());
+                             }));
+    rows.push_back(setup);
+    for (bool trans : {false, true}) {
+      SuperSweep g;
+      LINALGD_RETURN_IF_ERROR(Capture(h, st, side, trans, n, nb, a.as<double>(), dinv.as<double>(),
+                                      b.as<double>(), r.as<double>(), y.as<double>(), g));
+      Row row{absl::StrCat("super", nb, trans ? "_LT" : "_LN"),
+              "f64",
+              n,
+              0,
+              0,
+              static_cast<double>(n) * n};
+      auto chain = [&]() -> absl::Status {
+        LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), n * 8, cudaMemcpyDeviceToDevice, st));
+        return gpu::SolveTriangle(
+            ctx.hs, gpu::TrsvImpl::kCustom, DType::kF64, gpu::TriangleFill::kLower,
+            trans ? gpu::TriangleOp::kTranspose : gpu::TriangleOp::kNoTranspose, false, n, a.data(),
+            n, x.data(), scratch.data());
+      };
+      LINALGD_ASSIGN_OR_RETURN(row.ours_ms, MedianMs(st, reps, [&]() -> absl::Status {
+                                 LINALGD_GPU_CHECK(cudaGraphLaunch(g.exec, st));
+                                 return absl::OkStatus();
+                               }));
+      LINALGD_ASSIGN_OR_RETURN(row.direct_ms, MedianMs(st, reps, chain));
+      // The same sweep queued call by call (no graph).
+      Row plain = row;
+      plain.op += "_nograph";
+      std::vector<cudaEvent_t> events;
+      LINALGD_RETURN_IF_ERROR(MakeEvents(n / nb, events));
+      LINALGD_ASSIGN_OR_RETURN(plain.ours_ms, MedianMs(st, reps, [&] {
+                                 return Issue(h, st, side, trans, n, nb, a.as<double>(),
+                                              dinv.as<double>(), b.as<double>(), r.as<double>(),
+                                              y.as<double>(), events);
+                               }));
+      for (cudaEvent_t e : events) cudaEventDestroy(e);
+      rows.push_back(plain);
+      // The two answers, against each other.
+      LINALGD_ASSIGN_OR_RETURN(std::vector<double> hy, Download(y.as<double>(), n, st));
+      LINALGD_ASSIGN_OR_RETURN(std::vector<double> hx, Download(x.as<double>(), n, st));
+      double d = 0, m = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        d = std::max(d, std::fabs(hy[i] - hx[i]));
+        m = std::max(m, std::fabs(hx[i]));
+      }
+      std::printf("%s n=%lld: max |super - chain| / max |chain| = %.3g\n", row.op.c_str(),
+                  static_cast<long long>(n), d / std::max(m, 1e-300));
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Row>> BenchSuperTrsv(gpu::GpuBackend& gpu,
+                                                const std::vector<int64_t>& sizes, int reps) {
+  return gpu.RunJob<std::vector<Row>>(
+      [&](gpu::GpuContext& ctx) -> absl::StatusOr<std::vector<Row>> {
+        cublasHandle_t h = nullptr;
+        LINALGD_GPU_CHECK(cublasCreate(&h));
+        std::vector<Row> rows;
+        absl::Status s;
+        for (int64_t n : sizes) {
+          absl::StatusOr<std::vector<Row>> r = SuperCases(ctx, h, n, reps);
+          if (!r.ok()) {
+            s = r.status();
+            break;
+          }
+          rows.insert(rows.end(), r->begin(), r->end());
+        }
+        cublasDestroy(h);
+        LINALGD_RETURN_IF_ERROR(s);
+        return rows;
+      });
+}
+
+}  // namespace linalgd::bench
