@@ -44,7 +44,9 @@ absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
 // of 256, 512 and 1024 rows, their diagonal blocks inverted once, as one CUDA
 // graph of cuBLAS gemv calls (ours_ms), against linalgd's chain kernel
 // (direct_ms); ops "super<nb>_LN", "super<nb>_LT" and "super<nb>_setup"
-// (ours_ms: the inverses' making).
+// (ours_ms: the inverses' making), "*_nograph" (the same calls queued one by
+// one) and "coop<nb>_LN", "coop<nb>_LT" (the sweep as one cooperative kernel,
+// super_trsv_kernel.cu).
 absl::StatusOr<std::vector<Row>> BenchSuperTrsv(gpu::GpuBackend& gpu,
                                                 const std::vector<int64_t>& sizes, int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.

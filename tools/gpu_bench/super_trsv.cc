@@ -9,6 +9,7 @@
 // server.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,13 @@
 #include "tools/gpu_bench/bench_cases.h"
 
 namespace linalgd::bench {
+
+// super_trsv_kernel.cu.
+cudaError_t LaunchSuperSweep(const double* t, int64_t n, int64_t ld, int nb, const double* dinv,
+                             const double* b, double* r, double* y, bool trans, int ctas,
+                             cudaStream_t stream);
+cudaError_t SuperSweepMaxCtas(int* ctas);
+
 namespace {
 
 constexpr int kWarmup = 3;
@@ -164,6 +172,21 @@ absl::StatusOr<std::vector<double>> Download(const double* d, int64_t n, cudaStr
   return h;
 }
 
+// Prints max |got - want| / max |want| over n values (device, f64).
+absl::Status Compare(const std::string& op, int64_t n, const double* got, const double* want,
+                     cudaStream_t st) {
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> g, Download(got, n, st));
+  LINALGD_ASSIGN_OR_RETURN(std::vector<double> w, Download(want, n, st));
+  double d = 0, m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    d = std::max(d, std::fabs(g[i] - w[i]));
+    m = std::max(m, std::fabs(w[i]));
+  }
+  std::printf("%s n=%lld: max |it - chain| / max |chain| = %.3g\n", op.c_str(),
+              static_cast<long long>(n), d / std::max(m, 1e-300));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n,
                                             int reps) {
   const cudaStream_t st = ctx.hs.stream, side = ctx.hs.side_stream;
@@ -226,16 +249,28 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
       for (cudaEvent_t e : events) cudaEventDestroy(e);
       rows.push_back(plain);
       // The two answers, against each other.
-      LINALGD_ASSIGN_OR_RETURN(std::vector<double> hy, Download(y.as<double>(), n, st));
-      LINALGD_ASSIGN_OR_RETURN(std::vector<double> hx, Download(x.as<double>(), n, st));
-      double d = 0, m = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        d = std::max(d, std::fabs(hy[i] - hx[i]));
-        m = std::max(m, std::fabs(hx[i]));
-      }
-      std::printf("%s n=%lld: max |super - chain| / max |chain| = %.3g\n", row.op.c_str(),
-                  static_cast<long long>(n), d / std::max(m, 1e-300));
+      LINALGD_RETURN_IF_ERROR(Compare(row.op, n, y.as<double>(), x.as<double>(), st));
       rows.push_back(row);
+      // The same sweep as one cooperative kernel, 1, 2 and 4 CTAs an SM.
+      int sms = 0, most = 0;
+      LINALGD_GPU_CHECK(
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.hs.device));
+      LINALGD_GPU_CHECK(SuperSweepMaxCtas(&most));
+      for (int per_sm : {1, 2, 4}) {
+        Row coop = row;
+        coop.op = absl::StrCat("coop", nb, trans ? "_LT" : "_LN", "_x", per_sm);
+        const int ctas = std::min(per_sm * sms, most);
+        LINALGD_GPU_CHECK(cudaMemsetAsync(y.data(), 0, n * 8, st));
+        LINALGD_ASSIGN_OR_RETURN(
+            coop.ours_ms, MedianMs(st, reps, [&]() -> absl::Status {
+              LINALGD_GPU_CHECK(LaunchSuperSweep(a.as<double>(), n, n, static_cast<int>(nb),
+                                                 dinv.as<double>(), b.as<double>(), r.as<double>(),
+                                                 y.as<double>(), trans, ctas, st));
+              return absl::OkStatus();
+            }));
+        LINALGD_RETURN_IF_ERROR(Compare(coop.op, n, y.as<double>(), x.as<double>(), st));
+        rows.push_back(coop);
+      }
     }
   }
   return rows;
