@@ -84,25 +84,28 @@ TEST(SmallMatmulLayoutTest, ResidentOperandsTakeNoStagingAndCWithoutBetaIsNotRea
   EXPECT_EQ(l.end, b.num_bytes() + 256 + c.num_bytes());
 }
 
-// A product's inputs (owned) and what SmallMatmulGraphKey says of it.
+// A product's inputs (owned) and what SmallMatmulGraphKey says of it: op's
+// scalars and flags, its operands the views of a, b, c and bias (bound by
+// Key, so a case changes an operand by replacing the tensor).
 struct KeyCase {
   Tensor a{DType::kF32, {2, 24, 40}}, b{DType::kF32, {2, 40, 16}};
   Tensor c{DType::kF32, {2, 24, 16}}, bias{DType::kF32, {16}};
   MatmulOp op;
   gpu::ResidentRegistry residents;
   KeyCase() {
-    op.a = a.view();
-    op.b = b.view();
-    op.c = c.view();
     op.beta = 0.5;
     op.alpha = 0.75;
-    op.bias = bias.view();
     op.epilogue = Epilogue::kReluBias;
     op.check_finite = true;
   }
   std::optional<gpu::SmallGraphKey> Key() const {
-    const MatmulPlan plan = PlanMatmul(op).value();
-    return gpu::SmallMatmulGraphKey(op, plan, gpu::LayOutSmallMatmul(residents, op, plan));
+    MatmulOp bound = op;
+    bound.a = a.view();
+    bound.b = b.view();
+    bound.c = c.view();
+    bound.bias = bias.view();
+    const MatmulPlan plan = PlanMatmul(bound).value();
+    return gpu::SmallMatmulGraphKey(bound, plan, gpu::LayOutSmallMatmul(residents, bound, plan));
   }
 };
 
@@ -127,7 +130,6 @@ TEST(SmallMatmulLayoutTest, TheGraphKeyNamesWhatTheDeviceWorkKeeps) {
       {"trans_b",
        [](KeyCase& k) {
          k.b = Tensor(DType::kF32, {2, 16, 40});
-         k.op.b = k.b.view();
          k.op.trans_b = true;
        }},
       {"epilogue", [](KeyCase& k) { k.op.epilogue = Epilogue::kGeluBias; }},
@@ -137,27 +139,20 @@ TEST(SmallMatmulLayoutTest, TheGraphKeyNamesWhatTheDeviceWorkKeeps) {
        [](KeyCase& k) {
          k.a = Tensor(DType::kF16, {2, 24, 40});
          k.b = Tensor(DType::kF16, {2, 40, 16});
-         k.op.a = k.a.view();
-         k.op.b = k.b.view();
        }},
       {"bias per row",
        [](KeyCase& k) {
          k.bias = Tensor(DType::kF32, {24, 1});
-         k.op.bias = k.bias.view();
        }},
       {"n",
        [](KeyCase& k) {
          k.b = Tensor(DType::kF32, {2, 40, 17});
          k.c = Tensor(DType::kF32, {2, 24, 17});
          k.bias = Tensor(DType::kF32, {17});
-         k.op.b = k.b.view();
-         k.op.c = k.c.view();
-         k.op.bias = k.bias.view();
        }},
       {"b broadcast",
        [](KeyCase& k) {
          k.b = Tensor(DType::kF32, {40, 16});
-         k.op.b = k.b.view();
        }},
       {"a resident",
        [&device_copy](KeyCase& k) { k.residents.Add(k.a.data(), k.a.num_bytes(), &device_copy); }},
