@@ -41,6 +41,9 @@ from conftest import server_binary
     ("--gpu-inline-min-idle-us", "-1"),
     ("--gpu-inline-min-idle-us", "1000001"),
     ("--gpu-inline-min-idle-us", "soon"),
+    ("--gpu-inline-max-us", "-1"),
+    ("--gpu-inline-max-us", "100001"),
+    ("--gpu-inline-max-us", "fast"),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
@@ -93,3 +96,18 @@ def test_batches_wait_for_no_arrivals_by_default():
     # and 256 callers less than the runs' spread).
     out = subprocess.run([server_binary(), "--help"], capture_output=True, text=True, timeout=30)
     assert re.search(r"--max-queue-delay TEXT=(\S+)", out.stdout).group(1) == "0us"
+
+
+# The inline GPU bounds at their ends (0: every GPU job queues; 100000, the largest) and the
+# default's neighbourhood are taken, and the server answers (on a GPU host with --cpu-threshold 0
+# the products go to the GPU, inline or queued).
+@pytest.mark.parametrize("max_us,min_idle", [("0", "0"), ("200", "100"), ("100000", "1000000")])
+def test_inline_gpu_bounds_are_taken_and_serve(start_server, max_us, min_idle):
+    import numpy as np
+    import linalgd
+    s = start_server("--cpu-threshold", "0", "--gpu-inline-max-us", max_us,
+                     "--gpu-inline-min-idle-us", min_idle)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with linalgd.Client(s.target) as c:
+        for _ in range(3):
+            np.testing.assert_array_equal(c.matmul(a, a.T), a @ a.T)
