@@ -18,6 +18,7 @@
 #include "server/gpu/kernels.h"
 #include "server/gpu/triangular_solve.h"
 #include "tools/gpu_bench/bench_cases.h"
+#include "tools/gpu_bench/bench_timing.h"
 
 namespace linalgd::bench {
 
@@ -28,32 +29,6 @@ cudaError_t LaunchSuperSweep(const double* t, int64_t n, int64_t ld, int nb, con
 cudaError_t SuperSweepMaxCtas(int* ctas);
 
 namespace {
-
-constexpr int kWarmup = 3;
-
-// Median GPU ms of f() on `st` over reps calls after kWarmup.
-template <typename F>
-absl::StatusOr<double> MedianMs(cudaStream_t st, int reps, F&& f) {
-  cudaEvent_t a = nullptr, b = nullptr;
-  LINALGD_GPU_CHECK(cudaEventCreate(&a));
-  LINALGD_GPU_CHECK(cudaEventCreate(&b));
-  std::vector<double> ms;
-  absl::Status s;
-  for (int r = 0; r < kWarmup + reps && s.ok(); ++r) {
-    cudaEventRecord(a, st);
-    s = f();
-    cudaEventRecord(b, st);
-    cudaEventSynchronize(b);
-    float t = 0;
-    cudaEventElapsedTime(&t, a, b);
-    if (r >= kWarmup) ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  LINALGD_RETURN_IF_ERROR(s);
-  std::sort(ms.begin(), ms.end());
-  return ms.empty() ? 0.0 : ms[ms.size() / 2];
-}
 
 // The graph of one sweep: r <- b, then y = op(T)^-1 r through the
 // super-blocks (T lower, column-major, ld n; op N forward, T backward).
@@ -209,7 +184,7 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
     for (int64_t i = 0; i < nb; ++i) he[i * nb + i] = 1.0;
     LINALGD_GPU_CHECK(cudaMemcpy(eye.data(), he.data(), nb * nb * 8, cudaMemcpyHostToDevice));
     Row setup{absl::StrCat("super", nb, "_setup"), "f64", n, 0, 0, 0};
-    LINALGD_ASSIGN_OR_RETURN(setup.ours_ms, MedianMs(st, reps, [&] {
+    LINALGD_ASSIGN_OR_RETURN(setup.ours_ms, TimeMs(st, reps, [&] {
                                return Inverses(h, st, n, nb, a.as<double>(), eye.as<double>(),
                                                dinv.as<double>());
                              }));
@@ -231,17 +206,17 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
             trans ? gpu::TriangleOp::kTranspose : gpu::TriangleOp::kNoTranspose, false, n, a.data(),
             n, x.data(), scratch.data());
       };
-      LINALGD_ASSIGN_OR_RETURN(row.ours_ms, MedianMs(st, reps, [&]() -> absl::Status {
+      LINALGD_ASSIGN_OR_RETURN(row.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
                                  LINALGD_GPU_CHECK(cudaGraphLaunch(g.exec, st));
                                  return absl::OkStatus();
                                }));
-      LINALGD_ASSIGN_OR_RETURN(row.direct_ms, MedianMs(st, reps, chain));
+      LINALGD_ASSIGN_OR_RETURN(row.direct_ms, TimeMs(st, reps, chain));
       // The same sweep queued call by call (no graph).
       Row plain = row;
       plain.op += "_nograph";
       std::vector<cudaEvent_t> events;
       LINALGD_RETURN_IF_ERROR(MakeEvents(n / nb, events));
-      LINALGD_ASSIGN_OR_RETURN(plain.ours_ms, MedianMs(st, reps, [&] {
+      LINALGD_ASSIGN_OR_RETURN(plain.ours_ms, TimeMs(st, reps, [&] {
                                  return Issue(h, st, side, trans, n, nb, a.as<double>(),
                                               dinv.as<double>(), b.as<double>(), r.as<double>(),
                                               y.as<double>(), events);
@@ -262,7 +237,7 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
         const int ctas = std::min(per_sm * sms, most);
         LINALGD_GPU_CHECK(cudaMemsetAsync(y.data(), 0, n * 8, st));
         LINALGD_ASSIGN_OR_RETURN(
-            coop.ours_ms, MedianMs(st, reps, [&]() -> absl::Status {
+            coop.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
               LINALGD_GPU_CHECK(LaunchSuperSweep(a.as<double>(), n, n, static_cast<int>(nb),
                                                  dinv.as<double>(), b.as<double>(), r.as<double>(),
                                                  y.as<double>(), trans, ctas, st));
