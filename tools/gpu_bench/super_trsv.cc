@@ -24,8 +24,8 @@ namespace linalgd::bench {
 
 // super_trsv_kernel.cu.
 cudaError_t LaunchSuperSweep(const double* t, int64_t n, int64_t ld, int nb, const double* dinv,
-                             const double* b, double* r, double* y, bool trans, int ctas,
-                             cudaStream_t stream);
+                             const double* dinv_t, const double* b, double* r, double* y,
+                             double* scratch, bool trans, int ctas, cudaStream_t stream);
 cudaError_t SuperSweepMaxCtas(int* ctas);
 
 namespace {
@@ -189,6 +189,21 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
                                                dinv.as<double>());
                              }));
     rows.push_back(setup);
+    // The inverses transposed (the cooperative kernel's forward sweep) and
+    // its scratch for the partial sums of 128-column chunks.
+    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer dinv_t, ctx.Alloc(n * nb * 8));
+    LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer partials, ctx.Alloc((nb / 128 + 1) * n * 8));
+    {
+      const double one = 1, zero = 0;
+      LINALGD_GPU_CHECK(cublasSetStream(h, st));
+      for (int64_t L = 0; L < n / nb; ++L) {
+        double* dt = dinv_t.as<double>() + L * nb * nb;
+        LINALGD_GPU_CHECK(cublasDgeam(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nb),
+                                      static_cast<int>(nb), &one, dinv.as<double>() + L * nb * nb,
+                                      static_cast<int>(nb), &zero, dt, static_cast<int>(nb), dt,
+                                      static_cast<int>(nb)));
+      }
+    }
     for (bool trans : {false, true}) {
       SuperSweep g;
       LINALGD_RETURN_IF_ERROR(Capture(h, st, side, trans, n, nb, a.as<double>(), dinv.as<double>(),
@@ -239,8 +254,9 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
         LINALGD_ASSIGN_OR_RETURN(
             coop.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
               LINALGD_GPU_CHECK(LaunchSuperSweep(a.as<double>(), n, n, static_cast<int>(nb),
-                                                 dinv.as<double>(), b.as<double>(), r.as<double>(),
-                                                 y.as<double>(), trans, ctas, st));
+                                                 dinv.as<double>(), dinv_t.as<double>(),
+                                                 b.as<double>(), r.as<double>(), y.as<double>(),
+                                                 partials.as<double>(), trans, ctas, st));
               return absl::OkStatus();
             }));
         LINALGD_RETURN_IF_ERROR(Compare(coop.op, n, y.as<double>(), x.as<double>(), st));

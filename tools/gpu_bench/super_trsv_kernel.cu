@@ -6,9 +6,12 @@
 // diagonal). An experiment for linalgd-gpu-bench; not used by the server.
 //
 // Step L (in solve order): phase 1, every unsolved row i takes the block
-// solved the step before: r_i -= M(i, prev) y_prev (M = op(T)); barrier;
-// phase 2, y_L = op(dinv_L) r_L; barrier. Each sum is one thread's or one
-// warp's in a fixed order: the answer is the same on every run.
+// solved the step before: r_i -= M(i, prev) y_prev (M = op(T)); forward,
+// in two passes (partial sums of 128-column chunks into scratch, barrier,
+// their sums subtracted); barrier; phase 2, y_L = op(dinv_L) r_L (forward
+// from dinv_t, the inverses transposed, so that both directions read down
+// columns); barrier. Each sum is one thread's or one warp's in a fixed
+// order: the answer is the same on every run. scratch: (nb / 128) n values.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -21,19 +24,23 @@ namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 
-// out[i] -= sum_j A(i, j) x[j] for rows [0, rows) of a column-major A
-// (ld lda, cols columns): 32-row tiles spread over the grid, lane <-> row,
-// warp <-> a slice of the columns, the 8 warps' partials added in order.
-__device__ void MulSubN(const double* a, int64_t lda, int64_t rows, int64_t cols, const double* x,
-                        double* out, bool assign, double* partial) {
+// Columns of a forward update's tile that one work item takes.
+constexpr int kChunk = 128;
+
+// scratch[c * rows + i] = sum over chunk c's columns j of A(i, j) x[j], for
+// rows [0, rows) of a column-major A (ld lda, cols columns): work items of
+// 32 rows x kChunk columns spread over the grid, lane <-> row, each warp
+// kChunk / 8 of the columns, the 8 warps' partials added in order.
+__device__ void ForwardPartials(const double* a, int64_t lda, int64_t rows, int64_t cols,
+                                const double* x, double* scratch, double* partial) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t tiles = (rows + 31) / 32, per = (cols + kWarps - 1) / kWarps;
-  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int64_t i = tile * 32 + lane;
-    double s = 0;
-    if (i < rows) {  // four sums, eight loads in flight a round
-      const int64_t j0 = warp * per, j1 = j0 + per < cols ? j0 + per : cols;
-      double q[4] = {0, 0, 0, 0};
+  const int64_t tiles = (rows + 31) / 32, chunks = (cols + kChunk - 1) / kChunk;
+  for (int64_t item = blockIdx.x; item < tiles * chunks; item += gridDim.x) {
+    const int64_t i = item / chunks * 32 + lane, c = item % chunks;
+    const int64_t j0 = c * kChunk + warp * (kChunk / kWarps);
+    const int64_t j1 = j0 + kChunk / kWarps < cols ? j0 + kChunk / kWarps : cols;
+    double q[4] = {0, 0, 0, 0};
+    if (i < rows) {
       int64_t j = j0;
       for (; j + 8 <= j1; j += 8) {
         double v[8], w[8];
@@ -43,16 +50,26 @@ __device__ void MulSubN(const double* a, int64_t lda, int64_t rows, int64_t cols
         for (int u = 0; u < 8; ++u) q[u % 4] = fma(v[u], w[u], q[u % 4]);
       }
       for (; j < j1; ++j) q[0] = fma(__ldg(a + i + j * lda), __ldcg(x + j), q[0]);
-      s = (q[0] + q[1]) + (q[2] + q[3]);
     }
-    partial[warp * 32 + lane] = s;
+    partial[warp * 32 + lane] = (q[0] + q[1]) + (q[2] + q[3]);
     __syncthreads();
     if (warp == 0 && i < rows) {
       double sum = partial[lane];
       for (int w = 1; w < kWarps; ++w) sum += partial[w * 32 + lane];
-      out[i] = assign ? sum : __ldcg(out + i) - sum;
+      scratch[c * rows + i] = sum;
     }
     __syncthreads();
+  }
+}
+
+// out[i] -= the chunks' partial sums of row i (ForwardPartials), in chunk
+// order, for i in [0, rows).
+__device__ void SubtractPartials(const double* scratch, int64_t rows, int64_t chunks, double* out) {
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < rows;
+       i += int64_t{gridDim.x} * kThreads) {
+    double s = __ldcg(scratch + i);
+    for (int64_t c = 1; c < chunks; ++c) s += __ldcg(scratch + c * rows + i);
+    out[i] = __ldcg(out + i) - s;
   }
 }
 
@@ -82,7 +99,8 @@ __device__ void MulSubT(const double* a, int64_t lda, int64_t outs, int64_t len,
 
 __global__ void __launch_bounds__(kThreads)
     SuperSweepKernel(const double* t, int64_t n, int64_t ld, int nb, const double* dinv,
-                     const double* b, double* r, double* y, bool trans) {
+                     const double* dinv_t, const double* b, double* r, double* y, double* scratch,
+                     bool trans) {
   __shared__ double partial[kThreads];
   cg::grid_group grid = cg::this_grid();
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n;
@@ -97,18 +115,17 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t prev = trans ? L + 1 : L - 1;
       if (trans) {  // rows [0, (L + 1) nb) -= T(prev block rows, those rows)^T y_prev
         MulSubT(t + prev * nb, ld, (L + 1) * nb, nb, y + prev * nb, r, false);
-      } else {  // rows [L nb, n) -= T(those rows, prev block) y_prev
-        MulSubN(t + L * nb + prev * nb * ld, ld, n - L * nb, nb, y + prev * nb, r + L * nb, false,
-                partial);
+      } else {  // rows [L nb, n) -= T(those rows, prev block) y_prev, in two passes
+        ForwardPartials(t + L * nb + prev * nb * ld, ld, n - L * nb, nb, y + prev * nb, scratch,
+                        partial);
+        grid.sync();
+        SubtractPartials(scratch, n - L * nb, (nb + kChunk - 1) / kChunk, r + L * nb);
       }
       grid.sync();
     }
-    const double* d = dinv + L * int64_t{nb} * nb;
-    if (trans) {
-      MulSubT(d, nb, nb, nb, r + L * nb, y + L * nb, true);
-    } else {
-      MulSubN(d, nb, nb, nb, r + L * nb, y + L * nb, true, partial);
-    }
+    // y_L = op(dinv_L) r_L; forward as (dinv_L^T)^T r_L, a warp per row.
+    const int64_t at = L * int64_t{nb} * nb;
+    MulSubT(trans ? dinv + at : dinv_t + at, nb, nb, nb, r + L * nb, y + L * nb, true);
     grid.sync();
   }
 }
@@ -117,9 +134,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // Launches the sweep on `stream` with `ctas` CTAs (cooperative: all resident).
 cudaError_t LaunchSuperSweep(const double* t, int64_t n, int64_t ld, int nb, const double* dinv,
-                             const double* b, double* r, double* y, bool trans, int ctas,
-                             cudaStream_t stream) {
-  void* args[] = {&t, &n, &ld, &nb, &dinv, &b, &r, &y, &trans};
+                             const double* dinv_t, const double* b, double* r, double* y,
+                             double* scratch, bool trans, int ctas, cudaStream_t stream) {
+  void* args[] = {&t, &n, &ld, &nb, &dinv, &dinv_t, &b, &r, &y, &scratch, &trans};
   return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&SuperSweepKernel), ctas,
                                      kThreads, args, 0, stream);
 }
