@@ -128,8 +128,8 @@ absl::StatusOr<SolveFailure> EstimateAndSolve(GpuContext& ctx, DType t, SolveMet
                                               const std::function<absl::Status()>& solve) {
   HandleSet& hs = ctx.hs;
   if (!cond.overlap) {
-    LINALGD_ASSIGN_OR_RETURN(cond.rcond,
-                             FactorRcond(ctx, t, method, n, factors, pivots, cond.anorm));
+    LINALGD_ASSIGN_OR_RETURN(
+        cond.rcond, FactorRcond(ctx, t, method, n, factors, pivots, cond.anorm, cond.estimate));
     const SolveFailure conditioned = CheckCondition(t, n, cond.rcond_factor, cond.rcond);
     if (!conditioned.ok()) return conditioned;
     LINALGD_RETURN_IF_ERROR(solve());
@@ -141,7 +141,8 @@ absl::StatusOr<SolveFailure> EstimateAndSolve(GpuContext& ctx, DType t, SolveMet
   const absl::Status solved = solve();
   absl::StatusOr<double> rcond = absl::CancelledError("no estimate: the solve was not queued");
   if (solved.ok()) {
-    rcond = FactorRcondOn(ctx, hs.side_stream, t, method, n, factors, pivots, cond.anorm);
+    rcond = FactorRcondOn(ctx, hs.side_stream, t, method, n, factors, pivots, cond.anorm,
+                          cond.estimate);
   }
   const absl::Status joined = JoinSideStream(hs);
   LINALGD_RETURN_IF_ERROR(solved);

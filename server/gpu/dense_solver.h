@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/dtype.h"
+#include "server/gpu/factor_rcond.h"
 #include "server/gpu/gpu_context.h"
 
 namespace linalgd::gpu {
@@ -53,6 +54,9 @@ struct ConditionCheck {
   // the solve, all on hs.stream (what the tests and linalgd-gpu-bench
   // compare against). Same x, rcond and decisions either way.
   bool overlap = true;
+  // The estimate's options (linalgd-gpu-bench runs the solves with the
+  // super-block sweeps and with the chain: FactorRcondOptions::super_min_n).
+  FactorRcondOptions estimate;
 };
 
 // kIllConditioned when rcond is below rcond_factor * n * eps(t) (or NaN).

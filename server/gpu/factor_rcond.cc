@@ -16,6 +16,7 @@
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/pinned_pool.h"
+#include "server/gpu/super_sweep.h"
 #include "server/linalg/condition.h"
 
 namespace linalgd::gpu {
@@ -124,7 +125,8 @@ class FactorSolves {
                                                               DType t, int64_t n,
                                                               const void* factors,
                                                               const int64_t* pivots, TrsvImpl impl,
-                                                              bool split_columns, bool early_start);
+                                                              bool split_columns, bool early_start,
+                                                              int64_t super_min_n);
 
   // v <- the steps applied to each of v's columns (v.size() / n of them, 1
   // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
@@ -136,7 +138,7 @@ class FactorSolves {
 
  private:
   FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-               TrsvImpl impl, bool early_start)
+               TrsvImpl impl, bool early_start, int64_t super_min_n)
       : ctx_(ctx),
         stream_(stream),
         t_(t),
@@ -144,6 +146,7 @@ class FactorSolves {
         factors_(factors),
         impl_(impl),
         early_start_(early_start && impl == TrsvImpl::kCustom),
+        super_nb_(impl == TrsvImpl::kCustom ? SuperSweep::BlockRowsFor(n, super_min_n) : 0),
         region_bytes_(TriangularSolveScratchBytes(t, n, kMaxColumns)),
         staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
   // Where one step runs: columns [first, first + count) of v_, on `stream`
@@ -178,6 +181,12 @@ class FactorSolves {
   };
   Inverses& InversesFor(const Step& step);
 
+  // The super-block sweep for a triangle step it takes (lower, non-unit:
+  // Cholesky's), made on first use (its inverses queued on stream_); null
+  // for other steps, below super_min_n, and once the budget has refused its
+  // buffers or stream_ has no cuBLAS handle (then the chain serves).
+  absl::StatusOr<SuperSweep*> SuperFor(const Step& step);
+
   static constexpr int kMaxColumns = 2;
   // scratch_: a region of counters (region_bytes_) per lane and triangle
   // step of a call: with early_start, one memset per call zeroes them all;
@@ -197,8 +206,12 @@ class FactorSolves {
   const void* factors_;
   const TrsvImpl impl_;
   const bool early_start_;
+  const int64_t super_nb_;  // SuperSweep::BlockRowsFor's, 0: none
   const int64_t region_bytes_;
   Staging staging_;
+  std::unique_ptr<SuperSweep> super_;
+  bool super_refused_ = false;
+  bool super_call_ = false;  // this Run's triangle steps are the super sweep's
   DeviceBuffer v_, tmp_, perm_, scratch_;
   bool split_ = false;  // a two-column call runs as two lanes
   std::vector<Inverses> inverses_;
@@ -216,15 +229,42 @@ FactorSolves::Inverses& FactorSolves::InversesFor(const Step& step) {
   return inverses_.back();
 }
 
+absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step) {
+  if (step.kind != Step::Kind::kTriangle || step.fill != TriangleFill::kLower || step.unit ||
+      super_nb_ == 0 || super_refused_) {
+    return nullptr;
+  }
+  if (super_ != nullptr) return super_.get();
+  const HandleSet& hs = ctx_.hs;
+  const cublasHandle_t blas = stream_ == hs.stream        ? hs.blas
+                              : stream_ == hs.side_stream ? hs.side_blas
+                                                          : nullptr;
+  if (blas == nullptr) {
+    super_refused_ = true;
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<SuperSweep>> made =
+      SuperSweep::Create(ctx_, blas, stream_, t_, n_, factors_, super_nb_);
+  if (absl::IsResourceExhausted(made.status())) {
+    super_refused_ = true;
+    return nullptr;
+  }
+  LINALGD_RETURN_IF_ERROR(made.status());
+  super_ = *std::move(made);
+  return super_.get();
+}
+
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
     GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-    const int64_t* pivots, TrsvImpl impl, bool split_columns, bool early_start) {
+    const int64_t* pivots, TrsvImpl impl, bool split_columns, bool early_start,
+    int64_t super_min_n) {
   if (impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
     return absl::InvalidArgumentError(
         "FactorRcond: cuBLAS trsv runs on the set's stream only (its handle is bound to it); "
         "another stream takes the custom triangular solve");
   }
-  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, impl, early_start));
+  std::unique_ptr<FactorSolves> s(
+      new FactorSolves(ctx, stream, t, n, factors, impl, early_start, super_min_n));
   const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
   s->split_ = split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream;
@@ -275,6 +315,10 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
     return Permute(step.kind == Step::Kind::kUnpermute, lane);
   }
   if (impl_ == TrsvImpl::kCublas) return CublasColumns(step, lane.count);
+  if (super_call_) {
+    return super_->Solve(step.op, lane.count, v_.as<char>() + lane.first * n_ * DTypeSize(t_),
+                         first_nonzero, lane.stream, ctx_.hs.column_stream);
+  }
   TrsvOptions o;
   o.columns = lane.count;
   o.first_nonzero = first_nonzero;
@@ -334,12 +378,20 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   }
   const cudaStream_t st = stream_;
   for (Inverses& i : inverses_) i.filling = false;
+  // The super sweep takes the call where it takes every triangle step
+  // (both columns in one lane: its products read each tile once for both).
+  super_call_ = impl_ == TrsvImpl::kCustom && super_nb_ > 0;
+  for (const Step& step : steps) {
+    if (!super_call_ || step.kind != Step::Kind::kTriangle) continue;
+    LINALGD_ASSIGN_OR_RETURN(SuperSweep * sweep, SuperFor(step));
+    super_call_ = sweep != nullptr;
+  }
   Narrow(v, t_, staging_.data());
   if (early_start_) {
     LINALGD_GPU_CHECK(cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), st));
   }
   LINALGD_GPU_CHECK(cudaMemcpyAsync(v_.data(), staging_.data(), bytes, cudaMemcpyHostToDevice, st));
-  if (columns == 2 && split_) {
+  if (columns == 2 && split_ && !super_call_) {
     HandleSet& hs = ctx_.hs;
     LINALGD_GPU_CHECK(cudaEventRecord(hs.column_fork, st));
     LINALGD_GPU_CHECK(cudaStreamWaitEvent(hs.column_stream, hs.column_fork, 0));
@@ -595,7 +647,7 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
   LINALGD_ASSIGN_OR_RETURN(
       std::unique_ptr<FactorSolves> fs,
       FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl,
-                           options.split_columns, options.early_start));
+                           options.split_columns, options.early_start, options.super_min_n));
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
   // One solve with a (or a^T) on the host vectors v, through the device.
   auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {

@@ -97,6 +97,10 @@ enum class RcondSolves {
   kOneByOne,
 };
 
+// Where the super-block sweeps start to pay (FactorRcondOptions::super_min_n,
+// linalgd-gpu-bench's super rows): below it the chain is as fast (the
+// super-blocks' inverses cost more than they save).
+inline constexpr int64_t kSuperSweepMinN = 4096;
 struct FactorRcondOptions {
   TrsvImpl impl = TrsvImpl::kCustom;  // kCublas: every column its own trsv, from row 0
   RcondSolves solves = RcondSolves::kPaired;
@@ -113,6 +117,13 @@ struct FactorRcondOptions {
   // starts after the kernel before it, the comparison linalgd-gpu-bench
   // makes. The same rcond, bitwise.
   bool early_start = true;
+  // Cholesky's sweeps (lower, non-unit) through super-blocks
+  // (super_sweep.h) from this n on, where 1024, 512 or 256 divides n, the
+  // custom kernel is chosen, the estimate's stream has a cuBLAS handle
+  // (ctx.hs.stream or side_stream) and the memory budget takes the
+  // sweep's buffers; else the chain of 64-row links. <= 0: never. rcond
+  // agrees with the chain's to the estimator's rounding.
+  int64_t super_min_n = 0;
 };
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,

@@ -39,6 +39,13 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   LINALGD_GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host),
                                   kCheckSlots * sizeof(unsigned long long), cudaHostAllocDefault));
   LINALGD_GPU_CHECK(cublasSetWorkspace(blas, workspace, workspace_bytes));
+  if (cublasCreate(&side_blas) != CUBLAS_STATUS_SUCCESS) {
+    side_blas = nullptr;
+  } else if (cublasSetStream(side_blas, side_stream) != CUBLAS_STATUS_SUCCESS ||
+             cublasSetWorkspace(side_blas, nullptr, 0) != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(side_blas);
+    side_blas = nullptr;
+  }
   for (cudaEvent_t& e : copy_events) {
     LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
@@ -67,6 +74,7 @@ HandleSet::~HandleSet() {
   if (solver != nullptr) cusolverDnDestroy(solver);
   if (lt != nullptr) cublasLtDestroy(lt);
   if (blas != nullptr) cublasDestroy(blas);
+  if (side_blas != nullptr) cublasDestroy(side_blas);
   if (workspace != nullptr) cudaFree(workspace);
   if (check_host != nullptr) cudaFreeHost(check_host);
   if (small_device != nullptr) cudaFree(small_device);

@@ -38,8 +38,8 @@ struct HandleSet {
 
   int device = 0;
   cudaStream_t stream = nullptr;
-  // No library handle is bound to side_stream: only linalgd's kernels and
-  // plain copies run on it. side_event: recorded on one stream and waited
+  // Only linalgd's kernels, plain copies and side_blas's calls run on
+  // side_stream. side_event: recorded on one stream and waited
   // for on the other (one job at a time uses it).
   cudaStream_t side_stream = nullptr;
   cudaEvent_t side_event = nullptr;
@@ -50,6 +50,11 @@ struct HandleSet {
   cudaStream_t column_stream = nullptr;
   cudaEvent_t column_fork = nullptr, column_join = nullptr;
   cublasHandle_t blas = nullptr;
+  // A second cuBLAS handle, bound to side_stream and without a workspace
+  // (cublasSetWorkspace to none): the condition estimate's super-block
+  // inverses (super_sweep.h), made on side_stream beside the user's solve.
+  // Null where the library refused that setting.
+  cublasHandle_t side_blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   cusolverDnHandle_t solver = nullptr;
   cusolverDnParams_t solver_params = nullptr;

@@ -115,6 +115,28 @@ absl::Status PermuteVector(DType t, const int64_t* perm, bool inverse, const voi
   return absl::OkStatus();
 }
 
+absl::Status InvertLowerBlocks32(DType t, const void* a, int64_t n, int64_t lda, void* dinv,
+                                 int64_t ldd, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::InvertLowerBlocks32(ToElem(t), a, n, lda, dinv, ldd, stream));
+  return absl::OkStatus();
+}
+
+absl::Status SweepGemvN(DType t, int columns, const void* a, int64_t lda, int64_t rows,
+                        int64_t cols, bool lower, const void* x, int64_t ldx, void* out,
+                        int64_t ldo, bool assign, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::SweepGemvN(ToElem(t), columns, a, lda, rows, cols, lower, x, ldx, out,
+                                     ldo, assign, stream));
+  return absl::OkStatus();
+}
+
+absl::Status SweepGemvT(DType t, int columns, bool conj, const void* a, int64_t lda, int64_t outs,
+                        int64_t len, bool lower, const void* x, int64_t ldx, void* out, int64_t ldo,
+                        bool assign, cudaStream_t stream) {
+  LINALGD_GPU_CHECK(impl::SweepGemvT(ToElem(t), columns, conj, a, lda, outs, len, lower, x, ldx,
+                                     out, ldo, assign, stream));
+  return absl::OkStatus();
+}
+
 int64_t TriangularSolveScratchBytes(DType t, int64_t n, int columns) {
   return impl::TriangularSolveScratchBytes(DTypeSize(t), std::max<int64_t>(n, 0),
                                            std::max(columns, 1));

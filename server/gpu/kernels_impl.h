@@ -109,6 +109,17 @@ enum TrsvStamp : int {
 cudaError_t Permute(Elem t, const int64_t* perm, bool inverse, const void* src, void* dst,
                     int64_t n, cudaStream_t stream);
 
+// kernels_super_trsv.cu (super_sweep.h's kernels; kernels.h's contracts):
+// F32, F64, C64, C128 only (else cudaErrorInvalidValue).
+cudaError_t InvertLowerBlocks32(Elem t, const void* a, int64_t n, int64_t lda, void* dinv,
+                                int64_t ldd, cudaStream_t stream);
+cudaError_t SweepGemvN(Elem t, int nrhs, const void* a, int64_t lda, int64_t rows, int64_t cols,
+                       bool lower, const void* x, int64_t ldx, void* out, int64_t ldo, bool assign,
+                       cudaStream_t stream);
+cudaError_t SweepGemvT(Elem t, int nrhs, bool conj, const void* a, int64_t lda, int64_t outs,
+                       int64_t len, bool lower, const void* x, int64_t ldx, void* out, int64_t ldo,
+                       bool assign, cudaStream_t stream);
+
 }  // namespace linalgd::gpu::impl
 
 #endif  // LINALGD_SERVER_GPU_KERNELS_IMPL_H_

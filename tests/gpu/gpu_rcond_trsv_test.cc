@@ -6,7 +6,8 @@
 // columns side by side on two streams) against one vector per solve
 // (kOneByOne) and against both columns in one launch (split_columns false):
 // the same rcond bit for bit, on random, ill-conditioned and near-singular
-// matrices. Skips without a GPU.
+// matrices; Cholesky's estimate through the super-block sweeps against the
+// chain. Skips without a GPU.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,6 +19,7 @@
 #include "server/gpu/blas_calls.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/factor_rcond.h"
+#include "server/gpu/super_sweep.h"
 #include "tests/gpu/gpu_test_env.h"
 #include "tests/gpu/host_device_values.h"
 
@@ -229,6 +231,78 @@ std::vector<Param> PairedParams() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RcondPairedTest, ::testing::ValuesIn(PairedParams()), ParamName);
+
+// Cholesky's estimate through the super-block sweeps (super_sweep.h;
+// super_min_n 256 here, so at n 768 (three 256-row steps) and 1024 (one
+// 1024-row step)) against the same through the chain (super_min_n 0), on
+// ctx.hs.stream and on hs.side_stream (where the dense solves run it, with
+// hs.side_blas): the same estimator on solves that differ by rounding, so
+// rcond within `tol`.
+absl::Status CompareSuper(GpuContext& ctx, DType t, Family f, int64_t n, double tol,
+                          int64_t super_min_n = 256) {
+  const std::string name =
+      absl::StrCat("rcond super sweep vs chain ", DTypeName(t), " ", FamilyName(f), " n=", n);
+  SCOPED_TRACE(name);
+  LINALGD_ASSIGN_OR_RETURN(
+      DeviceBuffer m,
+      gpu_test::Upload(ctx, TestMatrix(n, IsComplex(t), SolveMethod::kCholesky, f), t));
+  LINALGD_RETURN_IF_ERROR(FactorOnDevice(ctx, t, SolveMethod::kCholesky, n, m.data(), nullptr));
+  FactorRcondOptions chain, super;
+  chain.super_min_n = 0;
+  super.super_min_n = super_min_n;
+  LINALGD_ASSIGN_OR_RETURN(
+      double want, FactorRcond(ctx, t, SolveMethod::kCholesky, n, m.data(), nullptr, 1.0, chain));
+  for (cudaStream_t st : {ctx.hs.stream, ctx.hs.side_stream}) {
+    LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+    LINALGD_ASSIGN_OR_RETURN(double got, FactorRcondOn(ctx, st, t, SolveMethod::kCholesky, n,
+                                                       m.data(), nullptr, 1.0, super));
+    const double diff = std::fabs(got - want) / std::fabs(want);
+    gpu_test::ReportAccuracy(name, diff, tol);
+    EXPECT_LE(diff, tol) << "super " << got << " chain " << want;
+  }
+  if (f == Family::kRandom) {
+    EXPECT_GT(want, 1e-5);
+  }
+  return absl::OkStatus();
+}
+
+class RcondSuperTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RcondSuperTest, SameRcondAsTheChain) {
+  LINALGD_REQUIRE_GPU();
+  const Param p = GetParam();
+  const double tol = RealPart(p.t) == DType::kF64 ? 1e-10 : 1e-3;
+  gpu_test::OnGpu([&](GpuContext& ctx) -> absl::Status {
+    for (int64_t n : {768, 1024}) {
+      LINALGD_RETURN_IF_ERROR(CompareSuper(ctx, p.t, p.family, n, tol));
+    }
+    return absl::OkStatus();
+  });
+}
+
+std::vector<Param> SuperParams() {
+  std::vector<Param> out;
+  for (DType t : {DType::kF64, DType::kC128, DType::kF32, DType::kC64}) {
+    out.push_back({t, SolveMethod::kCholesky, Family::kRandom});
+    if (RealPart(t) != DType::kF64) continue;  // float: rounding blurs the rest
+    out.push_back({t, SolveMethod::kCholesky, Family::kIllConditioned});
+    out.push_back({t, SolveMethod::kCholesky, Family::kNearSingular});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RcondSuperTest, ::testing::ValuesIn(SuperParams()), ParamName);
+
+// At kSuperSweepMinN (4096), the estimate of a 4096 f64 Cholesky factor on
+// the side stream (as the dense solves run it) takes the super-block
+// sweeps: rcond as the chain's.
+TEST(RcondSuperMinN, At4096OnTheSideStream) {
+  LINALGD_REQUIRE_GPU();
+  gpu_test::OnGpu([](GpuContext& ctx) -> absl::Status {
+    EXPECT_EQ(SuperSweep::BlockRowsFor(4096, kSuperSweepMinN), 1024);
+    return CompareSuper(ctx, DType::kF64, Family::kRandom, 4096, 1e-10, kSuperSweepMinN);
+  });
+}
 
 }  // namespace
 }  // namespace linalgd::gpu

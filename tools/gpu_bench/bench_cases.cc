@@ -126,7 +126,10 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 // default) against the same with one vector per solve (*_rcond_vs_one_by_one,
 // RcondSolves::kOneByOne, the sequence before), the estimate against the
 // same with every triangular solve after the kernel before it
-// (*_rcond_vs_no_early_start: FactorRcondOptions::early_start), and a solve with 3
+// (*_rcond_vs_no_early_start: FactorRcondOptions::early_start), Cholesky's
+// estimate through the super-block sweeps against the same through the
+// 64-row chain (chol_rcond_super_vs_chain: FactorRcondOptions::super_min_n
+// kSuperSweepMinN and 0; the same below it), and a solve with 3
 // right-hand sides (b and the estimator's two start vectors) against one
 // with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
@@ -226,8 +229,22 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, in_turn)
                                  .status();
                            }));
+  gpu::FactorRcondOptions super, chain;
+  super.super_min_n = gpu::kSuperSweepMinN;
+  chain.super_min_n = 0;
+  Row ch_chain{"chol_rcond_super_vs_chain", "f64", n, 0, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, super)
+                                 .status();
+                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, chain)
+                                 .status();
+                           }));
   return std::vector<Row>{lu, lu_lib, lu_old, lu_joint, lu_turn, k3,
-                          ch, ch_lib, ch_old, ch_joint, ch_turn};
+                          ch, ch_lib, ch_old, ch_joint, ch_turn, ch_chain};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
@@ -284,6 +301,22 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                              return DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(),
                                                    b.data(), work, ch_host, info.as<int>());
                            }));
+  // The solve with the estimate through the super-block sweeps (from
+  // kSuperSweepMinN on) against the same through the chain.
+  Row ch_chain{"cholesky_solve_super_vs_chain", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  gpu::ConditionCheck by_super = cond, by_chain = cond;
+  by_super.estimate.super_min_n = gpu::kSuperSweepMinN;
+  by_chain.estimate.super_min_n = 0;
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                       x.data(), &by_super)
+                                 .status();
+                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                       x.data(), &by_chain)
+                                 .status();
+                           }));
   Row ch_bare{"cholesky_solve_no_estimate", "f64", n, 0, 0, 1.0 / 3.0 * n3};
   ch_bare.ours_ms = ch.ours_ms;
   LINALGD_ASSIGN_OR_RETURN(ch_bare.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
@@ -315,7 +348,7 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
   LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x, b,
                                                                  work, lu_host, ch_host, info));
-  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, lu_ovl, ch_ovl, irs};
+  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, ch_chain, lu_ovl, ch_ovl, irs};
   rows.insert(rows.end(), parts.begin(), parts.end());
   return rows;
 }

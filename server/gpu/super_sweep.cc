@@ -1,0 +1,230 @@
+#include "server/gpu/super_sweep.h"
+
+#include <cuComplex.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "server/common/status_macros.h"
+#include "server/gpu/cuda_check.h"
+
+namespace linalgd::gpu {
+namespace {
+
+constexpr int64_t kBaseRows = 32;  // InvertLowerBlocks32's blocks
+
+int64_t Elem(DType t) { return static_cast<int64_t>(DTypeSize(t)); }
+
+// A GEMM's data type, compute type and its scalars -1, 0 and 1 (in the
+// compute type's scale type) for t.
+struct GemmTypes {
+  cudaDataType data = CUDA_R_64F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_64F;
+  alignas(16) unsigned char minus_one[16] = {}, zero[16] = {}, one[16] = {};
+};
+
+GemmTypes TypesFor(DType t) {
+  GemmTypes g;
+  auto set = [&g](auto m1, auto p1) {
+    static_assert(sizeof(m1) <= 16);
+    std::memcpy(g.minus_one, &m1, sizeof(m1));
+    std::memcpy(g.one, &p1, sizeof(p1));
+  };
+  switch (t) {
+    case DType::kF32:
+      g.data = CUDA_R_32F;
+      g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;  // never TF32
+      set(-1.0f, 1.0f);
+      break;
+    case DType::kC64:
+      g.data = CUDA_C_32F;
+      g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;
+      set(make_cuComplex(-1.0f, 0.0f), make_cuComplex(1.0f, 0.0f));
+      break;
+    case DType::kC128:
+      g.data = CUDA_C_64F;
+      g.compute = CUBLAS_COMPUTE_64F;
+      set(make_cuDoubleComplex(-1.0, 0.0), make_cuDoubleComplex(1.0, 0.0));
+      break;
+    default:
+      g.data = CUDA_R_64F;
+      g.compute = CUBLAS_COMPUTE_64F;
+      set(-1.0, 1.0);
+      break;
+  }
+  return g;
+}
+
+// `stream` waits for everything queued on `side` (joined on every path, so
+// that stream's later work and frees come after the side's products).
+void Join(cudaStream_t stream, cudaStream_t side, cudaEvent_t join) {
+  if (cudaEventRecord(join, side) == cudaSuccess) {
+    cudaStreamWaitEvent(stream, join, 0);
+  } else {
+    cudaStreamSynchronize(side);
+  }
+}
+
+}  // namespace
+
+int64_t SuperSweep::BlockRowsFor(int64_t n, int64_t min_n) {
+  if (min_n <= 0 || n < min_n) return 0;
+  for (int64_t nb : {1024, 512, 256}) {
+    if (n % nb == 0) return nb;
+  }
+  return 0;
+}
+
+int64_t SuperSweep::Bytes(DType t, int64_t n, int64_t nb) {
+  // dinv: n / nb blocks at a stride of nb (nb + 1); tmp: the largest
+  // level's n / (2 h) products of h x h, h = nb / 2; r: two columns.
+  return (n * (nb + 1) + n * nb / 4 + 2 * n) * Elem(t);
+}
+
+absl::StatusOr<std::unique_ptr<SuperSweep>> SuperSweep::Create(GpuContext& ctx, cublasHandle_t blas,
+                                                               cudaStream_t stream, DType t,
+                                                               int64_t n, const void* l,
+                                                               int64_t nb) {
+  if (t != DType::kF32 && t != DType::kF64 && t != DType::kC64 && t != DType::kC128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SuperSweep: dtype ", DTypeName(t), " is not F32, F64, C64 or C128"));
+  }
+  if (nb < 2 * kBaseRows || (nb & (nb - 1)) != 0 || n <= 0 || n % nb != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("SuperSweep: block rows ", nb,
+                                                   " must be a power of two >= 64 dividing n ", n));
+  }
+  std::unique_ptr<SuperSweep> s(new SuperSweep(t, n, nb, l));
+  const int64_t e = Elem(t);
+  LINALGD_ASSIGN_OR_RETURN(s->dinv_, ctx.mem.Allocate(n * (nb + 1) * e, stream));
+  LINALGD_ASSIGN_OR_RETURN(s->tmp_, ctx.mem.Allocate(n * nb / 4 * e, stream));
+  LINALGD_ASSIGN_OR_RETURN(s->r_, ctx.mem.Allocate(2 * n * e, stream));
+  s->events_.resize(2 * (n / nb) + 2, nullptr);
+  for (cudaEvent_t& ev : s->events_) {
+    LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  }
+  LINALGD_RETURN_IF_ERROR(s->Invert(blas, stream));
+  return s;
+}
+
+SuperSweep::~SuperSweep() {
+  for (cudaEvent_t ev : events_) {
+    if (ev != nullptr) cudaEventDestroy(ev);
+  }
+}
+
+absl::Status SuperSweep::Invert(cublasHandle_t blas, cudaStream_t stream) {
+  // Zero above every block's diagonal: each level's GEMMs read its
+  // inverses as full squares.
+  LINALGD_GPU_CHECK(cudaMemsetAsync(dinv_.data(), 0, dinv_.bytes(), stream));
+  LINALGD_RETURN_IF_ERROR(InvertLowerBlocks32(t_, l_, n_, n_, dinv_.data(), nb_, stream));
+  const GemmTypes g = TypesFor(t_);
+  const int64_t e = Elem(t_);
+  const int ld_l = static_cast<int>(n_), ld_d = static_cast<int>(nb_);
+  for (int64_t h = kBaseRows; h < nb_; h *= 2) {
+    // The blocks of 2 h rows at r = 2 h b: [[A, 0], [C, B]], C = L(r + h, r).
+    const int batch = static_cast<int>(n_ / (2 * h));
+    const int ih = static_cast<int>(h);
+    const long long stride_l = 2 * h * (n_ + 1), stride_d = 2 * h * (nb_ + 1), stride_t = h * h;
+    const char* c = L(h, 0);
+    char* a_inv = dinv_.as<char>();
+    char* b_inv = a_inv + h * (nb_ + 1) * e;
+    char* x = a_inv + h * e;  // the block's lower left
+    // tmp = C A^-1, then X = -B^-1 tmp.
+    LINALGD_GPU_CHECK(cublasGemmStridedBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, ih, ih, g.one,
+                                                 c, g.data, ld_l, stride_l, a_inv, g.data, ld_d,
+                                                 stride_d, g.zero, tmp_.data(), g.data, ih,
+                                                 stride_t, batch, g.compute, CUBLAS_GEMM_DEFAULT));
+    LINALGD_GPU_CHECK(cublasGemmStridedBatchedEx(
+        blas, CUBLAS_OP_N, CUBLAS_OP_N, ih, ih, ih, g.minus_one, b_inv, g.data, ld_d, stride_d,
+        tmp_.data(), g.data, ih, stride_t, g.zero, x, g.data, ld_d, stride_d, batch, g.compute,
+        CUBLAS_GEMM_DEFAULT));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t first_row,
+                               cudaStream_t stream, cudaStream_t side) {
+  if (columns != 1 && columns != 2) {
+    return absl::InternalError(absl::StrCat("SuperSweep: ", columns, " columns (1 or 2)"));
+  }
+  char* v = static_cast<char*>(x);
+  if (op == TriangleOp::kNoTranspose) return Forward(columns, v, first_row, stream, side);
+  return Backward(op == TriangleOp::kConjTranspose, columns, v, stream, side);
+}
+
+absl::Status SuperSweep::Forward(int columns, char* x, int64_t first_row, cudaStream_t stream,
+                                 cudaStream_t side) {
+  const int64_t e = Elem(t_), blocks = n_ / nb_;
+  const int64_t first = first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
+  auto solved = [&](int64_t b) { return events_[b]; };
+  auto updated = [&](int64_t b) { return events_[blocks + b]; };
+  cudaEvent_t fork = events_[2 * blocks], join = events_[2 * blocks + 1];
+  // r <- x from the first block on (x's rows above are zero, and stay so).
+  LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, x + first * nb_ * e, n_ * e,
+                                      (n_ - first * nb_) * e, columns, cudaMemcpyDeviceToDevice,
+                                      stream));
+  LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
+  absl::Cleanup joined = [&] { Join(stream, side, join); };
+  for (int64_t b = first; b < blocks; ++b) {
+    const int64_t step = b - first;
+    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(b - 2), 0));
+    if (step >= 1) {  // r_b -= L(b, b - 1) y_{b-1}
+      LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, L(b * nb_, (b - 1) * nb_), n_, nb_, nb_,
+                                         false, x + (b - 1) * nb_ * e, n_, R(b * nb_), n_, false,
+                                         stream));
+    }
+    // y_b = inverse_b r_b
+    LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, Inverse(b), nb_, nb_, nb_, true, R(b * nb_), n_,
+                                       x + b * nb_ * e, n_, true, stream));
+    LINALGD_GPU_CHECK(cudaEventRecord(solved(b), stream));
+    const int64_t rest = blocks - 2 - b;  // blocks beyond the next one
+    if (rest > 0) {                       // r_{b+2..} -= L(b+2.., b) y_b
+      LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, solved(b), 0));
+      LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, L((b + 2) * nb_, b * nb_), n_, rest * nb_,
+                                         nb_, false, x + b * nb_ * e, n_, R((b + 2) * nb_), n_,
+                                         false, side));
+      LINALGD_GPU_CHECK(cudaEventRecord(updated(b), side));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SuperSweep::Backward(bool conj, int columns, char* x, cudaStream_t stream,
+                                  cudaStream_t side) {
+  const int64_t e = Elem(t_), blocks = n_ / nb_;
+  auto solved = [&](int64_t b) { return events_[b]; };
+  auto updated = [&](int64_t b) { return events_[blocks + b]; };
+  cudaEvent_t fork = events_[2 * blocks], join = events_[2 * blocks + 1];
+  LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(0), n_ * e, x, n_ * e, n_ * e, columns,
+                                      cudaMemcpyDeviceToDevice, stream));
+  LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
+  absl::Cleanup joined = [&] { Join(stream, side, join); };
+  for (int64_t b = blocks - 1; b >= 0; --b) {
+    const int64_t step = blocks - 1 - b;
+    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(b + 2), 0));
+    if (step >= 1) {  // r_b -= op(L(b + 1, b))^T y_{b+1}
+      LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, L((b + 1) * nb_, b * nb_), n_, nb_, nb_,
+                                         false, x + (b + 1) * nb_ * e, n_, R(b * nb_), n_, false,
+                                         stream));
+    }
+    // y_b = op(inverse_b)^T r_b
+    LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, Inverse(b), nb_, nb_, nb_, true,
+                                       R(b * nb_), n_, x + b * nb_ * e, n_, true, stream));
+    LINALGD_GPU_CHECK(cudaEventRecord(solved(b), stream));
+    const int64_t rest = b - 1;  // blocks before the next one
+    if (rest > 0) {              // r_{..b-2} -= op(L(b, ..b-2))^T y_b
+      LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, solved(b), 0));
+      LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, L(b * nb_, 0), n_, rest * nb_, nb_,
+                                         false, x + b * nb_ * e, n_, R(0), n_, false, side));
+      LINALGD_GPU_CHECK(cudaEventRecord(updated(b), side));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace linalgd::gpu

@@ -1,0 +1,98 @@
+#ifndef LINALGD_SERVER_GPU_SUPER_SWEEP_H_
+#define LINALGD_SERVER_GPU_SUPER_SWEEP_H_
+
+// The condition estimate's triangular sweeps with a lower, non-unit factor
+// L (Cholesky's) in super-blocks of nb rows (1024, 512 or 256) instead of
+// the chain of 64-row links (kernels.h TriangularSolve).
+//
+// Made once per factor: the inverses of L's nb x nb diagonal blocks, from
+// the inverses of its 32 x 32 ones (one kernel) by doubling,
+// [[A, 0], [C, B]]^-1 = [[A^-1, 0], [-B^-1 C A^-1, B^-1]]: two strided
+// batched GEMMs a level over every block of the level at once (cuBLAS).
+// They are kept in a block-diagonal layout, element (i, j) at
+// dinv[i + j nb], so that the blocks of every level lie at one stride.
+//
+// A sweep, forward (op N) in block order, backward (op T or C) in reverse:
+// step L is two dependent nb x nb products on the sweep's stream, the last
+// block's part of block L's right-hand side (r_L -= T(L, prev) y_prev),
+// then y_L = op(inverse_L) r_L; the rest of y_L's products (the rows beyond
+// the next block) run on a second stream, joined back two steps later. So
+// the chain is n / nb steps of two launches where the 64-row chain has
+// n / 64 links, and every product reads its operands down columns. Each
+// product's sums have a fixed order: the same answer on every run.
+//
+// Numerics: y is that of a blocked solve with explicitly inverted diagonal
+// blocks, as the chain kernel's 64-row inverses make it; error bounds grow
+// with the diagonal blocks' condition. Used for the condition estimate,
+// which needs the solves' order of magnitude, never for a caller's x.
+
+#include <cublas_v2.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/dtype.h"
+#include "server/gpu/device_memory.h"
+#include "server/gpu/gpu_context.h"
+#include "server/gpu/kernels.h"
+
+namespace linalgd::gpu {
+
+class SuperSweep {
+ public:
+  // The super-block rows for n: the largest of 1024, 512 and 256 that
+  // divides n, from n >= min_n on (min_n <= 0: never); 0 where none does.
+  static int64_t BlockRowsFor(int64_t n, int64_t min_n);
+
+  // Allocates this sweep's buffers (ctx.mem, on `stream`) and queues the
+  // inverses of l's diagonal blocks on `stream` through `blas` (a cuBLAS
+  // handle bound to `stream`). l: n x n, lower, non-unit, column-major, ld
+  // n, read until this object is destroyed. nb: BlockRowsFor's (not 0).
+  // RESOURCE_EXHAUSTED where the memory budget refuses the buffers
+  // (SuperSweepBytes).
+  static absl::StatusOr<std::unique_ptr<SuperSweep>> Create(GpuContext& ctx, cublasHandle_t blas,
+                                                            cudaStream_t stream, DType t, int64_t n,
+                                                            const void* l, int64_t nb);
+  ~SuperSweep();
+  SuperSweep(const SuperSweep&) = delete;
+  SuperSweep& operator=(const SuperSweep&) = delete;
+
+  // x <- op(L)^-1 x for `columns` (1 or 2) columns of x (n x columns,
+  // column-major, ld n; device) on `stream`, its trailing updates forked
+  // onto `side` and joined back. first_row (op N only): x is zero above it,
+  // and the sweep starts at its block. REQUIRES: stream is Create's (the
+  // inverses are queued there) or ordered after it.
+  absl::Status Solve(TriangleOp op, int columns, void* x, int64_t first_row, cudaStream_t stream,
+                     cudaStream_t side);
+
+  // Device bytes Create allocates for t, n and nb.
+  static int64_t Bytes(DType t, int64_t n, int64_t nb);
+
+ private:
+  SuperSweep(DType t, int64_t n, int64_t nb, const void* l) : t_(t), n_(n), nb_(nb), l_(l) {}
+  absl::Status Invert(cublasHandle_t blas, cudaStream_t stream);
+  absl::Status Forward(int columns, char* x, int64_t first_row, cudaStream_t stream,
+                       cudaStream_t side);
+  absl::Status Backward(bool conj, int columns, char* x, cudaStream_t stream, cudaStream_t side);
+  // Element offsets in bytes.
+  const char* L(int64_t row, int64_t col) const {
+    return static_cast<const char*>(l_) + (row + col * n_) * DTypeSize(t_);
+  }
+  const char* Inverse(int64_t block) const {
+    return dinv_.as<char>() + block * nb_ * (nb_ + 1) * DTypeSize(t_);
+  }
+  char* R(int64_t row) const { return r_.as<char>() + row * DTypeSize(t_); }
+
+  const DType t_;
+  const int64_t n_, nb_;
+  const void* l_;
+  DeviceBuffer dinv_, tmp_, r_;
+  // solved(L), then updated(L), for each block, then fork and join.
+  std::vector<cudaEvent_t> events_;
+};
+
+}  // namespace linalgd::gpu
+
+#endif  // LINALGD_SERVER_GPU_SUPER_SWEEP_H_
