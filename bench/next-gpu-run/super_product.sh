@@ -13,7 +13,7 @@ grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure|Expected|Which is|super
   "$logs/super_tests.log" | head -60 >> "$s"
 for r in $(seq 1 "${ROUNDS:-2}"); do
   run "solves_$r" 120 "$h/bin/linalgd-gpu-bench" --only solves --sizes 4096,8192 --json "$json/solves_$r.json"
-  { echo "== solves_$r"; grep -E "^(cholesky|chol_|lu_solve)|benchmark failed" "$logs/solves_$r.log"; } >> "$s"
+  { echo "== solves_$r"; grep -E "^(cholesky|chol_|lu_solve)|benchmark failed|super-block sweeps" "$logs/solves_$r.log"; } >> "$s"
 done
 tar cJf "$out/logs-super_product.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
 cat "$s"

@@ -124,6 +124,9 @@ struct FactorRcondOptions {
   // sweep's buffers; else the chain of 64-row links. <= 0: never. rcond
   // agrees with the chain's to the estimator's rounding.
   int64_t super_min_n = 0;
+  // Non-null: counts the sweeps the super-block path made (tests and
+  // linalgd-gpu-bench check which path served).
+  int* super_sweeps = nullptr;
 };
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
                                    const void* factors, const int64_t* pivots, double anorm,

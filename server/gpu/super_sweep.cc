@@ -36,12 +36,12 @@ GemmTypes TypesFor(DType t) {
   switch (t) {
     case DType::kF32:
       g.data = CUDA_R_32F;
-      g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;  // never TF32
+      g.compute = CUBLAS_COMPUTE_32F;  // full fp32: the handles' math mode is the default
       set(-1.0f, 1.0f);
       break;
     case DType::kC64:
       g.data = CUDA_C_32F;
-      g.compute = CUBLAS_COMPUTE_32F_PEDANTIC;
+      g.compute = CUBLAS_COMPUTE_32F;
       set(make_cuComplex(-1.0f, 0.0f), make_cuComplex(1.0f, 0.0f));
       break;
     case DType::kC128:

@@ -254,11 +254,14 @@ absl::Status CompareSuper(GpuContext& ctx, DType t, Family f, int64_t n, double 
       double want, FactorRcond(ctx, t, SolveMethod::kCholesky, n, m.data(), nullptr, 1.0, chain));
   for (cudaStream_t st : {ctx.hs.stream, ctx.hs.side_stream}) {
     LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+    int sweeps = 0;
+    super.super_sweeps = &sweeps;
     LINALGD_ASSIGN_OR_RETURN(double got, FactorRcondOn(ctx, st, t, SolveMethod::kCholesky, n,
                                                        m.data(), nullptr, 1.0, super));
     const double diff = std::fabs(got - want) / std::fabs(want);
     gpu_test::ReportAccuracy(name, diff, tol);
     EXPECT_LE(diff, tol) << "super " << got << " chain " << want;
+    EXPECT_GE(sweeps, 4) << "the super-block sweeps did not serve the estimate";
   }
   if (f == Family::kRandom) {
     EXPECT_GT(want, 1e-5);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -232,12 +233,16 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
   gpu::FactorRcondOptions super, chain;
   super.super_min_n = gpu::kSuperSweepMinN;
   chain.super_min_n = 0;
+  int sweeps = 0;
+  super.super_sweeps = &sweeps;
   Row ch_chain{"chol_rcond_super_vs_chain", "f64", n, 0, 0, 0};
   LINALGD_ASSIGN_OR_RETURN(ch_chain.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
                              return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
                                                      w.data(), nullptr, 1.0, super)
                                  .status();
                            }));
+  std::printf("chol_rcond_super_vs_chain n=%lld: %d super-block sweeps in the timed estimates\n",
+              static_cast<long long>(n), sweeps);
   LINALGD_ASSIGN_OR_RETURN(ch_chain.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
                              return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
                                                      w.data(), nullptr, 1.0, chain)
