@@ -78,12 +78,6 @@ int64_t SuperSweep::BlockRowsFor(int64_t n, int64_t min_n) {
   return 0;
 }
 
-int64_t SuperSweep::Bytes(DType t, int64_t n, int64_t nb) {
-  // dinv: n / nb blocks at a stride of nb (nb + 1); tmp: the largest
-  // level's n / (2 h) products of h x h, h = nb / 2; r: two columns.
-  return (n * (nb + 1) + n * nb / 4 + 2 * n) * Elem(t);
-}
-
 absl::StatusOr<std::unique_ptr<SuperSweep>> SuperSweep::Create(GpuContext& ctx, cublasHandle_t blas,
                                                                cudaStream_t stream, DType t,
                                                                int64_t n, const void* l,

@@ -50,8 +50,8 @@ class SuperSweep {
   // inverses of l's diagonal blocks on `stream` through `blas` (a cuBLAS
   // handle bound to `stream`). l: n x n, lower, non-unit, column-major, ld
   // n, read until this object is destroyed. nb: BlockRowsFor's (not 0).
-  // RESOURCE_EXHAUSTED where the memory budget refuses the buffers
-  // (SuperSweepBytes).
+  // RESOURCE_EXHAUSTED where the memory budget refuses the buffers (about
+  // n (1.25 nb + 3) elements: the inverses, the doubling's products, r).
   static absl::StatusOr<std::unique_ptr<SuperSweep>> Create(GpuContext& ctx, cublasHandle_t blas,
                                                             cudaStream_t stream, DType t, int64_t n,
                                                             const void* l, int64_t nb);
@@ -66,9 +66,6 @@ class SuperSweep {
   // inverses are queued there) or ordered after it.
   absl::Status Solve(TriangleOp op, int columns, void* x, int64_t first_row, cudaStream_t stream,
                      cudaStream_t side);
-
-  // Device bytes Create allocates for t, n and nb.
-  static int64_t Bytes(DType t, int64_t n, int64_t nb);
 
  private:
   SuperSweep(DType t, int64_t n, int64_t nb, const void* l) : t_(t), n_(n), nb_(nb), l_(l) {}
