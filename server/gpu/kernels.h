@@ -204,8 +204,8 @@ inline constexpr int kMaxNonFiniteScans = 4;
 absl::Status FirstNonFiniteOfEach(const NonFiniteScan* scans, int count, cudaStream_t stream);
 
 // ---- The super-block triangular sweep's parts (super_sweep.h) ----
-// F32, F64, C64 and C128; column-major operands; INVALID_ARGUMENT for
-// shapes outside each contract.
+// F32, F64, C64 and C128; column-major operands; an error status (from
+// cudaErrorInvalidValue) for a dtype or shape outside each contract.
 
 // dinv's 32 x 32 diagonal blocks (leading dim ldd) <- the inverses of a's
 // (lower, non-unit, ld lda) for rows [0, n), n a multiple of 32; dinv's upper
@@ -214,12 +214,14 @@ absl::Status InvertLowerBlocks32(DType t, const void* a, int64_t n, int64_t lda,
                                  int64_t ldd, cudaStream_t stream);
 // out (assign: =, else -=) A x for `columns` (1 or 2) columns of x (ld ldx)
 // and out (ld ldo); A rows x cols (ld lda), rows a multiple of 32, cols of
-// 32; lower: A's entries above its diagonal are zero and skipped.
+// 32; lower: A's entries above its diagonal are zero (the columns past each
+// 32-row tile's last row are skipped).
 absl::Status SweepGemvN(DType t, int columns, const void* a, int64_t lda, int64_t rows,
                         int64_t cols, bool lower, const void* x, int64_t ldx, void* out,
                         int64_t ldo, bool assign, cudaStream_t stream);
 // out (assign: =, else -=) op(A)^T x, op conjugation when `conj`: A len x
-// outs (ld lda); lower: A's entries above its diagonal are zero and skipped.
+// outs (ld lda); lower: A's entries above its diagonal are zero (the rows
+// before each output's 32 are skipped).
 absl::Status SweepGemvT(DType t, int columns, bool conj, const void* a, int64_t lda, int64_t outs,
                         int64_t len, bool lower, const void* x, int64_t ldx, void* out, int64_t ldo,
                         bool assign, cudaStream_t stream);
