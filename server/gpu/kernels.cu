@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "server/gpu/elem_dispatch.cuh"
 #include "server/gpu/kernels_impl.h"
 
 namespace linalgd::gpu::impl {
@@ -324,46 +325,6 @@ int Blocks(int64_t work, int threads) {
 }
 
 int GridY(int64_t batch) { return static_cast<int>(std::min<int64_t>(batch, kMaxGridY)); }
-
-// Calls f(T*) with the pointer type of `t`; F32/F64 only unless `halves`.
-template <typename F>
-cudaError_t Dispatch(Elem t, bool halves, F&& f) {
-  switch (t) {
-    case Elem::kF32:
-      f(static_cast<float*>(nullptr));
-      break;
-    case Elem::kF64:
-      f(static_cast<double*>(nullptr));
-      break;
-    case Elem::kF16:
-      if (!halves) return cudaErrorInvalidValue;
-      f(static_cast<__half*>(nullptr));
-      break;
-    case Elem::kBF16:
-      if (!halves) return cudaErrorInvalidValue;
-      f(static_cast<__nv_bfloat16*>(nullptr));
-      break;
-    case Elem::kC64:  // arithmetic kernels are real; see DispatchComplexToo
-    case Elem::kC128:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
-}
-
-// Dispatch, and the complex dtypes as their pairs (float2, double2): for the
-// kernels that only move elements or take magnitudes (Mag, AsymDiff).
-template <typename F>
-cudaError_t DispatchComplexToo(Elem t, bool halves, F&& f) {
-  if (t == Elem::kC64) {
-    f(static_cast<float2*>(nullptr));
-    return cudaGetLastError();
-  }
-  if (t == Elem::kC128) {
-    f(static_cast<double2*>(nullptr));
-    return cudaGetLastError();
-  }
-  return Dispatch(t, halves, f);
-}
 
 // The real type of a complex Elem's parts, for the pair kernels.
 template <typename F>

@@ -6,8 +6,10 @@
 #include <cuComplex.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "server/gpu/device_arith.cuh"
+#include "server/gpu/elem_dispatch.cuh"
 #include "server/gpu/kernels_impl.h"
 
 namespace linalgd::gpu::impl {
@@ -151,116 +153,52 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T>
-cudaError_t InvertAs(const void* a, int64_t n, int64_t lda, void* dinv, int64_t ldd,
-                     cudaStream_t stream) {
-  if (n % kInvRows != 0) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  InvertLowerBlocksKernel<T><<<static_cast<unsigned>(n / kInvRows), 32, 0, stream>>>(
-      static_cast<const T*>(a), lda, static_cast<T*>(dinv), ldd);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t GemvNAs(int nrhs, const void* a, int64_t lda, int64_t rows, int64_t cols, bool lower,
-                    const void* x, int64_t ldx, void* out, int64_t ldo, bool assign,
-                    cudaStream_t stream) {
-  if (rows % 32 != 0 || cols % kWarpsN != 0 || (nrhs != 1 && nrhs != 2)) {
-    return cudaErrorInvalidValue;
-  }
-  if (rows == 0) return cudaSuccess;
-  const unsigned grid = static_cast<unsigned>(rows / 32);
-  const T* pa = static_cast<const T*>(a);
-  const T* px = static_cast<const T*>(x);
-  T* po = static_cast<T*>(out);
-  if (nrhs == 1) {
-    GemvNKernel<T, 1>
-        <<<grid, 32 * kWarpsN, 0, stream>>>(pa, lda, rows, cols, lower, px, ldx, po, ldo, assign);
-  } else {
-    GemvNKernel<T, 2>
-        <<<grid, 32 * kWarpsN, 0, stream>>>(pa, lda, rows, cols, lower, px, ldx, po, ldo, assign);
-  }
-  return cudaGetLastError();
-}
-
-template <typename T, bool kConj>
-cudaError_t GemvTAs(int nrhs, const void* a, int64_t lda, int64_t outs, int64_t len, bool lower,
-                    const void* x, int64_t ldx, void* out, int64_t ldo, bool assign,
-                    cudaStream_t stream) {
-  if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
-  if (outs == 0) return cudaSuccess;
-  const unsigned grid = static_cast<unsigned>((outs + kOutsPerCta - 1) / kOutsPerCta);
-  const T* pa = static_cast<const T*>(a);
-  const T* px = static_cast<const T*>(x);
-  T* po = static_cast<T*>(out);
-  if (nrhs == 1) {
-    GemvTKernel<T, 1, kConj>
-        <<<grid, kThreads, 0, stream>>>(pa, lda, outs, len, lower, px, ldx, po, ldo, assign);
-  } else {
-    GemvTKernel<T, 2, kConj>
-        <<<grid, kThreads, 0, stream>>>(pa, lda, outs, len, lower, px, ldx, po, ldo, assign);
-  }
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t InvertLowerBlocks32(Elem t, const void* a, int64_t n, int64_t lda, void* dinv,
                                 int64_t ldd, cudaStream_t stream) {
-  switch (t) {
-    case Elem::kF32:
-      return InvertAs<float>(a, n, lda, dinv, ldd, stream);
-    case Elem::kF64:
-      return InvertAs<double>(a, n, lda, dinv, ldd, stream);
-    case Elem::kC64:
-      return InvertAs<float2>(a, n, lda, dinv, ldd, stream);
-    case Elem::kC128:
-      return InvertAs<double2>(a, n, lda, dinv, ldd, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (n % kInvRows != 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  return DispatchSolverTypes(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    InvertLowerBlocksKernel<T><<<static_cast<unsigned>(n / kInvRows), 32, 0, stream>>>(
+        static_cast<const T*>(a), lda, static_cast<T*>(dinv), ldd);
+  });
 }
 
 cudaError_t SweepGemvN(Elem t, int nrhs, const void* a, int64_t lda, int64_t rows, int64_t cols,
                        bool lower, const void* x, int64_t ldx, void* out, int64_t ldo, bool assign,
                        cudaStream_t stream) {
-  switch (t) {
-    case Elem::kF32:
-      return GemvNAs<float>(nrhs, a, lda, rows, cols, lower, x, ldx, out, ldo, assign, stream);
-    case Elem::kF64:
-      return GemvNAs<double>(nrhs, a, lda, rows, cols, lower, x, ldx, out, ldo, assign, stream);
-    case Elem::kC64:
-      return GemvNAs<float2>(nrhs, a, lda, rows, cols, lower, x, ldx, out, ldo, assign, stream);
-    case Elem::kC128:
-      return GemvNAs<double2>(nrhs, a, lda, rows, cols, lower, x, ldx, out, ldo, assign, stream);
-    default:
-      return cudaErrorInvalidValue;
+  if (rows % 32 != 0 || cols % kWarpsN != 0 || (nrhs != 1 && nrhs != 2)) {
+    return cudaErrorInvalidValue;
   }
+  if (rows == 0) return cudaSuccess;
+  const unsigned grid = static_cast<unsigned>(rows / 32);
+  return DispatchSolverTypes(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    auto* kernel = nrhs == 1 ? GemvNKernel<T, 1> : GemvNKernel<T, 2>;
+    kernel<<<grid, 32 * kWarpsN, 0, stream>>>(static_cast<const T*>(a), lda, rows, cols, lower,
+                                              static_cast<const T*>(x), ldx, static_cast<T*>(out),
+                                              ldo, assign);
+  });
 }
 
 cudaError_t SweepGemvT(Elem t, int nrhs, bool conj, const void* a, int64_t lda, int64_t outs,
                        int64_t len, bool lower, const void* x, int64_t ldx, void* out, int64_t ldo,
                        bool assign, cudaStream_t stream) {
-  switch (t) {
-    case Elem::kF32:
-      return GemvTAs<float, false>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo, assign,
-                                   stream);
-    case Elem::kF64:
-      return GemvTAs<double, false>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo, assign,
-                                    stream);
-    case Elem::kC64:
-      return conj ? GemvTAs<float2, true>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo, assign,
-                                          stream)
-                  : GemvTAs<float2, false>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo, assign,
-                                           stream);
-    case Elem::kC128:
-      return conj ? GemvTAs<double2, true>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo, assign,
-                                           stream)
-                  : GemvTAs<double2, false>(nrhs, a, lda, outs, len, lower, x, ldx, out, ldo,
-                                            assign, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  if (nrhs != 1 && nrhs != 2) return cudaErrorInvalidValue;
+  if (outs == 0) return cudaSuccess;
+  const unsigned grid = static_cast<unsigned>((outs + kOutsPerCta - 1) / kOutsPerCta);
+  // Conjugation only where there is an imaginary part to flip.
+  conj = conj && (t == Elem::kC64 || t == Elem::kC128);
+  return DispatchSolverTypes(t, [&](auto* p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    auto* kernel = nrhs == 1 ? (conj ? GemvTKernel<T, 1, true> : GemvTKernel<T, 1, false>)
+                             : (conj ? GemvTKernel<T, 2, true> : GemvTKernel<T, 2, false>);
+    kernel<<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a), lda, outs, len, lower,
+                                          static_cast<const T*>(x), ldx, static_cast<T*>(out), ldo,
+                                          assign);
+  });
 }
 
 }  // namespace linalgd::gpu::impl
