@@ -139,82 +139,59 @@ absl::Status SuperSweep::Invert(cublasHandle_t blas, cudaStream_t stream) {
   return absl::OkStatus();
 }
 
+absl::Status SuperSweep::Product(TriangleOp op, int columns, const char* a, int64_t lda, int64_t m,
+                                 int64_t k, bool lower, const char* x, char* out, bool assign,
+                                 cudaStream_t stream) const {
+  if (op == TriangleOp::kNoTranspose) {
+    return SweepGemvN(t_, columns, a, lda, m, k, lower, x, n_, out, n_, assign, stream);
+  }
+  return SweepGemvT(t_, columns, op == TriangleOp::kConjTranspose, a, lda, m, k, lower, x, n_, out,
+                    n_, assign, stream);
+}
+
 absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t first_row,
                                cudaStream_t stream, cudaStream_t side) {
   if (columns != 1 && columns != 2) {
     return absl::InternalError(absl::StrCat("SuperSweep: ", columns, " columns (1 or 2)"));
   }
   char* v = static_cast<char*>(x);
-  if (op == TriangleOp::kNoTranspose) return Forward(columns, v, first_row, stream, side);
-  return Backward(op == TriangleOp::kConjTranspose, columns, v, stream, side);
-}
-
-absl::Status SuperSweep::Forward(int columns, char* x, int64_t first_row, cudaStream_t stream,
-                                 cudaStream_t side) {
+  const bool forward = op == TriangleOp::kNoTranspose;
   const int64_t e = Elem(t_), blocks = n_ / nb_;
-  const int64_t first = first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
+  const int64_t first = forward && first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
+  // The block a step solves: forward from `first` on, backward from the last.
+  auto block_at = [&](int64_t step) { return forward ? first + step : blocks - 1 - step; };
   auto solved = [&](int64_t b) { return events_[b]; };
   auto updated = [&](int64_t b) { return events_[blocks + b]; };
   cudaEvent_t fork = events_[2 * blocks], join = events_[2 * blocks + 1];
   // r <- x from the first block on (x's rows above are zero, and stay so).
-  LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, x + first * nb_ * e, n_ * e,
+  LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, v + first * nb_ * e, n_ * e,
                                       (n_ - first * nb_) * e, columns, cudaMemcpyDeviceToDevice,
                                       stream));
   LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
   LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
   absl::Cleanup joined = [&] { Join(stream, side, join); };
-  for (int64_t b = first; b < blocks; ++b) {
-    const int64_t step = b - first;
-    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(b - 2), 0));
-    if (step >= 1) {  // r_b -= L(b, b - 1) y_{b-1}
-      LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, L(b * nb_, (b - 1) * nb_), n_, nb_, nb_,
-                                         false, x + (b - 1) * nb_ * e, n_, R(b * nb_), n_, false,
-                                         stream));
+  for (int64_t step = 0; step < blocks - first; ++step) {
+    const int64_t b = block_at(step);
+    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(block_at(step - 2)), 0));
+    if (step >= 1) {  // r_b -= op(M) y_prev, M the factor's block between b and prev
+      const int64_t prev = block_at(step - 1);
+      LINALGD_RETURN_IF_ERROR(Product(op, columns,
+                                      L(std::max(b, prev) * nb_, std::min(b, prev) * nb_), n_, nb_,
+                                      nb_, false, v + prev * nb_ * e, R(b * nb_), false, stream));
     }
-    // y_b = inverse_b r_b
-    LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, Inverse(b), nb_, nb_, nb_, true, R(b * nb_), n_,
-                                       x + b * nb_ * e, n_, true, stream));
+    // y_b = op(inverse_b) r_b
+    LINALGD_RETURN_IF_ERROR(Product(op, columns, Inverse(b), nb_, nb_, nb_, true, R(b * nb_),
+                                    v + b * nb_ * e, true, stream));
     LINALGD_GPU_CHECK(cudaEventRecord(solved(b), stream));
-    const int64_t rest = blocks - 2 - b;  // blocks beyond the next one
-    if (rest > 0) {                       // r_{b+2..} -= L(b+2.., b) y_b
+    // The rows beyond the next block: forward r_{b+2..} -= L(b+2.., b) y_b;
+    // backward r_{..b-2} -= op(L(b, ..b-2)) y_b.
+    const int64_t rest = forward ? blocks - 2 - b : b - 1;
+    if (rest > 0) {
       LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, solved(b), 0));
-      LINALGD_RETURN_IF_ERROR(SweepGemvN(t_, columns, L((b + 2) * nb_, b * nb_), n_, rest * nb_,
-                                         nb_, false, x + b * nb_ * e, n_, R((b + 2) * nb_), n_,
-                                         false, side));
-      LINALGD_GPU_CHECK(cudaEventRecord(updated(b), side));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SuperSweep::Backward(bool conj, int columns, char* x, cudaStream_t stream,
-                                  cudaStream_t side) {
-  const int64_t e = Elem(t_), blocks = n_ / nb_;
-  auto solved = [&](int64_t b) { return events_[b]; };
-  auto updated = [&](int64_t b) { return events_[blocks + b]; };
-  cudaEvent_t fork = events_[2 * blocks], join = events_[2 * blocks + 1];
-  LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(0), n_ * e, x, n_ * e, n_ * e, columns,
-                                      cudaMemcpyDeviceToDevice, stream));
-  LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
-  LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
-  absl::Cleanup joined = [&] { Join(stream, side, join); };
-  for (int64_t b = blocks - 1; b >= 0; --b) {
-    const int64_t step = blocks - 1 - b;
-    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(b + 2), 0));
-    if (step >= 1) {  // r_b -= op(L(b + 1, b))^T y_{b+1}
-      LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, L((b + 1) * nb_, b * nb_), n_, nb_, nb_,
-                                         false, x + (b + 1) * nb_ * e, n_, R(b * nb_), n_, false,
-                                         stream));
-    }
-    // y_b = op(inverse_b)^T r_b
-    LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, Inverse(b), nb_, nb_, nb_, true,
-                                       R(b * nb_), n_, x + b * nb_ * e, n_, true, stream));
-    LINALGD_GPU_CHECK(cudaEventRecord(solved(b), stream));
-    const int64_t rest = b - 1;  // blocks before the next one
-    if (rest > 0) {              // r_{..b-2} -= op(L(b, ..b-2))^T y_b
-      LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, solved(b), 0));
-      LINALGD_RETURN_IF_ERROR(SweepGemvT(t_, columns, conj, L(b * nb_, 0), n_, rest * nb_, nb_,
-                                         false, x + b * nb_ * e, n_, R(0), n_, false, side));
+      const char* a = forward ? L((b + 2) * nb_, b * nb_) : L(b * nb_, 0);
+      char* out = forward ? R((b + 2) * nb_) : R(0);
+      LINALGD_RETURN_IF_ERROR(
+          Product(op, columns, a, n_, rest * nb_, nb_, false, v + b * nb_ * e, out, false, side));
       LINALGD_GPU_CHECK(cudaEventRecord(updated(b), side));
     }
   }

@@ -70,9 +70,11 @@ class SuperSweep {
  private:
   SuperSweep(DType t, int64_t n, int64_t nb, const void* l) : t_(t), n_(n), nb_(nb), l_(l) {}
   absl::Status Invert(cublasHandle_t blas, cudaStream_t stream);
-  absl::Status Forward(int columns, char* x, int64_t first_row, cudaStream_t stream,
-                       cudaStream_t side);
-  absl::Status Backward(bool conj, int columns, char* x, cudaStream_t stream, cudaStream_t side);
+  // out (assign: =, else -=) op(A) x for a sweep step: op N, A m x k (ld
+  // lda); op T / C, A k x m. x and out: `columns` columns, ld n.
+  absl::Status Product(TriangleOp op, int columns, const char* a, int64_t lda, int64_t m, int64_t k,
+                       bool lower, const char* x, char* out, bool assign,
+                       cudaStream_t stream) const;
   // Element offsets in bytes.
   const char* L(int64_t row, int64_t col) const {
     return static_cast<const char*>(l_) + (row + col * n_) * DTypeSize(t_);
