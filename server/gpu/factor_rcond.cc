@@ -240,9 +240,9 @@ absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step) {
     return nullptr;
   }
   if (super_ != nullptr) return super_.get();
-  const HandleSet& hs = ctx_.hs;
+  HandleSet& hs = ctx_.hs;
   const cublasHandle_t blas = stream_ == hs.stream        ? hs.blas
-                              : stream_ == hs.side_stream ? hs.side_blas
+                              : stream_ == hs.side_stream ? hs.SideBlas()
                                                           : nullptr;
   if (blas == nullptr) {
     super_refused_ = true;

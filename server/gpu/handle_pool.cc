@@ -39,13 +39,6 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   LINALGD_GPU_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&check_host),
                                   kCheckSlots * sizeof(unsigned long long), cudaHostAllocDefault));
   LINALGD_GPU_CHECK(cublasSetWorkspace(blas, workspace, workspace_bytes));
-  if (cublasCreate(&side_blas) != CUBLAS_STATUS_SUCCESS) {
-    side_blas = nullptr;
-  } else if (cublasSetStream(side_blas, side_stream) != CUBLAS_STATUS_SUCCESS ||
-             cublasSetWorkspace(side_blas, nullptr, 0) != CUBLAS_STATUS_SUCCESS) {
-    cublasDestroy(side_blas);
-    side_blas = nullptr;
-  }
   for (cudaEvent_t& e : copy_events) {
     LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
@@ -54,6 +47,19 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   LINALGD_GPU_CHECK(cudaMalloc(&small_device, small));
   small_bytes = small;
   return absl::OkStatus();
+}
+
+cublasHandle_t HandleSet::SideBlas() {
+  if (side_blas != nullptr || side_blas_refused) return side_blas;
+  if (cudaSetDevice(device) != cudaSuccess || cublasCreate(&side_blas) != CUBLAS_STATUS_SUCCESS) {
+    side_blas = nullptr;
+  } else if (cublasSetStream(side_blas, side_stream) != CUBLAS_STATUS_SUCCESS ||
+             cublasSetWorkspace(side_blas, nullptr, 0) != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(side_blas);
+    side_blas = nullptr;
+  }
+  side_blas_refused = side_blas == nullptr;
+  return side_blas;
 }
 
 // Destruction errors are ignored: after a sticky error every call fails, and

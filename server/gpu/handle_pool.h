@@ -38,7 +38,7 @@ struct HandleSet {
 
   int device = 0;
   cudaStream_t stream = nullptr;
-  // Only linalgd's kernels, plain copies and side_blas's calls run on
+  // Only linalgd's kernels, plain copies and SideBlas()'s calls run on
   // side_stream. side_event: recorded on one stream and waited
   // for on the other (one job at a time uses it).
   cudaStream_t side_stream = nullptr;
@@ -53,8 +53,12 @@ struct HandleSet {
   // A second cuBLAS handle, bound to side_stream and without a workspace
   // (cublasSetWorkspace to none): the condition estimate's super-block
   // inverses (super_sweep.h), made on side_stream beside the user's solve.
-  // Null where the library refused that setting.
+  // Created on the first SideBlas() (null until then, and for good where
+  // the library refused it), so a server that never takes that path never
+  // pays for it at start-up. The set's job thread only, as every handle here.
+  cublasHandle_t SideBlas();
   cublasHandle_t side_blas = nullptr;
+  bool side_blas_refused = false;
   cublasLtHandle_t lt = nullptr;
   cusolverDnHandle_t solver = nullptr;
   cusolverDnParams_t solver_params = nullptr;

@@ -236,7 +236,7 @@ INSTANTIATE_TEST_SUITE_P(Families, RcondPairedTest, ::testing::ValuesIn(PairedPa
 // super_min_n 256 here, so at n 768 (three 256-row steps) and 1024 (one
 // 1024-row step)) against the same through the chain (super_min_n 0), on
 // ctx.hs.stream and on hs.side_stream (where the dense solves run it, with
-// hs.side_blas): the same estimator on solves that differ by rounding, so
+// hs.SideBlas()): the same estimator on solves that differ by rounding, so
 // rcond within `tol`.
 absl::Status CompareSuper(GpuContext& ctx, DType t, Family f, int64_t n, double tol,
                           int64_t super_min_n = 256) {

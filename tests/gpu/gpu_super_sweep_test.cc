@@ -4,7 +4,7 @@
 // five doubling levels, one to sixteen steps, the trailing updates on the
 // second stream or none), the forward sweep's first-row hint, both streams
 // a job's estimate runs on (hs.stream with hs.blas, hs.side_stream with
-// hs.side_blas), and the same answer bit for bit on a second run. L's upper
+// hs.SideBlas()), and the same answer bit for bit on a second run. L's upper
 // triangle is NaN: a sweep that read it would answer NaN. Skips without a
 // GPU.
 #include <cmath>
@@ -103,7 +103,8 @@ TEST_P(SuperSweepTest, MatchesHostSubstitution) {
   const bool complex = IsComplex(p.t);
   gpu_test::OnGpu([&](GpuContext& ctx) -> absl::Status {
     HandleSet& hs = ctx.hs;
-    EXPECT_NE(hs.side_blas, nullptr) << "the side stream's cuBLAS handle";
+    const cublasHandle_t side_blas = hs.SideBlas();
+    EXPECT_NE(side_blas, nullptr) << "the side stream's cuBLAS handle";
     const Vec l = LowerFactor(p.n, complex, static_cast<uint32_t>(p.n + p.nb));
     LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dl, gpu_test::Upload(ctx, l, p.t));
     const Vec b = gpu_test::RandomValues(2 * p.n, complex, 7);
@@ -113,8 +114,8 @@ TEST_P(SuperSweepTest, MatchesHostSubstitution) {
       const char* name;
     };
     std::vector<On> ons = {{hs.stream, hs.column_stream, hs.blas, "stream"}};
-    if (hs.side_blas != nullptr) {
-      ons.push_back({hs.side_stream, hs.column_stream, hs.side_blas, "side_stream"});
+    if (side_blas != nullptr) {
+      ons.push_back({hs.side_stream, hs.column_stream, side_blas, "side_stream"});
     }
     for (const On& on : ons) {
       LINALGD_ASSIGN_OR_RETURN(
