@@ -137,8 +137,13 @@ class FactorSolves {
   template <typename V>
   absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps, int64_t unit_row = -1);
 
-  // Counts each sweep the super-block path makes in *count (null: none).
-  void CountSuperSweeps(int* count) { super_sweeps_ = count; }
+  // The super-block sweeps' trailing updates forked onto
+  // ctx.hs.column_stream (super_sweep.h), and *count counting each sweep
+  // (null: none): FactorRcondOptions' super_forked and super_sweeps.
+  void SuperSweepOptions(bool forked, int* count) {
+    super_forked_ = forked;
+    super_sweeps_ = count;
+  }
 
  private:
   FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
@@ -216,6 +221,7 @@ class FactorSolves {
   std::unique_ptr<SuperSweep> super_;
   bool super_refused_ = false;
   bool super_call_ = false;      // this Run's triangle steps are the super sweep's
+  bool super_forked_ = false;    // FactorRcondOptions::super_forked
   int* super_sweeps_ = nullptr;  // FactorRcondOptions::super_sweeps
   DeviceBuffer v_, tmp_, perm_, scratch_;
   bool split_ = false;  // a two-column call runs as two lanes
@@ -326,7 +332,8 @@ absl::Status FactorSolves::Apply(const Step& step, const Lane& lane, int64_t fir
   if (super_call_) {
     if (super_sweeps_ != nullptr) ++*super_sweeps_;
     return super_->Solve(step.op, lane.count, v_.as<char>() + lane.first * n_ * DTypeSize(t_),
-                         first_nonzero, lane.stream, ctx_.hs.column_stream);
+                         first_nonzero, lane.stream,
+                         super_forked_ ? ctx_.hs.column_stream : nullptr);
   }
   TrsvOptions o;
   o.columns = lane.count;
@@ -657,7 +664,7 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
       std::unique_ptr<FactorSolves> fs,
       FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl,
                            options.split_columns, options.early_start, options.super_min_n));
-  fs->CountSuperSweeps(options.super_sweeps);
+  fs->SuperSweepOptions(options.super_forked, options.super_sweeps);
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
   // One solve with a (or a^T) on the host vectors v, through the device.
   auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {

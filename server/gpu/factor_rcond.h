@@ -124,6 +124,11 @@ struct FactorRcondOptions {
   // sweep's buffers; else the chain of 64-row links. <= 0: never. rcond
   // agrees with the chain's to the estimator's rounding.
   int64_t super_min_n = 0;
+  // The super-block sweeps' trailing updates on ctx.hs.column_stream beside
+  // each step's critical products (super_sweep.h: a shorter path on the
+  // device, more host calls a step); false: one stream, two launches a
+  // step. The same rcond, bitwise.
+  bool super_forked = false;
   // Non-null: counts the sweeps the super-block path made (tests and
   // linalgd-gpu-bench check which path served).
   int* super_sweeps = nullptr;

@@ -155,7 +155,7 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
     return absl::InternalError(absl::StrCat("SuperSweep: ", columns, " columns (1 or 2)"));
   }
   char* v = static_cast<char*>(x);
-  const bool forward = op == TriangleOp::kNoTranspose;
+  const bool forward = op == TriangleOp::kNoTranspose, forked = side != nullptr;
   const int64_t e = Elem(t_), blocks = n_ / nb_;
   const int64_t first = forward && first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
   // The block a step solves: forward from `first` on, backward from the last.
@@ -167,13 +167,19 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
   LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, v + first * nb_ * e, n_ * e,
                                       (n_ - first * nb_) * e, columns, cudaMemcpyDeviceToDevice,
                                       stream));
-  LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
-  LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
-  absl::Cleanup joined = [&] { Join(stream, side, join); };
+  if (forked) {
+    LINALGD_GPU_CHECK(cudaEventRecord(fork, stream));
+    LINALGD_GPU_CHECK(cudaStreamWaitEvent(side, fork, 0));
+  }
+  absl::Cleanup joined = [&] {
+    if (forked) Join(stream, side, join);
+  };
   for (int64_t step = 0; step < blocks - first; ++step) {
     const int64_t b = block_at(step);
-    if (step >= 2) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(block_at(step - 2)), 0));
-    if (step >= 1) {  // r_b -= op(M) y_prev, M the factor's block between b and prev
+    if (forked && step >= 2) {
+      LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, updated(block_at(step - 2)), 0));
+    }
+    if (forked && step >= 1) {  // r_b -= op(M) y_prev, M the factor's block between b and prev
       const int64_t prev = block_at(step - 1);
       LINALGD_RETURN_IF_ERROR(Product(op, columns,
                                       L(std::max(b, prev) * nb_, std::min(b, prev) * nb_), n_, nb_,
@@ -182,6 +188,18 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
     // y_b = op(inverse_b) r_b
     LINALGD_RETURN_IF_ERROR(Product(op, columns, Inverse(b), nb_, nb_, nb_, true, R(b * nb_),
                                     v + b * nb_ * e, true, stream));
+    if (!forked) {
+      // Every row still to solve, in one product: forward r_{b+1..} -=
+      // L(b+1.., b) y_b; backward r_{..b-1} -= op(L(b, ..b-1)) y_b.
+      const int64_t rest = forward ? blocks - 1 - b : b;
+      if (rest > 0) {
+        const char* a = forward ? L((b + 1) * nb_, b * nb_) : L(b * nb_, 0);
+        char* out = forward ? R((b + 1) * nb_) : R(0);
+        LINALGD_RETURN_IF_ERROR(Product(op, columns, a, n_, rest * nb_, nb_, false, v + b * nb_ * e,
+                                        out, false, stream));
+      }
+      continue;
+    }
     LINALGD_GPU_CHECK(cudaEventRecord(solved(b), stream));
     // The rows beyond the next block: forward r_{b+2..} -= L(b+2.., b) y_b;
     // backward r_{..b-2} -= op(L(b, ..b-2)) y_b.

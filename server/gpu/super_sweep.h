@@ -12,14 +12,18 @@
 // They are kept in a block-diagonal layout, element (i, j) at
 // dinv[i + j nb], so that the blocks of every level lie at one stride.
 //
-// A sweep, forward (op N) in block order, backward (op T or C) in reverse:
-// step L is two dependent nb x nb products on the sweep's stream, the last
-// block's part of block L's right-hand side (r_L -= T(L, prev) y_prev),
-// then y_L = op(inverse_L) r_L; the rest of y_L's products (the rows beyond
-// the next block) run on a second stream, joined back two steps later. So
-// the chain is n / nb steps of two launches where the 64-row chain has
-// n / 64 links, and every product reads its operands down columns. Each
-// product's sums have a fixed order: the same answer on every run.
+// A sweep, forward (op N) in block order, backward (op T or C) in reverse,
+// is n / nb steps where the 64-row chain has n / 64 links; every product
+// reads its operands down columns. In one stream (Solve's side null), step
+// L is y_L = op(inverse_L) r_L, then one product updating every row still
+// to solve with it (r -= T(.., L) y_L): two launches a step. Forked (side
+// given), step L is two dependent nb x nb products on the sweep's stream,
+// the last block's part of block L's right-hand side (r_L -= T(L, prev)
+// y_prev), then y_L = op(inverse_L) r_L; the rest of y_L's products (the
+// rows beyond the next block) run on `side`, joined back two steps later:
+// a shorter critical path on the device, three launches and four event
+// calls a step on the host. Each product's sums have a fixed order: the
+// same answer on every run, in either form.
 //
 // Numerics: y is that of a blocked solve with explicitly inverted diagonal
 // blocks, as the chain kernel's 64-row inverses make it; error bounds grow
@@ -60,10 +64,11 @@ class SuperSweep {
   SuperSweep& operator=(const SuperSweep&) = delete;
 
   // x <- op(L)^-1 x for `columns` (1 or 2) columns of x (n x columns,
-  // column-major, ld n; device) on `stream`, its trailing updates forked
-  // onto `side` and joined back. first_row (op N only): x is zero above it,
-  // and the sweep starts at its block. REQUIRES: stream is Create's (the
-  // inverses are queued there) or ordered after it.
+  // column-major, ld n; device) on `stream`; side: null, every product on
+  // `stream`, else the trailing updates forked onto `side` and joined back.
+  // first_row (op N only): x is zero above it, and the sweep starts at its
+  // block. REQUIRES: stream is Create's (the inverses are queued there) or
+  // ordered after it.
   absl::Status Solve(TriangleOp op, int columns, void* x, int64_t first_row, cudaStream_t stream,
                      cudaStream_t side);
 
@@ -88,7 +93,8 @@ class SuperSweep {
   const int64_t n_, nb_;
   const void* l_;
   DeviceBuffer dinv_, tmp_, r_;
-  // solved(L), then updated(L), for each block, then fork and join.
+  // solved(L), then updated(L), for each block, then fork and join (a
+  // forked sweep's).
   std::vector<cudaEvent_t> events_;
 };
 

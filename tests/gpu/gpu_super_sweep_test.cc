@@ -2,7 +2,8 @@
 // a float64 (complex<double>) substitution on the host, for every dtype, op
 // N / T / C, one and two columns, several super-block heights (so one to
 // five doubling levels, one to sixteen steps, the trailing updates on the
-// second stream or none), the forward sweep's first-row hint, both streams
+// second stream or none), the forked and the one-stream form (bit for bit
+// the same), the forward sweep's first-row hint, both streams
 // a job's estimate runs on (hs.stream with hs.blas, hs.side_stream with
 // hs.SideBlas()), and the same answer bit for bit on a second run. L's upper
 // triangle is NaN: a sweep that read it would answer NaN. Skips without a
@@ -136,20 +137,27 @@ TEST_P(SuperSweepTest, MatchesHostSubstitution) {
             }
             LINALGD_ASSIGN_OR_RETURN(DeviceBuffer dx, gpu_test::Upload(ctx, want, p.t));
             LINALGD_ASSIGN_OR_RETURN(DeviceBuffer again, gpu_test::Upload(ctx, want, p.t));
+            LINALGD_ASSIGN_OR_RETURN(DeviceBuffer one, gpu_test::Upload(ctx, want, p.t));
             LINALGD_GPU_CHECK(cudaStreamSynchronize(hs.stream));
             LINALGD_RETURN_IF_ERROR(
                 sweep->Solve(op, columns, dx.data(), first_row, on.stream, on.side));
             LINALGD_RETURN_IF_ERROR(
                 sweep->Solve(op, columns, again.data(), first_row, on.stream, on.side));
+            // The one-stream form (no side stream): the same sums in the same order.
+            LINALGD_RETURN_IF_ERROR(
+                sweep->Solve(op, columns, one.data(), first_row, on.stream, nullptr));
             LINALGD_ASSIGN_OR_RETURN(Vec got,
                                      gpu_test::Download(dx.data(), columns * p.n, p.t, on.stream));
             LINALGD_ASSIGN_OR_RETURN(
                 Vec got2, gpu_test::Download(again.data(), columns * p.n, p.t, on.stream));
+            LINALGD_ASSIGN_OR_RETURN(Vec got_one,
+                                     gpu_test::Download(one.data(), columns * p.n, p.t, on.stream));
             HostSolve(l, p.n, op, want, columns);
             const double diff = MaxRelDiff(got, want);
             gpu_test::ReportAccuracy(absl::StrCat("super sweep ", CaseName({p, 0})), diff, tol);
             EXPECT_LE(diff, tol);
             EXPECT_EQ(got, got2) << "a second run's answer differs";
+            EXPECT_EQ(got, got_one) << "the one-stream sweep's answer differs from the forked";
           }
         }
       }

@@ -130,7 +130,9 @@ absl::Status DirectCholesky(gpu::GpuContext& ctx, DirectSolver& s, int64_t n, co
 // (*_rcond_vs_no_early_start: FactorRcondOptions::early_start), Cholesky's
 // estimate through the super-block sweeps against the same through the
 // 64-row chain (chol_rcond_super_vs_chain: FactorRcondOptions::super_min_n
-// kSuperSweepMinN and 0; the same below it), and a solve with 3
+// kSuperSweepMinN and 0; the same below it; chol_rcond_super_vs_forked: its
+// sweeps in one stream against forked, FactorRcondOptions::super_forked),
+// and a solve with 3
 // right-hand sides (b and the estimator's two start vectors) against one
 // with b alone.
 absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolver& s, int64_t n,
@@ -248,8 +250,17 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, chain)
                                  .status();
                            }));
-  return std::vector<Row>{lu, lu_lib, lu_old, lu_joint, lu_turn, k3,
-                          ch, ch_lib, ch_old, ch_joint, ch_turn, ch_chain};
+  gpu::FactorRcondOptions forked = super;
+  forked.super_forked = true;
+  forked.super_sweeps = nullptr;
+  Row ch_forked{"chol_rcond_super_vs_forked", "f64", n, ch_chain.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_forked.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, forked)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu,     lu_lib, lu_old,   lu_joint, lu_turn,  k3,       ch,
+                          ch_lib, ch_old, ch_joint, ch_turn,  ch_chain, ch_forked};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {

@@ -9,6 +9,7 @@
 // server.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "server/common/status_macros.h"
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/kernels.h"
+#include "server/gpu/super_sweep.h"
 #include "server/gpu/triangular_solve.h"
 #include "tools/gpu_bench/bench_cases.h"
 #include "tools/gpu_bench/bench_timing.h"
@@ -162,6 +164,69 @@ absl::Status Compare(const std::string& op, int64_t n, const double* got, const 
   return absl::OkStatus();
 }
 
+// The product's super-block sweep (server/gpu/super_sweep.h) in parts:
+// product<nb>_setup (Create: its buffers and the diagonal blocks' inverses),
+// product<nb>_LN / _LT (one sweep of 1 or 2 columns in one stream; _forked:
+// its trailing updates on the column stream) against the chain kernel's
+// sweep of the same columns.
+absl::Status ProductRows(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n, int64_t nb,
+                         const gpu::DeviceBuffer& a, const gpu::DeviceBuffer& b,
+                         gpu::DeviceBuffer& scratch, int reps, std::vector<Row>& rows) {
+  const cudaStream_t st = ctx.hs.stream;
+  LINALGD_GPU_CHECK(cublasSetStream(h, st));
+  Row setup{absl::StrCat("product", nb, "_setup"), "f64", n, 0, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(
+      setup.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+        return gpu::SuperSweep::Create(ctx, h, st, DType::kF64, n, a.data(), nb).status();
+      }));
+  rows.push_back(setup);
+  LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<gpu::SuperSweep> sweep,
+                           gpu::SuperSweep::Create(ctx, h, st, DType::kF64, n, a.data(), nb));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer v, ctx.Alloc(2 * n * 8));
+  LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer w, ctx.Alloc(2 * n * 8));
+  for (bool trans : {false, true}) {
+    const gpu::TriangleOp op = trans ? gpu::TriangleOp::kTranspose : gpu::TriangleOp::kNoTranspose;
+    for (int columns : {1, 2}) {
+      Row row{absl::StrCat("product", nb, trans ? "_LT" : "_LN", columns == 2 ? "_2col" : ""),
+              "f64",
+              n,
+              0,
+              0,
+              static_cast<double>(n) * n * columns};
+      auto load = [&](gpu::DeviceBuffer& to) -> absl::Status {
+        for (int c = 0; c < columns; ++c) {
+          LINALGD_GPU_CHECK(cudaMemcpyAsync(to.as<char>() + c * n * 8, b.data(), n * 8,
+                                            cudaMemcpyDeviceToDevice, st));
+        }
+        return absl::OkStatus();
+      };
+      LINALGD_ASSIGN_OR_RETURN(
+          row.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+            LINALGD_RETURN_IF_ERROR(load(w));
+            for (int c = 0; c < columns; ++c) {
+              LINALGD_RETURN_IF_ERROR(gpu::SolveTriangle(
+                  ctx.hs, gpu::TrsvImpl::kCustom, DType::kF64, gpu::TriangleFill::kLower, op, false,
+                  n, a.data(), n, w.as<char>() + c * n * 8, scratch.data()));
+            }
+            return absl::OkStatus();
+          }));
+      // One stream (the default), then forked onto the column stream.
+      for (bool forked : {false, true}) {
+        Row r = row;
+        if (forked) r.op += "_forked";
+        LINALGD_ASSIGN_OR_RETURN(r.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                                   LINALGD_RETURN_IF_ERROR(load(v));
+                                   return sweep->Solve(op, columns, v.data(), 0, st,
+                                                       forked ? ctx.hs.column_stream : nullptr);
+                                 }));
+        LINALGD_RETURN_IF_ERROR(Compare(r.op, n, v.as<double>(), w.as<double>(), st));
+        rows.push_back(r);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n,
                                             int reps) {
   const cudaStream_t st = ctx.hs.stream, side = ctx.hs.side_stream;
@@ -189,6 +254,7 @@ absl::StatusOr<std::vector<Row>> SuperCases(gpu::GpuContext& ctx, cublasHandle_t
                                                dinv.as<double>());
                              }));
     rows.push_back(setup);
+    LINALGD_RETURN_IF_ERROR(ProductRows(ctx, h, n, nb, a, b, scratch, reps, rows));
     // The inverses transposed (the cooperative kernel's forward sweep) and
     // its scratch for the partial sums of 128-column chunks.
     LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer dinv_t, ctx.Alloc(n * nb * 8));
