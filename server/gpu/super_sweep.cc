@@ -95,10 +95,6 @@ absl::StatusOr<std::unique_ptr<SuperSweep>> SuperSweep::Create(GpuContext& ctx, 
   LINALGD_ASSIGN_OR_RETURN(s->dinv_, ctx.mem.Allocate(n * (nb + 1) * e, stream));
   LINALGD_ASSIGN_OR_RETURN(s->tmp_, ctx.mem.Allocate(n * nb / 4 * e, stream));
   LINALGD_ASSIGN_OR_RETURN(s->r_, ctx.mem.Allocate(2 * n * e, stream));
-  s->events_.resize(2 * (n / nb) + 2, nullptr);
-  for (cudaEvent_t& ev : s->events_) {
-    LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  }
   LINALGD_RETURN_IF_ERROR(s->Invert(blas, stream));
   return s;
 }
@@ -160,9 +156,16 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
   const int64_t first = forward && first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
   // The block a step solves: forward from `first` on, backward from the last.
   auto block_at = [&](int64_t step) { return forward ? first + step : blocks - 1 - step; };
+  if (forked && events_.empty()) {  // made on the first forked sweep
+    events_.resize(2 * blocks + 2, nullptr);
+    for (cudaEvent_t& ev : events_) {
+      LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    }
+  }
   auto solved = [&](int64_t b) { return events_[b]; };
   auto updated = [&](int64_t b) { return events_[blocks + b]; };
-  cudaEvent_t fork = events_[2 * blocks], join = events_[2 * blocks + 1];
+  cudaEvent_t fork = forked ? events_[2 * blocks] : nullptr;
+  cudaEvent_t join = forked ? events_[2 * blocks + 1] : nullptr;
   // r <- x from the first block on (x's rows above are zero, and stay so).
   LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, v + first * nb_ * e, n_ * e,
                                       (n_ - first * nb_) * e, columns, cudaMemcpyDeviceToDevice,

@@ -93,8 +93,8 @@ class SuperSweep {
   const int64_t n_, nb_;
   const void* l_;
   DeviceBuffer dinv_, tmp_, r_;
-  // solved(L), then updated(L), for each block, then fork and join (a
-  // forked sweep's).
+  // A forked sweep's: solved(L), then updated(L), for each block, then
+  // fork and join; made by the first forked Solve (none in one stream).
   std::vector<cudaEvent_t> events_;
 };
 
