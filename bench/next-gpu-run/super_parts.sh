@@ -2,7 +2,8 @@
 # The product's super-block sweep in parts and whole: its GPU tests (*Super*), then
 # linalgd-gpu-bench --only super (product<nb>_setup = SuperSweep::Create, its inverses;
 # product<nb>_LN / _LT[_2col] = one sweep of 1 or 2 columns in one stream, _forked with its
-# trailing updates on the column stream, against the chain kernel's sweep) and the solves rows
+# trailing updates on the column stream, _graph each captured once and replayed as a CUDA graph
+# (the host's launches out), against the chain kernel's sweep) and the solves rows
 # (chol_rcond_super_vs_chain, chol_rcond_super_vs_forked, cholesky_solve_super_vs_chain),
 # ROUNDS (2) times at 4096 and 8192. About 90 s. Bundle: gpu_run_env.sh, this script,
 # liblinalgd_crc32c.so, linalgd, linalgd-gpu-bench, gpu_tests.

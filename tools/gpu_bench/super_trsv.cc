@@ -164,11 +164,27 @@ absl::Status Compare(const std::string& op, int64_t n, const double* got, const 
   return absl::OkStatus();
 }
 
+// A sweep of the product's SuperSweep captured from `st` (its fork onto a
+// second stream and the join included) and instantiated (no events of its
+// own: the sweep's are captured).
+template <typename Enqueue>
+absl::StatusOr<std::unique_ptr<SuperSweep>> CaptureSweep(cudaStream_t st, Enqueue enqueue) {
+  auto g = std::make_unique<SuperSweep>();
+  LINALGD_GPU_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  const absl::Status issued = enqueue();
+  const cudaError_t end = cudaStreamEndCapture(st, &g->graph);
+  LINALGD_RETURN_IF_ERROR(issued);
+  LINALGD_GPU_CHECK(end);
+  LINALGD_GPU_CHECK(cudaGraphInstantiate(&g->exec, g->graph, 0));
+  return g;
+}
+
 // The product's super-block sweep (server/gpu/super_sweep.h) in parts:
 // product<nb>_setup (Create: its buffers and the diagonal blocks' inverses),
 // product<nb>_LN / _LT (one sweep of 1 or 2 columns in one stream; _forked:
-// its trailing updates on the column stream) against the chain kernel's
-// sweep of the same columns.
+// its trailing updates on the column stream; _graph: the same captured once
+// and replayed as a CUDA graph, so the host's launches drop out) against
+// the chain kernel's sweep of the same columns.
 absl::Status ProductRows(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n, int64_t nb,
                          const gpu::DeviceBuffer& a, const gpu::DeviceBuffer& b,
                          gpu::DeviceBuffer& scratch, int reps, std::vector<Row>& rows) {
@@ -221,6 +237,21 @@ absl::Status ProductRows(gpu::GpuContext& ctx, cublasHandle_t h, int64_t n, int6
                                  }));
         LINALGD_RETURN_IF_ERROR(Compare(r.op, n, v.as<double>(), w.as<double>(), st));
         rows.push_back(r);
+        // The same sweep captured once as a CUDA graph and replayed: the
+        // host's share of the row above is the difference.
+        Row g = r;
+        g.op += "_graph";
+        LINALGD_ASSIGN_OR_RETURN(std::unique_ptr<SuperSweep> graph, CaptureSweep(st, [&] {
+                                   return sweep->Solve(op, columns, v.data(), 0, st,
+                                                       forked ? ctx.hs.column_stream : nullptr);
+                                 }));
+        LINALGD_ASSIGN_OR_RETURN(g.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                                   LINALGD_RETURN_IF_ERROR(load(v));
+                                   LINALGD_GPU_CHECK(cudaGraphLaunch(graph->exec, st));
+                                   return absl::OkStatus();
+                                 }));
+        LINALGD_RETURN_IF_ERROR(Compare(g.op, n, v.as<double>(), w.as<double>(), st));
+        rows.push_back(g);
       }
     }
   }
