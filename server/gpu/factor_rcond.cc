@@ -120,14 +120,16 @@ bool Forward(const Step& step) {
 class FactorSolves {
  public:
   // pivots: getrf's (device, n), for kPermute / kUnpermute; null: none.
-  // REQUIRES: impl is kCustom unless stream is ctx.hs.stream (cuBLAS's
-  // handle is bound to hs.stream); stream is not ctx.hs.column_stream.
+  // options: FactorRcondOptions' impl, split_columns, early_start and the
+  // super_* fields (super_sweeps, where set, must outlive this object).
+  // REQUIRES: options.impl is kCustom unless stream is ctx.hs.stream
+  // (cuBLAS's handle is bound to hs.stream); stream is not
+  // ctx.hs.column_stream.
   static absl::StatusOr<std::unique_ptr<FactorSolves>> Create(GpuContext& ctx, cudaStream_t stream,
                                                               DType t, int64_t n,
                                                               const void* factors,
-                                                              const int64_t* pivots, TrsvImpl impl,
-                                                              bool split_columns, bool early_start,
-                                                              int64_t super_min_n);
+                                                              const int64_t* pivots,
+                                                              const FactorRcondOptions& options);
 
   // v <- the steps applied to each of v's columns (v.size() / n of them, 1
   // or 2). unit_row >= 0: v is the unit vector at that row, and the chain's
@@ -137,25 +139,19 @@ class FactorSolves {
   template <typename V>
   absl::Status Run(std::vector<V>& v, std::initializer_list<Step> steps, int64_t unit_row = -1);
 
-  // The super-block sweeps' trailing updates forked onto
-  // ctx.hs.column_stream (super_sweep.h), and *count counting each sweep
-  // (null: none): FactorRcondOptions' super_forked and super_sweeps.
-  void SuperSweepOptions(bool forked, int* count) {
-    super_forked_ = forked;
-    super_sweeps_ = count;
-  }
-
  private:
   FactorSolves(GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-               TrsvImpl impl, bool early_start, int64_t super_min_n)
+               const FactorRcondOptions& o)
       : ctx_(ctx),
         stream_(stream),
         t_(t),
         n_(n),
         factors_(factors),
-        impl_(impl),
-        early_start_(early_start && impl == TrsvImpl::kCustom),
-        super_nb_(impl == TrsvImpl::kCustom ? SuperSweep::BlockRowsFor(n, super_min_n) : 0),
+        impl_(o.impl),
+        early_start_(o.early_start && o.impl == TrsvImpl::kCustom),
+        super_nb_(o.impl == TrsvImpl::kCustom ? SuperSweep::BlockRowsFor(n, o.super_min_n) : 0),
+        super_forked_(o.super_forked),
+        super_sweeps_(o.super_sweeps),
         region_bytes_(TriangularSolveScratchBytes(t, n, kMaxColumns)),
         staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
   // Where one step runs: columns [first, first + count) of v_, on `stream`
@@ -215,14 +211,14 @@ class FactorSolves {
   const void* factors_;
   const TrsvImpl impl_;
   const bool early_start_;
-  const int64_t super_nb_;  // SuperSweep::BlockRowsFor's, 0: none
+  const int64_t super_nb_;   // SuperSweep::BlockRowsFor's, 0: none
+  const bool super_forked_;  // FactorRcondOptions::super_forked
+  int* const super_sweeps_;  // FactorRcondOptions::super_sweeps
   const int64_t region_bytes_;
   Staging staging_;
   std::unique_ptr<SuperSweep> super_;
   bool super_refused_ = false;
-  bool super_call_ = false;      // this Run's triangle steps are the super sweep's
-  bool super_forked_ = false;    // FactorRcondOptions::super_forked
-  int* super_sweeps_ = nullptr;  // FactorRcondOptions::super_sweeps
+  bool super_call_ = false;  // this Run's triangle steps are the super sweep's
   DeviceBuffer v_, tmp_, perm_, scratch_;
   bool split_ = false;  // a two-column call runs as two lanes
   std::vector<Inverses> inverses_;
@@ -270,18 +266,17 @@ absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step) {
 
 absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
     GpuContext& ctx, cudaStream_t stream, DType t, int64_t n, const void* factors,
-    const int64_t* pivots, TrsvImpl impl, bool split_columns, bool early_start,
-    int64_t super_min_n) {
-  if (impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
+    const int64_t* pivots, const FactorRcondOptions& options) {
+  if (options.impl == TrsvImpl::kCublas && stream != ctx.hs.stream) {
     return absl::InvalidArgumentError(
         "FactorRcond: cuBLAS trsv runs on the set's stream only (its handle is bound to it); "
         "another stream takes the custom triangular solve");
   }
-  std::unique_ptr<FactorSolves> s(
-      new FactorSolves(ctx, stream, t, n, factors, impl, early_start, super_min_n));
+  std::unique_ptr<FactorSolves> s(new FactorSolves(ctx, stream, t, n, factors, options));
   const int64_t bytes = std::max<int64_t>(1, kMaxColumns * n * DTypeSize(t));
   LINALGD_ASSIGN_OR_RETURN(s->v_, s->Alloc(bytes));
-  s->split_ = split_columns && impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream;
+  s->split_ =
+      options.split_columns && options.impl == TrsvImpl::kCustom && stream != ctx.hs.column_stream;
   if (s->split_) {  // two lanes only where both fit the device at once
     LINALGD_ASSIGN_OR_RETURN(s->split_, TrsvSolvesFitSideBySide(t, n, kLanes));
   }
@@ -662,9 +657,7 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
   const bool lu = method == SolveMethod::kLu;
   LINALGD_ASSIGN_OR_RETURN(
       std::unique_ptr<FactorSolves> fs,
-      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options.impl,
-                           options.split_columns, options.early_start, options.super_min_n));
-  fs->SuperSweepOptions(options.super_forked, options.super_sweeps);
+      FactorSolves::Create(ctx, stream, t, n, factors, lu ? pivots : nullptr, options));
   if (IsComplex(t)) return ComplexRcond(*fs, method, n, anorm, options.solves);
   // One solve with a (or a^T) on the host vectors v, through the device.
   auto solve = [&](std::vector<double>& v, bool transposed, int64_t unit_row) {
