@@ -156,11 +156,19 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
   const int64_t first = forward && first_row > 0 ? std::min(first_row / nb_, blocks - 1) : 0;
   // The block a step solves: forward from `first` on, backward from the last.
   auto block_at = [&](int64_t step) { return forward ? first + step : blocks - 1 - step; };
-  if (forked && events_.empty()) {  // made on the first forked sweep
-    events_.resize(2 * blocks + 2, nullptr);
-    for (cudaEvent_t& ev : events_) {
-      LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  if (forked && events_.empty()) {  // made on the first forked sweep, all or none
+    std::vector<cudaEvent_t> made;
+    made.reserve(2 * blocks + 2);
+    for (int64_t i = 0; i < 2 * blocks + 2; ++i) {
+      cudaEvent_t ev = nullptr;
+      const cudaError_t err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+      if (err != cudaSuccess) {
+        for (cudaEvent_t m : made) cudaEventDestroy(m);
+        return CheckCuda(err, "cudaEventCreateWithFlags", __FILE__, __LINE__);
+      }
+      made.push_back(ev);
     }
+    events_ = std::move(made);
   }
   auto solved = [&](int64_t b) { return events_[b]; };
   auto updated = [&](int64_t b) { return events_[blocks + b]; };

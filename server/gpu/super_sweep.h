@@ -94,7 +94,7 @@ class SuperSweep {
   const void* l_;
   DeviceBuffer dinv_, tmp_, r_;
   // A forked sweep's: solved(L), then updated(L), for each block, then
-  // fork and join; made by the first forked Solve (none in one stream).
+  // fork and join; made by the first forked Solve, all or none (none in one stream).
   std::vector<cudaEvent_t> events_;
 };
 
