@@ -61,6 +61,16 @@ def csr_proto(index_type, rows, offsets, indices, values):
             + field(7, f64(*values)))
 
 
+def shm_ref(offset, n, region=b"r"):
+    """A SharedMemoryRef; fuzz_requests points region names not starting with '!' at its region."""
+    return field(1, region) + field(2, offset) + field(3, n)
+
+
+def shm_tensor(dtype, shape, offset, n, region=b"r"):
+    packed = b"".join(varint(d) for d in shape)
+    return field(1, dtype) + field(2, packed) + field(5, shm_ref(offset, n, region))
+
+
 def header(dtype, shape, total, placement=b"host"):
     packed = b"".join(varint(d) for d in shape)
     return field(1, dtype) + field(2, packed) + field(3, placement) + field(5, total)
@@ -125,6 +135,15 @@ SEEDS = {
         "put_header": b"\x04" + field(1, header(F32, [4], 16)),
         "put_chunk": b"\x04" + field(2, b"abcd"),
         "start_upload": b"\x05" + field(1, header(F64, [3, 3], 72, b"gpu:0")),
+        "matmul_shm": b"\x00" + field(1, shm_tensor(F32, [2, 3], 0, 24))
+        + field(2, shm_tensor(F32, [3, 2], 24, 24)) + field(22, shm_ref(48, 16)),
+        "matmul_shm_out_over_a": b"\x00" + field(1, shm_tensor(F64, [2, 2], 64, 32))
+        + field(2, tensor(F64, [2, 2], f64(1, 2, 3, 4))) + field(22, shm_ref(72, 32)),
+        "matmul_shm_unknown": b"\x00" + field(1, shm_tensor(F32, [1, 1], 0, 4, b"!x"))
+        + field(2, tensor(F32, [1, 1], f32(1))),
+        "solve_shm": b"\x01" + field(1, shm_tensor(F64, [2, 2], 0, 32))
+        + field(2, shm_tensor(F64, [2, 1], 1048560, 16)) + field(23, shm_ref(32, 16)),
+        "factorize_shm": b"\x03" + field(1, shm_tensor(F64, [2, 2], 8, 32)) + field(2, 2),
         "resident_a": b"\x00" + field(1, field(1, F32) + field(4, b"0123456789abcdef" * 2))
         + field(2, tensor(F32, [1, 1], f32(1))),
     },
