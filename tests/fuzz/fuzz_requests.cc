@@ -117,19 +117,30 @@ bool Parse(const uint8_t* data, size_t size, const ShmGrant& grant, google::prot
   return true;
 }
 
-bool InRegion(const std::byte* p) {
+// p's offset in the region, or -1 where p lies outside it (one past its end
+// included: an empty range there reads nothing).
+int64_t RegionOffset(const std::byte* p) {
   const std::byte* base = SharedRegion(*Env().sources.shm).range.data;
-  return p >= base && p < base + kRegionBytes;
+  return p >= base && p <= base + kRegionBytes ? p - base : -1;
+}
+
+bool InRegion(const std::byte* p) {
+  const int64_t offset = RegionOffset(p);
+  return offset >= 0 && offset < kRegionBytes;
+}
+
+// `bytes` from p lie wholly inside the region.
+bool RangeInside(const std::byte* p, int64_t bytes) {
+  const int64_t offset = RegionOffset(p);
+  return offset >= 0 && bytes >= 0 && bytes <= kRegionBytes - offset;
 }
 
 // A view into the region lies wholly inside it, at a multiple of its
 // element size.
 void RequireInside(const TensorView* v) {
   if (v == nullptr || !InRegion(v->data)) return;
-  const std::byte* base = SharedRegion(*Env().sources.shm).range.data;
-  const int64_t offset = v->data - base;
-  FUZZ_REQUIRE(static_cast<int64_t>(v->num_bytes()) <= kRegionBytes - offset);
-  FUZZ_REQUIRE(offset % static_cast<int64_t>(DTypeSize(v->dtype)) == 0);
+  FUZZ_REQUIRE(RangeInside(v->data, static_cast<int64_t>(v->num_bytes())));
+  FUZZ_REQUIRE(RegionOffset(v->data) % static_cast<int64_t>(DTypeSize(v->dtype)) == 0);
 }
 
 // Every input view into the region lies inside it, the output range too and
@@ -138,11 +149,7 @@ void RequireInside(const TensorView* v) {
 void RequireOutput(const OutputSpec& out, const ResultDestination& to, int64_t bytes,
                    std::initializer_list<const TensorView*> inputs) {
   for (const TensorView* in : inputs) RequireInside(in);
-  if (out.shm) {
-    const std::byte* base = SharedRegion(*Env().sources.shm).range.data;
-    FUZZ_REQUIRE(out.shm->data >= base && out.shm->bytes >= bytes);
-    FUZZ_REQUIRE(out.shm->bytes <= kRegionBytes - (out.shm->data - base));
-  }
+  if (out.shm) FUZZ_REQUIRE(RangeInside(out.shm->data, out.shm->bytes) && out.shm->bytes >= bytes);
   if (to.data() == nullptr || !InRegion(to.data())) return;
   FUZZ_REQUIRE(out.shm && to.data() == out.shm->data);
   FUZZ_REQUIRE(static_cast<int64_t>(to.capacity()) >= bytes);
