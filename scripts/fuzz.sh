@@ -4,8 +4,9 @@
 # UBSan, CUDA off), runs each known crash in tests/fuzz/regressions/
 # (<target>-<what>) through its target, then fuzzes every target for N
 # seconds from a temporary copy of tests/fuzz/corpus/<target> (the committed
-# corpus never grows). Crash inputs land in build-fuzz/artifacts/. Prints the
-# executions per target; exits 1 when any regression or fuzz run failed.
+# corpus never grows), JOBS targets side by side (default: one a core).
+# Crash inputs land in build-fuzz/artifacts/. Prints the executions per
+# target; exits 1 when any regression or fuzz run failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=30
@@ -38,17 +39,19 @@ report() {
   grep -E "ERROR:|SUMMARY:|runtime error|FUZZ_REQUIRE|Test unit written|#[0-9]+ 0x.* in .*/(server|client|tests)/" \
     "$1" | grep -v "LLVMFuzzer\|fuzzer::" | sed 's/^ *//' | cut -c1-200 | head -12 || true
 }
-failed=()
-summary=()
-for t in "${targets[@]}"; do
-  bin="$build/bin/$t"
+# One target: its known crashes, then the fuzzing. Writes its log lines to
+# $work/$t.out, its summary line to $work/$t.summary and what failed to
+# $work/$t.failed (output of targets run side by side stays apart).
+run_target() {
+  local t=$1 bin="$build/bin/$1" f rc execs
+  : >"$work/$t.failed"
   for f in tests/fuzz/regressions/"$t"-*; do
     [[ -e $f ]] || continue
     echo "== $t: regression $f"
     if ! "$bin" "${opts[@]}" -artifact_prefix="$artifacts/$t-regression-" "$f" \
-        >"$work/reg.log" 2>&1; then
-      report "$work/reg.log"
-      failed+=("$t:$(basename "$f")")
+        >"$work/$t.reg.log" 2>&1; then
+      report "$work/$t.reg.log"
+      echo "$t:$(basename "$f")" >>"$work/$t.failed"
     fi
   done
   echo "== $t: fuzzing ${seconds}s"
@@ -60,12 +63,33 @@ for t in "${targets[@]}"; do
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)"
   if [[ $rc -ne 0 ]]; then
     report "$work/$t.log"
-    failed+=("$t:fuzz")
+    echo "$t:fuzz" >>"$work/$t.failed"
   fi
-  summary+=("$(printf '%-20s %10s executions  rc=%d' "$t" "${execs:-?}" "$rc")")
+  printf '%-20s %10s executions  rc=%d\n' "$t" "${execs:-?}" "$rc" >"$work/$t.summary"
+}
+# JOBS targets at a time (default: the cores), each on its own core.
+jobs="${JOBS:-$(nproc)}"
+running=0
+for t in "${targets[@]}"; do
+  if [[ $running -ge $jobs ]]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  run_target "$t" >"$work/$t.out" 2>&1 &
+  running=$((running + 1))
+done
+wait || true
+failed=()
+for t in "${targets[@]}"; do
+  cat "$work/$t.out"
+  if [[ -f $work/$t.summary ]]; then
+    mapfile -t -O "${#failed[@]}" failed <"$work/$t.failed"
+  else
+    failed+=("$t:died")  # run_target itself stopped (set -e)
+  fi
 done
 echo "== summary (${seconds}s per target)"
-printf '%s\n' "${summary[@]}"
+cat "$work"/*.summary
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz: FAILED after ${SECONDS}s: ${failed[*]} (inputs in $artifacts/)"
   exit 1
