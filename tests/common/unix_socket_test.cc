@@ -34,7 +34,9 @@ class UnixSocketTest : public ::testing::Test {
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, path_.data(), path_.size());
     ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << path_;
-    if (listen) ASSERT_EQ(::listen(fd, 1), 0);
+    if (listen) {
+      ASSERT_EQ(::listen(fd, 1), 0);
+    }
   }
 
   void CloseAll() {
