@@ -23,10 +23,10 @@ std::string Pattern(size_t n) {
 
 TEST(ParallelCopyTest, CopiesEveryByteForSizesAroundThePieceThresholds) {
   const size_t piece = kParallelCopyPieceBytes;
+  const std::string src = Pattern(9 * piece + 4);  // each size copies a prefix of it
   for (size_t n : {size_t{0}, size_t{1}, size_t{4097}, 2 * piece - 1, 2 * piece, 2 * piece + 4095,
                    5 * piece + 17, 9 * piece + 1}) {
     for (int threads : {1, 3, 8}) {
-      const std::string src = Pattern(n + 3);
       std::string dst(n + 6, 'z');
       ParallelCopy(dst.data() + 3, src.data() + 3, n, threads);  // unaligned both sides
       EXPECT_EQ(dst.substr(0, 3), "zzz") << n;
