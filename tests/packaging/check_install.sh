@@ -14,8 +14,11 @@ prefix="$work/prefix"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
+# What this checks (the installed files, find_package, pkg-config, linking, one call) does
+# not depend on optimization: -O0 builds the client and the CLI in about half the time.
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLINALGD_BUILD_SERVER=OFF \
-  -DLINALGD_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
+  -DCMAKE_CXX_FLAGS_RELEASE="-O0 -DNDEBUG" -DLINALGD_BUILD_TESTS=OFF \
+  -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
 cmake --build "$build" -j "${JOBS:-2}" >/dev/null
 if grep -qiE 'cholmod|umfpack|spqr|openblas|cudart|spdlog|prometheus' "$build/build.ninja"; then
   echo "check_install: the client-only build links a server dependency" >&2
