@@ -15,7 +15,8 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 # What this checks (the installed files, find_package, pkg-config, linking, one call) does
-# not depend on optimization: -O0 builds the client and the CLI in about half the time.
+# not depend on optimization: at -O0 the client and the CLI build in a quarter less time
+# (124 -> 95 s with no ccache).
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLINALGD_BUILD_SERVER=OFF \
   -DCMAKE_CXX_FLAGS_RELEASE="-O0 -DNDEBUG" -DLINALGD_BUILD_TESTS=OFF \
   -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
