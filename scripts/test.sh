@@ -19,7 +19,7 @@ scripts/format.sh --check
 # --inject-faults (the soak and shutdown tests) exists only in builds that ask for it.
 build_args=(-DLINALGD_FAULT_INJECTION=ON)
 # Without a GPU no test runs a kernel: the kernels are compiled for the two sides of their
-# one architecture branch (sm_75, sm_90) only, a fifth of the seven architectures' time
+# one architecture branch (sm_75, sm_90) only, under a third of the seven architectures' time
 # (LINALGD_CUDA_ARCHITECTURES overrides; with a GPU the default list is built).
 cuda_archs="${LINALGD_CUDA_ARCHITECTURES:-}"
 if [[ -z $cuda_archs ]] && ! nvidia-smi -L >/dev/null 2>&1; then
