@@ -60,7 +60,8 @@ struct SchedulerOptions {
   // inline at once: microseconds of BLAS are not worth a hand-off to a worker
   // and back, and a small tenant's tiny call does not wait behind another
   // tenant's flood. Jobs that queue keep their priority order and form
-  // batches. Zero: every job queues.
+  // batches; so does every opaque job (Job::Run) with no flop count, whose
+  // time cannot be predicted (a sparse solve). Zero: every job queues.
   absl::Duration inline_max_run = absl::ZeroDuration();
   // A GPU job predicted (by its lane's measured speed) to run in at most
   // this long runs on the thread that submits it when its lane is idle (its

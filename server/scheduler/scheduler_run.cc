@@ -120,7 +120,10 @@ void Scheduler::EndInline(bool cpu) {
 }
 
 bool Scheduler::TryRunInline(Lane& lane, QueuedJob& item) {
-  if (options_.inline_max_run <= absl::ZeroDuration() ||
+  // An opaque job without a cost (a sparse solve: its work depends on the fill-in and the
+  // iterations, not on a flop count the request gives) cannot be bounded, so it queues.
+  const bool unpredictable = IsOpaque(*item.job) && item.job->spec().flops <= 0;
+  if (options_.inline_max_run <= absl::ZeroDuration() || unpredictable ||
       lane.estimate.Predict(item.job->spec().flops) > options_.inline_max_run ||
       !lane.queue->MayOvertake(item.job->spec().tenant, item.job->spec().priority)) {
     return false;  // queued jobs that must go first, or this tenant's own turn

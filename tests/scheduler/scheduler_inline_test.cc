@@ -56,6 +56,34 @@ TEST(SchedulerTest, TinyCpuJobRunsOnTheSubmittingThread) {
   EXPECT_EQ(out.infos[0].backend, "cpu");
 }
 
+// A job that runs itself (Job::Run, as SparseSolve does) and gives no flop
+// count: its time cannot be predicted, so it never runs on the submitting
+// thread (a sparse solve of seconds held a gRPC thread).
+class OpaqueJob : public ThreadNotingJob {
+ public:
+  using ThreadNotingJob::ThreadNotingJob;
+  const MatmulOp* matmul_op() const override { return nullptr; }
+  absl::Status Run(Backend&) override { return absl::OkStatus(); }
+};
+
+TEST(SchedulerTest, OpaqueJobsWithoutACostQueue) {
+  FakeBackend cpu("cpu");
+  Outcome out;
+  std::thread::id unknown, costed;
+  {
+    Scheduler s(Inline(), &cpu, std::vector<Backend*>{});
+    JobSpec spec = Spec(8);
+    spec.flops = 0;
+    s.Submit(std::make_unique<OpaqueJob>(1, spec, &out, &unknown));
+    ASSERT_TRUE(out.WaitFor(1));
+    spec.flops = 2.0 * 8 * 8 * 8;  // a tiny factorization's count: it may run inline
+    s.Submit(std::make_unique<OpaqueJob>(2, spec, &out, &costed));
+    ASSERT_TRUE(out.WaitFor(2));
+  }
+  EXPECT_NE(unknown, std::this_thread::get_id());
+  EXPECT_EQ(costed, std::this_thread::get_id());
+}
+
 TEST(SchedulerTest, CostlyOrQueuedBehindJobsDoNotRunInline) {
   FakeBackend cpu("cpu");
   cpu.SetBehaviour(absl::Milliseconds(300), absl::OkStatus());
