@@ -7,6 +7,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "server/common/never_fits.h"
+#include "server/common/status_macros.h"
 #include "server/service/factor_calls.h"
 #include "server/service/pinned_messages.h"
 #include "server/service/requests.h"
@@ -169,6 +170,22 @@ absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int
   return std::shared_ptr<const void>(nullptr, [both = std::make_pair(*all, mine)](const void*) {});
 }
 
+absl::Status HoldResult(const CallEnv& env, absl::string_view op, const OutputSpec& output,
+                        int64_t bytes, InputLeases& leases) {
+  if (env.inflight == nullptr || output.shm || bytes <= 0) return absl::OkStatus();
+  if (bytes > env.inflight->limit()) {
+    return NeverFits(absl::ResourceExhaustedError(absl::StrCat(
+                         op, ": the result's ", bytes, " bytes pass --max-inflight-bytes=",
+                         env.inflight->limit(), " alone; write it to shared memory (out_shm)")),
+                     "--max-inflight-bytes");
+  }
+  absl::StatusOr<std::shared_ptr<const void>> held =
+      env.inflight->Acquire(bytes, op, "the result's");
+  if (!held.ok()) return held.status();
+  leases.held.push_back(*std::move(held));
+  return absl::OkStatus();
+}
+
 absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes) {
   if (env.tenant == nullptr || bytes <= env.tenant->quotas.max_message_bytes) {
     return absl::OkStatus();
@@ -183,10 +200,10 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
                                       v1::MatmulResponse* response) {
   return SubmitRpc<MatmulJob>(
       env, "Matmul", context, *request, response,
-      [&](const CallEnv& e) {
+      [&](const CallEnv& e) -> absl::StatusOr<PreparedMatmul> {
         absl::StatusOr<PreparedMatmul> p = PrepareMatmul(*request, e.limits, e.sources);
         if (p.ok()) {
-          AllowInlineResult(p->output, request->inline_if_store_refuses(), e.max_message_bytes);
+          LINALGD_RETURN_IF_ERROR(HoldResult(e, "Matmul", p->output, ResultBytes(*p), p->leases));
         }
         return p;
       },
@@ -198,10 +215,10 @@ grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerCon
   if (!request->factor_id().empty()) return StartFactorSolve(env, context, request, response);
   return SubmitRpc<SolveJob>(
       env, "Solve", context, *request, response,
-      [&](const CallEnv& e) {
+      [&](const CallEnv& e) -> absl::StatusOr<PreparedSolve> {
         absl::StatusOr<PreparedSolve> p = PrepareSolve(*request, e.limits, e.sources);
         if (p.ok()) {
-          AllowInlineResult(p->output, request->inline_if_store_refuses(), e.max_message_bytes);
+          LINALGD_RETURN_IF_ERROR(HoldResult(e, "Solve", p->output, ResultBytes(*p), p->leases));
         }
         return p;
       },

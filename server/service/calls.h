@@ -26,7 +26,6 @@ struct CallEnv {
   TensorLimits limits;
   double sparse_dense_threshold = 0.1;  // SparseSolve: nnz / n^2 above it, dense path
   TensorSources sources;                // resident tensors and shared memory
-  int64_t max_message_bytes = int64_t{1} << 30;
   int max_priority = 10;                // callers' priorities are clamped to [-this, this]
   InflightBudget* inflight = nullptr;   // request bytes held by jobs; null: unlimited
   IdleStreams* idle_streams = nullptr;  // cancels stalled PutTensor/GetTensor; null: none
@@ -53,6 +52,16 @@ absl::Status CheckMessageQuota(const CallEnv& env, int64_t bytes);
 // retry-after.
 absl::StatusOr<std::shared_ptr<const void>> AdmitRequest(const CallEnv& env, int64_t bytes,
                                                          absl::string_view op);
+
+// A result the server holds in its own memory until the call ends (sent
+// inline or kept; an out_shm result is in the caller's region), held against
+// --max-inflight-bytes beside the request's bytes in `leases`: small requests
+// for large results (an empty contraction, a broadcast batch) cannot together
+// make the server hold more. RESOURCE_EXHAUSTED naming `op` and the numbers:
+// retry-after when others hold the room now, never-fits when the result alone
+// passes the limit.
+absl::Status HoldResult(const CallEnv& env, absl::string_view op, const OutputSpec& output,
+                        int64_t bytes, InputLeases& leases);
 
 // Admits `request` (AdmitRequest), then prepares it; the admission token
 // joins the prepared request's leases.

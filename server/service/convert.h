@@ -28,6 +28,9 @@ struct TensorLimits {
   // SparseSolve: max_iterations may be at most max(1000, this x n).
   int64_t max_iterations_per_row = 10;
   absl::Duration max_ttl = absl::Hours(24);  // of stored tensors, factors, uploads
+  // --max-message-bytes: a response's too, so the most a result sent inline
+  // may take (CheckResultDeliverable).
+  int64_t max_message_bytes = int64_t{1} << 30;
 };
 
 // The shortest TTL a request may ask for (0 asks for the store's default).

@@ -135,7 +135,7 @@ absl::StatusOr<PreparedFactorSolve> PrepareFactorSolve(const v1::SolveRequest& r
                                                    r.out_shm(), "x", env.sources));
   LINALGD_RETURN_IF_ERROR(  // x has b's shape and dtype
       CheckOutputFits(p.output, p.b.shape, static_cast<int64_t>(p.b.num_bytes())));
-  AllowInlineResult(p.output, r.inline_if_store_refuses(), env.max_message_bytes);
+  AllowInlineResult(p.output, r.inline_if_store_refuses(), env.limits.max_message_bytes);
   p.check_finite = !r.allow_non_finite();
   return p;
 }

@@ -21,12 +21,13 @@ std::shared_ptr<const void> TryHoldBytes(const std::shared_ptr<std::atomic<int64
 }
 
 absl::StatusOr<std::shared_ptr<const void>> InflightBudget::Acquire(int64_t bytes,
-                                                                    absl::string_view what) {
+                                                                    absl::string_view what,
+                                                                    absl::string_view whose) {
   int64_t used = 0;
   std::shared_ptr<const void> token = TryHoldBytes(used_, limit_, bytes, &used);
   if (token != nullptr) return token;
   absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-      what, ": the request's ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_, " (",
+      what, ": ", whose, " ", bytes, " bytes do not fit in --max-inflight-bytes=", limit_, " (",
       used, " bytes held by requests in progress); ",
       bytes > limit_
           ? "it alone passes the limit: send the tensors with PutTensor and pass their ids"

@@ -26,9 +26,11 @@ class InflightBudget {
       : limit_(limit_bytes), used_(std::make_shared<std::atomic<int64_t>>(0)) {}
 
   // A token that holds `bytes` until it is destroyed (keep it with the job);
-  // RESOURCE_EXHAUSTED naming `what`, the numbers and --max-inflight-bytes,
-  // with a retry-after payload, when they do not fit.
-  absl::StatusOr<std::shared_ptr<const void>> Acquire(int64_t bytes, absl::string_view what);
+  // RESOURCE_EXHAUSTED naming `what`, whose bytes they are (`whose`), the
+  // numbers and --max-inflight-bytes, with a retry-after payload, when they do
+  // not fit now, marked never-fits when they pass the limit alone.
+  absl::StatusOr<std::shared_ptr<const void>> Acquire(int64_t bytes, absl::string_view what,
+                                                      absl::string_view whose = "the request's");
 
   int64_t used() const { return used_->load(); }
   int64_t limit() const { return limit_; }

@@ -65,8 +65,10 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r, const T
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanMatmul(p.op, PlanLimitsOf(limits)));
   const TensorView* c = p.op.c ? &*p.op.c : nullptr;
   const TensorView* bias = p.op.bias ? &*p.op.bias : nullptr;
-  const int64_t out_bytes = NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype);
-  LINALGD_RETURN_IF_ERROR(CheckOutputFits(p.output, p.plan.out_shape, out_bytes));
+  const int64_t out_bytes = ResultBytes(p);
+  AllowInlineResult(p.output, r.inline_if_store_refuses(), limits.max_message_bytes);
+  LINALGD_RETURN_IF_ERROR(
+      CheckResultDeliverable(p.output, "out", p.plan.out_shape, out_bytes, limits, sources));
   p.op.result_to = DirectDestination(p.output, out_bytes, {&p.op.a, &p.op.b, c, bias}, sources);
   p.op.check_finite = !r.allow_non_finite();
   return p;
@@ -87,8 +89,10 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r, const Tens
   p.op.allow_fallback = !r.no_fallback();
   LINALGD_ASSIGN_OR_RETURN(p.op.lstsq_rcond, LstsqRcondFromProto(r));
   LINALGD_ASSIGN_OR_RETURN(p.plan, PlanSolve(p.op, PlanLimitsOf(limits)));
-  const int64_t x_bytes = NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype);
-  LINALGD_RETURN_IF_ERROR(CheckOutputFits(p.output, p.plan.x_shape, x_bytes));
+  const int64_t x_bytes = ResultBytes(p);
+  AllowInlineResult(p.output, r.inline_if_store_refuses(), limits.max_message_bytes);
+  LINALGD_RETURN_IF_ERROR(
+      CheckResultDeliverable(p.output, "x", p.plan.x_shape, x_bytes, limits, sources));
   p.op.result_to = DirectDestination(p.output, x_bytes, {&p.op.a, &p.op.b}, sources);
   p.check_finite = !r.allow_non_finite();
   return p;
@@ -110,6 +114,14 @@ int64_t PayloadBytes(const PreparedMatmul& p) {
 }
 
 int64_t PayloadBytes(const PreparedSolve& p) { return p.op.a.num_bytes() + p.op.b.num_bytes(); }
+
+int64_t ResultBytes(const PreparedMatmul& p) {
+  return NumElements(p.plan.out_shape) * DTypeSize(p.op.out_dtype);
+}
+
+int64_t ResultBytes(const PreparedSolve& p) {
+  return NumElements(p.plan.x_shape) * DTypeSize(p.op.a.dtype);
+}
 
 double Flops(const PreparedMatmul& p) { return FlopScale(p.op.a.dtype) * MatmulFlops(p.plan); }
 

@@ -46,6 +46,9 @@ absl::Status CheckInputsFinite(const PreparedSolve& p);
 // Tensor payload bytes of the inputs.
 int64_t PayloadBytes(const PreparedMatmul& p);
 int64_t PayloadBytes(const PreparedSolve& p);
+// The result's bytes (Matmul's out, Solve's x), as the plan gives its shape.
+int64_t ResultBytes(const PreparedMatmul& p);
+int64_t ResultBytes(const PreparedSolve& p);
 
 // Floating-point operations the op performs (approximate for solves: one LU).
 double Flops(const PreparedMatmul& p);

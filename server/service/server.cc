@@ -190,7 +190,7 @@ absl::Status ServerImpl::Init() {
   env.max_priority = options_.max_priority;
   env.limits.max_ttl = options_.max_ttl;
   env.sparse_dense_threshold = options_.sparse_dense_threshold;
-  env.max_message_bytes = options_.max_message_bytes;
+  env.limits.max_message_bytes = options_.max_message_bytes;
   env.replica_id = options_.replica_id;
   inflight_ = std::make_unique<InflightBudget>(options_.max_inflight_bytes);
   env.inflight = inflight_.get();

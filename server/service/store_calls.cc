@@ -244,7 +244,8 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
         lease_, env_.sources.store->GetTensor(request.id(), env_.sources.owner.tenant));
     LINALGD_RETURN_IF_ERROR(SetRange(request.offset(), request.length()));
     chunk_ = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
-    chunk_ = std::max<int64_t>(1, std::min(chunk_, env_.max_message_bytes - kMessageOverhead));
+    chunk_ =
+        std::max<int64_t>(1, std::min(chunk_, env_.limits.max_message_bytes - kMessageOverhead));
     return absl::OkStatus();
   }
 

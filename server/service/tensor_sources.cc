@@ -8,6 +8,7 @@
 #include "common/crc32c.h"
 #include "server/common/caller_string.h"
 #include "server/common/host_allocator.h"
+#include "server/common/never_fits.h"
 #include "server/common/status_macros.h"
 
 namespace linalgd {
@@ -166,6 +167,39 @@ absl::Status CheckOutputFits(const OutputSpec& spec, const Shape& shape, int64_t
   return absl::InvalidArgumentError(absl::StrCat("out_shm.bytes: ", spec.shm->bytes,
                                                  ", but the result ", ShapeString(shape), " needs ",
                                                  bytes));
+}
+
+absl::Status CheckResultDeliverable(const OutputSpec& spec, absl::string_view field,
+                                    const Shape& shape, int64_t bytes, const TensorLimits& limits,
+                                    const TensorSources& sources) {
+  if (spec.shm) return CheckOutputFits(spec, shape, bytes);
+  // The result alone: the response's few other bytes are gRPC's to refuse (InlineIfAllowed
+  // keeps a margin for them where it chooses inline over the store).
+  const bool fits_inline = bytes <= limits.max_message_bytes;
+  const std::string result =
+      absl::StrCat(field, ": the result ", ShapeString(shape), " is ", bytes, " bytes");
+  if (!spec.keep) {
+    if (fits_inline) return absl::OkStatus();
+    return NeverFits(absl::ResourceExhaustedError(absl::StrCat(
+                         result, ", more than --max-message-bytes=", limits.max_message_bytes,
+                         " allows in one answer; keep it (keep_result, then GetTensor in parts) "
+                         "or write it to shared memory (out_shm)")),
+                     "--max-message-bytes");
+  }
+  if (spec.inline_max_bytes > 0 && fits_inline) return absl::OkStatus();
+  const int64_t capacity = sources.store->capacity_bytes();
+  const int64_t quota = sources.owner.max_bytes;
+  if (bytes <= capacity && bytes <= quota) return absl::OkStatus();
+  const bool store_smaller = capacity <= quota;
+  const absl::string_view limit = store_smaller ? "--store-bytes" : "store_bytes";
+  return NeverFits(
+      StoreRefusal(limit,
+                   absl::StrCat("keep_result: ", result, ", more than ",
+                                store_smaller ? "--store-bytes=" : "the tenant quota store_bytes=",
+                                store_smaller ? capacity : quota, " can ever hold",
+                                fits_inline ? "; ask for it inline instead"
+                                            : "; write it to shared memory (out_shm)")),
+      limit);
 }
 
 absl::Status DeliverTensor(Tensor result, const OutputSpec& spec, const TensorSources& sources,

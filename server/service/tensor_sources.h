@@ -83,6 +83,21 @@ absl::StatusOr<OutputSpec> PrepareOutput(bool keep, absl::Duration ttl, bool has
 // to go.
 absl::Status CheckOutputFits(const OutputSpec& spec, const Shape& shape, int64_t bytes);
 
+// Whether a result of `shape` and `bytes` can ever go where `spec` says,
+// checked when the call is prepared: a request of a few bytes can ask for a
+// result of gigabytes (an empty contraction, a broadcast batch, a least-squares
+// x wider than a is tall), which must be refused before any memory is taken
+// for it. out_shm: CheckOutputFits. Inline (neither keep_result nor out_shm):
+// within limits.max_message_bytes (the response's other few bytes are gRPC's
+// to refuse). Kept: within --store-bytes and the tenant's quota store_bytes,
+// unless it may go inline instead (spec.inline_max_bytes, AllowInlineResult)
+// and fits there.
+// RESOURCE_EXHAUSTED naming `field`, the shape, the bytes and the limit,
+// marked never-fits (never_fits.h), when it cannot.
+absl::Status CheckResultDeliverable(const OutputSpec& spec, absl::string_view field,
+                                    const Shape& shape, int64_t bytes, const TensorLimits& limits,
+                                    const TensorSources& sources);
+
 // Where a backend may write a result of `result_bytes` directly: the out_shm
 // range of `spec` when the result fits there and the range overlaps none of
 // `inputs` (so a rerun after a partial write still reads intact operands);

@@ -252,5 +252,39 @@ TEST_F(HardeningTest, RequestBytesInFlightAreBounded) {
   ExpectServing();  // a small call fits
 }
 
+// A 24-byte Matmul of [16384, 0] @ [0, 16384] (an empty contraction: zeros)
+// made the server allocate and fill a 1 GiB result, and fail only when gRPC
+// refused to send it; a c128 one of [32768, 0] @ [0, 65536] would have taken
+// 32 GiB. A result is now measured when the call is prepared: one too large
+// for an answer is refused at once, and results held in the server's memory
+// count against --max-inflight-bytes beside the requests.
+TEST_F(HardeningTest, ResultsLargerThanTheRequestAreBoundedBeforeAnyWork) {
+  server_->Shutdown(absl::Seconds(1));
+  client_.reset();
+  ServerOptions o;
+  o.max_message_bytes = 4 << 20;
+  o.max_inflight_bytes = 2 << 20;
+  StartServer(o);
+  auto matmul = [&](int64_t m, int64_t n, bool keep) {
+    v1::MatmulRequest req;
+    SetTensor(req.mutable_a(), {m, 0});
+    SetTensor(req.mutable_b(), {0, n});
+    req.set_keep_result(keep);
+    grpc::ClientContext ctx;
+    v1::MatmulResponse resp;
+    return Stub()->Matmul(&ctx, req, &resp);
+  };
+  grpc::Status s = matmul(4096, 4096, false);  // 64 MiB of zeros for a 4 MiB answer
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), AllOf(HasSubstr("out: the result [4096, 4096] is 67108864 bytes"),
+                                       HasSubstr("--max-message-bytes=4194304")));
+  s = matmul(1024, 1024, true);  // 4 MiB to keep: it would pass the 2 MiB in flight alone
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("Matmul: the result's 4194304 bytes pass "
+                                           "--max-inflight-bytes=2097152 alone"));
+  EXPECT_TRUE(matmul(512, 512, false).ok());  // 1 MiB of zeros fits both
+  ExpectServing();
+}
+
 }  // namespace
 }  // namespace linalgd::testing

@@ -86,8 +86,10 @@ def test_a_result_the_quota_refuses_to_keep_comes_inline(start_server, tmp_path,
         assert_close(c.matmul(A_TALL, B_WIDE), A_TALL @ B_WIDE)
         with pytest.raises(linalgd.ResourceExhausted) as e:
             c.matmul(A_TALL, B_WIDE, keep=True)  # asked to be kept: the refusal stands
-        assert f"tenant quota store_bytes={QUOTA}: 5242880 bytes" in str(e.value)
-        assert "inline" not in str(e.value)
+        # Refused before the product ran: no store could ever keep it for this tenant.
+        assert "keep_result: out: the result [1024, 640] is 5242880 bytes, more than the " \
+            f"tenant quota store_bytes={QUOTA} can ever hold; ask for it inline instead" \
+            in str(e.value)
         assert listed(c) == [mine]
     assert "Matmul: the store refused to keep its result; the server sent it inline " \
         "(5242880 bytes)" in debug_log.text
@@ -109,8 +111,11 @@ def test_over_the_message_limit_the_quota_error_stands_naming_the_bytes(start_se
         assert e.value.trailing_metadata  # the server's, kept
         with pytest.raises(linalgd.ResourceExhausted) as e:
             c.matmul(A_TALL, B_WIDE)
-        assert "the result's 5242880 bytes (+65536 for the rest of the response) are too " \
-            "large to send inline instead (--max-message-bytes=4194304)" in str(e.value)
+        # Neither inline (past the message limit) nor kept (past the quota): refused before
+        # the product ran.
+        assert "keep_result: out: the result [1024, 640] is 5242880 bytes, more than the " \
+            f"tenant quota store_bytes={QUOTA} can ever hold; write it to shared memory " \
+            "(out_shm)" in str(e.value)
         assert listed(c) == [mine]
     with linalgd.Client(s.target, token=TIGHT) as c:  # retries on: not for a store refusal
         with pytest.raises(linalgd.ResourceExhausted) as e:

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/common/never_fits.h"
 #include "server/service/requests.h"
 
 namespace linalgd {
@@ -98,6 +99,40 @@ TEST(FlopsTest, ComplexCountsFourTimesTheRealFormula) {
   EXPECT_DOUBLE_EQ(real_flops, 2.0 / 3.0 * 27 + 2.0 * 9);
   s.op.a = complex.view();
   EXPECT_DOUBLE_EQ(Flops(s), 4 * real_flops);
+}
+
+}  // namespace
+}  // namespace linalgd
+
+namespace linalgd {
+namespace {
+
+// Results the server holds in its memory count against --max-inflight-bytes
+// beside the requests: many small requests for large results cannot together
+// hold more. One that alone passes the limit never fits; one that does not fit
+// now may be retried; an out_shm result is in the caller's memory.
+TEST(HoldResultTest, ResultsAreHeldAgainstTheInflightBudget) {
+  InflightBudget all(1 << 20);
+  CallEnv env;
+  env.inflight = &all;
+  OutputSpec inline_result;
+  InputLeases leases;
+  absl::Status too_big = HoldResult(env, "Matmul", inline_result, 2 << 20, leases);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(too_big.message(), ::testing::HasSubstr("Matmul: the result's 2097152 bytes pass "
+                                                      "--max-inflight-bytes=1048576 alone"));
+  EXPECT_TRUE(too_big.GetPayload(kNeverFitsPayload).has_value());
+  ASSERT_TRUE(HoldResult(env, "Matmul", inline_result, 600 << 10, leases).ok());
+  EXPECT_EQ(all.used(), 600 << 10);
+  InputLeases other;
+  absl::Status later = HoldResult(env, "Solve", inline_result, 600 << 10, other);
+  EXPECT_EQ(later.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(later.message(), ::testing::HasSubstr("Solve: the result's 614400 bytes do not fit"));
+  EXPECT_TRUE(later.GetPayload(kRetryAfterPayload).has_value());
+  leases.held.clear();  // the first call ended
+  EXPECT_EQ(all.used(), 0);
+  ASSERT_TRUE(HoldResult(env, "Solve", inline_result, 600 << 10, other).ok());
+  EXPECT_EQ(all.used(), 600 << 10);
 }
 
 }  // namespace

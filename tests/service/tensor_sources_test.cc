@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/common/never_fits.h"
 #include "server/service/requests.h"
 #include "tests/testing/test_memfd.h"
 
@@ -200,6 +202,65 @@ TEST(OutputFitsTest, ATooSmallOutShmIsRefusedWhenTheCallIsPrepared) {
   absl::StatusOr<PreparedSolve> ps = PrepareSolve(sv, TensorLimits(), sources);
   EXPECT_EQ(ps.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ps.status().message(), "out_shm.bytes: 31, but the result [4, 2] needs 32");
+}
+
+// A request of a few bytes can ask for a result of gigabytes: an empty
+// contraction ([m, 0] @ [0, n] is m x n zeros), a least-squares x wider than
+// a is tall. Such a result is refused when the call is prepared, naming the
+// field, the shape, the bytes and the limit, before any memory is taken for it.
+TEST(ResultSizeTest, AResultTooLargeForTheResponseIsRefusedWhenPrepared) {
+  TensorLimits limits;
+  limits.max_message_bytes = 1 << 20;
+  v1::MatmulRequest m;
+  *m.mutable_a() = Ones({1024, 0});
+  *m.mutable_b() = Ones({0, 1024});
+  absl::StatusOr<PreparedMatmul> pm = PrepareMatmul(m, limits);
+  EXPECT_EQ(pm.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(
+      pm.status().message(),
+      ::testing::AllOf(::testing::HasSubstr("out: the result [1024, 1024] is 4194304 bytes"),
+                       ::testing::HasSubstr("--max-message-bytes=1048576"),
+                       ::testing::HasSubstr("keep_result")));
+  EXPECT_TRUE(pm.status().GetPayload(kNeverFitsPayload).has_value());  // no retry helps
+  *m.mutable_a() = Ones({256, 0});
+  *m.mutable_b() = Ones({0, 256});
+  EXPECT_TRUE(PrepareMatmul(m, limits).ok());  // 256 KiB
+  v1::SolveRequest sv;
+  *sv.mutable_a() = Ones({0, 1024});  // 0 equations, 1024 unknowns: x is 1024 x 512 zeros
+  *sv.mutable_b() = Ones({0, 512});
+  absl::StatusOr<PreparedSolve> ps = PrepareSolve(sv, limits);
+  EXPECT_EQ(ps.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(ps.status().message(),
+              ::testing::HasSubstr("x: the result [1024, 512] is 2097152 bytes"));
+}
+
+// A result to keep that the store could never hold is refused before the
+// store's memory is taken for it (the kept result's block is allocated when
+// the call is prepared); allowed inline instead, it goes there if it fits.
+TEST(ResultSizeTest, AKeptResultTheStoreCanNeverHoldIsRefusedWhenPrepared) {
+  int allocations = 0;
+  StoreOptions o;
+  o.capacity_bytes = 1 << 20;
+  o.host_alloc = [&](size_t bytes) {
+    ++allocations;
+    return std::shared_ptr<std::byte>(new std::byte[bytes], std::default_delete<std::byte[]>());
+  };
+  ResidentStore store(o);
+  TensorSources sources;
+  sources.store = &store;
+  v1::MatmulRequest m;
+  *m.mutable_a() = Ones({1024, 0});
+  *m.mutable_b() = Ones({0, 1024});
+  m.set_keep_result(true);
+  absl::StatusOr<PreparedMatmul> pm = PrepareMatmul(m, TensorLimits(), sources);
+  EXPECT_EQ(pm.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(pm.status().message(),
+              ::testing::HasSubstr("keep_result: out: the result [1024, 1024] is 4194304 bytes, "
+                                   "more than --store-bytes=1048576 can ever hold"));
+  EXPECT_TRUE(pm.status().GetPayload(kNeverFitsPayload).has_value());
+  EXPECT_EQ(allocations, 0);
+  m.set_inline_if_store_refuses(true);  // 4 MiB fits a response
+  EXPECT_TRUE(PrepareMatmul(m, TensorLimits(), sources).ok());
 }
 
 }  // namespace
