@@ -113,6 +113,56 @@ def test_errors_through_shm_are_the_servers(pair):
     np.testing.assert_allclose(s.matmul(a, b), a @ b, rtol=1e-12)
 
 
+class Subclass(np.ndarray):
+    pass
+
+
+def operand_paths(pair):
+    """(name, client, stream_threshold) of the three ways an operand travels: inline bytes,
+    the region, and PutTensor uploads (a threshold of 16 bytes streams every operand)."""
+    s, plain = pair
+    return [("inline", plain, plain.stream_threshold), ("shm", s, s.stream_threshold),
+            ("streamed", plain, 16)]
+
+
+def test_masked_arrays_are_refused_on_every_path(pair):
+    """A MaskedArray's buffer holds the values under its mask: the socket sent the fill value
+    (1e20) in their place, the region the raw values, and an upload failed in numpy's reshape.
+    None of them is what the caller means; every path refuses it, naming the operand."""
+    a = np.ma.masked_array(spd(2), mask=[[True, False], [False, False]])
+    for name, c, threshold in operand_paths(pair):
+        saved, c.stream_threshold = c.stream_threshold, threshold
+        try:
+            with pytest.raises(linalgd.InvalidArgument, match=r"a: .*masked.*\.filled"):
+                c.matmul(a, np.eye(2))
+            with pytest.raises(linalgd.InvalidArgument, match=r"b: .*masked.*\.filled"):
+                c.solve(np.eye(2), a)
+            with pytest.raises(linalgd.InvalidArgument, match=r"tensor: .*masked"):
+                c.put(a)
+        finally:
+            c.stream_threshold = saved
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_ndarray_subclasses_take_every_path(pair):
+    """np.matrix and plain subclasses hold their values in their buffer: they compute as the
+    ndarray they view on every path (np.matrix once failed to upload: its reshape(-1) stays
+    2-D, and the upload's header counted 1 byte)."""
+    A, B = spd(3), rand(3, 2)
+    for x in (np.matrix(A), A.view(Subclass)):
+        for name, c, threshold in operand_paths(pair):
+            saved, c.stream_threshold = c.stream_threshold, threshold
+            try:
+                np.testing.assert_allclose(c.matmul(x, B), A @ B, rtol=1e-12, err_msg=name)
+                assert_close(c.solve(x, B), np.linalg.solve(A, B))
+                t = c.put(x)
+                np.testing.assert_array_equal(t.get(), A, err_msg=name)
+                assert type(t.get()) is np.ndarray
+                t.delete()
+            finally:
+                c.stream_threshold = saved
+
+
 def test_large_tensors_pass_a_tiny_message_limit_only_through_shm(start_server):
     server = start_server("--allow-shm", "--max-message-bytes", "65536")
     a, b = rand(256, 256, dtype=np.float32), rand(256, 256, dtype=np.float32)  # 256 KiB each
@@ -498,3 +548,53 @@ def test_a_refused_replacement_does_not_turn_shared_memory_off():
     assert path._acquire(1.0) is None and not path._refused
     assert path._acquire(1.0) is None and path._refused  # no drop left: final
     assert outcomes == []
+
+
+@pytest.mark.parametrize("method", ["matmul", "solve"])
+def test_the_socket_after_a_dropped_region_names_no_region(start_server, caplog, method):
+    """An attempt through the region that failed with UNAVAILABLE drops it; when the retry then
+    finds no region (here the server came back without --allow-shm), the call takes the
+    socket. It took it with the request the region's attempt had written, whose out_shm still
+    named the dropped region: the server refused the call (FAILED_PRECONDITION here, NOT_FOUND
+    where it has shared memory). The socket's request names no region now. The server restarts
+    only once the first attempt has failed (its "dropped" log line), so the order is fixed."""
+    first = start_server("--allow-shm")
+    A, B = spd(12), rand(12, 3)
+    call, want = ((lambda c: c.matmul(A, B), A @ B) if method == "matmul" else
+                  (lambda c: c.solve(A, B), np.linalg.solve(A, B)))
+    dropped, restarted = threading.Event(), []
+
+    class OnDrop(logging.Handler):
+        def emit(self, record):
+            if "dropped" in record.getMessage():
+                dropped.set()
+
+    def restart():
+        if dropped.wait(30):
+            try:
+                restarted.append(start_server(port=first.port))  # without --allow-shm
+            except BaseException as e:  # noqa: BLE001  reported by the assertion below
+                restarted.append(e)
+
+    policy = linalgd.RetryPolicy(retries=math.inf, initial_backoff=0.05, max_backoff=0.2)
+    handler, logger = OnDrop(), logging.getLogger("linalgd")
+    with linalgd.Client(first.target, timeout=30.0, retry_policy=policy,
+                        use_shared_memory=True) as c:
+        assert_close(call(c), want)
+        assert c.shared_memory_active
+        first.stop()
+        thread = threading.Thread(target=restart)
+        thread.start()
+        logger.addHandler(handler)
+        try:
+            with caplog.at_level(logging.DEBUG, logger="linalgd"):
+                got = call(c)
+        finally:
+            logger.removeHandler(handler)
+            dropped.set()  # a call that failed before any drop must not leave the thread waiting
+            thread.join()
+        assert len(restarted) == 1 and not isinstance(restarted[0], BaseException), restarted
+        assert_close(got, want)
+        assert not c.shared_memory_active
+        assert any("shared memory not used" in r.getMessage() for r in caplog.records)
+    assert our_shm_names() == []

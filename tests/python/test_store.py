@@ -37,6 +37,40 @@ def test_large_operands_stream_past_the_message_limit(start_server):
         assert c.list_tensors() == []  # temporaries deleted
 
 
+def test_results_past_the_message_limit_are_sized_as_the_server_shapes_them(start_server):
+    """A result of stream_threshold bytes or more is kept and streamed back. The client sized it
+    from the larger operand's batch (Matmul) or from b (Solve), and asked for these inline: the
+    server's answer was over its message limit ("Sent message larger than max"). It sizes them
+    as the server shapes them now: batch dims broadcast, x is [..., N, K] for a [..., M, N]."""
+    server = start_server("--max-message-bytes", str(1 << 20))
+    rng = np.random.default_rng(4)
+    with linalgd.Client(server.target, timeout=60.0, max_message_bytes=1 << 20) as c:
+        c.stream_threshold = 256 << 10
+        c.chunk_bytes = 256 << 10
+        a = rng.standard_normal((32, 1, 16, 16))  # 64 KiB each; out [32, 32, 16, 16]: 2 MiB
+        b = rng.standard_normal((1, 32, 16, 16))
+        np.testing.assert_allclose(c.matmul(a, b), a @ b, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(c.matmul(b, a, transpose_a=True, transpose_b=True),
+                                   np.swapaxes(b, -1, -2) @ np.swapaxes(a, -1, -2),
+                                   rtol=1e-10, atol=1e-12)
+        eye = np.eye(8)
+        batched = rng.standard_normal((64, 8, 8)) + 8 * eye  # 32 KiB
+        b = rng.standard_normal((8, 512))  # unbatched, 32 KiB; x [64, 8, 512]: 2 MiB
+        np.testing.assert_allclose(c.solve(batched, b),
+                                   np.linalg.solve(batched, np.broadcast_to(b, (64, 8, 512))),
+                                   rtol=1e-8, atol=1e-10)
+        pairs = rng.standard_normal((1 << 17, 2, 2)) + 4 * np.eye(2)  # 4 MiB, uploaded
+        v = rng.standard_normal(2)  # a vector; x [131072, 2]: 2 MiB
+        want = np.linalg.solve(pairs, np.broadcast_to(v[:, None], (1 << 17, 2, 1)))[..., 0]
+        np.testing.assert_allclose(c.solve(pairs, v), want, rtol=1e-8, atol=1e-10)
+        wide = rng.standard_normal((8, 4096))  # 256 KiB, uploaded; b [8, 64]: 4 KiB
+        b = rng.standard_normal((8, 64))  # x [4096, 64]: 2 MiB
+        x = c.solve(wide, b, method="lstsq")
+        np.testing.assert_allclose(x, np.linalg.lstsq(wide, b, rcond=None)[0],
+                                   rtol=1e-8, atol=1e-10)
+        assert c.list_tensors() == []  # the kept results deleted once fetched
+
+
 def test_factor_reuse_matches_fresh_solves(client):
     rng = np.random.default_rng(3)
     n = 80

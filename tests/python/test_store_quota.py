@@ -21,7 +21,6 @@ import logging
 import re
 import urllib.request
 
-import grpc
 import numpy as np
 import pytest
 

@@ -252,6 +252,12 @@ def keep_or_inline(client, req, keep, out_bytes) -> None:
                                    out_bytes + RESPONSE_MARGIN_BYTES <= client.max_message_bytes)
 
 
+def result_bytes(shape, wire) -> int:
+    """The bytes of a result of shape (as the server shapes it: shm.matmul_out_shape,
+    shm.solve_out_shape) and DType wire; 0 for shape None, operands the server refuses."""
+    return 0 if shape is None else math.prod(shape) * tensors.itemsize(wire)
+
+
 def note_inline_result(method, t) -> None:
     """Logs a result the server sent inline although it was to be kept."""
     if t.WhichOneof("source") != "resident_id":
@@ -357,12 +363,11 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
 def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b, timeout,
                    as_torch, keep) -> Op:
     client._check_size(operands)
-    out_bytes = 0  # an estimate (broadcasting aside); scalars are refused below
+    out_shape = None  # scalars are refused below
     if a_arr.ndim >= 2 and b_arr.ndim >= 2:
-        out_bytes = (max(math.prod(a_arr.shape[:-2]), math.prod(b_arr.shape[:-2])) *
-                     a_arr.shape[-1 if transpose_a else -2] *
-                     b_arr.shape[-2 if transpose_b else -1] * a_arr.itemsize)
-    keep_or_inline(client, req, keep, out_bytes)
+        out_shape = shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b)
+    keep_or_inline(client, req, keep,
+                   result_bytes(out_shape, req.output_dtype or operands["a"][1]))
     resp = yield from call_with_operands(client, "Matmul", req, operands, timeout)
     if keep:
         return resp, remote_result(client, resp.out, "out")
@@ -420,7 +425,8 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
         resp, x = done
     else:
         client._check_size(operands)
-        keep_or_inline(client, req, keep, b_arr.nbytes)
+        keep_or_inline(client, req, keep, result_bytes(shm.solve_out_shape(a_arr, b_arr),
+                                                         b_wire))
         resp = yield from _solve_call(client, req, operands, timeout, factor)
         if keep:
             x = remote_result(client, resp.x, "x")

@@ -23,7 +23,8 @@ result into the region later: that region is dropped (its socket closed, so
 the server unmaps it when its last call ends; unmapped here at once) and never
 used again. The next call that finds no idle region registers a replacement,
 so a client never holds more than shared_memory_regions regions; a retry of
-the failed call takes a region like any call.
+the failed call takes a region like any call, and one that finds none takes
+the socket with a request that names no region.
 """
 import fcntl
 import logging
@@ -274,7 +275,17 @@ class SharedMemoryPath:
         """Runs method with operands (name -> (array, DType)) and the output in
         the region, by deadline (time.monotonic(), or None), with the
         client's retries. Returns (response, output array), or None: use the
-        socket."""
+        socket, with req as it was before (no reference to any region)."""
+        result = self._call(method, req, operands, out_dtype, out_shape, out_field, deadline,
+                            as_torch)
+        if result is None:
+            # An attempt before the fallback pointed req's operands and out_shm at its region,
+            # now dropped (the server refuses a call naming it) or given back (another call's
+            # by now: the result would land in that call's bytes).
+            self._unwrite(req, operands)
+        return result
+
+    def _call(self, method, req, operands, out_dtype, out_shape, out_field, deadline, as_torch):
         if out_shape is None or any(arr.ndim < 1 for arr, _ in operands.values()):
             return None
         out_bytes = math.prod(out_shape) * tensors.itemsize(out_dtype)
@@ -317,7 +328,6 @@ class SharedMemoryPath:
                     # The server forgot the region (it restarted): register a new one next time.
                     log.debug("%s: %s; using the socket", method, error)
                     drop = True
-                    req.ClearField("out_shm")
                     return None, None
                 return None, error
             drop = False
@@ -344,6 +354,15 @@ class SharedMemoryPath:
             cursor += align_up(arr.nbytes)
         req.keep_result = False
         req.out_shm.CopyFrom(region.ref(cursor, region.size - cursor))
+
+    @staticmethod
+    def _unwrite(req, operands):
+        """Clears what _write set in req: the operands' and the output's region references."""
+        for field in operands:
+            if getattr(req, field).WhichOneof("source") == "shm":
+                req.ClearField(field)
+        req.ClearField("out_shm")
+        req.ClearField("keep_result")
 
     @staticmethod
     def _read(region, resp, method, out_field, as_torch):

@@ -117,11 +117,25 @@ def to_device(out, device):
 
 
 def to_numpy(x, field):
-    """(array, DType) for a numpy array, torch CPU tensor or array-like."""
+    """(array, DType) for a numpy array, torch CPU tensor or array-like. An ndarray subclass
+    (np.matrix, say) comes back as a plain ndarray of its buffer; a masked array is refused
+    (InvalidArgument)."""
     wire = None
     if is_torch(x):
         x, wire = _torch_to_numpy(x, field)
-    elif not isinstance(x, np.ndarray):
+    elif isinstance(x, np.ma.MaskedArray):
+        # Its buffer holds the values under the mask, which the socket replaced by the fill
+        # value (tobytes) and shared memory sent as they are: the server has no masks, so the
+        # caller says what a masked entry is.
+        raise InvalidArgument(
+            f"{field}: a numpy masked array; linalgd computes with every entry: pass "
+            f"{field}.filled(value) to give the masked entries a value, or "
+            f"numpy.asarray({field}) to use the values under the mask")
+    elif isinstance(x, np.ndarray):
+        # A view of the same buffer: the client's own reshapes and views (an upload's
+        # reshape(-1), a vector b's column) keep np.matrix 2-D.
+        x = x.view(np.ndarray)
+    else:
         try:
             x = np.asarray(x)
         except (TypeError, ValueError) as e:  # ragged nested lists, say
