@@ -18,41 +18,17 @@ namespace {
 
 constexpr int64_t kAlign = 64;
 
+// What the server's NOT_FOUND says of a region it does not know
+// (server/store/shm_registry.cc NotRegistered): it restarted, or the region was
+// unregistered. The call was refused before it ran, so it may go again.
+constexpr absl::string_view kForgotten = "is not a registered shared-memory region";
+
+bool Forgotten(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::NOT_FOUND &&
+         absl::StrContains(status.error_message(), kForgotten);
+}
+
 int64_t AlignUp(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// Product of the broadcast batch dimensions (all but the last two) of a, b.
-int64_t BroadcastBatch(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  const size_t na = a.size() - 2, nb = b.size() - 2, n = std::max(na, nb);
-  int64_t batch = 1;
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t da = i < n - na ? 1 : a[i - (n - na)];
-    const int64_t db = i < n - nb ? 1 : b[i - (n - nb)];
-    batch *= std::max(da, db);
-  }
-  return batch;
-}
-
-// Bytes of out = op(a) op(b); 0 when the shapes are not matrices.
-int64_t MatmulOutBytes(const MatmulArgs& args) {
-  const std::vector<int64_t>& sa = args.a.shape();
-  const std::vector<int64_t>& sb = args.b.shape();
-  if (sa.size() < 2 || sb.size() < 2) return 0;
-  const int64_t m = args.transpose_a ? sa.back() : sa[sa.size() - 2];
-  const int64_t n = args.transpose_b ? sb[sb.size() - 2] : sb.back();
-  const DType out = args.output_dtype.value_or(args.a.dtype());
-  return BroadcastBatch(sa, sb) * m * n * static_cast<int64_t>(DTypeSize(out));
-}
-
-// Bytes of x in a x = b (b-shaped with a factor); 0 when not matrices.
-int64_t SolveOutBytes(const SolveArgs& args) {
-  const std::vector<int64_t>& sb = args.b.shape();
-  if (sb.size() < 2) return 0;
-  if (!args.factor_id.empty()) return static_cast<int64_t>(args.b.bytes().size());
-  const std::vector<int64_t>& sa = args.a.shape();
-  if (sa.size() < 2) return 0;
-  return BroadcastBatch(sa, sb) * sa.back() * sb.back() *
-         static_cast<int64_t>(DTypeSize(args.b.dtype()));
-}
 
 // Region bytes needed by `tensors` (aligned) plus `out_bytes`.
 int64_t Needed(const std::vector<Tensor*>& tensors, int64_t out_bytes) {
@@ -71,6 +47,16 @@ void Place(const ShmRegion& region, Tensor& t, int64_t& cursor, v1::Tensor* out)
   region.Ref(cursor, static_cast<int64_t>(bytes.size()), out->mutable_shm());
   cursor += AlignUp(static_cast<int64_t>(bytes.size()));
   t = Tensor();
+}
+
+// Places each of `tensors` in turn from offset 0 (Place); returns their
+// references and sets `cursor` past the last.
+std::vector<v1::Tensor> PlaceAll(const ShmRegion& region, const std::vector<Tensor*>& tensors,
+                                 int64_t& cursor) {
+  cursor = 0;
+  std::vector<v1::Tensor> placed(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) Place(region, *tensors[i], cursor, &placed[i]);
+  return placed;
 }
 
 // Points `out` at the rest of `region` from `cursor`, for the result.
@@ -94,6 +80,19 @@ absl::Status Fetch(const ShmRegion& region, v1::Tensor* tensor) {
   std::string* data = tensor->mutable_data();
   data->resize(bytes);
   ParallelCopy(data->data(), from, bytes);
+  return absl::OkStatus();
+}
+
+// The inverse of PlaceAll: each of `tensors` gets its bytes back from
+// `region`, for another attempt of a call the server refused unread.
+absl::Status UnplaceAll(const ShmRegion& region, std::vector<v1::Tensor>& placed,
+                        const std::vector<Tensor*>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (absl::Status s = Fetch(region, &placed[i]); !s.ok()) return s;
+    absl::StatusOr<Tensor> back = FromProto(&placed[i]);
+    if (!back.ok()) return back.status();
+    *tensors[i] = *std::move(back);
+  }
   return absl::OkStatus();
 }
 
@@ -122,12 +121,16 @@ bool ServerMayStillWrite(const grpc::Status& status) {
 
 class SharedMemoryPath::Lease {
  public:
-  Lease(SharedMemoryPath& path, const CallOptions& call)
-      : path_(path), region_(path.Acquire(call)) {}
+  Lease(SharedMemoryPath& path, const CallOptions& call, bool fresh)
+      : path_(path), region_(path.Acquire(call, fresh)) {}
   ~Lease() {
     if (region_ == nullptr) return;
-    if (retire_) {
-      path_.Retire(region_);
+    if (forgotten_) {
+      path_.Drop(region_, "dropped: the server does not know it (it restarted, or let it go)");
+    } else if (retire_) {
+      path_.Drop(region_,
+                 "retired: a call on it ended without the server's answer, and the server may "
+                 "still write its result there");
     } else {
       path_.Release(region_);
     }
@@ -135,13 +138,19 @@ class SharedMemoryPath::Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
   ShmRegion* get() const { return region_; }
-  // The call on the region ended with `status`.
-  void Ended(const grpc::Status& status) { retire_ = ServerMayStillWrite(status); }
+  // The call on the region ended with `status`; true when the server did not
+  // know the region (the call did not run there).
+  bool Ended(const grpc::Status& status) {
+    forgotten_ = Forgotten(status);
+    retire_ = ServerMayStillWrite(status);
+    return forgotten_;
+  }
 
  private:
   SharedMemoryPath& path_;
   ShmRegion* const region_;
   bool retire_ = false;
+  bool forgotten_ = false;
 };
 
 SharedMemoryPath::~SharedMemoryPath() = default;  // each region closes its connection
@@ -164,7 +173,7 @@ void SharedMemoryPath::Debug(const std::string& line) const {
   }
 }
 
-ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
+ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call, bool fresh) {
   {
     absl::MutexLock lock(&mu_);
     // Calls that arrive while the first registration is out wait for its
@@ -175,7 +184,7 @@ ShmRegion* SharedMemoryPath::Acquire(const CallOptions& call) {
              ABSL_NO_THREAD_SAFETY_ANALYSIS { return !p->regions_.empty() || p->pending_ == 0; },
         this));
     if (disabled_) return nullptr;
-    if (!idle_.empty()) {
+    if (!fresh && !idle_.empty()) {
       ShmRegion* region = idle_.back();
       idle_.pop_back();
       return region;
@@ -209,7 +218,7 @@ void SharedMemoryPath::Release(ShmRegion* region) {
   idle_.push_back(region);
 }
 
-void SharedMemoryPath::Retire(ShmRegion* region) {
+void SharedMemoryPath::Drop(ShmRegion* region, absl::string_view why) {
   std::unique_ptr<ShmRegion> gone;
   {
     absl::MutexLock lock(&mu_);
@@ -219,9 +228,7 @@ void SharedMemoryPath::Retire(ShmRegion* region) {
     gone = std::move(*it);
     regions_.erase(it);
   }
-  Debug(absl::StrCat("shared memory: region ", gone->id(),
-                     " retired: a call on it ended without the server's answer, and the server "
-                     "may still write its result there"));
+  Debug(absl::StrCat("shared memory: region ", gone->id(), " ", why));
 }
 
 std::unique_ptr<ShmRegion> SharedMemoryPath::Register(const CallOptions& call, std::string& why) {
@@ -252,33 +259,52 @@ absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::Matmul(MatmulArgs
   if (!options_.use_shared_memory || !args.a_resident_id.empty() || !args.b_resident_id.empty()) {
     return absl::nullopt;
   }
-  Lease lease(*this, call);
+  // A region the server does not know is dropped and the call goes once more,
+  // on a newly registered region: after a restart every idle one is as stale.
+  // Forgotten again (or no region to be had): the socket.
+  bool forgotten = false;
+  absl::optional<absl::StatusOr<MatmulResult>> result =
+      MatmulOn(args, call, /*fresh=*/false, forgotten);
+  if (forgotten) result = MatmulOn(args, call, /*fresh=*/true, forgotten);
+  return result;
+}
+
+absl::optional<absl::StatusOr<MatmulResult>> SharedMemoryPath::MatmulOn(MatmulArgs& args,
+                                                                        const CallOptions& call,
+                                                                        bool fresh,
+                                                                        bool& forgotten) {
+  Lease lease(*this, call, fresh);
   if (lease.get() == nullptr) return absl::nullopt;
   const ShmRegion& region = *lease.get();
   std::vector<Tensor*> inline_tensors = {&args.a, &args.b};
-  if (args.c && args.c_resident_id.empty()) inline_tensors.push_back(&*args.c);
-  if (args.bias && args.bias_resident_id.empty()) inline_tensors.push_back(&*args.bias);
+  const bool has_c = args.c && args.c_resident_id.empty();
+  const bool has_bias = args.bias && args.bias_resident_id.empty();
+  if (has_c) inline_tensors.push_back(&*args.c);
+  if (has_bias) inline_tensors.push_back(&*args.bias);
   const int64_t out_bytes = args.keep_result ? 0 : MatmulOutBytes(args);
   if ((!args.keep_result && out_bytes == 0) || Needed(inline_tensors, out_bytes) > region.size()) {
     return absl::nullopt;
   }
   int64_t cursor = 0;
-  std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i)
-    Place(region, *inline_tensors[i], cursor, &placed[i]);
-  const bool has_c = args.c && args.c_resident_id.empty();
-  const bool has_bias = args.bias && args.bias_resident_id.empty();
-  v1::MatmulRequest request = ToProto(std::move(args));
-  *request.mutable_a() = std::move(placed[0]);
-  *request.mutable_b() = std::move(placed[1]);
-  if (has_c) *request.mutable_c() = std::move(placed[2]);
-  if (has_bias) *request.mutable_bias() = std::move(placed[has_c ? 3 : 2]);
+  std::vector<v1::Tensor> placed = PlaceAll(region, inline_tensors, cursor);
+  // A copy, not a move: another attempt needs args' resident ids.
+  v1::MatmulRequest request = ToProto(args);
+  *request.mutable_a() = placed[0];
+  *request.mutable_b() = placed[1];
+  if (has_c) *request.mutable_c() = placed[2];
+  if (has_bias) *request.mutable_bias() = placed[has_c ? 3 : 2];
   if (!request.keep_result()) PlaceOutput(region, cursor, request.mutable_out_shm());
   v1::MatmulResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
-  lease.Ended(status);
+  forgotten = lease.Ended(status);
+  if (forgotten) {  // refused unread: args get their operands back for the next attempt
+    absl::Status s = UnplaceAll(region, placed, inline_tensors);
+    if (s.ok()) return absl::nullopt;
+    forgotten = false;
+    return absl::StatusOr<MatmulResult>(s);
+  }
   if (!status.ok()) return absl::StatusOr<MatmulResult>(FromGrpc(status));
   if (absl::Status s = Fetch(region, response.mutable_out()); !s.ok())
     return absl::StatusOr<MatmulResult>(s);
@@ -292,7 +318,19 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
       !args.b_resident_id.empty()) {
     return absl::nullopt;
   }
-  Lease lease(*this, call);
+  // As Matmul: once more on a fresh region when the server forgot this one.
+  bool forgotten = false;
+  absl::optional<absl::StatusOr<SolveResult>> result =
+      SolveOn(args, call, /*fresh=*/false, forgotten);
+  if (forgotten) result = SolveOn(args, call, /*fresh=*/true, forgotten);
+  return result;
+}
+
+absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::SolveOn(SolveArgs& args,
+                                                                      const CallOptions& call,
+                                                                      bool fresh, bool& forgotten) {
+  const bool use_a = args.factor_id.empty();
+  Lease lease(*this, call, fresh);
   if (lease.get() == nullptr) return absl::nullopt;
   const ShmRegion& region = *lease.get();
   std::vector<Tensor*> inline_tensors = {&args.b};
@@ -302,18 +340,23 @@ absl::optional<absl::StatusOr<SolveResult>> SharedMemoryPath::Solve(SolveArgs& a
     return absl::nullopt;
   }
   int64_t cursor = 0;
-  std::vector<v1::Tensor> placed(inline_tensors.size());
-  for (size_t i = 0; i < inline_tensors.size(); ++i)
-    Place(region, *inline_tensors[i], cursor, &placed[i]);
-  v1::SolveRequest request = ToProto(std::move(args));
-  *request.mutable_b() = std::move(placed[0]);
-  if (use_a) *request.mutable_a() = std::move(placed[1]);
+  std::vector<v1::Tensor> placed = PlaceAll(region, inline_tensors, cursor);
+  // A copy, not a move: another attempt needs args' factor id.
+  v1::SolveRequest request = ToProto(args);
+  *request.mutable_b() = placed[0];
+  if (use_a) *request.mutable_a() = placed[1];
   if (!request.keep_result()) PlaceOutput(region, cursor, request.mutable_out_shm());
   v1::SolveResponse response;
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
-  lease.Ended(status);
+  forgotten = lease.Ended(status);
+  if (forgotten) {  // refused unread: args get their operands back for the next attempt
+    absl::Status s = UnplaceAll(region, placed, inline_tensors);
+    if (s.ok()) return absl::nullopt;
+    forgotten = false;
+    return absl::StatusOr<SolveResult>(s);
+  }
   if (!status.ok()) return absl::StatusOr<SolveResult>(FromGrpc(status));
   if (absl::Status s = Fetch(region, response.mutable_x()); !s.ok())
     return absl::StatusOr<SolveResult>(s);

@@ -36,7 +36,10 @@ bool ServerMayStillWrite(const grpc::Status& status);
 // taken (the caller uses the socket). A call that ends without the server's
 // final answer (ServerMayStillWrite) retires its region instead: the server
 // may still be writing the call's result into it, so it is closed, never
-// reused, and a later call registers a fresh one.
+// reused, and a later call registers a fresh one. A region the server does not
+// know (NOT_FOUND: it restarted, or let the region go) is dropped as well, and
+// its call, which did not run, goes once more on a freshly registered region,
+// or over the socket when none can be had.
 class SharedMemoryPath {
  public:
   SharedMemoryPath(v1::Linalg::Stub& stub, const ClientOptions& options, DeadlineSetter deadline)
@@ -56,13 +59,22 @@ class SharedMemoryPath {
  private:
   class Lease;  // one region for one call, given back when destroyed
 
-  // An idle region, or a newly registered one while there are fewer than
-  // shared_memory_regions; null when none can be had (a debug line, once,
-  // when shared memory cannot be used at all).
-  ShmRegion* Acquire(const CallOptions& call);
+  // One attempt of Matmul/Solve on one region (a newly registered one when
+  // `fresh`), as Matmul/Solve. `forgotten`: the server did not know the
+  // region, which is dropped; the result is nullopt and `args` are as they came.
+  absl::optional<absl::StatusOr<MatmulResult>> MatmulOn(MatmulArgs& args, const CallOptions& call,
+                                                        bool fresh, bool& forgotten);
+  absl::optional<absl::StatusOr<SolveResult>> SolveOn(SolveArgs& args, const CallOptions& call,
+                                                      bool fresh, bool& forgotten);
+
+  // An idle region (unless `fresh`), or a newly registered one while there
+  // are fewer than shared_memory_regions; null when none can be had (a debug
+  // line, once, when shared memory cannot be used at all).
+  ShmRegion* Acquire(const CallOptions& call, bool fresh);
   void Release(ShmRegion* region);
-  // Forgets `region` and closes it (the server unmaps it once its calls end).
-  void Retire(ShmRegion* region);
+  // Forgets `region` and closes it (the server unmaps it once its calls end);
+  // the debug line says `why`.
+  void Drop(ShmRegion* region, absl::string_view why);
   // Creates and registers a region; null on failure (with the reason in
   // `why`).
   std::unique_ptr<ShmRegion> Register(const CallOptions& call, std::string& why);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "client/src/convert.h"
 #include "common/crc32c.h"
 #include "grpcpp/support/sync_stream.h"
@@ -23,25 +24,56 @@ constexpr absl::Duration kTemporaryTtl = absl::Minutes(10);
 // numerics), as the server counts it before sending a kept result inline.
 constexpr int64_t kResponseMarginBytes = int64_t{64} << 10;
 
-int64_t BatchOf(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
-  return n;
+// numpy broadcasting of the batch dims (all but the last two) of x and y, as
+// the server's plan does (server/backend/plan.cc BroadcastShapes: a 1
+// stretches to the other, 0 included); nullopt when they do not broadcast.
+absl::optional<std::vector<int64_t>> BroadcastBatch(const std::vector<int64_t>& x,
+                                                    const std::vector<int64_t>& y) {
+  const size_t nx = x.size() - 2, ny = y.size() - 2, rank = std::max(nx, ny);
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t dx = i < rank - nx ? 1 : x[i - (rank - nx)];
+    const int64_t dy = i < rank - ny ? 1 : y[i - (rank - ny)];
+    if (dx != dy && dx != 1 && dy != 1) return absl::nullopt;
+    out[i] = dx == 1 ? dy : dx;
+  }
+  return out;
 }
 
-// Bytes of a matmul's output, from the operand shapes (an estimate that
-// ignores broadcasting beyond the larger batch).
-int64_t MatmulOutBytes(const MatmulArgs& a) {
-  const auto& sa = a.a.shape();
-  const auto& sb = a.b.shape();
-  if (sa.size() < 2 || sb.size() < 2) return 0;
-  const int64_t m = a.transpose_a ? sa.back() : sa[sa.size() - 2];
-  const int64_t n = a.transpose_b ? sb[sb.size() - 2] : sb.back();
-  const DType out = a.output_dtype.value_or(a.a.dtype());
-  return std::max(BatchOf(sa), BatchOf(sb)) * m * n * static_cast<int64_t>(DTypeSize(out));
+// Bytes of a `dtype` tensor of `batch` + [rows, cols], at most
+// kUnboundedResultBytes.
+int64_t ResultBytes(DType dtype, std::vector<int64_t> batch, int64_t rows, int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  const absl::StatusOr<uint64_t> bytes = NumBytes(dtype, batch);
+  if (!bytes.ok()) return kUnboundedResultBytes;  // a negative dim, or past 2^62
+  return static_cast<int64_t>(std::min<uint64_t>(*bytes, kUnboundedResultBytes));
 }
 
 }  // namespace
+
+int64_t MatmulOutBytes(const MatmulArgs& args) {
+  const std::vector<int64_t>& sa = args.a.shape();
+  const std::vector<int64_t>& sb = args.b.shape();
+  if (sa.size() < 2 || sb.size() < 2) return 0;
+  const absl::optional<std::vector<int64_t>> batch = BroadcastBatch(sa, sb);
+  if (!batch) return 0;
+  const int64_t m = args.transpose_a ? sa.back() : sa[sa.size() - 2];
+  const int64_t n = args.transpose_b ? sb[sb.size() - 2] : sb.back();
+  return ResultBytes(args.output_dtype.value_or(args.a.dtype()), *batch, m, n);
+}
+
+int64_t SolveOutBytes(const SolveArgs& args) {
+  const std::vector<int64_t>& sb = args.b.shape();
+  if (sb.size() < 2) return 0;
+  const std::vector<int64_t>& sa = args.a.shape();
+  if (!args.factor_id.empty() || !args.a_resident_id.empty() || sa.size() < 2) {
+    return static_cast<int64_t>(args.b.bytes().size());
+  }
+  const absl::optional<std::vector<int64_t>> batch = BroadcastBatch(sa, sb);
+  if (!batch) return 0;
+  return ResultBytes(args.b.dtype(), *batch, sa.back(), sb.back());  // x: [batch..., N, K]
+}
 
 TensorInfo FromProto(const v1::TensorInfo& in) {
   TensorInfo t;
@@ -356,7 +388,7 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
 }
 
 absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& call) {
-  const int64_t x_bytes = static_cast<int64_t>(args.b.bytes().size());  // x is b-shaped (square a)
+  const int64_t x_bytes = SolveOutBytes(args);
   const bool auto_keep = !args.keep_result && Large(x_bytes);
   Uploads up;
   absl::Status uploaded = UploadLarge({args.factor_id.empty() ? &args.a : nullptr, &args.b},

@@ -26,6 +26,18 @@ namespace linalgd::client::internal {
 // Sets a call's deadline from its CallOptions (Client::Impl::SetDeadline).
 using DeadlineSetter = std::function<void(const CallOptions&, grpc::ClientContext&)>;
 
+// What MatmulOutBytes and SolveOutBytes say of a result past 2^62 bytes.
+constexpr int64_t kUnboundedResultBytes = int64_t{1} << 62;
+
+// The bytes of Matmul's out and Solve's x, shaped as the server shapes them
+// (linalgd.proto MatmulRequest, SolveRequest: numpy broadcasting of the batch
+// dims; x is [batch..., N, K] for a [..., M, N]); 0 when a or b is not a
+// matrix or their batch dims do not broadcast (the server refuses them). With
+// a factor or a resident a, whose shape is not known here, x is taken to be
+// b-shaped.
+int64_t MatmulOutBytes(const MatmulArgs& args);
+int64_t SolveOutBytes(const SolveArgs& args);
+
 // Sends a debug line to options.debug_log (unset: stderr when the
 // environment has LINALGD_CLIENT_DEBUG, else nowhere).
 void DebugLog(const ClientOptions& options, const std::string& line);

@@ -1,16 +1,21 @@
 // The C++ client's same-host shared-memory path (ClientOptions.
 // use_shared_memory) against the real server: results equal the socket's,
-// and a server without --allow-shm is a transparent fallback.
+// a server without --allow-shm is a transparent fallback, and regions a
+// restarted server forgot are replaced. Also the socket path's results over
+// the server's message cap (StreamedResultTest).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "client/src/shm_path.h"
 #include "tests/integration/test_server.h"
 
@@ -47,6 +52,32 @@ class ClientShmTest : public ServerTest {
   std::string debug_lines() {
     absl::MutexLock lock(&mu_);
     return absl::StrJoin(lines_, "\n");
+  }
+
+  // Shuts the server down and starts another (as `options`) on its port: the
+  // clients' channels reconnect to it, and it knows none of the first one's
+  // shared-memory regions. Waits until `client` reaches it.
+  void RestartServer(ServerOptions options, Client& client) {
+    const int port = server_->port();
+    client_.reset();
+    server_->Shutdown(absl::Seconds(5));
+    server_.reset();
+    options.listen = absl::StrCat("127.0.0.1:", port);
+    options.metrics_listen = "";
+    options.cpu_workers = 2;
+    options.blas_threads = 2;
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    client_ = ConnectClient(*server_).value();
+    // The channel may be backing off from its lost connection; no shared
+    // memory in this call, so the first Matmul meets the forgotten region.
+    absl::Status up;
+    for (int i = 0; i < 100; ++i) {
+      if ((up = client.ServerInfo().status()).ok()) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    ASSERT_TRUE(up.ok()) << up;
   }
 
   absl::Mutex mu_;
@@ -181,6 +212,64 @@ TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {
   for (size_t i = 0; i < x0.size(); ++i) EXPECT_NEAR(x0[i], x1[i], 1e-12);
 }
 
+client::SolveArgs System() {
+  client::SolveArgs s;
+  std::vector<double> a = RandomValues(40 * 40, 4);
+  for (int i = 0; i < 40; ++i) a[i * 40 + i] += 40;
+  s.a = client::Tensor::FromVector<double>({40, 40}, absl::MakeConstSpan(a)).value();
+  s.b = RandomTensor<double>({40, 3}, 5);
+  return s;
+}
+
+// A restarted server knows none of the regions registered with the one before
+// (NOT_FOUND: "... is not a registered shared-memory region"): the call that
+// meets its region drops it and goes again on a fresh one, and the calls after
+// it use that; none of them sees the refusal.
+TEST_F(ClientShmTest, ARegionTheServerForgotIsReplaced) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  ASSERT_TRUE(shm->Matmul(Product(64, 48, 32)).ok());
+  ASSERT_TRUE(shm->Solve(System()).ok());
+  ASSERT_NO_FATAL_FAILURE(RestartServer(o, *shm));
+  absl::StatusOr<client::MatmulResult> ref = client_->Matmul(Product(64, 48, 32));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<client::MatmulResult> r = shm->Matmul(Product(64, 48, 32));
+    ASSERT_TRUE(r.ok()) << "round " << round << ": " << r.status() << "\n" << debug_lines();
+    EXPECT_EQ(r->out.bytes(), ref->out.bytes());
+  }
+  EXPECT_EQ(debug_lines_with("does not know it"), 1) << debug_lines();
+  EXPECT_EQ(debug_lines_with("registered"), 2) << debug_lines();
+
+  ASSERT_NO_FATAL_FAILURE(RestartServer(o, *shm));  // Solve meets the forgotten region
+  absl::StatusOr<client::SolveResult> x_ref = client_->Solve(System());
+  ASSERT_TRUE(x_ref.ok()) << x_ref.status();
+  for (int round = 0; round < 2; ++round) {
+    absl::StatusOr<client::SolveResult> x = shm->Solve(System());
+    ASSERT_TRUE(x.ok()) << "round " << round << ": " << x.status() << "\n" << debug_lines();
+    EXPECT_EQ(x->x.bytes(), x_ref->x.bytes());
+  }
+  EXPECT_EQ(debug_lines_with("does not know it"), 2) << debug_lines();
+  EXPECT_EQ(debug_lines_with("registered"), 3) << debug_lines();
+}
+
+// Regions registered by concurrent calls all go stale at a restart: each call
+// that meets one replaces it (or, every region busy, takes the socket).
+TEST_F(ClientShmTest, ConcurrentCallsAfterARestartAllSucceed) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient(int64_t{1} << 20, /*regions=*/4);
+  absl::StatusOr<client::MatmulResult> first = shm->Matmul(Product(128, 128, 128));
+  ASSERT_TRUE(first.ok()) << first.status();
+  CallAtOnce(*shm, 4, 10, first->out.bytes());
+  ASSERT_NO_FATAL_FAILURE(RestartServer(o, *shm));
+  CallAtOnce(*shm, 4, 10, first->out.bytes());
+  EXPECT_GE(debug_lines_with("does not know it"), 1) << debug_lines();
+}
+
 TEST_F(ClientShmTest, ServerWithoutAllowShmFallsBackToTheSocket) {
   StartServer(ServerOptions{});  // no --allow-shm
   std::unique_ptr<Client> shm = ShmClient();
@@ -245,6 +334,81 @@ TEST_F(ClientShmTest, ARegionTheServerMayStillWriteIsNeverReused) {
   absl::StatusOr<client::MatmulResult> ref = client_->Matmul(Product(64, 48, 32));
   ASSERT_TRUE(ref.ok()) << ref.status();
   EXPECT_EQ(next->out.bytes(), ref->out.bytes());
+}
+
+// The socket path, next to shared memory's (both size results with
+// transfer.h MatmulOutBytes/SolveOutBytes): a result over the server's message
+// cap is kept on the server and fetched in parts when its size, as the server
+// shapes it, reaches the client's stream threshold. Operand sizes alone
+// (the larger batch, b's bytes for x) put these below it.
+class StreamedResultTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.max_message_bytes = 256 << 10;
+    StartServer(o);
+    client::ClientOptions co;
+    co.target = target();
+    co.stream_threshold_bytes = 192 << 10;
+    co.chunk_bytes = 64 << 10;
+    streaming_ = Client::Create(co).value();
+  }
+
+  std::unique_ptr<Client> streaming_;
+};
+
+// [8, 1] against [1, 8] batch dims: 64 products of 64 x 64, 1 MiB in all.
+TEST_F(StreamedResultTest, ABroadcastBatchResultOverTheMessageCapIsFetched) {
+  client::MatmulArgs args;
+  args.a = RandomTensor<float>({8, 1, 64, 8}, 1);
+  args.b = RandomTensor<float>({1, 8, 8, 64}, 2);
+  const std::vector<float> a = args.a.ToVector<float>(), b = args.b.ToVector<float>();
+  absl::StatusOr<client::MatmulResult> r = streaming_->Matmul(std::move(args));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->out.shape(), (std::vector<int64_t>{8, 8, 64, 64}));
+  const std::vector<float> out = r->out.ToVector<float>();
+  double worst = 0;
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      for (int row = 0; row < 64; ++row) {
+        for (int col = 0; col < 64; ++col) {
+          double sum = 0;
+          for (int k = 0; k < 8; ++k)
+            sum += double{a[(i * 64 + row) * 8 + k]} * b[(j * 8 + k) * 64 + col];
+          worst = std::max(worst, std::abs(sum - out[((i * 8 + j) * 64 + row) * 64 + col]));
+        }
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-4);
+}
+
+// 64 systems of 32 x 32 sharing one b of 16 columns: x is 256 KiB, b 4 KiB.
+TEST_F(StreamedResultTest, TheXOfABatchedAWithOneBOverTheMessageCapIsFetched) {
+  constexpr int kBatch = 64, kN = 32, kK = 16;
+  std::vector<double> a = RandomValues(kBatch * kN * kN, 3);
+  for (int i = 0; i < kBatch; ++i) {
+    for (int d = 0; d < kN; ++d) a[(i * kN + d) * kN + d] += kN;  // well conditioned
+  }
+  client::SolveArgs args;
+  args.a = client::Tensor::FromVector<double>({kBatch, kN, kN}, absl::MakeConstSpan(a)).value();
+  args.b = RandomTensor<double>({kN, kK}, 4);
+  const std::vector<double> b = args.b.ToVector<double>();
+  absl::StatusOr<client::SolveResult> r = streaming_->Solve(std::move(args));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->x.shape(), (std::vector<int64_t>{kBatch, kN, kK}));
+  const std::vector<double> x = r->x.ToVector<double>();
+  double worst = 0;  // of a x - b
+  for (int i = 0; i < kBatch; ++i) {
+    for (int row = 0; row < kN; ++row) {
+      for (int col = 0; col < kK; ++col) {
+        double sum = 0;
+        for (int d = 0; d < kN; ++d) sum += a[(i * kN + row) * kN + d] * x[(i * kN + d) * kK + col];
+        worst = std::max(worst, std::abs(sum - b[row * kK + col]));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-9);
 }
 
 TEST(ServerMayStillWriteTest, OnlyAnswersAndRefusalsEndTheCallOnTheServer) {
