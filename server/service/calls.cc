@@ -108,6 +108,7 @@ absl::Status MatmulJob::Deliver(ExecutionInfo& info) {
   int64_t sent = 0;
   absl::Status s = DeliverTensor(std::move(result_), prepared_.output, sources_,
                                  response_->mutable_out(), &sent);
+  DeleteIfCancelled(sources_, response_->out().resident_id(), ResidentKind::kTensor);
   rpc().NoteSent(sent);
   InfoToProto(info, response_->mutable_info());
   return s;
@@ -123,6 +124,7 @@ absl::Status SolveJob::Deliver(ExecutionInfo& info) {
   int64_t sent = 0;
   absl::Status s = DeliverTensor(std::move(result_.x), prepared_.output, sources_,
                                  response_->mutable_x(), &sent);
+  DeleteIfCancelled(sources_, response_->x().resident_id(), ResidentKind::kTensor);
   rpc().NoteSent(sent);
   response_->set_method_used(SolveMethodToProto(result_.method_used));
   response_->set_fallback(result_.fallback);

@@ -73,6 +73,7 @@ class FactorizeJob : public RpcJob {
                              env_.sources.store->Reserve(f.bytes, env_.sources.owner));
     LINALGD_ASSIGN_OR_RETURN(std::string id,
                              env_.sources.store->PutFactor(result_.factor, p_.ttl, std::move(r)));
+    DeleteIfCancelled(env_.sources, id, ResidentKind::kFactor);
     response_->set_factor_id(id);
     response_->set_method(SolveMethodToProto(f.method));
     response_->set_n(f.n);
@@ -165,6 +166,7 @@ class FactorSolveJob : public RpcJob {
     int64_t sent = 0;
     LINALGD_RETURN_IF_ERROR(DeliverTensor(std::move(result_.x), p_.output, env_.sources,
                                           response_->mutable_x(), &sent));
+    DeleteIfCancelled(env_.sources, response_->x().resident_id(), ResidentKind::kTensor);
     rpc().NoteSent(sent);
     response_->set_method_used(SolveMethodToProto(p_.factor->info().method));
     response_->set_residual(result_.residual);

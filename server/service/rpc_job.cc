@@ -14,4 +14,12 @@ void RpcJob::Finish(const absl::Status& status, const ExecutionInfo& info) {
   }));
 }
 
+void RpcJob::DeleteIfCancelled(const TensorSources& sources, std::string id, ResidentKind kind) {
+  if (id.empty() || sources.store == nullptr) return;
+  reactor_->set_undo_if_cancelled(
+      [store = sources.store, id = std::move(id), kind, tenant = sources.owner.tenant] {
+        (void)store->Delete(id, kind, tenant);
+      });
+}
+
 }  // namespace linalgd

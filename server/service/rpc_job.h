@@ -39,6 +39,9 @@ class RpcJob : public Job {
 
   Rpc& rpc() { return rpc_; }
   grpc::CallbackServerContext* context() const { return rpc_.context(); }
+  // The object `id` (of `kind`) that Deliver stored for the caller is
+  // deleted again if the call ends cancelled (CallReactor::set_undo_if_cancelled).
+  void DeleteIfCancelled(const TensorSources& sources, std::string id, ResidentKind kind);
 
  private:
   Rpc rpc_;

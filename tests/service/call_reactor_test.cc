@@ -34,5 +34,22 @@ TEST(CallReactorTest, OnCancelWithoutATokenIsHarmless) {
   reactor->OnDone();
 }
 
+// A call that stored something for its caller (a kept result, a factor) and
+// then ended cancelled may never have delivered the id: the object is deleted
+// in OnDone instead of holding the tenant's quota until its TTL. An answered
+// call keeps it.
+TEST(CallReactorTest, WhatACancelledCallStoredIsUndone) {
+  int undone = 0;
+  auto* answered = new CallReactor();
+  answered->set_undo_if_cancelled([&] { ++undone; });
+  answered->OnDone();
+  EXPECT_EQ(undone, 0);
+  auto* cancelled = new CallReactor();
+  cancelled->set_undo_if_cancelled([&] { ++undone; });
+  cancelled->OnCancel();
+  cancelled->OnDone();
+  EXPECT_EQ(undone, 1);
+}
+
 }  // namespace
 }  // namespace linalgd
