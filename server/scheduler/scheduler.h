@@ -247,6 +247,10 @@ class Scheduler {
   // The members of a failed matmul batch whose inputs the host check finds NaN or Inf in end
   // with that error (CheckMatmulInputsFinite); returns the others, in order.
   Group FinishNonFinite(Lane& lane, Group group, const ExecutionInfo& info, absl::Time start);
+  // After a batch that one member's stop ended (CANCELLED or DEADLINE_EXCEEDED: the CPU's
+  // per-member checks return the first error): finishes the members whose call was
+  // cancelled or whose deadline has passed with their own error; returns the rest.
+  Group FinishStopped(Lane& lane, Group group, const ExecutionInfo& info, absl::Time start);
   void RunDeferred(Lane& lane, Worker& worker);
   // Runs `fn` on this thread, watched for `timeout`; false when it overran:
   // `on_timeout` then ran on the watchdog thread (which also counted the call

@@ -383,11 +383,17 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
     // error and the rest run again as one batch, so that a caller sending NaNs costs the
     // others a second batched call, not a call each. Any other failure is not attributed:
     // each job runs alone.
-    if (kind == OpKind::kMatmul && !opaque && absl::IsInvalidArgument(result->status)) {
-      Group rest = FinishNonFinite(lane, std::move(group), info, start);
+    // Likewise a member whose caller cancelled or whose deadline passed: it ends, and the
+    // rest (whose work was dropped with it) run again together.
+    const bool stopped =
+        absl::IsCancelled(result->status) || absl::IsDeadlineExceeded(result->status);
+    if (!opaque &&
+        (stopped || (kind == OpKind::kMatmul && absl::IsInvalidArgument(result->status)))) {
+      Group rest = stopped ? FinishStopped(lane, std::move(group), info, start)
+                           : FinishNonFinite(lane, std::move(group), info, start);
       if (rest.size() < static_cast<size_t>(n)) {
-        spdlog::debug("{}: batch of {} failed on non-finite inputs; {} run again", info.backend, n,
-                      rest.size());
+        spdlog::debug("{}: batch of {} failed ({}); {} run again", info.backend, n,
+                      stopped ? "a member stopped" : "non-finite inputs", rest.size());
         if (!rest.empty()) ExecuteGroup(lane, worker, std::move(rest));
         return;
       }
@@ -403,6 +409,25 @@ void Scheduler::RunGroup(Lane& lane, Worker& worker, Group group,
     return;
   }
   Finish(lane, group[0], result->status, info, start);
+}
+
+Scheduler::Group Scheduler::FinishStopped(Lane& lane, Group group, const ExecutionInfo& info,
+                                          absl::Time start) {
+  const absl::Time now = absl::Now();
+  Group rest;
+  for (QueuedJob& item : group) {
+    if (item.job->cancelled()) {
+      Finish(lane, item, absl::CancelledError("call cancelled while running"), info, start);
+    } else if (now > item.job->spec().deadline) {
+      Finish(lane, item,
+             absl::DeadlineExceededError(
+                 absl::StrCat("deadline passed while running on ", info.backend)),
+             info, start);
+    } else {
+      rest.push_back(std::move(item));
+    }
+  }
+  return rest;
 }
 
 Scheduler::Group Scheduler::FinishNonFinite(Lane& lane, Group group, const ExecutionInfo& info,

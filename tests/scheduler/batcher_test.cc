@@ -240,6 +240,37 @@ TEST(BatcherTest, ABatchFailedByOneMembersNanRunsTheOthersAgainAsOneBatch) {
   EXPECT_EQ(out.finish_calls.load(), 7);
 }
 
+// One member's caller cancels while its batch runs: the CPU's per-member checks end the
+// call with that member's CANCELLED, dropping every member's work. That member ends; the
+// others run again as one batch, not each alone (one caller's cancel cost every other
+// caller a second call of its own).
+TEST(BatcherTest, ABatchStoppedByOneMembersCancelRunsTheOthersAgainAsOneBatch) {
+  CountingBackend cpu("cpu");
+  Outcome out;
+  Scheduler s(Batching(64, absl::Milliseconds(1)), &cpu, std::vector<Backend*>{});
+  Block(s, cpu, out);
+  std::vector<TestJob*> jobs;
+  cpu.on_next_batch([&] {
+    jobs[2]->Cancel();
+    return absl::CancelledError("cpu: matmul batch member 2 cancelled");
+  });
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<TestJob> job = CheckedJob(i, &out);
+    jobs.push_back(job.get());
+    s.Submit(std::move(job));
+  }
+  ASSERT_TRUE(out.WaitFor(6));
+  EXPECT_EQ(cpu.batch_sizes(), (std::vector<int>{5, 4}));
+  EXPECT_EQ(out.StatusOf(2).code(), absl::StatusCode::kCancelled);
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    const int id = out.finished[i].first;
+    if (id < 0 || id == 2) continue;
+    EXPECT_TRUE(out.finished[i].second.ok()) << id << ": " << out.finished[i].second;
+    EXPECT_EQ(out.infos[i].batch_size, 4) << id;
+  }
+}
+
 TEST(BatchKeyTest, EqualForCompatibleJobsAndHashedOnce) {
   Outcome out;
   TestJob a(0, Spec(8), &out, 4, 3, 5), b(1, Spec(8), &out, 4, 3, 5), c(2, Spec(8), &out, 4, 3, 6);

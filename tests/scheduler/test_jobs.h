@@ -2,6 +2,7 @@
 #define LINALGD_TESTS_SCHEDULER_TEST_JOBS_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -131,6 +132,7 @@ class CountingBackend : public FakeBackend {
       batch_sizes_.push_back(static_cast<int>(ops.size()));
     }
     if (!batch_error_.ok()) return batch_error_;
+    if (on_next_batch_) return std::exchange(on_next_batch_, nullptr)();
     if (check_stack_) {  // as the GPU does: one check of the whole stack, one error
       for (const MatmulOp* op : ops) {
         if (!CheckMatmulInputsFinite(*op).ok()) {
@@ -144,6 +146,8 @@ class CountingBackend : public FakeBackend {
   // inputs hold a NaN or Inf (a GPU's check of the stacked operands).
   void check_stack_as_a_whole() { check_stack_ = true; }
   void set_batch_error(absl::Status s) { batch_error_ = std::move(s); }
+  // The next batched call runs `fn` and ends with its status; later ones run as usual.
+  void on_next_batch(std::function<absl::Status()> fn) { on_next_batch_ = std::move(fn); }
   std::vector<int> batch_sizes() {
     absl::MutexLock lock(&mu_);
     return batch_sizes_;
@@ -153,6 +157,7 @@ class CountingBackend : public FakeBackend {
   absl::Mutex mu_;
   std::vector<int> batch_sizes_ ABSL_GUARDED_BY(mu_);
   absl::Status batch_error_;
+  std::function<absl::Status()> on_next_batch_;
   bool check_stack_ = false;
 };
 
