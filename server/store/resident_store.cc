@@ -109,7 +109,11 @@ absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
   }
   const int64_t stored_objects = static_cast<int64_t>(index_.size());
   const int64_t pending = pending_->load();
+  // Another tenant's figures are not this caller's to read: with other tenants' objects in
+  // the store, a refusal names the limit and this tenant's share alone.
+  const bool alone = usage.objects == stored_objects && owner_pending == pending;
   if (stored_objects + pending - evictable >= options_.max_objects) {
+    if (!alone) return SharedStoreFull("--store-max-objects", owner, usage, evictable);
     return StoreRefusal(
         "--store-max-objects",
         absl::StrCat("store: ", stored_objects, " objects stored and ", pending,
@@ -118,6 +122,7 @@ absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
                      options_.max_objects, "; only this tenant's objects are evicted for it (",
                      evictable, " of them not in use)"));
   }
+  if (!alone) return SharedStoreFull("--store-bytes", owner, usage, evictable);
   const int64_t used = used_->load();
   const int64_t stored = stored_bytes_ + overhead * stored_objects;
   return StoreRefusal(
@@ -129,6 +134,17 @@ absl::Status ResidentStore::NoRoom(int64_t bytes, const StoreOwner& owner,
           " reserved by uploads and results in progress; only this tenant's objects are evicted "
           "for it, ",
           evictable_bytes, " bytes of them not in use)"));
+}
+
+absl::Status ResidentStore::SharedStoreFull(absl::string_view limit, const StoreOwner& owner,
+                                            const OwnerUsage& usage, int64_t evictable) const {
+  const int64_t value = limit == "--store-bytes" ? options_.capacity_bytes : options_.max_objects;
+  return StoreRefusal(
+      limit, absl::StrCat("store: ", limit, "=", value,
+                          " is reached, with other tenants' objects in it; this tenant (",
+                          owner.tenant, ") holds ", usage.objects, " objects of ",
+                          usage.bytes->load(), " bytes (", evictable,
+                          " of them not in use); only this tenant's objects are evicted for it"));
 }
 
 absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
@@ -151,12 +167,16 @@ absl::Status ResidentStore::NotFree(int64_t bytes, const StoreOwner& owner,
                                     " used by this tenant)", kWhy));
   }
   const int64_t pending = pending_->load();
+  const bool alone =
+      usage.objects == static_cast<int64_t>(index_.size()) && owner_pending == pending;
   if (static_cast<int64_t>(index_.size()) + pending >= options_.max_objects) {
+    if (!alone) return SharedStoreFull("--store-max-objects", owner, usage, 0);
     return StoreRefusal(
         "--store-max-objects",
         absl::StrCat("store: ", index_.size(), " objects stored and ", pending,
                      " being stored, the limit --store-max-objects=", options_.max_objects, kWhy));
   }
+  if (!alone) return SharedStoreFull("--store-bytes", owner, usage, 0);
   const int64_t used = used_->load();
   return StoreRefusal(
       "--store-bytes",

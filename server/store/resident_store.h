@@ -219,6 +219,11 @@ class ResidentStore {
   void Touch(Entry& e, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // RESOURCE_EXHAUSTED for a reservation of `bytes` that fits (Full) only
   // by eviction, naming the free bytes and the binding limit.
+  // NoRoom's and NotFree's refusal for a store limit reached while other
+  // tenants hold objects: the limit and the caller's own share only.
+  absl::Status SharedStoreFull(absl::string_view limit, const StoreOwner& owner,
+                               const OwnerUsage& usage, int64_t evictable) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status NotFree(int64_t bytes, const StoreOwner& owner, const OwnerUsage& usage)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a new object charged `charge` bytes does not fit in the store or

@@ -15,6 +15,7 @@ namespace {
 using ::linalgd::testing::IsOk;
 using ::linalgd::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Tensor Filled(int64_t rows, int64_t cols, float value) {
   Tensor t(DType::kF32, {rows, cols});
@@ -407,6 +408,26 @@ TEST_F(ResidentStoreTest, ExpiredObjectsGoAtTheNextReserveEarliestFirst) {
   EXPECT_THAT(s.GetTensor(used).status().message(), HasSubstr("expired"));
 }
 
+// A store full of another tenant's objects: the refusal names the limit and the caller's own
+// share, never how many objects or bytes the others hold (that is theirs to read, in
+// ListTensors). Alone in the store, a tenant hears the whole breakdown, all of it its own.
+TEST_F(ResidentStoreTest, AStoreRefusalTellsNoOtherTenantsFigures) {
+  ResidentStore& s = MakeStore(3 * 64);
+  for (int i = 0; i < 3; ++i) Put(s, Filled(4, 4, i), absl::ZeroDuration(), Tenant("alpha"));
+  std::vector<TensorLease> leases;  // alpha's objects pinned: nothing to evict
+  for (const auto& meta : s.List("alpha")) leases.push_back(*s.GetTensor(meta.id, "alpha"));
+  const absl::Status alone = s.Reserve(64, Tenant("alpha")).status();
+  EXPECT_THAT(alone.message(), HasSubstr("by 3 stored objects"));
+  const absl::Status beta = s.Reserve(64, Tenant("beta")).status();
+  EXPECT_EQ(RefusedLimit(beta), "--store-bytes");
+  EXPECT_THAT(beta.message(),
+              HasSubstr("store: --store-bytes=192 is reached, with other tenants' objects in it; "
+                        "this tenant (beta) holds 0 objects of 0 bytes (0 of them not in use)"));
+  EXPECT_THAT(beta.message(), Not(HasSubstr("3")));  // alpha's count, alpha's bytes
+  EXPECT_THAT(s.Reserve(64, Tenant("beta"), Evict::kNever).status().message(),
+              HasSubstr("this tenant (beta) holds 0 objects"));
+}
+
 // A reservation is for one object: the objects being stored (uploads, put
 // streams, kept results and factors in progress) count against
 // --store-max-objects and the tenant's max_objects beside the stored ones,
@@ -432,7 +453,10 @@ TEST_F(ResidentStoreTest, ObjectsBeingStoredCountAgainstTheObjectLimits) {
   ASSERT_THAT(r3, IsOk());
   refused = s.Reserve(16, Tenant("gamma"));
   EXPECT_EQ(RefusedLimit(refused.status()), "--store-max-objects");
-  EXPECT_THAT(refused.status().message(), HasSubstr("0 objects stored and 3 being stored"));
+  // Alpha's and beta's objects fill the store: gamma hears the limit and its own share.
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("store: --store-max-objects=3 is reached, with other tenants' objects in "
+                        "it; this tenant (gamma) holds 0 objects of 0 bytes"));
   // Stored, the objects still count; a reservation given up frees its slot.
   ASSERT_THAT(s.PutTensor(Filled(2, 2, 1), "", 0, absl::ZeroDuration(), std::move(*r1)), IsOk());
   EXPECT_EQ(RefusedLimit(s.Reserve(16, Tenant("gamma")).status()), "--store-max-objects");
