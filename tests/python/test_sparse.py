@@ -172,3 +172,31 @@ def test_x0_must_match_b(client):
         client.sparse_solve(a, np.ones((16, 2)), method="cg", x0=np.zeros((16, 3)))
     with pytest.raises(linalgd.InvalidArgument, match="x0"):
         client.sparse_solve(a, np.ones(16), method="cg", x0=np.full(16, np.nan))
+
+
+def test_a_float16_b_is_refused_naming_its_dtype(client):
+    """a's values are sent in b's dtype: a float16 b sent them as float16 bytes labelled
+    float64, and the server refused with a byte count ('a.values: 4 bytes, expected 16')
+    naming no dtype. Now the client refuses it, as the dense solve does, naming float16."""
+    a = poisson(3)
+    with pytest.raises(linalgd.InvalidArgument,
+                       match=r"^INVALID_ARGUMENT: b: dtype float16; sparse_solve takes float32"):
+        client.sparse_solve(a, np.ones(9, np.float16))
+    with pytest.raises(linalgd.InvalidArgument, match="b: dtype float16"):  # a remote b too
+        with client.put(np.ones(9, np.float16).reshape(9, 1)) as b:
+            client.sparse_solve(a, b)
+    # A complex a promotes b to complex128 first, which its values can take.
+    complex_a = (*a[:2], a[2] + 1j, a[3])
+    x = client.sparse_solve(complex_a, np.ones(9, np.float16))
+    assert x.dtype == np.complex128
+    np.testing.assert_allclose(x, client.sparse_solve(complex_a, np.ones(9, np.complex128)))
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8", ">c8", ">c16"])
+def test_a_big_endian_b_labels_a_values_by_its_dtype(client, dtype):
+    """A big-endian b's dtype differs from the native one it stands for: a's values in '>f4'
+    went labelled float64 (the fallback), with 4-byte values ('a.values: ... expected')."""
+    a = poisson(3)
+    x = client.sparse_solve(a, np.ones(9, dtype))
+    assert x.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_allclose(dense(a) @ x, np.ones(9), rtol=1e-5)

@@ -143,8 +143,8 @@ def test_corrupted_part_is_data_loss_and_the_upload_is_aborted(small_parts, monk
     abort = transfer.Transfer._abort
     monkeypatch.setattr(transfer, "_chunk_message", corrupt)
     monkeypatch.setattr(transfer.Transfer, "_abort",
-                        lambda self, upload_id: (aborted.append(upload_id),
-                                                 abort(self, upload_id)))
+                        lambda self, upload_id, deadline: (aborted.append(upload_id),
+                                                           abort(self, upload_id, deadline)))
     before = {t.id for t in small_parts.list_tensors()}
     with pytest.raises(linalgd.DataLoss, match="CRC32C of the part"):
         small_parts.put(x)
@@ -329,8 +329,8 @@ def test_a_failing_start_aborts_the_uploads_that_started(small_parts, monkeypatc
     lock = threading.Lock()
     monkeypatch.setattr(transfer.Transfer, "_unary", second_start_fails)
     monkeypatch.setattr(transfer.Transfer, "_abort",
-                        lambda self, upload_id: (aborted.append(upload_id),
-                                                 abort(self, upload_id)))
+                        lambda self, upload_id, deadline: (aborted.append(upload_id),
+                                                           abort(self, upload_id, deadline)))
     before = {t.id for t in small_parts.list_tensors()}
     with pytest.raises(linalgd.Unavailable, match="refused by the test"):
         small_parts._transfer.put_many(_items(*xs), None)

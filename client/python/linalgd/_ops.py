@@ -11,7 +11,8 @@ differ in nothing else. Effects:
                                       the ids the same request names (with
                                       replicas, the uploads go where they are)
     Get(tensor_id, deadline)          a resident tensor's (TensorInfo, raw bytes)
-    Drop(ids)                         best-effort deletes; never raises
+    Drop(ids, deadline)               best-effort deletes, all of them by deadline (see
+                                      cleanup_deadline); never raises
     Shm(args)                         the shared-memory path (sync client only)
                                       -> (response, array) or None
     Probe(service, timeout)           one health check that waits for the channel
@@ -21,6 +22,10 @@ differ in nothing else. Effects:
 `client` is a ClientBase (its options, _arg, _large, _check_size); an
 exception raised while performing an effect is thrown into the generator at
 the yield, so try/finally in an operation works as in straight-line code.
+
+A method's timeout is one deadline, taken when the operation starts: each of
+its steps (uploads, the RPC and its retries, the fetch of a kept result, a
+factorization made again) gets what is left of it, not a timeout of its own.
 """
 import logging
 import math
@@ -31,13 +36,14 @@ from typing import Any, Generator, List, NamedTuple, Optional, Sequence, Tuple, 
 from . import _health, shm, tensors
 from ._stubs import pb
 from .enums import ComputeMode, Epilogue, SolveMethod, parse
+from ._procs import cleanup_deadline
 from ._replicas import request_ids
 from .errors import (DataLoss, DeadlineExceeded, InvalidArgument, LinalgdError, ReplicaGone,
                      ResourceExhausted, store_refusal)
 from .remote import Factor, RemoteTensor
 from .results import ExecutionInfo, MatmulResult, ServerInfo, SolveResult
-from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, complex_b_for,
-                     encode_csr, is_scipy_sparse, to_scipy_like)
+from .sparse import (Preconditioner, SparseMethod, SparseSolveResult, check_b_dtype,
+                     complex_b_for, encode_csr, is_scipy_sparse, to_scipy_like)
 from .store import TEMPORARY_TTL, TensorInfo, id_of, put_item
 
 _log = logging.getLogger("linalgd")
@@ -78,6 +84,7 @@ class Get(NamedTuple):
 
 class Drop(NamedTuple):
     ids: Sequence[str]
+    deadline: float  # time.monotonic() seconds, for all of them: cleanup_deadline()
 
 
 class Shm(NamedTuple):
@@ -165,10 +172,17 @@ def _deadline(client, timeout):
     return None if seconds is None else time.monotonic() + seconds
 
 
+def time_left(deadline: Optional[float]) -> float:
+    """The timeout= that ends a step by deadline (time.monotonic(); None: no deadline): the
+    seconds left, zero or less once it has passed, math.inf for none. Not None, which the
+    store and factor methods read as the client's timeout."""
+    return math.inf if deadline is None else deadline - time.monotonic()
+
+
 # -- shared steps ---------------------------------------------------------
 
 
-def encode_operands(client, req, operands, timeout) -> Op:
+def encode_operands(client, req, operands, deadline) -> Op:
     """Fills req's operand fields: a RemoteTensor by id, an array at or above
     stream_threshold uploaded (all of them at once, in parallel parts) and
     named by id, the rest inline. The uploads ask the server to evict nothing
@@ -185,8 +199,7 @@ def encode_operands(client, req, operands, timeout) -> Op:
             field.CopyFrom(tensors.encode_array(arr, wire, name))
     if not large:
         return []
-    infos = yield PutMany([item for _, item in large], _deadline(client, timeout),
-                          request_ids(req))
+    infos = yield PutMany([item for _, item in large], deadline, request_ids(req))
     for (name, _), info in zip(large, infos):
         getattr(req, name).resident_id = info.id
     return [info.id for info in infos]
@@ -204,7 +217,7 @@ def message_limit(client, timeout) -> Op:
     return min(client.max_message_bytes, server, _PROTOBUF_LIMIT)
 
 
-def encode_inline_instead(client, method, req, operands, refused, timeout) -> Op:
+def encode_inline_instead(client, method, req, operands, refused, deadline) -> Op:
     """After the store refused the call's uploads (refused: the
     RESOURCE_EXHAUSTED with linalgd-store-refused; put_many deleted what it
     had stored): every operand inline when the request then fits the message
@@ -214,7 +227,7 @@ def encode_inline_instead(client, method, req, operands, refused, timeout) -> Op
         if not isinstance(arr, RemoteTensor) and client._large(arr.nbytes):
             getattr(req, name).CopyFrom(tensors.encode_array(arr, wire, name))
     size = req.ByteSize()
-    limit = yield from message_limit(client, timeout)
+    limit = yield from message_limit(client, time_left(deadline))
     if size > limit:
         raise type(refused)(
             f"{refused.message}; the operands are too large to send inline instead: the "
@@ -227,19 +240,21 @@ def encode_inline_instead(client, method, req, operands, refused, timeout) -> Op
                "instead, a request of %d bytes", method, refused.message, size)
 
 
-def call_with_operands(client, method, req, operands, timeout) -> Op:
+def call_with_operands(client, method, req, operands, deadline) -> Op:
+    """method's call with operands encoded (encode_operands), all by deadline; the
+    uploads are deleted afterwards, whatever the outcome."""
     temps = []
     try:
         try:
-            temps = yield from encode_operands(client, req, operands, timeout)
+            temps = yield from encode_operands(client, req, operands, deadline)
         except ResourceExhausted as e:
             if store_refusal(e) is None:
                 raise
-            yield from encode_inline_instead(client, method, req, operands, e, timeout)
-        return (yield Invoke(method, req, timeout))
+            yield from encode_inline_instead(client, method, req, operands, e, deadline)
+        return (yield Invoke(method, req, time_left(deadline)))
     finally:
         if temps:
-            yield Drop(temps)
+            yield Drop(temps, cleanup_deadline(deadline))
 
 
 def keep_or_inline(client, req, keep, out_bytes) -> None:
@@ -265,14 +280,16 @@ def note_inline_result(method, t) -> None:
                    "(%d bytes)", method, len(t.data))
 
 
-def fetch_kept(client, t, field, as_torch) -> Op:
-    """Decodes t, streaming it back (and deleting it) when it was kept."""
+def fetch_kept(client, t, field, as_torch, deadline) -> Op:
+    """Decodes t, streaming it back by the call's deadline (and deleting it) when it was
+    kept."""
     if t.WhichOneof("source") != "resident_id":
         return tensors.decode(t, field, as_torch=as_torch)
     try:
-        return (yield from get(client, t.resident_id, as_torch=as_torch))
+        info, raw = yield Get(t.resident_id, deadline)
+        return tensors.from_bytes(raw, info.dtype, info.shape, field, as_torch=as_torch)
     finally:
-        yield Drop([t.resident_id])
+        yield Drop([t.resident_id], cleanup_deadline(deadline))
 
 
 def remote_result(client, t, field) -> RemoteTensor:
@@ -307,6 +324,7 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
     Returns the output array (torch on a's or b's device if either is torch),
     or a MatmulResult (out, info) with return_info=True.
     """
+    deadline = _deadline(client, timeout)
     ep = parse(Epilogue, epilogue, "epilogue")
     if bias is not None:
         ep = _WITH_BIAS.get(ep, ep)
@@ -341,16 +359,14 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
     done = None
     if client._shm_usable(operands, keep) and a_arr.ndim >= 2 and b_arr.ndim >= 2:
         out_dtype = req.output_dtype or a_wire
-        deadline = _deadline(client, timeout)
         done = yield Shm(("Matmul", req, operands, out_dtype,
                           shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b),
                           "out", deadline, as_torch))
-        timeout = shm.seconds_left(deadline)  # the socket, if taken, keeps the call's deadline
     if done is not None:
         resp, out = done
-    else:
+    else:  # the socket, taken, keeps the call's deadline
         resp, out = yield from _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a,
-                                              transpose_b, timeout, as_torch, keep)
+                                              transpose_b, deadline, as_torch, keep)
     for axis in squeeze:
         out = out.squeeze(axis)
     if not keep:
@@ -360,7 +376,7 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
     return out
 
 
-def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b, timeout,
+def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b, deadline,
                    as_torch, keep) -> Op:
     client._check_size(operands)
     out_shape = None  # scalars are refused below
@@ -368,12 +384,12 @@ def _matmul_socket(client, req, operands, a_arr, b_arr, transpose_a, transpose_b
         out_shape = shm.matmul_out_shape(a_arr, b_arr, transpose_a, transpose_b)
     keep_or_inline(client, req, keep,
                    result_bytes(out_shape, req.output_dtype or operands["a"][1]))
-    resp = yield from call_with_operands(client, "Matmul", req, operands, timeout)
+    resp = yield from call_with_operands(client, "Matmul", req, operands, deadline)
     if keep:
         return resp, remote_result(client, resp.out, "out")
     if req.keep_result:
         note_inline_result("Matmul", resp.out)
-    return resp, (yield from fetch_kept(client, resp.out, "out", as_torch))
+    return resp, (yield from fetch_kept(client, resp.out, "out", as_torch, deadline))
 
 
 def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = False,
@@ -393,6 +409,7 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     rcond: numpy.linalg.lstsq's cutoff for the SVD (default eps * max(M, N)).
     keep: leave x on the server and return its RemoteTensor.
     """
+    deadline = _deadline(client, timeout)
     if factor is not None and a is not None:
         raise InvalidArgument("solve: give a or factor, not both")
     b_arr, b_wire = client._arg(b, "b")
@@ -417,23 +434,21 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     done = None
     if client._shm_usable(operands, keep):
         out_dtype = max((w for _, w in operands.values()), key=tensors.itemsize)
-        deadline = _deadline(client, timeout)
         done = yield Shm(("Solve", req, operands, out_dtype, shm.solve_out_shape(a_arr, b_arr),
                           "x", deadline, as_torch))
-        timeout = shm.seconds_left(deadline)  # the socket, if taken, keeps the call's deadline
     if done is not None:
         resp, x = done
-    else:
+    else:  # the socket, taken, keeps the call's deadline
         client._check_size(operands)
         keep_or_inline(client, req, keep, result_bytes(shm.solve_out_shape(a_arr, b_arr),
                                                          b_wire))
-        resp = yield from _solve_call(client, req, operands, timeout, factor)
+        resp = yield from _solve_call(client, req, operands, deadline, factor)
         if keep:
             x = remote_result(client, resp.x, "x")
         else:
             if req.keep_result:
                 note_inline_result("Solve", resp.x)
-            x = yield from fetch_kept(client, resp.x, "x", as_torch)
+            x = yield from fetch_kept(client, resp.x, "x", as_torch, deadline)
     batch_shape = tuple(x.shape[:-2])
     if vector and not keep:
         x = x.squeeze(-1)
@@ -444,20 +459,22 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     return SolveResult.from_proto(x, resp, batch_shape)
 
 
-def _solve_call(client, req, operands, timeout, factor) -> Op:
+def _solve_call(client, req, operands, deadline, factor) -> Op:
     """The Solve call; a Factor made with recreate=True whose replica is gone
-    is factorized again (on another replica) and the call made once more."""
+    is factorized again (on another replica) and the call made once more, all by
+    deadline."""
     try:
-        return (yield from call_with_operands(client, "Solve", req, operands, timeout))
+        return (yield from call_with_operands(client, "Solve", req, operands, deadline))
     except ReplicaGone:
         if not isinstance(factor, Factor) or factor._source is None:
             raise
     if req.factor_id == factor.id:  # else another call has made it again already
         source, options = factor._source
-        fresh = yield from factorize(client, source, timeout=timeout, recreate=True, **options)
+        fresh = yield from factorize(client, source, timeout=time_left(deadline), recreate=True,
+                                     **options)
         factor._adopt(fresh)
     req.factor_id = factor.id
-    return (yield from call_with_operands(client, "Solve", req, operands, timeout))
+    return (yield from call_with_operands(client, "Solve", req, operands, deadline))
 
 
 def lstsq(client, a: Any, b: Any, rcond: Optional[float] = None,
@@ -573,13 +590,13 @@ def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
     if recreate and isinstance(a, RemoteTensor):
         raise InvalidArgument(f"factorize: recreate=True needs an array a, not the remote "
                               f"tensor {a.id} (it is gone with its replica)")
+    deadline = _deadline(client, _or_default(timeout))
     req = pb.FactorizeRequest(method=int(parse(SolveMethod, method, "method")),
                               no_fallback=bool(no_fallback),
                               ttl_seconds=0.0 if ttl is None else seconds_arg(ttl, "ttl"),
                               allow_non_finite=bool(allow_non_finite))
-    timeout = _or_default(timeout)
     operand = client._arg(a, "a")
-    resp = yield from call_with_operands(client, "Factorize", req, {"a": operand}, timeout)
+    resp = yield from call_with_operands(client, "Factorize", req, {"a": operand}, deadline)
     factor = client._factor(resp, ExecutionInfo.from_proto(resp.info))
     if recreate:
         factor._source = (operand[0], dict(method=method, no_fallback=no_fallback, ttl=ttl,
@@ -619,6 +636,7 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
     with return_info. b and x0 may be RemoteTensors (put()), named by id;
     a b or x0 of stream_threshold bytes or more is uploaded in parts first.
     """
+    deadline = _deadline(client, timeout)
     sparse_b = b if is_scipy_sparse(b) else None
     if sparse_b is not None:
         b = sparse_b.toarray()
@@ -631,6 +649,7 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
         promoted = complex_b_for(a, b_arr)
         if promoted is not None:
             b_arr, b_wire = client._arg(promoted, "b")
+    check_b_dtype(b_wire)  # a's values go in b's dtype
     req = pb.SparseSolveRequest(
         a=encode_csr(a, dtype=b_arr.dtype),
         method=int(parse(SparseMethod, method, "method")),
@@ -646,8 +665,7 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
             if vector:
                 x0_arr = x0_arr.reshape(-1, 1)
             operands["x0"] = (x0_arr.astype(b_arr.dtype, copy=False), b_wire)
-    resp = yield from call_with_operands(client, "SparseSolve", req, operands,
-                                         _timeout(client, timeout))
+    resp = yield from call_with_operands(client, "SparseSolve", req, operands, deadline)
     device = tensors.torch_device(b)
     x = tensors.decode(resp.x, "x", as_torch=device is not None)
     if vector:

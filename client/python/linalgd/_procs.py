@@ -396,6 +396,26 @@ def grpc_timeout(deadline: Optional[float]) -> Optional[float]:
     return remaining if remaining > 0 else -1.0
 
 
+# Deleting what a call stored for itself (its uploads, a kept result, an upload it
+# aborts) is best effort: the server's TTL frees whatever is left. So the deletes get
+# the call's time left, and CLEANUP_GRACE_SECONDS more, so that a call that failed at
+# its deadline still frees its tensors on a live server (a delete takes milliseconds),
+# while a server that is gone or stalled delays the caller's exception by at most
+# that much past the deadline. Without a deadline, CLEANUP_MAX_SECONDS from now, for
+# all the deletes together (each used to have 10 s, so a killed server kept a call
+# that had timed out waiting 10 s per temporary).
+CLEANUP_GRACE_SECONDS = 0.5
+CLEANUP_MAX_SECONDS = 10.0
+
+
+def cleanup_deadline(deadline: Optional[float]) -> float:
+    """The time.monotonic() deadline of the best-effort deletes after a call that ends by
+    deadline (None: no deadline): the earlier of deadline + CLEANUP_GRACE_SECONDS and
+    CLEANUP_MAX_SECONDS from now."""
+    latest = time.monotonic() + CLEANUP_MAX_SECONDS
+    return latest if deadline is None else min(latest, deadline + CLEANUP_GRACE_SECONDS)
+
+
 def _call_kwargs(spec: ChannelSpec, deadline: Optional[float]) -> dict:
     return {"timeout": grpc_timeout(deadline), "metadata": spec.metadata or None,
             "wait_for_ready": spec.wait_for_ready or None}

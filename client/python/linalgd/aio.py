@@ -36,11 +36,12 @@ binds a channel to the loop); close it with `await client.close()` or
 `async with`.
 """
 import asyncio
+import time
 from typing import Any, Optional, Set
 
 import grpc
 
-from . import _health, _ops, _replicas, remote
+from . import _health, _ops, _procs, _replicas, remote
 from ._base import (DEFAULT_MAX_MESSAGE_BYTES, ClientBase, advance, async_method,
                     async_method_as)
 from ._base import channel_options as _channel_options
@@ -241,7 +242,7 @@ class Client(ClientBase):
             return await asyncio.to_thread(self._transfer.get, effect.tensor_id,
                                            effect.deadline)
         if isinstance(effect, _ops.Drop):
-            return await self._drop(effect.ids)
+            return await self._drop(effect.ids, effect.deadline)
         if isinstance(effect, _ops.Probe):
             try:
                 resp = await self._health_check(
@@ -280,14 +281,20 @@ class Client(ClientBase):
     def _drop_uploads(self, uploads: "asyncio.Future") -> None:
         if uploads.cancelled() or uploads.exception() is not None or self._closed:
             return
-        task = asyncio.ensure_future(self._drop([info.id for info in uploads.result()]))
+        task = asyncio.ensure_future(self._drop([info.id for info in uploads.result()],
+                                                _procs.cleanup_deadline(None)))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _drop(self, ids) -> None:
+    async def _drop(self, ids, deadline) -> None:
+        """Deletes ids, all by deadline (_procs.cleanup_deadline): what is left then, the TTL
+        frees."""
         for i in ids:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
             try:
-                await self.delete(i, timeout=10.0)
+                await self.delete(i, timeout=left)
             except Exception:  # noqa: BLE001  best effort; the TTL covers it
                 pass
 

@@ -64,8 +64,10 @@ class Client(ClientBase):
         address NAME resolves to, again every refresh_interval seconds): calls
         naming an id go to the replica that owns it, the others to the least
         loaded one (_routing.py; replicas() shows the set).
-    timeout: default deadline of a call in seconds, covering all its retries;
-        None or math.inf for no deadline. Every method takes timeout= to
+    timeout: default deadline of a call in seconds, covering all of it (its
+        uploads, retries and the fetch of a large result; the deletes of its
+        temporaries after a failure get 0.5 s more at most); None or math.inf
+        for no deadline. Every method takes timeout= to
         override it (zero or less: a deadline already passed; not a number:
         InvalidArgument before anything is sent).
     retries: extra attempts on UNAVAILABLE / RESOURCE_EXHAUSTED (see
@@ -249,7 +251,7 @@ class Client(ClientBase):
         if isinstance(effect, _ops.Get):
             return self._transfer.get(effect.tensor_id, effect.deadline)
         if isinstance(effect, _ops.Drop):
-            return self._drop(effect.ids)
+            return self._drop(effect.ids, effect.deadline)
         if isinstance(effect, _ops.Shm):
             if self._shm is None:  # Shm effects come only from a client with the path on
                 raise TypeError(f"{effect!r} without shared memory")
@@ -276,10 +278,15 @@ class Client(ClientBase):
             raise from_rpc_error(e, effect.method) from None
         return response, call.trailing_metadata()
 
-    def _drop(self, ids):
+    def _drop(self, ids, deadline):
+        """Deletes ids, all by deadline (_procs.cleanup_deadline): what is left then, the TTL
+        frees."""
         for i in ids:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
             try:
-                self.delete(i, timeout=10.0)
+                self.delete(i, timeout=left)
             except Exception:  # noqa: BLE001  best effort; the TTL covers it
                 pass
 

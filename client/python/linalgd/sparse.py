@@ -5,6 +5,8 @@ installed, or a tuple (indptr, indices, data, shape) in scipy's CSR layout.
 Index arrays go over the wire as packed int32 or int64, as given (no copy);
 data must be float32, float64, complex64 or complex128 (integers are sent as
 float64); a complex a with a real b promotes b (as numpy would) to complex.
+a's values are sent in b's dtype, so b must be one of those four too: a float16
+or bfloat16 b is refused (InvalidArgument naming it), as the dense solve does.
 b may be dense or scipy.sparse; as scipy.sparse.linalg.spsolve does, a sparse b
 gives a sparse x (CSR, a sparse array for a sparse-array b, else a matrix).
 """
@@ -13,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from . import tensors
 from ._stubs import pb
-from .enums import Preconditioner, SparseMethod
+from .enums import DType, Preconditioner, SparseMethod
 from .errors import InvalidArgument
 from .results import ExecutionInfo
 
@@ -97,6 +100,20 @@ def _index_bytes(indptr, indices):
 
 _WIRE = {np.dtype(np.float32): pb.DTYPE_F32, np.dtype(np.float64): pb.DTYPE_F64,
          np.dtype(np.complex64): pb.DTYPE_C64, np.dtype(np.complex128): pb.DTYPE_C128}
+_SUPPORTED = "float32, float64, complex64 or complex128"
+
+
+def check_b_dtype(wire) -> None:
+    """Refuses a b (DType wire) whose dtype a's values cannot be sent in: they go in b's
+    dtype, and the server's CSR values are f32, f64, c64 or c128 only. A float16 b had
+    its a's values sent as float16 bytes labelled float64, which the server refused
+    with a byte count ('a.values: 4 bytes, expected 16') naming neither dtype."""
+    if wire in (DType.F32, DType.F64, DType.C64, DType.C128):
+        return
+    dtype = tensors.numpy_dtype(wire)
+    name = dtype.name if dtype is not None else DType(wire).name.lower()
+    raise InvalidArgument(f"b: dtype {name}; sparse_solve takes {_SUPPORTED} (a's values are "
+                          f"sent in b's dtype): convert b, e.g. b.astype(numpy.float32)")
 
 
 def encode_csr(a, dtype=None):
@@ -109,7 +126,11 @@ def encode_csr(a, dtype=None):
     elif data.dtype not in _WIRE:
         data = data.astype(np.float64)
     kind, ptr_bytes, idx_bytes = _index_bytes(indptr, indices)
-    wire = _WIRE.get(data.dtype, pb.DTYPE_F64)  # the server names what it refuses
+    # By the dtype in native order: a big-endian '>f4' went as float64 (the fallback), its
+    # 4-byte values labelled 8-byte ones.
+    wire = _WIRE.get(data.dtype.newbyteorder("="))
+    if wire is None:  # a dtype given that CSR values cannot have (check_b_dtype names b's)
+        raise InvalidArgument(f"a.values: dtype {data.dtype}; they must be {_SUPPORTED}")
     values = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<")).tobytes()
     return pb.CsrMatrix(rows=int(shape[0]), cols=int(shape[1]), index_type=kind,
                         row_offsets=ptr_bytes, col_indices=idx_bytes, dtype=wire, values=values)

@@ -41,7 +41,6 @@ import concurrent.futures
 import contextlib
 import ctypes
 import threading
-import time
 import zlib
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -294,10 +293,12 @@ class Transfer:
         except grpc.RpcError as e:
             raise from_rpc_error(e, name) from None
 
-    def _abort(self, upload_id):
+    def _abort(self, upload_id, deadline):
+        """AbortUpload by deadline (_procs.cleanup_deadline). It had none, so with
+        wait_for_ready a server that was gone could hold the caller indefinitely."""
         try:
             self._unary("AbortUpload", pb.AbortUploadRequest(upload_id=upload_id),
-                        pb.AbortUploadResponse, None)
+                        pb.AbortUploadResponse, deadline)
         except Exception:  # noqa: BLE001  best effort; the upload's TTL covers it
             pass
 
@@ -316,8 +317,10 @@ class Transfer:
                 infos = self._put_parts(items, plans, part_crc, uploads, held, deadline)
             return infos
         finally:
-            for upload_id in uploads.values():
-                self._abort(upload_id)
+            if uploads:
+                cleanup = _procs.cleanup_deadline(deadline)
+                for upload_id in uploads.values():
+                    self._abort(upload_id, cleanup)
 
     def _put_parts(self, items, plans, part_crc, uploads, held, deadline):
         """put_many's uploads, once the parts' CRC32Cs are known; fills uploads
@@ -345,15 +348,17 @@ class Transfer:
                 [_settled(self._finish_job(uploads, j, deadline)) for j in list(uploads)])))
         failed = [r for r in [*results.values(), *stored.values()] if isinstance(r, Exception)]
         if failed:  # what did get stored is of no use without the rest
-            self._delete_stored([t.id for t in stored.values() if not isinstance(t, Exception)])
+            self._delete_stored([t.id for t in stored.values() if not isinstance(t, Exception)],
+                                _procs.cleanup_deadline(deadline))
             raise failed[0]
         return [stored[j] for j in range(len(plans))]
 
-    def _delete_stored(self, ids):
+    def _delete_stored(self, ids, deadline):
+        """Deletes ids, all by deadline (_procs.cleanup_deadline)."""
         for tensor_id in ids:
             try:
                 self._unary("DeleteTensor", pb.DeleteTensorRequest(id=tensor_id),
-                            pb.DeleteTensorResponse, time.monotonic() + 10.0)
+                            pb.DeleteTensorResponse, deadline)
             except Exception:  # noqa: BLE001  best effort; the tensor's TTL covers it
                 pass
 
