@@ -39,17 +39,21 @@ inline void Gemm(bool trans_a, bool trans_b, int m, int n, int k, std::complex<d
 }
 
 // Gemm as `pieces` calls, each on a contiguous range of C's columns (the
-// same result: column j of C depends only on column j of op(B)).
-template <typename T>
-void GemmByColumns(int pieces, bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a,
-                   int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+// same result: column j of C depends only on column j of op(B)). Before each
+// piece but the first, `stopped()` is asked; true ends the product there:
+// returns false, C part-written.
+template <typename T, typename Stopped>
+bool GemmByColumns(int pieces, bool trans_a, bool trans_b, int m, int n, int k, T alpha, const T* a,
+                   int lda, const T* b, int ldb, T beta, T* c, int ldc, Stopped&& stopped) {
   const int width = (n + pieces - 1) / pieces;
   for (int j0 = 0; j0 < n; j0 += width) {
+    if (j0 > 0 && stopped()) return false;
     const int w = n - j0 < width ? n - j0 : width;
     // op(B)'s columns j0..: B's columns when B is k x n, its rows when n x k.
     const T* bj = trans_b ? b + static_cast<ptrdiff_t>(j0) * ldb : b + j0;
     Gemm(trans_a, trans_b, m, w, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
   }
+  return true;
 }
 
 }  // namespace linalgd

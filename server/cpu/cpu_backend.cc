@@ -36,7 +36,8 @@ class CpuBackend : public Backend {
     // Inputs are validated by the service; with allow_non_finite a NaN must
     // flow through the math (as on the GPU), not be refused by LAPACKE.
     LAPACKE_set_nancheck(0);
-    exec_ = CpuExecution{&pool_, batch_threads_, std::max(1, openblas_get_num_threads())};
+    exec_ = CpuExecution{&pool_, batch_threads_, std::max(1, openblas_get_num_threads()),
+                         options.stop_check_mnk};
   }
 
   std::string name() const override { return "cpu"; }

@@ -24,6 +24,9 @@ struct CpuBackendOptions {
   // symbolic analysis predicts it, exceeds this is RESOURCE_EXHAUSTED before
   // it starts (the server passes --max-inflight-bytes); 0: no limit.
   int64_t max_sparse_factor_bytes = 0;
+  // CpuExecution::stop_check_mnk: a product's multiply-adds between two looks
+  // at its stop token; 0: kStopCheckMnk (tests set less).
+  double stop_check_mnk = 0;
   // Told each count the governor sets (the metrics); may be empty. Called
   // under the governor's lock: must not block.
   std::function<void(int threads)> on_blas_threads;

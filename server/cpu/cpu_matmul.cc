@@ -77,21 +77,25 @@ absl::StatusOr<Tensor> RunMatmul(const MatmulOp& op, const MatmulPlan& plan,
   const int m = plan.m, n = plan.n, k = plan.k;
   const int lda = op.a.cols(), ldb = op.b.cols();
   const T alpha = MakeScalar<T>(op.alpha, op.alpha_imag);
-  const int pieces = GemmColumnPieces(m, n, k);
+  const int pieces = GemmStopPanels(m, n, k, exec.stop_check_mnk);
   std::atomic<bool> stopped{false};
-  auto element = [&](int64_t i) {
+  auto stop = [&] {
     if (stopped.load(std::memory_order_relaxed) || op.stop.stop_requested()) {
       stopped.store(true, std::memory_order_relaxed);
-      return;
     }
+    return stopped.load(std::memory_order_relaxed);
+  };
+  auto element = [&](int64_t i) {
+    if (stop()) return;
     T* di = d + i * plan.m * plan.n;
-    GemmByColumns(pieces, op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
-                  b + plan.b_offsets[i], ldb, T{0}, di, n);
-    epilogue.Apply(i, di);
+    if (GemmByColumns(pieces, op.trans_a, op.trans_b, m, n, k, alpha, a + plan.a_offsets[i], lda,
+                      b + plan.b_offsets[i], ldb, T{0}, di, n, stop)) {
+      epilogue.Apply(i, di);
+    }
   };
   const bool small = GemmRunsOnOneThread(m, n, k);
   exec.pool->ParallelFor(plan.batch, exec.BatchParallelism(plan.batch, small), element);
-  if (stopped.load()) return op.stop.Check("cpu: matmul between batch elements");
+  if (stopped.load()) return op.stop.Check("cpu: matmul between batch elements or panels");
   if (!native_out) {
     if constexpr (std::is_same_v<T, float>) {
       out = FromFloats(op.out_dtype, plan.out_shape, acc.data());

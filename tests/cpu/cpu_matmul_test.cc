@@ -307,6 +307,31 @@ TEST_F(CpuMatmulTest, ConcurrentCallsAreIndependent) {
   for (double e : errors) EXPECT_LE(e, 1e-12);
 }
 
+// A product larger than kStopCheckMnk runs as column panels with a look at
+// the stop token before each: a deadline that passes during it ends it within
+// a panel (DEADLINE_EXCEEDED), not when the whole product is done. One
+// caller's large product held a CPU worker past its deadline and the
+// op-timeout while the calls queued behind it expired.
+TEST_F(CpuMatmulTest, ALargeProductStopsBetweenItsPanels) {
+  EXPECT_EQ(GemmStopPanels(4096, 4096, 4096), 2);       // 6.9e10 multiply-adds
+  EXPECT_EQ(GemmStopPanels(8192, 8192, 8192), 8);       // 1024 columns a panel at least
+  EXPECT_EQ(GemmStopPanels(2048, 1000, 65536), 1);      // too narrow to split
+  EXPECT_EQ(GemmStopPanels(2048, 2048, 2048, 2e9), 2);  // a smaller panel, as below
+  // Panels of 4e9 here, so that a product of a few tenths of a second shows it.
+  backend_ = CreateCpuBackend({.blas_threads = 2, .batch_threads = 3, .stop_check_mnk = 4e9});
+  Tensor a = RandomTensor(DType::kF32, Shape{2048, 2048}, rng_);
+  Tensor b = RandomTensor(DType::kF32, Shape{2048, 2048}, rng_);
+  MatmulOp op = MakeOp(a, b, DType::kF32);
+  absl::StatusOr<MatmulPlan> plan = PlanMatmul(op);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  auto state = std::make_shared<StopState>();
+  // Well inside the first of its two panels (~17 GFLOP: tenths of a second here).
+  state->SetDeadline(absl::Now() + absl::Milliseconds(20), /*is_op_timeout=*/false);
+  op.stop = StopToken(state);
+  absl::StatusOr<Tensor> out = backend_->Matmul(op, *plan);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+}
+
 TEST(CpuBackendTest, NameIsCpu) { EXPECT_EQ(CreateCpuBackend({})->name(), "cpu"); }
 
 // A batch of products or solves whose BLAS/LAPACK calls OpenBLAS threads runs
