@@ -14,6 +14,8 @@
 
 namespace linalgd::client::internal {
 
+// Every `call` comes with its deadline fixed (PinDeadline, deadline.h, in
+// Client's methods); every RPC made for it keeps that deadline.
 class Calls {
  public:
   virtual ~Calls() = default;

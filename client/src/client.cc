@@ -7,6 +7,7 @@
 #include "client/src/calls.h"
 #include "client/src/channel_credentials.h"
 #include "client/src/connection.h"
+#include "client/src/deadline.h"
 #include "client/src/replica_client.h"
 #include "client/src/replica_set.h"
 #include "client/src/replica_target.h"
@@ -27,6 +28,12 @@ class Client::Impl {
 
   const ClientOptions& options() const { return options_; }
   client::internal::Calls& calls() { return *calls_; }
+  // The call's deadline, fixed as the public call starts: every RPC the call
+  // makes below (uploads, the RPC, the fetch of a kept result, a retry on
+  // another replica, a factorization made again) keeps it.
+  CallOptions Pin(const CallOptions& call) const {
+    return client::internal::PinDeadline(call, options_.default_timeout);
+  }
 
  private:
   const ClientOptions options_;
@@ -79,58 +86,59 @@ const ClientOptions& Client::options() const { return impl_->options(); }
 
 absl::StatusOr<client::MatmulResult> Client::Matmul(client::MatmulArgs args,
                                                     const CallOptions& call) {
-  return impl_->calls().Matmul(std::move(args), call);
+  return impl_->calls().Matmul(std::move(args), impl_->Pin(call));
 }
 
 absl::StatusOr<client::SolveResult> Client::Solve(client::SolveArgs args, const CallOptions& call) {
-  return impl_->calls().Solve(std::move(args), call);
+  return impl_->calls().Solve(std::move(args), impl_->Pin(call));
 }
 
 absl::StatusOr<client::TensorInfo> Client::PutTensor(const client::Tensor& tensor,
                                                      const client::PutOptions& put,
                                                      const CallOptions& call) {
-  return impl_->calls().Put(tensor, put, call);
+  return impl_->calls().Put(tensor, put, impl_->Pin(call));
 }
 
 absl::StatusOr<client::Tensor> Client::GetTensor(const std::string& id, const CallOptions& call,
                                                  client::TensorInfo* info) {
-  return impl_->calls().Get(id, call, info);
+  return impl_->calls().Get(id, impl_->Pin(call), info);
 }
 
 absl::Status Client::DeleteTensor(const std::string& id, const CallOptions& call) {
-  return impl_->calls().Delete(id, call);
+  return impl_->calls().Delete(id, impl_->Pin(call));
 }
 
 absl::StatusOr<client::StoreListing> Client::ListTensors(const CallOptions& call) {
-  return impl_->calls().List(call);
+  return impl_->calls().List(impl_->Pin(call));
 }
 
 absl::StatusOr<client::FactorInfo> Client::Factorize(client::FactorizeArgs args,
                                                      const CallOptions& call) {
-  return impl_->calls().Factorize(std::move(args), call);
+  return impl_->calls().Factorize(std::move(args), impl_->Pin(call));
 }
 
 absl::Status Client::ReleaseFactor(const std::string& factor_id, const CallOptions& call) {
-  return impl_->calls().ReleaseFactor(factor_id, call);
+  return impl_->calls().ReleaseFactor(factor_id, impl_->Pin(call));
 }
 
 absl::StatusOr<client::SparseSolveResult> Client::SparseSolve(client::SparseSolveArgs args,
                                                               const CallOptions& call) {
-  return impl_->calls().SparseSolve(std::move(args), call);
+  return impl_->calls().SparseSolve(std::move(args), impl_->Pin(call));
 }
 
 absl::StatusOr<client::ServerInfo> Client::ServerInfo(const CallOptions& call) {
-  return impl_->calls().GetServerInfo(call);
+  return impl_->calls().GetServerInfo(impl_->Pin(call));
 }
 
 absl::StatusOr<std::unique_ptr<client::SharedTensor>> Client::CreateSharedTensor(
     client::DType dtype, std::vector<int64_t> shape, int64_t capacity_bytes,
     const CallOptions& call) {
-  return impl_->calls().CreateSharedTensor(dtype, std::move(shape), capacity_bytes, call);
+  return impl_->calls().CreateSharedTensor(dtype, std::move(shape), capacity_bytes,
+                                           impl_->Pin(call));
 }
 
 absl::StatusOr<client::HealthStatus> Client::Health(const CallOptions& call) {
-  return impl_->calls().Health(call);
+  return impl_->calls().Health(impl_->Pin(call));
 }
 
 }  // namespace linalgd

@@ -33,9 +33,10 @@ absl::StatusOr<std::string> StartUpload(v1::Linalg::Stub& stub, const v1::PutTen
   return response.upload_id();
 }
 
-void AbortUpload(v1::Linalg::Stub& stub, const std::string& upload_id) {
+void AbortUpload(v1::Linalg::Stub& stub, const std::string& upload_id,
+                 const ContextSetup& cleanup) {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  cleanup(context);
   v1::AbortUploadRequest request;
   request.set_upload_id(upload_id);
   v1::AbortUploadResponse response;
@@ -180,7 +181,7 @@ grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
 absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& bytes,
                                            v1::PutTensorHeader header,
                                            const std::vector<ByteRange>& ranges, size_t chunk,
-                                           const ContextSetup& setup,
+                                           const ContextSetup& setup, const ContextSetup& cleanup,
                                            const ProgressCallback& progress) {
   std::vector<uint32_t> crcs(ranges.size());
   (void)RunParallel(ranges.size(), [&](size_t i) {
@@ -196,7 +197,7 @@ absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& by
                    setup, &sent_bytes);
   });
   if (!sent.ok()) {
-    AbortUpload(pool.at(0), *upload_id);
+    AbortUpload(pool.at(0), *upload_id, cleanup);
     return sent;
   }
   grpc::ClientContext context;

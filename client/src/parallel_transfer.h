@@ -66,11 +66,12 @@ grpc::Status StreamPut(v1::Linalg::Stub& stub, grpc::ClientContext& context,
 // Uploads `bytes` in one part per range, part i on connection i. `header`
 // describes the whole tensor (crc32c is filled here). UNIMPLEMENTED from
 // StartUpload (an older server) is returned as is; on any other failure
-// the upload is aborted. `progress` hears of each chunk sent.
+// the upload is aborted (AbortUpload, its context prepared by `cleanup`: the
+// call's deadline may have passed). `progress` hears of each chunk sent.
 absl::StatusOr<v1::TensorInfo> PutParallel(StubPool& pool, const std::string& bytes,
                                            v1::PutTensorHeader header,
                                            const std::vector<ByteRange>& ranges, size_t chunk,
-                                           const ContextSetup& setup,
+                                           const ContextSetup& setup, const ContextSetup& cleanup,
                                            const ProgressCallback& progress = {});
 
 // Downloads tensor `id`. The first stream asks for all of it; when its

@@ -15,6 +15,11 @@ const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
   return s.status();
 }
 
+// A call's deadline (fixed: Calls); absl::InfiniteFuture() when it has none.
+absl::Time DeadlineOf(const CallOptions& call) {
+  return call.deadline.value_or(absl::InfiniteFuture());
+}
+
 // Counts one call of this client on `replica` while it lives.
 class Inflight {
  public:
@@ -95,6 +100,8 @@ std::vector<NamedId> IdsOf(const SolveArgs& a) {
                 {"factor_id", &a.factor_id}});
 }
 
+// `call`'s deadline is fixed (Calls), so the second try has what the first
+// left of it, not a timeout of its own.
 template <typename Fn>
 auto ReplicaClient::Stateless(const Fn& fn) -> decltype(fn(std::declval<Connection&>())) {
   using R = decltype(fn(std::declval<Connection&>()));
@@ -114,7 +121,7 @@ auto ReplicaClient::Stateless(const Fn& fn) -> decltype(fn(std::declval<Connecti
 }
 
 template <typename Fn>
-auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const Fn& fn)
+auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const CallOptions& call, const Fn& fn)
     -> decltype(fn(std::declval<Connection&>())) {
   using R = decltype(fn(std::declval<Connection&>()));
   if (ids.empty()) return Stateless(fn);
@@ -128,7 +135,7 @@ auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const Fn& fn)
     if (all.empty()) return Stateless(fn);
     replica = all.front();
   } else {
-    replica = replicas_->FindOwner(*owner);
+    replica = replicas_->FindOwner(*owner, DeadlineOf(call));
   }
   if (replica == nullptr) {
     return R(GoneError(*owner, replicas_->AddressOf(*owner), *named,
@@ -148,7 +155,7 @@ auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const Fn& fn)
   // The replica answered that another one owns the id: our idea of which
   // replica is which is stale. Learn again, and go to the owner once.
   replicas_->ForgetIds();
-  const std::shared_ptr<Replica> owner_replica = replicas_->FindOwner(now.owner);
+  const std::shared_ptr<Replica> owner_replica = replicas_->FindOwner(now.owner, DeadlineOf(call));
   if (owner_replica == nullptr) {
     return R(GoneError(now.owner, replicas_->AddressOf(now.owner), *named,
                        absl::StrCat(replica->state->address(), " answered as another replica (",
@@ -162,11 +169,11 @@ auto ReplicaClient::Owned(const std::vector<NamedId>& ids, const Fn& fn)
 }
 
 absl::StatusOr<MatmulResult> ReplicaClient::Matmul(MatmulArgs args, const CallOptions& call) {
-  return Owned(IdsOf(args), [&](Connection& c) { return c.Matmul(args, call); });
+  return Owned(IdsOf(args), call, [&](Connection& c) { return c.Matmul(args, call); });
 }
 
 absl::StatusOr<SolveResult> ReplicaClient::SolveOnce(SolveArgs args, const CallOptions& call) {
-  return Owned(IdsOf(args), [&](Connection& c) { return c.Solve(args, call); });
+  return Owned(IdsOf(args), call, [&](Connection& c) { return c.Solve(args, call); });
 }
 
 absl::StatusOr<SolveResult> ReplicaClient::Solve(SolveArgs args, const CallOptions& call) {
@@ -177,6 +184,8 @@ absl::StatusOr<SolveResult> ReplicaClient::Solve(SolveArgs args, const CallOptio
     absl::MutexLock lock(&entry->mu);
     args.factor_id = entry->current;
   }
+  // The factorization made again and the solve on it keep `call`'s deadline
+  // (Calls): they are the rest of this call, not calls of their own.
   absl::StatusOr<SolveResult> result = SolveOnce(args, call);
   if (result.ok() || !result.status().GetPayload(kReplicaGonePayload).has_value()) return result;
   absl::StatusOr<std::string> again = Recreate(*entry, args.factor_id, call);
@@ -214,7 +223,7 @@ absl::StatusOr<FactorInfo> ReplicaClient::Factorize(FactorizeArgs args, const Ca
   std::vector<NamedId> ids;
   AddId("a_resident_id", args.a_resident_id, ids);
   if (!args.recreate_on_loss) {
-    return Owned(ids, [&](Connection& c) { return c.Factorize(args, call); });
+    return Owned(ids, call, [&](Connection& c) { return c.Factorize(args, call); });
   }
   auto entry = std::make_shared<Recreatable>();
   entry->args = args;
@@ -226,7 +235,7 @@ absl::StatusOr<FactorInfo> ReplicaClient::Factorize(FactorizeArgs args, const Ca
     entry->args.a_resident_id.clear();
   }
   absl::StatusOr<FactorInfo> info =
-      Owned(ids, [&](Connection& c) { return c.Factorize(args, call); });
+      Owned(ids, call, [&](Connection& c) { return c.Factorize(args, call); });
   if (!info.ok()) return info;
   {
     absl::MutexLock lock(&entry->mu);
@@ -252,7 +261,7 @@ absl::Status ReplicaClient::ReleaseFactor(const std::string& id, const CallOptio
     absl::MutexLock lock(&entry->mu);
     current = entry->current;
   }
-  return Owned({{"factor_id", current}},
+  return Owned({{"factor_id", current}}, call,
                [&](Connection& c) { return c.ReleaseFactor(current, call); });
 }
 
@@ -272,11 +281,11 @@ absl::StatusOr<TensorInfo> ReplicaClient::Put(const Tensor& tensor, const PutOpt
 
 absl::StatusOr<Tensor> ReplicaClient::Get(const std::string& id, const CallOptions& call,
                                           TensorInfo* info) {
-  return Owned({{"id", id}}, [&](Connection& c) { return c.Get(id, call, info); });
+  return Owned({{"id", id}}, call, [&](Connection& c) { return c.Get(id, call, info); });
 }
 
 absl::Status ReplicaClient::Delete(const std::string& id, const CallOptions& call) {
-  return Owned({{"id", id}}, [&](Connection& c) { return c.Delete(id, call); });
+  return Owned({{"id", id}}, call, [&](Connection& c) { return c.Delete(id, call); });
 }
 
 absl::StatusOr<StoreListing> ReplicaClient::List(const CallOptions& call) {

@@ -68,9 +68,10 @@ class ReplicaClient final : public Calls {
   template <typename Fn>
   auto Stateless(const Fn& fn) -> decltype(fn(std::declval<Connection&>()));
   // `fn(Connection&)` on the replica that owns `ids` (all of one replica);
-  // stateless when there are none.
+  // stateless when there are none. Finding the owner ends by `call`'s
+  // deadline.
   template <typename Fn>
-  auto Owned(const std::vector<NamedId>& ids, const Fn& fn)
+  auto Owned(const std::vector<NamedId>& ids, const CallOptions& call, const Fn& fn)
       -> decltype(fn(std::declval<Connection&>()));
   absl::StatusOr<SolveResult> SolveOnce(SolveArgs args, const CallOptions& call);
   std::shared_ptr<Recreatable> RecreatableOf(const std::string& factor_id) ABSL_LOCKS_EXCLUDED(mu_);

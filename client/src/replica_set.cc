@@ -123,11 +123,12 @@ std::shared_ptr<Replica> ReplicaSet::PickStateless(const Replica* exclude) {
   return nullptr;
 }
 
-void ReplicaSet::LearnIds(const std::vector<std::shared_ptr<Replica>>& replicas) {
+void ReplicaSet::LearnIds(const std::vector<std::shared_ptr<Replica>>& replicas,
+                          absl::Time deadline) {
   for (const auto& r : replicas) {
     if (!r->state->id().empty() || r->state->Unreachable(absl::Now())) continue;
     CallOptions call;
-    call.timeout = kLearnTimeout;
+    call.deadline = std::min(absl::Now() + kLearnTimeout, deadline);
     absl::StatusOr<ServerInfo> info = r->connection.GetServerInfo(call);
     if (!info.ok()) {
       DebugLog(options_, absl::StrCat("replicas: GetServerInfo of ", r->state->address(), ": ",
@@ -167,13 +168,13 @@ std::shared_ptr<Replica> ReplicaSet::Find(absl::string_view replica_id) {
   return nullptr;
 }
 
-std::shared_ptr<Replica> ReplicaSet::FindOwner(absl::string_view replica_id) {
+std::shared_ptr<Replica> ReplicaSet::FindOwner(absl::string_view replica_id, absl::Time deadline) {
   if (auto r = Find(replica_id)) return r;
-  LearnIds(Current());
+  LearnIds(Current(), deadline);
   if (auto r = Find(replica_id)) return r;
   if (target_.kind != ReplicaTarget::Kind::kDns) return nullptr;
   (void)Refresh();
-  LearnIds(Current());
+  LearnIds(Current(), deadline);
   return Find(replica_id);
 }
 

@@ -56,9 +56,10 @@ class ReplicaSet {
   // other than `exclude` is taken. Null when there is none.
   std::shared_ptr<Replica> PickStateless(const Replica* exclude = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // The replica whose id is `replica_id`; replicas whose id is not known yet
-  // are asked (GetServerInfo), then a dns target is re-resolved. Null when
-  // none has it.
-  std::shared_ptr<Replica> FindOwner(absl::string_view replica_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // are asked (GetServerInfo, ending by `deadline`, the call's), then a dns
+  // target is re-resolved. Null when none has it.
+  std::shared_ptr<Replica> FindOwner(absl::string_view replica_id, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Where replica `replica_id` was last seen; "" when never.
   std::string AddressOf(absl::string_view replica_id) const ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets every replica's id (one answered as another replica, so some
@@ -75,8 +76,10 @@ class ReplicaSet {
   // Replaces the set by the addresses now resolved (keeping the replicas of
   // addresses still there); a failed resolution keeps the set as it is.
   absl::Status Refresh() ABSL_LOCKS_EXCLUDED(mu_);
-  // Asks each reachable replica of unknown id for it.
-  void LearnIds(const std::vector<std::shared_ptr<Replica>>& replicas) ABSL_LOCKS_EXCLUDED(mu_);
+  // Asks each reachable replica of unknown id for it, each for kLearnTimeout
+  // at most, all by `deadline`.
+  void LearnIds(const std::vector<std::shared_ptr<Replica>>& replicas, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Among the replicas resolved now, then the retired ones that still answer.
   std::shared_ptr<Replica> Find(absl::string_view replica_id) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<Replica>> Retired() ABSL_LOCKS_EXCLUDED(mu_);

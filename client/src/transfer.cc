@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
 #include "client/src/convert.h"
+#include "client/src/deadline.h"
+#include "client/src/parallel.h"
 #include "common/crc32c.h"
 #include "grpcpp/support/sync_stream.h"
 
@@ -104,12 +106,13 @@ std::vector<ByteRange> Transfer::PartsOf(int64_t bytes) const {
 }
 
 ContextSetup Transfer::Setup(const CallOptions& call) const {
-  CallOptions pinned = call;
-  const absl::Duration timeout = call.timeout.value_or(options_.default_timeout);
-  if (!call.deadline.has_value() && timeout != absl::InfiniteDuration()) {
-    pinned.deadline = absl::Now() + timeout;
-  }
+  const CallOptions pinned = PinDeadline(call, options_.default_timeout);
   return [this, pinned](grpc::ClientContext& context) { deadline_(pinned, context); };
+}
+
+ContextSetup Transfer::CleanupSetup(const CallOptions& call) const {
+  const CallOptions cleanup = CleanupCall(PinDeadline(call, options_.default_timeout));
+  return [this, cleanup](grpc::ClientContext& context) { deadline_(cleanup, context); };
 }
 
 absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions& put,
@@ -127,8 +130,8 @@ absl::StatusOr<TensorInfo> Transfer::Put(const Tensor& tensor, const PutOptions&
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, options_.chunk_bytes));
   const std::vector<ByteRange> parts = PartsOf(static_cast<int64_t>(bytes.size()));
   if (parts.size() > 1 && multipart_.load()) {
-    absl::StatusOr<v1::TensorInfo> info =
-        PutParallel(pool_, bytes, *header, parts, chunk, setup, options_.transfer_progress);
+    absl::StatusOr<v1::TensorInfo> info = PutParallel(
+        pool_, bytes, *header, parts, chunk, setup, CleanupSetup(call), options_.transfer_progress);
     if (info.ok()) {
       DebugLog(options_, absl::StrCat("PutTensor: ", bytes.size(), " bytes in ", parts.size(),
                                       " parts over as many connections"));
@@ -219,7 +222,7 @@ absl::StatusOr<FactorInfo> Transfer::Factorize(FactorizeArgs args, const CallOpt
   deadline_(call, context);
   v1::FactorizeResponse response;
   const grpc::Status status = stub_.Factorize(&context, request, &response);
-  DeleteAll(up.ids);
+  DeleteAll(up.ids, call);
   if (!status.ok()) return FromGrpc(status);
   FactorInfo f;
   f.factor_id = response.factor_id();
@@ -268,7 +271,7 @@ absl::Status Transfer::UploadLarge(std::vector<Tensor*> tensors, std::vector<std
     up.ids.push_back(info->id);
   }
   if (!first_error.ok()) {
-    DeleteAll(up.ids);
+    DeleteAll(up.ids, call);
     up.ids.clear();
     return first_error;
   }
@@ -284,12 +287,15 @@ std::future<void> Transfer::FreeInBackground(std::vector<std::string> spent) {
   return std::async(std::launch::async, [spent = std::move(spent)]() mutable { spent.clear(); });
 }
 
-void Transfer::DeleteAll(const std::vector<std::string>& ids) {
-  for (const std::string& id : ids) {
-    CallOptions quick;
-    quick.timeout = absl::Seconds(10);
-    (void)Delete(id, quick);  // best effort; the TTL covers a failure
-  }
+void Transfer::DeleteAll(const std::vector<std::string>& ids, const CallOptions& call) {
+  // All at once, under one deadline (CleanupDeadline: at most kCleanupGrace
+  // past the call's), so that neither a late call nor one with several
+  // temporaries keeps its caller waiting longer than that.
+  const CallOptions cleanup = CleanupCall(PinDeadline(call, options_.default_timeout));
+  (void)RunParallel(ids.size(), [&](size_t i) {
+    (void)Delete(ids[i], cleanup);  // best effort; the TTL covers a failure
+    return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<int64_t> Transfer::MessageLimit(const CallOptions& call) {
@@ -343,7 +349,7 @@ absl::Status Transfer::FetchKept(absl::string_view op, absl::string_view what, T
     return absl::OkStatus();
   }
   absl::StatusOr<Tensor> kept = Get(resident_id, call);
-  DeleteAll({resident_id});
+  DeleteAll({resident_id}, call);
   if (!kept.ok()) return kept.status();
   result = *std::move(kept);
   resident_id.clear();
@@ -375,7 +381,7 @@ absl::StatusOr<MatmulResult> Transfer::Matmul(MatmulArgs args, const CallOptions
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Matmul(&context, request, &response);
-  DeleteAll(up.ids);
+  DeleteAll(up.ids, call);
   if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<MatmulResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;
@@ -406,7 +412,7 @@ absl::StatusOr<SolveResult> Transfer::Solve(SolveArgs args, const CallOptions& c
   grpc::ClientContext context;
   deadline_(call, context);
   const grpc::Status status = stub_.Solve(&context, request, &response);
-  DeleteAll(up.ids);
+  DeleteAll(up.ids, call);
   if (!status.ok()) return FromGrpc(status, context);
   absl::StatusOr<SolveResult> result = FromProto(&response);
   if (!result.ok() || !auto_keep) return result;

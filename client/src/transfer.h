@@ -95,7 +95,8 @@ class Transfer {
   // 512 MiB free takes tens of ms) overlaps the call's RPC; the future waits
   // for it when destroyed. An empty `spent`: nothing started.
   static std::future<void> FreeInBackground(std::vector<std::string> spent);
-  void DeleteAll(const std::vector<std::string>& ids);
+  // Deletes the temporaries `ids` of `call`, ending by its CleanupDeadline.
+  void DeleteAll(const std::vector<std::string>& ids, const CallOptions& call);
   // After UploadLarge: OK when it uploaded; after its store refusal (its
   // tensors left inline in `request`), OK, logged, when the request fits
   // MessageLimit, else the refusal with the bytes and the limit added to its
@@ -118,8 +119,10 @@ class Transfer {
   }
   // The parts a tensor of `bytes` is sent in (one unless it is large).
   std::vector<ByteRange> PartsOf(int64_t bytes) const;
-  // Every RPC of one Put or Get shares the call's deadline.
+  // Every RPC of one Put or Get shares the call's deadline (PinDeadline).
   ContextSetup Setup(const CallOptions& call) const;
+  // The deadline of the call's cleanup RPCs (CleanupDeadline).
+  ContextSetup CleanupSetup(const CallOptions& call) const;
 
   v1::Linalg::Stub& stub_;
   const ClientOptions& options_;

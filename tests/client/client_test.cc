@@ -3,9 +3,12 @@
 // exercised by tests/integration.
 #include "linalgd/client.h"
 
+#include <algorithm>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -19,9 +22,31 @@ using client::DType;
 using client::Tensor;
 
 // Matmul returns `a` as out; shape[0] == 99 is INVALID_ARGUMENT; priority -1
-// sleeps 2 s (for deadlines). Solve returns b as x.
+// sleeps 2 s (for deadlines). Solve returns b as x. PutTensor stores nothing
+// and names the tensor "t<N>"; DeleteTensor hangs until Release() (a server
+// that no longer answers), at most 10 s.
 class FakeLinalg final : public v1::Linalg::Service {
  public:
+  grpc::Status PutTensor(grpc::ServerContext* ctx, grpc::ServerReader<v1::PutTensorRequest>* reader,
+                         v1::PutTensorResponse* resp) override {
+    v1::PutTensorRequest message;
+    while (reader->Read(&message)) {
+    }
+    absl::MutexLock lock(&mu_);
+    resp->mutable_tensor()->set_id(absl::StrCat("t", ++puts_));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DeleteTensor(grpc::ServerContext* ctx, const v1::DeleteTensorRequest* req,
+                            v1::DeleteTensorResponse* resp) override {
+    {
+      absl::MutexLock lock(&mu_);
+      deletes_.push_back(req->id());
+    }
+    release_.WaitForNotificationWithTimeout(absl::Seconds(10));
+    return grpc::Status::OK;
+  }
+
   grpc::Status Matmul(grpc::ServerContext* ctx, const v1::MatmulRequest* req,
                       v1::MatmulResponse* resp) override {
     {
@@ -70,6 +95,15 @@ class FakeLinalg final : public v1::Linalg::Service {
     return last_matmul_;
   }
 
+  // The ids DeleteTensor was asked for.
+  std::vector<std::string> deletes() {
+    absl::MutexLock lock(&mu_);
+    return deletes_;
+  }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+
   // The peer address ("ipv4:127.0.0.1:PORT") of each GetServerInfo call.
   std::vector<std::string> info_peers() {
     absl::MutexLock lock(&mu_);
@@ -80,6 +114,9 @@ class FakeLinalg final : public v1::Linalg::Service {
   absl::Mutex mu_;
   v1::MatmulRequest last_matmul_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> info_peers_ ABSL_GUARDED_BY(mu_);
+  int puts_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> deletes_ ABSL_GUARDED_BY(mu_);
+  absl::Notification release_;
 };
 
 class ClientTest : public ::testing::Test {
@@ -100,7 +137,10 @@ class ClientTest : public ::testing::Test {
     ASSERT_TRUE(c.ok()) << c.status();
     client_ = *std::move(c);
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    service_.Release();
+    server_->Shutdown();
+  }
 
   // The peer the server saw for one GetServerInfo of a new client.
   std::string PeerOfNewClient(bool own_connection, std::vector<std::unique_ptr<Client>>& keep) {
@@ -171,6 +211,31 @@ TEST_F(ClientTest, DeadlineExceeded) {
   call.timeout.reset();
   call.deadline = absl::Now() - absl::Seconds(1);
   EXPECT_EQ(client_->Matmul(args, call).status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+// A call that ran out of time still deletes the operands it uploaded, but a
+// server that does not answer the deletes keeps its caller waiting only a
+// moment past the deadline (kCleanupGrace, 500 ms, for all of them), not a
+// timeout of its own per temporary (10 s each, one after another, before).
+TEST_F(ClientTest, DeletingTemporariesOfALateCallEndsSoonAfterItsDeadline) {
+  client::ClientOptions options = client_->options();
+  options.stream_threshold_bytes = 1024;  // a and b are uploaded, temporaries
+  options.transfer_connections = 1;
+  std::unique_ptr<Client> streaming = *Client::Create(options);
+  client::MatmulArgs args;
+  args.a = *Tensor::Zeros(DType::kF32, {32, 32});
+  args.b = *Tensor::Zeros(DType::kF32, {32, 32});
+  args.priority = -1;  // the Matmul sleeps past the deadline
+  client::CallOptions call;
+  call.timeout = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<client::MatmulResult> r = streaming->Matmul(args, call);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_LT(took, absl::Seconds(3));  // 1 s, the 0.5 s grace, and a loaded host's slack
+  std::vector<std::string> deleted = service_.deletes();
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"t1", "t2"}));  // both were asked for
 }
 
 // gRPC keeps deadlines to the millisecond, rounding up, so a deadline that passed a moment ago
