@@ -189,6 +189,11 @@ absl::StatusOr<SolveResult> CpuSolveWithFactor(const Factor& factor, const Tenso
         absl::StrCat("b: ", DTypeName(b.dtype), ShapeString(b.shape), " does not fit the ",
                      DTypeName(factor.info().dtype), " factor of order ", factor.info().n));
   }
+  if (b.cols() > std::numeric_limits<int>::max()) {  // getrs/potrs take k as an int
+    return absl::InvalidArgumentError(absl::StrCat("b.shape: ", ShapeString(b.shape), " has ",
+                                                   b.cols(), " columns, over the CPU LAPACK limit ",
+                                                   std::numeric_limits<int>::max()));
+  }
   if (const auto* f = dynamic_cast<const CpuFactor<double>*>(&factor)) return Solve(*f, b);
   if (const auto* f = dynamic_cast<const CpuFactor<float>*>(&factor)) return Solve(*f, b);
   using C64 = std::complex<float>;

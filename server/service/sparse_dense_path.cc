@@ -56,6 +56,7 @@ absl::StatusOr<SparseSolveResult> SolveSparseAsDense(Backend& backend, const Spa
   dense.b = op.b;
   dense.method = DenseMethod(op.method);
   dense.allow_fallback = op.allow_fallback;
+  dense.stop = op.stop;  // the caller's cancel and deadline, as on the sparse path
   LINALGD_ASSIGN_OR_RETURN(SolvePlan dense_plan, PlanSolve(dense));
   LINALGD_ASSIGN_OR_RETURN(SolveResult solved, backend.Solve(dense, dense_plan));
   SparseSolveResult r;

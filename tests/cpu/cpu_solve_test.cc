@@ -106,6 +106,23 @@ TEST_F(CpuSolveTest, AutoPicksLuForNonSymmetricAndQrForNonSquare) {
   EXPECT_EQ(r->method_used, SolveMethod::kQr);
 }
 
+// A cached factor's solve hands k to getrs/potrs as an int: b = [n, 2^31]
+// (allowed at the default --max-elements for n = 1) wrapped to a negative
+// count and left x unwritten. Refused, naming the shape and the limit, before
+// x is allocated (b's view has no data: nothing may read it).
+TEST_F(CpuSolveTest, AFactorsSolveRefusesMoreColumnsThanLapackTakes) {
+  const Tensor a = FromValues(DType::kF32, {1, 1}, {2.0});
+  FactorizeOp op;
+  op.a = a.view();
+  absl::StatusOr<FactorizeResult> f = backend_->Factorize(op);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const TensorView wide{DType::kF32, {1, int64_t{1} << 31}, nullptr};
+  absl::StatusOr<SolveResult> r = backend_->SolveWithFactor(*f->factor, wide);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("b.shape: [1, 2147483648] has 2147483648 columns, over the CPU LAPACK"));
+}
+
 // No right-hand side: x is [n, 0] and a is never factored (numpy answers a
 // singular a too), even with fallbacks forbidden; so is an empty batch.
 TEST_F(CpuSolveTest, EmptyWorkIsAnsweredWithoutFactoring) {
