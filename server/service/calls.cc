@@ -206,6 +206,7 @@ grpc::ServerUnaryReactor* StartMatmul(const CallEnv& env, grpc::CallbackServerCo
         absl::StatusOr<PreparedMatmul> p = PrepareMatmul(*request, e.limits, e.sources);
         if (p.ok()) {
           LINALGD_RETURN_IF_ERROR(HoldResult(e, "Matmul", p->output, ResultBytes(*p), p->leases));
+          PlaceKeptResult(*p, e.sources);
         }
         return p;
       },
@@ -221,6 +222,7 @@ grpc::ServerUnaryReactor* StartSolve(const CallEnv& env, grpc::CallbackServerCon
         absl::StatusOr<PreparedSolve> p = PrepareSolve(*request, e.limits, e.sources);
         if (p.ok()) {
           LINALGD_RETURN_IF_ERROR(HoldResult(e, "Solve", p->output, ResultBytes(*p), p->leases));
+          PlaceKeptResult(*p, e.sources);
         }
         return p;
       },

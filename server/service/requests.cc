@@ -69,7 +69,9 @@ absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& r, const T
   AllowInlineResult(p.output, r.inline_if_store_refuses(), limits.max_message_bytes);
   LINALGD_RETURN_IF_ERROR(
       CheckResultDeliverable(p.output, "out", p.plan.out_shape, out_bytes, limits, sources));
-  p.op.result_to = DirectDestination(p.output, out_bytes, {&p.op.a, &p.op.b, c, bias}, sources);
+  if (!p.output.keep) {  // a kept result's block: PlaceKeptResult, once its bytes are held
+    p.op.result_to = DirectDestination(p.output, out_bytes, {&p.op.a, &p.op.b, c, bias}, sources);
+  }
   p.op.check_finite = !r.allow_non_finite();
   return p;
 }
@@ -93,7 +95,8 @@ absl::StatusOr<PreparedSolve> PrepareSolve(const v1::SolveRequest& r, const Tens
   AllowInlineResult(p.output, r.inline_if_store_refuses(), limits.max_message_bytes);
   LINALGD_RETURN_IF_ERROR(
       CheckResultDeliverable(p.output, "x", p.plan.x_shape, x_bytes, limits, sources));
-  p.op.result_to = DirectDestination(p.output, x_bytes, {&p.op.a, &p.op.b}, sources);
+  if (!p.output.keep)
+    p.op.result_to = DirectDestination(p.output, x_bytes, {&p.op.a, &p.op.b}, sources);
   p.check_finite = !r.allow_non_finite();
   return p;
 }

@@ -29,7 +29,9 @@ struct PreparedSolve {
 
 // Structural validation (dtypes, shapes, sizes, enums, broadcasting); cheap,
 // O(number of batch elements). INVALID_ARGUMENT names the field and numbers.
-// Tensors may come from `sources` (resident ids, shared memory).
+// Tensors may come from `sources` (resident ids, shared memory). The result's
+// size is checked against where it goes (CheckResultDeliverable); a result to
+// keep gets no store memory here (PlaceKeptResult, once its bytes are held).
 absl::StatusOr<PreparedMatmul> PrepareMatmul(const v1::MatmulRequest& request,
                                              const TensorLimits& limits,
                                              const TensorSources& sources = {});
@@ -49,6 +51,15 @@ int64_t PayloadBytes(const PreparedSolve& p);
 // The result's bytes (Matmul's out, Solve's x), as the plan gives its shape.
 int64_t ResultBytes(const PreparedMatmul& p);
 int64_t ResultBytes(const PreparedSolve& p);
+
+// A result to keep: a block of the store's host memory for the backend to
+// write it into (DirectDestination; page-locked on a GPU server), taken only
+// after HoldResult admitted its bytes, so that calls refused for room never
+// allocate it. No-op for other results.
+template <typename Prepared>
+void PlaceKeptResult(Prepared& p, const TensorSources& sources) {
+  if (p.output.keep) p.op.result_to = DirectDestination(p.output, ResultBytes(p), {}, sources);
+}
 
 // Floating-point operations the op performs (approximate for solves: one LU).
 double Flops(const PreparedMatmul& p);

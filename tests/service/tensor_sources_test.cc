@@ -260,7 +260,14 @@ TEST(ResultSizeTest, AKeptResultTheStoreCanNeverHoldIsRefusedWhenPrepared) {
   EXPECT_TRUE(pm.status().GetPayload(kNeverFitsPayload).has_value());
   EXPECT_EQ(allocations, 0);
   m.set_inline_if_store_refuses(true);  // 4 MiB fits a response
-  EXPECT_TRUE(PrepareMatmul(m, TensorLimits(), sources).ok());
+  absl::StatusOr<PreparedMatmul> ok = PrepareMatmul(m, TensorLimits(), sources);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  // The store's memory is taken only once the call holds the result's bytes (HoldResult,
+  // then PlaceKeptResult): calls refused for room never allocate it.
+  EXPECT_EQ(allocations, 0);
+  PlaceKeptResult(*ok, sources);
+  EXPECT_EQ(allocations, 1);
+  EXPECT_TRUE(ok->op.result_to.Fits(4 << 20));
 }
 
 }  // namespace
