@@ -96,19 +96,19 @@ class Rpc {
 // index updates, shared-memory registration, server info): Authorize, the
 // tenant's max_message_bytes against `request`, then `handle(rpc)` (returns
 // the call's status; may note bytes on `rpc`), then End and finish through
-// the default reactor.
+// `reactor` (null: the default reactor).
 template <typename HandleFn>
 grpc::ServerUnaryReactor* HandleUnary(const CallEnv& env, absl::string_view op,
                                       grpc::CallbackServerContext* context,
-                                      const google::protobuf::MessageLite& request,
-                                      HandleFn handle) {
+                                      const google::protobuf::MessageLite& request, HandleFn handle,
+                                      grpc::ServerUnaryReactor* reactor = nullptr) {
   Rpc rpc(env, op, context);
   absl::Status status = rpc.Authorize();  // then rpc.env(): the caller's
   if (status.ok()) {
     status = CheckMessageQuota(rpc.env(), static_cast<int64_t>(request.ByteSizeLong()));
   }
   if (status.ok()) status = handle(rpc);
-  auto* reactor = context->DefaultReactor();
+  if (reactor == nullptr) reactor = context->DefaultReactor();
   reactor->Finish(rpc.End(status));
   return reactor;
 }

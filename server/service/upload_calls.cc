@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/crc32c.h"
 #include "server/common/status_macros.h"
+#include "server/service/call_reactor.h"
 #include "server/service/store_calls.h"
 
 namespace linalgd {
@@ -63,9 +64,21 @@ grpc::ServerUnaryReactor* StartUpload(const CallEnv& env, grpc::CallbackServerCo
 grpc::ServerUnaryReactor* FinishUpload(const CallEnv& env, grpc::CallbackServerContext* context,
                                        const v1::FinishUploadRequest* request,
                                        v1::PutTensorResponse* response) {
-  return HandleUnary(env, "FinishUpload", context, *request, [&](Rpc& rpc) {
-    return DoFinishUpload(rpc.env(), rpc, request->upload_id(), response);
-  });
+  // The stored tensor is deleted again if the answer never reaches the caller (a cancelled
+  // call), as PutTensor does: no one else learns its id, and the upload is gone.
+  auto* reactor = new CallReactor();
+  return HandleUnary(
+      env, "FinishUpload", context, *request,
+      [&](Rpc& rpc) {
+        LINALGD_RETURN_IF_ERROR(DoFinishUpload(rpc.env(), rpc, request->upload_id(), response));
+        reactor->set_undo_if_cancelled([store = rpc.env().sources.store,
+                                        id = response->tensor().id(),
+                                        tenant = rpc.env().sources.owner.tenant] {
+          (void)store->Delete(id, ResidentKind::kTensor, tenant);
+        });
+        return absl::OkStatus();
+      },
+      reactor);
 }
 
 grpc::ServerUnaryReactor* AbortUpload(const CallEnv& env, grpc::CallbackServerContext* context,
