@@ -177,41 +177,7 @@ TEST_F(ClientShmTest, RegionsStopAtTheCapAndBusyCallsUseTheSocket) {
   EXPECT_LE(debug_lines_with("registered"), 2);
 }
 
-TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {
-  ServerOptions o;
-  o.allow_shm = true;
-  StartServer(o);
-  std::unique_ptr<Client> shm = ShmClient();
-  auto args = [] {
-    client::SolveArgs s;
-    std::vector<double> a = RandomValues(40 * 40, 4);
-    for (int i = 0; i < 40; ++i) a[i * 40 + i] += 40;
-    s.a = client::Tensor::FromVector<double>({40, 40}, absl::MakeConstSpan(a)).value();
-    s.b = RandomTensor<double>({40, 3}, 5);
-    return s;
-  };
-  absl::StatusOr<client::SolveResult> via_shm = shm->Solve(args());
-  ASSERT_TRUE(via_shm.ok()) << via_shm.status();
-  absl::StatusOr<client::SolveResult> via_socket = client_->Solve(args());
-  ASSERT_TRUE(via_socket.ok()) << via_socket.status();
-  EXPECT_EQ(via_shm->x.bytes(), via_socket->x.bytes());
-  EXPECT_THAT(debug_lines(), HasSubstr("registered"));
-
-  client::FactorizeArgs f;
-  f.a = args().a;
-  absl::StatusOr<client::FactorInfo> factor = shm->Factorize(std::move(f));
-  ASSERT_TRUE(factor.ok()) << factor.status();
-  client::SolveArgs with_factor;
-  with_factor.factor_id = factor->factor_id;
-  with_factor.b = args().b;
-  absl::StatusOr<client::SolveResult> reused = shm->Solve(std::move(with_factor));
-  ASSERT_TRUE(reused.ok()) << reused.status();
-  const std::vector<double> x0 = via_socket->x.ToVector<double>(),
-                            x1 = reused->x.ToVector<double>();
-  ASSERT_EQ(x0.size(), x1.size());
-  for (size_t i = 0; i < x0.size(); ++i) EXPECT_NEAR(x0[i], x1[i], 1e-12);
-}
-
+// A diagonally dominant 40 x 40 system with three right-hand sides.
 client::SolveArgs System() {
   client::SolveArgs s;
   std::vector<double> a = RandomValues(40 * 40, 4);
@@ -219,6 +185,33 @@ client::SolveArgs System() {
   s.a = client::Tensor::FromVector<double>({40, 40}, absl::MakeConstSpan(a)).value();
   s.b = RandomTensor<double>({40, 3}, 5);
   return s;
+}
+
+TEST_F(ClientShmTest, SolveThroughSharedMemoryEqualsSocket) {
+  ServerOptions o;
+  o.allow_shm = true;
+  StartServer(o);
+  std::unique_ptr<Client> shm = ShmClient();
+  absl::StatusOr<client::SolveResult> via_shm = shm->Solve(System());
+  ASSERT_TRUE(via_shm.ok()) << via_shm.status();
+  absl::StatusOr<client::SolveResult> via_socket = client_->Solve(System());
+  ASSERT_TRUE(via_socket.ok()) << via_socket.status();
+  EXPECT_EQ(via_shm->x.bytes(), via_socket->x.bytes());
+  EXPECT_THAT(debug_lines(), HasSubstr("registered"));
+
+  client::FactorizeArgs f;
+  f.a = System().a;
+  absl::StatusOr<client::FactorInfo> factor = shm->Factorize(std::move(f));
+  ASSERT_TRUE(factor.ok()) << factor.status();
+  client::SolveArgs with_factor;
+  with_factor.factor_id = factor->factor_id;
+  with_factor.b = System().b;
+  absl::StatusOr<client::SolveResult> reused = shm->Solve(std::move(with_factor));
+  ASSERT_TRUE(reused.ok()) << reused.status();
+  const std::vector<double> x0 = via_socket->x.ToVector<double>(),
+                            x1 = reused->x.ToVector<double>();
+  ASSERT_EQ(x0.size(), x1.size());
+  for (size_t i = 0; i < x0.size(); ++i) EXPECT_NEAR(x0[i], x1[i], 1e-12);
 }
 
 // A restarted server knows none of the regions registered with the one before
