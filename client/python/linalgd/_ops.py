@@ -286,8 +286,7 @@ def fetch_kept(client, t, field, as_torch, deadline) -> Op:
     if t.WhichOneof("source") != "resident_id":
         return tensors.decode(t, field, as_torch=as_torch)
     try:
-        info, raw = yield Get(t.resident_id, deadline)
-        return tensors.from_bytes(raw, info.dtype, info.shape, field, as_torch=as_torch)
+        return (yield from _fetch(t.resident_id, deadline, field, as_torch))
     finally:
         yield Drop([t.resident_id], cleanup_deadline(deadline))
 
@@ -557,8 +556,15 @@ def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[f
 def get(client, tensor: Union[str, RemoteTensor], *, timeout: Optional[float] = None,
         as_torch: bool = False) -> Op:
     """The resident tensor (a RemoteTensor or its id) as a fresh numpy array."""
-    info, raw = yield Get(id_of(tensor), _deadline(client, _or_default(timeout)))
-    return tensors.from_bytes(raw, info.dtype, info.shape, "tensor", as_torch=as_torch)
+    return (yield from _fetch(id_of(tensor), _deadline(client, _or_default(timeout)), "tensor",
+                              as_torch))
+
+
+def _fetch(tensor_id, deadline, field, as_torch) -> Op:
+    """The resident tensor tensor_id, streamed back by deadline, decoded (field names it in
+    errors)."""
+    info, raw = yield Get(tensor_id, deadline)
+    return tensors.from_bytes(raw, info.dtype, info.shape, field, as_torch=as_torch)
 
 
 def delete(client, tensor: Union[str, RemoteTensor], *,
