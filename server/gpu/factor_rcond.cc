@@ -151,6 +151,7 @@ class FactorSolves {
         early_start_(o.early_start && o.impl == TrsvImpl::kCustom),
         super_nb_(o.impl == TrsvImpl::kCustom ? SuperSweep::BlockRowsFor(n, o.super_min_n) : 0),
         super_forked_(o.super_forked),
+        super_beside_(o.super_inverses_beside),
         super_sweeps_(o.super_sweeps),
         region_bytes_(TriangularSolveScratchBytes(t, n, kMaxColumns)),
         staging_(ctx, kMaxColumns * n * DTypeSize(t), stream) {}
@@ -187,10 +188,13 @@ class FactorSolves {
   Inverses& InversesFor(const Step& step);
 
   // The super-block sweep for a triangle step it takes (lower, non-unit:
-  // Cholesky's), made on first use (its inverses queued on stream_); null
-  // for other steps, below super_min_n, and once the budget has refused its
-  // buffers or stream_ has no cuBLAS handle (then the chain serves).
-  absl::StatusOr<SuperSweep*> SuperFor(const Step& step);
+  // Cholesky's), made on first use (its inverses queued on the set's
+  // beside_stream with super_beside_ where BesideBlas() gives a handle, else
+  // on stream_); null for other steps, below super_min_n, and once the
+  // budget has refused its buffers or no stream has a cuBLAS handle for its
+  // inverses (then the chain serves). *made_beside: this call queued its
+  // inverses beside.
+  absl::StatusOr<SuperSweep*> SuperFor(const Step& step, bool* made_beside);
 
   static constexpr int kMaxColumns = 2;
   // scratch_: a region of counters (region_bytes_) per lane and triangle
@@ -213,6 +217,7 @@ class FactorSolves {
   const bool early_start_;
   const int64_t super_nb_;   // SuperSweep::BlockRowsFor's, 0: none
   const bool super_forked_;  // FactorRcondOptions::super_forked
+  const bool super_beside_;  // FactorRcondOptions::super_inverses_beside
   int* const super_sweeps_;  // FactorRcondOptions::super_sweeps
   const int64_t region_bytes_;
   Staging staging_;
@@ -236,22 +241,24 @@ FactorSolves::Inverses& FactorSolves::InversesFor(const Step& step) {
   return inverses_.back();
 }
 
-absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step) {
+absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step, bool* made_beside) {
   if (step.kind != Step::Kind::kTriangle || step.fill != TriangleFill::kLower || step.unit ||
       super_nb_ == 0 || super_refused_) {
     return nullptr;
   }
   if (super_ != nullptr) return super_.get();
   HandleSet& hs = ctx_.hs;
-  const cublasHandle_t blas = stream_ == hs.stream        ? hs.blas
-                              : stream_ == hs.side_stream ? hs.SideBlas()
-                                                          : nullptr;
+  cublasHandle_t blas = super_beside_ ? hs.BesideBlas() : nullptr;
+  const cudaStream_t beside = blas != nullptr ? hs.beside_stream : nullptr;
+  if (blas == nullptr) {
+    blas = stream_ == hs.stream ? hs.blas : stream_ == hs.side_stream ? hs.SideBlas() : nullptr;
+  }
   if (blas == nullptr) {
     super_refused_ = true;
     return nullptr;
   }
   absl::StatusOr<std::unique_ptr<SuperSweep>> made =
-      SuperSweep::Create(ctx_, blas, stream_, t_, n_, factors_, super_nb_);
+      SuperSweep::Create(ctx_, blas, stream_, t_, n_, factors_, super_nb_, beside);
   if (!made.ok()) {  // the chain serves; a sticky device error shows there too
     if (!absl::IsResourceExhausted(made.status())) {
       spdlog::warn("condition estimate: the super-block sweep failed ({}); the chain serves",
@@ -261,6 +268,7 @@ absl::StatusOr<SuperSweep*> FactorSolves::SuperFor(const Step& step) {
     return nullptr;
   }
   super_ = *std::move(made);
+  *made_beside = beside != nullptr;
   return super_.get();
 }
 
@@ -390,13 +398,16 @@ absl::Status FactorSolves::Run(std::vector<V>& v, std::initializer_list<Step> st
   const cudaStream_t st = stream_;
   for (Inverses& i : inverses_) i.filling = false;
   // The super sweep takes the call where it takes every triangle step
-  // (both columns in one lane: its products read each tile once for both).
+  // (both columns in one lane: its products read each tile once for both),
+  // from the call after the one that queued its inverses beside.
   super_call_ = impl_ == TrsvImpl::kCustom && super_nb_ > 0;
+  bool made_beside = false;
   for (const Step& step : steps) {
     if (!super_call_ || step.kind != Step::Kind::kTriangle) continue;
-    LINALGD_ASSIGN_OR_RETURN(SuperSweep * sweep, SuperFor(step));
+    LINALGD_ASSIGN_OR_RETURN(SuperSweep * sweep, SuperFor(step, &made_beside));
     super_call_ = sweep != nullptr;
   }
+  if (made_beside) super_call_ = false;
   Narrow(v, t_, staging_.data());
   if (early_start_) {
     LINALGD_GPU_CHECK(cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), st));

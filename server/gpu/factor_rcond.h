@@ -129,6 +129,13 @@ struct FactorRcondOptions {
   // device, more host calls a step); false: one stream, two launches a
   // step. The same rcond, bitwise.
   bool super_forked = false;
+  // The super-block inverses made on ctx.hs.beside_stream (HandleSet::
+  // BesideBlas) while the estimate's first solve runs through the chain,
+  // the super-block sweeps serving from its second solve on; false: made on
+  // the estimate's stream before its first solve, which they then serve
+  // too. Either way rcond agrees with the chain's to the estimator's
+  // rounding.
+  bool super_inverses_beside = true;
   // Non-null: counts the sweeps the super-block path made (tests and
   // linalgd-gpu-bench check which path served).
   int* super_sweeps = nullptr;

@@ -49,17 +49,46 @@ absl::Status HandleSet::Init(int dev, size_t ws_bytes, size_t small) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A cuBLAS handle bound to `stream`, without a workspace; null where the
+// library refused it.
+cublasHandle_t BoundBlas(int device, cudaStream_t stream) {
+  cublasHandle_t h = nullptr;
+  if (cudaSetDevice(device) != cudaSuccess || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  if (cublasSetStream(h, stream) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(h, nullptr, 0) != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(h);
+    return nullptr;
+  }
+  return h;
+}
+
+}  // namespace
+
 cublasHandle_t HandleSet::SideBlas() {
   if (side_blas != nullptr || side_blas_refused) return side_blas;
-  if (cudaSetDevice(device) != cudaSuccess || cublasCreate(&side_blas) != CUBLAS_STATUS_SUCCESS) {
-    side_blas = nullptr;
-  } else if (cublasSetStream(side_blas, side_stream) != CUBLAS_STATUS_SUCCESS ||
-             cublasSetWorkspace(side_blas, nullptr, 0) != CUBLAS_STATUS_SUCCESS) {
-    cublasDestroy(side_blas);
-    side_blas = nullptr;
-  }
+  side_blas = BoundBlas(device, side_stream);
   side_blas_refused = side_blas == nullptr;
   return side_blas;
+}
+
+cublasHandle_t HandleSet::BesideBlas() {
+  if (beside_blas != nullptr || beside_refused) return beside_blas;
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&beside_stream, cudaStreamNonBlocking) != cudaSuccess) {
+    beside_stream = nullptr;
+  } else {
+    beside_blas = BoundBlas(device, beside_stream);
+  }
+  if (beside_blas == nullptr && beside_stream != nullptr) {
+    cudaStreamDestroy(beside_stream);
+    beside_stream = nullptr;
+  }
+  beside_refused = beside_blas == nullptr;
+  return beside_blas;
 }
 
 // Destruction errors are ignored: after a sticky error every call fails, and
@@ -69,6 +98,7 @@ HandleSet::~HandleSet() {
   if (stream != nullptr) cudaStreamSynchronize(stream);
   if (side_stream != nullptr) cudaStreamSynchronize(side_stream);
   if (column_stream != nullptr) cudaStreamSynchronize(column_stream);
+  if (beside_stream != nullptr) cudaStreamSynchronize(beside_stream);
   if (side_event != nullptr) cudaEventDestroy(side_event);
   if (column_fork != nullptr) cudaEventDestroy(column_fork);
   if (column_join != nullptr) cudaEventDestroy(column_join);
@@ -81,10 +111,12 @@ HandleSet::~HandleSet() {
   if (lt != nullptr) cublasLtDestroy(lt);
   if (blas != nullptr) cublasDestroy(blas);
   if (side_blas != nullptr) cublasDestroy(side_blas);
+  if (beside_blas != nullptr) cublasDestroy(beside_blas);
   if (workspace != nullptr) cudaFree(workspace);
   if (check_host != nullptr) cudaFreeHost(check_host);
   if (small_device != nullptr) cudaFree(small_device);
   if (small_host != nullptr) cudaFreeHost(small_host);
+  if (beside_stream != nullptr) cudaStreamDestroy(beside_stream);
   if (column_stream != nullptr) cudaStreamDestroy(column_stream);
   if (side_stream != nullptr) cudaStreamDestroy(side_stream);
   if (stream != nullptr) cudaStreamDestroy(stream);

@@ -59,6 +59,15 @@ struct HandleSet {
   cublasHandle_t SideBlas();
   cublasHandle_t side_blas = nullptr;
   bool side_blas_refused = false;
+  // A fourth stream and a third cuBLAS handle bound to it (no workspace
+  // either), both made on the first BesideBlas() (null for good where either
+  // was refused): the condition estimate's super-block inverses made beside
+  // its first solve, which runs on side_stream and column_stream
+  // (FactorRcondOptions::super_inverses_beside). Then beside_stream is set.
+  cublasHandle_t BesideBlas();
+  cudaStream_t beside_stream = nullptr;
+  cublasHandle_t beside_blas = nullptr;
+  bool beside_refused = false;
   cublasLtHandle_t lt = nullptr;
   cusolverDnHandle_t solver = nullptr;
   cusolverDnParams_t solver_params = nullptr;

@@ -80,8 +80,8 @@ int64_t SuperSweep::BlockRowsFor(int64_t n, int64_t min_n) {
 
 absl::StatusOr<std::unique_ptr<SuperSweep>> SuperSweep::Create(GpuContext& ctx, cublasHandle_t blas,
                                                                cudaStream_t stream, DType t,
-                                                               int64_t n, const void* l,
-                                                               int64_t nb) {
+                                                               int64_t n, const void* l, int64_t nb,
+                                                               cudaStream_t beside) {
   if (t != DType::kF32 && t != DType::kF64 && t != DType::kC64 && t != DType::kC128) {
     return absl::InvalidArgumentError(
         absl::StrCat("SuperSweep: dtype ", DTypeName(t), " is not F32, F64, C64 or C128"));
@@ -95,13 +95,32 @@ absl::StatusOr<std::unique_ptr<SuperSweep>> SuperSweep::Create(GpuContext& ctx, 
   LINALGD_ASSIGN_OR_RETURN(s->dinv_, ctx.mem.Allocate(n * (nb + 1) * e, stream));
   LINALGD_ASSIGN_OR_RETURN(s->tmp_, ctx.mem.Allocate(n * nb / 4 * e, stream));
   LINALGD_ASSIGN_OR_RETURN(s->r_, ctx.mem.Allocate(2 * n * e, stream));
-  LINALGD_RETURN_IF_ERROR(s->Invert(blas, stream));
+  s->alloc_stream_ = stream;
+  if (beside == nullptr) {
+    LINALGD_RETURN_IF_ERROR(s->Invert(blas, stream));
+    return s;
+  }
+  // `beside` starts after the buffers' allocation and the factor's making;
+  // inverted_ exists before anything is queued there, so the destructor
+  // orders the frees after whatever was.
+  LINALGD_GPU_CHECK(cudaEventCreateWithFlags(&s->inverted_, cudaEventDisableTiming));
+  LINALGD_GPU_CHECK(cudaEventRecord(s->inverted_, stream));
+  LINALGD_GPU_CHECK(cudaStreamWaitEvent(beside, s->inverted_, 0));
+  const absl::Status inverted = s->Invert(blas, beside);
+  LINALGD_GPU_CHECK(cudaEventRecord(s->inverted_, beside));
+  LINALGD_RETURN_IF_ERROR(inverted);
   return s;
 }
 
 SuperSweep::~SuperSweep() {
   for (cudaEvent_t ev : events_) {
     if (ev != nullptr) cudaEventDestroy(ev);
+  }
+  if (inverted_ != nullptr) {
+    // The buffers are freed on alloc_stream_ after this body: after the
+    // inverses' products (a failed wait syncs the device instead).
+    if (cudaStreamWaitEvent(alloc_stream_, inverted_, 0) != cudaSuccess) cudaDeviceSynchronize();
+    cudaEventDestroy(inverted_);
   }
 }
 
@@ -174,6 +193,7 @@ absl::Status SuperSweep::Solve(TriangleOp op, int columns, void* x, int64_t firs
   auto updated = [&](int64_t b) { return events_[blocks + b]; };
   cudaEvent_t fork = forked ? events_[2 * blocks] : nullptr;
   cudaEvent_t join = forked ? events_[2 * blocks + 1] : nullptr;
+  if (inverted_ != nullptr) LINALGD_GPU_CHECK(cudaStreamWaitEvent(stream, inverted_, 0));
   // r <- x from the first block on (x's rows above are zero, and stay so).
   LINALGD_GPU_CHECK(cudaMemcpy2DAsync(R(first * nb_), n_ * e, v + first * nb_ * e, n_ * e,
                                       (n_ - first * nb_) * e, columns, cudaMemcpyDeviceToDevice,

@@ -51,14 +51,18 @@ class SuperSweep {
   static int64_t BlockRowsFor(int64_t n, int64_t min_n);
 
   // Allocates this sweep's buffers (ctx.mem, on `stream`) and queues the
-  // inverses of l's diagonal blocks on `stream` through `blas` (a cuBLAS
-  // handle bound to `stream`). l: n x n, lower, non-unit, column-major, ld
-  // n, read until this object is destroyed. nb: BlockRowsFor's (not 0).
-  // RESOURCE_EXHAUSTED where the memory budget refuses the buffers (about
-  // n (1.25 nb + 3) elements: the inverses, the doubling's products, r).
+  // inverses of l's diagonal blocks through `blas`: on `stream` (blas bound
+  // to it) where `beside` is null, else on `beside` (blas bound to it),
+  // after the work queued on `stream` so far and beside what `stream` does
+  // next; each Solve, and the buffers' frees, then wait for them on the
+  // device. l: n x n, lower, non-unit, column-major, ld n, read until this
+  // object is destroyed. nb: BlockRowsFor's (not 0). RESOURCE_EXHAUSTED
+  // where the memory budget refuses the buffers (about n (1.25 nb + 3)
+  // elements: the inverses, the doubling's products, r).
   static absl::StatusOr<std::unique_ptr<SuperSweep>> Create(GpuContext& ctx, cublasHandle_t blas,
                                                             cudaStream_t stream, DType t, int64_t n,
-                                                            const void* l, int64_t nb);
+                                                            const void* l, int64_t nb,
+                                                            cudaStream_t beside = nullptr);
   ~SuperSweep();
   SuperSweep(const SuperSweep&) = delete;
   SuperSweep& operator=(const SuperSweep&) = delete;
@@ -67,8 +71,8 @@ class SuperSweep {
   // column-major, ld n; device) on `stream`; side: null, every product on
   // `stream`, else the trailing updates forked onto `side` and joined back.
   // first_row (op N only): x is zero above it, and the sweep starts at its
-  // block. REQUIRES: stream is Create's (the inverses are queued there) or
-  // ordered after it.
+  // block. REQUIRES: stream is Create's or ordered after the work queued
+  // on it before Create.
   absl::Status Solve(TriangleOp op, int columns, void* x, int64_t first_row, cudaStream_t stream,
                      cudaStream_t side);
 
@@ -96,6 +100,11 @@ class SuperSweep {
   // A forked sweep's: solved(L), then updated(L), for each block, then
   // fork and join; made by the first forked Solve, all or none (none in one stream).
   std::vector<cudaEvent_t> events_;
+  // Made beside (Create's `beside`): recorded after the inverses on it;
+  // every Solve's stream and, at the end, alloc_stream_ (where the buffers
+  // are freed) wait for it. Null: the inverses are on alloc_stream_.
+  cudaEvent_t inverted_ = nullptr;
+  cudaStream_t alloc_stream_ = nullptr;
 };
 
 }  // namespace linalgd::gpu

@@ -235,9 +235,12 @@ INSTANTIATE_TEST_SUITE_P(Families, RcondPairedTest, ::testing::ValuesIn(PairedPa
 // Cholesky's estimate through the super-block sweeps (super_sweep.h;
 // super_min_n 256 here, so at n 768 (three 256-row steps) and 1024 (one
 // 1024-row step)) against the same through the chain (super_min_n 0), on
-// ctx.hs.stream and on hs.side_stream (where the dense solves run it, with
-// hs.SideBlas()), in one stream and forked (bit for bit the same): the same
-// estimator on solves that differ by rounding, so rcond within `tol`.
+// ctx.hs.stream and on hs.side_stream (where the dense solves run it), with
+// the inverses made beside the first solve (hs.BesideBlas(): the chain
+// serves that solve) and before it (hs.blas or hs.SideBlas(): every solve
+// through the super-blocks), in one stream and forked (bit for bit the
+// same): the same estimator on solves that differ by rounding, so rcond
+// within `tol`.
 absl::Status CompareSuper(GpuContext& ctx, DType t, Family f, int64_t n, double tol,
                           int64_t super_min_n = 256) {
   const std::string name =
@@ -253,25 +256,31 @@ absl::Status CompareSuper(GpuContext& ctx, DType t, Family f, int64_t n, double 
   LINALGD_ASSIGN_OR_RETURN(
       double want, FactorRcond(ctx, t, SolveMethod::kCholesky, n, m.data(), nullptr, 1.0, chain));
   for (cudaStream_t st : {ctx.hs.stream, ctx.hs.side_stream}) {
-    double one_stream = 0;
-    for (bool forked : {false, true}) {
-      SCOPED_TRACE(forked ? "forked" : "one stream");
-      LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
-      int sweeps = 0;
-      super.super_sweeps = &sweeps;
-      super.super_forked = forked;
-      LINALGD_ASSIGN_OR_RETURN(double got, FactorRcondOn(ctx, st, t, SolveMethod::kCholesky, n,
-                                                         m.data(), nullptr, 1.0, super));
-      const double diff = std::fabs(got - want) / std::fabs(want);
-      gpu_test::ReportAccuracy(name, diff, tol);
-      EXPECT_LE(diff, tol) << "super " << got << " chain " << want;
-      EXPECT_GE(sweeps, 4) << "the super-block sweeps did not serve the estimate";
-      if (forked) {
-        EXPECT_EQ(got, one_stream) << "the forked sweeps' rcond differs from one stream's";
+    for (bool beside : {true, false}) {
+      double one_stream = 0;
+      for (bool forked : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(forked ? "forked" : "one stream",
+                                  beside ? ", inverses beside" : ", inverses first"));
+        LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+        int sweeps = 0;
+        super.super_sweeps = &sweeps;
+        super.super_forked = forked;
+        super.super_inverses_beside = beside;
+        LINALGD_ASSIGN_OR_RETURN(double got, FactorRcondOn(ctx, st, t, SolveMethod::kCholesky, n,
+                                                           m.data(), nullptr, 1.0, super));
+        const double diff = std::fabs(got - want) / std::fabs(want);
+        gpu_test::ReportAccuracy(name, diff, tol);
+        EXPECT_LE(diff, tol) << "super " << got << " chain " << want;
+        // Two solves at least, each two sweeps; beside, the first by the chain.
+        EXPECT_GE(sweeps, beside ? 2 : 4) << "the super-block sweeps did not serve the estimate";
+        if (forked) {
+          EXPECT_EQ(got, one_stream) << "the forked sweeps' rcond differs from one stream's";
+        }
+        one_stream = got;
       }
-      one_stream = got;
     }
   }
+  EXPECT_NE(ctx.hs.beside_stream, nullptr) << "no beside stream: the inverses were never beside";
   if (f == Family::kRandom) {
     EXPECT_GT(want, 1e-5);
   }

@@ -259,8 +259,17 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                                                      w.data(), nullptr, 1.0, forked)
                                  .status();
                            }));
-  return std::vector<Row>{lu,     lu_lib, lu_old,   lu_joint, lu_turn,  k3,       ch,
-                          ch_lib, ch_old, ch_joint, ch_turn,  ch_chain, ch_forked};
+  gpu::FactorRcondOptions first = super;
+  first.super_inverses_beside = false;
+  first.super_sweeps = nullptr;
+  Row ch_first{"chol_rcond_beside_vs_first", "f64", n, ch_chain.ours_ms, 0, 0};
+  LINALGD_ASSIGN_OR_RETURN(ch_first.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
+                                                     w.data(), nullptr, 1.0, first)
+                                 .status();
+                           }));
+  return std::vector<Row>{lu,     lu_lib, lu_old,   lu_joint, lu_turn,  k3,        ch,
+                          ch_lib, ch_old, ch_joint, ch_turn,  ch_chain, ch_forked, ch_first};
 }
 
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
@@ -340,6 +349,31 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
                                                        x.data(), nullptr)
                                  .status();
                            }));
+  // The solve with the super-block estimate (its inverses beside the first
+  // solve) against the same solve without an estimate, measured in turn;
+  // and against the super-block estimate with its inverses made first.
+  Row ch_super_bare{"cholesky_solve_super_no_estimate", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  gpu::ConditionCheck by_first = by_super;
+  by_first.estimate.super_inverses_beside = false;
+  Row ch_first{"cholesky_solve_beside_vs_first", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  for (int round = 0; round < 2; ++round) {  // the second round's figures are kept
+    LINALGD_ASSIGN_OR_RETURN(ch_super_bare.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                               return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                         x.data(), &by_super)
+                                   .status();
+                             }));
+    LINALGD_ASSIGN_OR_RETURN(ch_super_bare.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                               return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                         x.data(), nullptr)
+                                   .status();
+                             }));
+    LINALGD_ASSIGN_OR_RETURN(ch_first.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
+                               return gpu::CholeskySolve(ctx, DType::kF64, n, 1, a.data(), b.data(),
+                                                         x.data(), &by_first)
+                                   .status();
+                             }));
+  }
+  ch_first.ours_ms = ch_super_bare.ours_ms;
   // The default (the estimate on the side stream beside getrs / potrs)
   // against the sequential path (estimate, check, then the solve).
   gpu::ConditionCheck seq = cond;
@@ -364,7 +398,8 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
   LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x, b,
                                                                  work, lu_host, ch_host, info));
-  std::vector<Row> rows{lu, lu_bare, ch, ch_bare, ch_chain, lu_ovl, ch_ovl, irs};
+  std::vector<Row> rows{lu,       lu_bare,  ch,     ch_bare, ch_super_bare,
+                        ch_first, ch_chain, lu_ovl, ch_ovl,  irs};
   rows.insert(rows.end(), parts.begin(), parts.end());
   return rows;
 }

@@ -199,6 +199,9 @@ int Main(int argc, char** argv) {
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
       "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve;\n"
       "*_rcond_vs_one_stream: direct = a paired solve's two columns in one launch;\n"
+      "*_beside_vs_first: ours = the super-block estimate with its inverses made beside\n"
+      "its first solve (the chain's), direct = made before it (every solve super-block);\n"
+      "cholesky_solve_super_no_estimate: ours = the solve with that estimate, direct = none;\n"
       "api_*: ours = the host's ms for n of that CUDA call (the batched path's per-member\n"
       "calls: pointer queries, copies queued one by one or as one batch, launches, events))\n",
       device.c_str());
