@@ -127,6 +127,12 @@ absl::StatusOr<CalibrationRow> CalibratePair(Backend& cpu, Backend& gpu, OpKind 
 
 const char* ThresholdOpName(OpKind op) { return op == OpKind::kMatmul ? "matmul" : "solve"; }
 
+double ThresholdFlops(OpKind op, DType dtype, int64_t threshold) {
+  const double t = static_cast<double>(threshold);
+  const double one = op == OpKind::kMatmul ? 2.0 * t * t * t : 2.0 / 3.0 * t * t * t + 2.0 * t * t;
+  return FlopScale(dtype) * one;
+}
+
 CpuThresholds::CpuThresholds(int64_t uniform) { thresholds_.fill(uniform); }
 
 int CpuThresholds::Index(OpKind op, DType dtype) {

@@ -45,6 +45,16 @@ class CpuThresholds {
 // "matmul" or "solve".
 const char* ThresholdOpName(OpKind op);
 
+// The real flops of one problem of kind `op` on `dtype` whose dims are all
+// `threshold` (matmul 2 T^3; solve, one right-hand side, 2/3 T^3 + 2 T^2;
+// four times that for complex dtypes, as JobSpec::flops counts them). The
+// crossover is measured on single n x n problems; a job of several problems
+// (JobSpec::problems > 1), each below the threshold, whose flops reach this
+// is one large call on a GPU (a strided-batched product, a batched
+// factorization) and is routed there: 8,224 products of 511^3 are 2.2e12
+// flops, not a CPU-sized job. Pure.
+double ThresholdFlops(OpKind op, DType dtype, int64_t threshold);
+
 // One measured size: the best time of each backend on an n x n problem.
 struct CrossoverSample {
   int64_t n = 0;

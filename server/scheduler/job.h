@@ -44,6 +44,10 @@ struct JobSpec {
   DType dtype = DType::kF32;  // picks the (kind, dtype) --cpu-threshold (crossover.h)
   int64_t largest_dim = 0;    // routing: below --cpu-threshold runs on the CPU
   double flops = 0;           // floating-point operations (routing estimates)
+  // The independent problems the job holds (a broadcast batch's members):
+  // several below the threshold whose flops reach one problem's at the
+  // threshold go to a GPU lane all the same (crossover.h ThresholdFlops).
+  int64_t problems = 1;
   // Device bytes a GPU run needs at once (operands, outputs, workspace; see
   // job_cost.h), reserved against the device's MemoryBudget before it runs.
   int64_t device_bytes = 0;

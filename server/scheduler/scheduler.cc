@@ -152,7 +152,11 @@ Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::stri
   const int64_t threshold = options_.cpu_thresholds
                                 ? options_.cpu_thresholds->For(spec.kind, spec.dtype)
                                 : options_.cpu_threshold;
-  if (lanes_.size() == 1 || spec.largest_dim < threshold) return cpu;
+  if (lanes_.size() == 1) return cpu;
+  if (spec.largest_dim < threshold &&
+      (spec.problems <= 1 || spec.flops < ThresholdFlops(spec.kind, spec.dtype, threshold))) {
+    return cpu;
+  }
   if (!spec.cpu_only.empty()) {
     *reason = spec.cpu_only;
     return cpu;

@@ -106,7 +106,9 @@ inline constexpr char kRetryAfterPayload[] = "linalgd/retry-after-ms";
 // worker pool (a lane) per backend.
 // - Routing: a matmul or solve with a zero dimension (empty_work.h) and a
 //   largest dim below the job's threshold (cpu_thresholds for its kind and
-//   dtype, else cpu_threshold) -> CPU; otherwise the GPU lane
+//   dtype, else cpu_threshold) -> CPU, unless the job holds several problems
+//   whose flops reach one problem's at the threshold (crossover.h
+//   ThresholdFlops: a large broadcast batch of small ones); otherwise the GPU lane
 //   with the least predicted wait, unless that GPU would finish past the
 //   deadline and the CPU sooner.
 // - Batching: compatible small jobs are grouped into one backend call

@@ -141,6 +141,7 @@ JobSpec SpecOf(OpKind kind, const Prepared& p) {
   spec.dtype = p.op.a.dtype;
   spec.largest_dim = LargestDim(p);
   spec.flops = Flops(p);
+  spec.problems = p.plan.batch;
   spec.device_bytes = DeviceBytes(p);
   spec.cpu_only = CpuOnlyReason(p.op.a.dtype);
   return spec;

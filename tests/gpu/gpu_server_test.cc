@@ -149,6 +149,35 @@ TEST_F(GpuServerTest, LargeRunsOnGpuSmallOnCpuBothCorrect) {
   EXPECT_LT(MatmulError(small.a, small.b, s->out), 1e-12);
 }
 
+// Below --cpu-threshold (512) each product is a CPU one, but a broadcast
+// batch of them with the flops of one 512^3 product or more is one
+// strided-batched call on the GPU: 12 of 256^3 go there (1.5x 2 * 512^3
+// flops), 2 of them stay on the CPU. Every member checked.
+TEST_F(GpuServerTest, ABroadcastBatchWithTheWorkOfALargeProductRunsOnTheGpu) {
+  START_OR_SKIP(ServerOptions{});
+  for (int64_t batch : {12, 2}) {
+    SCOPED_TRACE(batch);
+    client::MatmulArgs args;
+    args.a = Random({batch, 256, 256}, 5);
+    args.b = Random({batch, 256, 256}, 6);
+    auto r = client_->Matmul(args);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->info.backend, batch == 12 ? "gpu:0" : "cpu");
+    const std::vector<double> a = args.a.ToVector<double>(), b = args.b.ToVector<double>(),
+                              out = r->out.ToVector<double>();
+    const int64_t size = 256 * 256;
+    for (int64_t i = 0; i < batch; ++i) {
+      auto member = [&](const std::vector<double>& v) {
+        return std::vector<double>(v.begin() + i * size, v.begin() + (i + 1) * size);
+      };
+      EXPECT_LT(
+          test_ref::RelError(member(out), test_ref::MatMul(member(a), member(b), 256, 256, 256)),
+          1e-12)
+          << "member " << i;
+    }
+  }
+}
+
 TEST_F(GpuServerTest, StreamedOperandsAndKeptResultsInPinnedBlocksStayCorrectWhenReused) {
   START_OR_SKIP(ServerOptions{});
   // 4 connections: multi-part uploads; 1: a single PutTensor stream each.

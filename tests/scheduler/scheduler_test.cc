@@ -107,6 +107,41 @@ TEST(SchedulerTest, MeasuredThresholdOfTheJobsKindAndDTypeRoutes) {
   }
 }
 
+// A job of several problems below the threshold goes to the GPU once its
+// flops reach one problem's at the threshold (ThresholdFlops: 2 * 512^3 for
+// an f32 product at 512): eight 511^3 products, and not one of them alone,
+// nor eight 64^3 ones; a job that gives no problem count (one: a factor
+// solve's) stays on the CPU below the threshold whatever its flops.
+TEST(SchedulerTest, ABatchOfSmallProblemsWithTheWorkOfALargeOneGoesToTheGpu) {
+  FakeBackend cpu("cpu"), gpu("gpu:0");
+  Outcome out;
+  auto spec = [](int64_t problems, int64_t dim) {
+    JobSpec s = Spec(dim);
+    s.problems = problems;
+    s.flops = 2.0 * problems * dim * dim * dim;
+    return s;
+  };
+  JobSpec single_heavy = Spec(0);  // a CPU factor's solve of many columns
+  single_heavy.flops = 1e12;
+  {
+    Scheduler s(OneWorker(), &cpu, std::vector<Backend*>{&gpu});
+    s.Submit(std::make_unique<TestJob>(1, spec(8, 511), &out));
+    s.Submit(std::make_unique<TestJob>(2, spec(1, 511), &out));
+    s.Submit(std::make_unique<TestJob>(3, spec(8, 64), &out));
+    s.Submit(std::make_unique<TestJob>(4, single_heavy, &out));
+    ASSERT_TRUE(out.WaitFor(4));
+  }
+  absl::MutexLock lock(&out.mu);
+  for (size_t i = 0; i < out.finished.size(); ++i) {
+    EXPECT_TRUE(out.finished[i].second.ok());
+    EXPECT_EQ(out.infos[i].backend, out.finished[i].first == 1 ? "gpu:0" : "cpu")
+        << "job " << out.finished[i].first;
+  }
+  EXPECT_EQ(ThresholdFlops(OpKind::kMatmul, DType::kF32, 512), 2.0 * 512 * 512 * 512);
+  EXPECT_EQ(ThresholdFlops(OpKind::kMatmul, DType::kC64, 512), 8.0 * 512 * 512 * 512);
+  EXPECT_EQ(ThresholdFlops(OpKind::kSolve, DType::kF64, 3), 2.0 / 3.0 * 27 + 18);
+}
+
 // A matmul with a zero dimension is answered by the CPU backend without a
 // library call (empty_work.h), however large its other dims: it never holds a
 // GPU lane or its memory budget.
