@@ -47,7 +47,7 @@ class CpuBackend : public Backend {
   // whether it is large by its real flops.
   absl::StatusOr<Tensor> Matmul(const MatmulOp& op, const MatmulPlan& plan) override {
     if (IsEmptyWork(plan)) return EmptyMatmul(op, plan);
-    auto running = blas_.Enter(Large(op.a.dtype, MatmulFlops(plan) * plan.batch));
+    auto running = blas_.Enter(Large(op.a.dtype, MatmulFlops(plan)));  // the batch's, all of it
     return CpuMatmul(op, plan, exec_);
   }
 
@@ -88,8 +88,7 @@ class CpuBackend : public Backend {
                            std::vector<Tensor>* outs) override {
     if (IsEmptyWork(plan)) return Backend::MatmulBatch(ops, plan, outs);
     const bool small = GemmRunsOnOneThread(plan.m, plan.n, plan.k);
-    auto running =
-        blas_.Enter(Large(ops.front()->a.dtype, MatmulFlops(plan) * plan.batch * ops.size()));
+    auto running = blas_.Enter(Large(ops.front()->a.dtype, MatmulFlops(plan) * ops.size()));
     return RunEach<Tensor>(static_cast<int64_t>(ops.size()), small, outs,
                            [&](int64_t i) { return CpuMatmul(*ops[i], plan, exec_); });
   }

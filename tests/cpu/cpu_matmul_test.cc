@@ -1,3 +1,4 @@
+#include <atomic>
 #include <limits>
 #include <memory>
 #include <random>
@@ -330,6 +331,38 @@ TEST_F(CpuMatmulTest, ALargeProductStopsBetweenItsPanels) {
   op.stop = StopToken(state);
   absl::StatusOr<Tensor> out = backend_->Matmul(op, *plan);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded) << out.status();
+}
+
+// A batch's flops are counted once: 32 products of 96^3 (57 MFLOP in all)
+// are no large op (1e9 flops, blas_threads.h), so two such calls at once run
+// on the busy count (1 here). Counted batch^2 times (1.8 GFLOP) they were
+// large and kept every OpenBLAS thread while the other ran.
+TEST_F(CpuMatmulTest, ABatchedProductIsLargeByItsOwnFlops) {
+  std::atomic<bool> busy{false};
+  backend_ = CreateCpuBackend({.blas_threads = 2,
+                               .batch_threads = 1,
+                               .busy_blas_threads = 1,
+                               .on_blas_threads = [&busy](int threads) {
+                                 if (threads == 1) busy = true;
+                               }});
+  Tensor a = RandomTensor(DType::kF32, Shape{32, 96, 96}, rng_);
+  Tensor b = RandomTensor(DType::kF32, Shape{32, 96, 96}, rng_);
+  MatmulOp op = MakeOp(a, b, DType::kF32);
+  const MatmulPlan plan = *PlanMatmul(op);
+  ASSERT_LT(MatmulFlops(plan), 1e9);
+  ASSERT_GE(MatmulFlops(plan) * plan.batch, 1e9);
+  // Two callers until the governor has gone to the busy count (their calls
+  // overlap within milliseconds) or 5 s have passed.
+  const absl::Time end = absl::Now() + absl::Seconds(5);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      while (!busy && absl::Now() < end) ASSERT_TRUE(backend_->Matmul(op, plan).ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(busy) << "two batched products at once never ran on the busy count";
+  backend_ = CreateCpuBackend({});  // OpenBLAS's process-wide count back to every core
 }
 
 TEST(CpuBackendTest, NameIsCpu) { EXPECT_EQ(CreateCpuBackend({})->name(), "cpu"); }
