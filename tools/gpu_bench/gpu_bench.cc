@@ -202,6 +202,7 @@ int Main(int argc, char** argv) {
       "*_beside_vs_first: ours = the super-block estimate with its inverses made beside\n"
       "its first solve (the chain's), direct = made before it (every solve super-block);\n"
       "cholesky_solve_super_no_estimate: ours = the solve with that estimate, direct = none;\n"
+      "cholesky_solve_beside_vs_one_lane: direct = its first solve's columns in one launch;\n"
       "api_*: ours = the host's ms for n of that CUDA call (the batched path's per-member\n"
       "calls: pointer queries, copies queued one by one or as one batch, launches, events))\n",
       device.c_str());
