@@ -4,7 +4,8 @@
 # with plots (run it where matplotlib is: the JSON comes back in logs-table.tar.xz).
 #   - small calls: the CPU lane's 64^3 p50 against the echo (three rounds), the GPU lane's
 #     128^3 p50 queued (--gpu-inline-max-us 0) and inline (200, the default; three rounds,
-#     interleaved);
+#     interleaved), the echo served by a process of its own (linalgd-bench --serve-echo,
+#     --echo-target) as linalgd is; then the CPU lane once against the bench's in-process echo;
 #   - batching: 256 callers of 128^3 through shm against the echo ceiling, the default (GPU
 #     jobs inline under 200 us on an idle lane; three rounds), queued (two) and with callers
 #     whose tensors stay in shared
@@ -33,12 +34,18 @@ small() {  # small calls (and the servers' calibration line), e2e64, accuracy, d
   serve gpu 50082 --cpu-threshold 0 --gpu-inline-max-us 0; p2=$pid
   serve gpu_inline 50083 --cpu-threshold 0 --gpu-inline-max-us 200; p3=$pid
   serve auto 50084 --log-level info; p4=$pid
+  # The echo served by a process of its own, as linalgd is (--echo-target); one more round of
+  # the CPU lane against the bench's in-process echo (what runs up to 51 measured).
+  "$B" --serve-echo 127.0.0.1:50085 > "$logs/srv_echo.log" 2>&1 & pe=$!
   sleep 5
+  E=(--echo-target 127.0.0.1:50085)
   for r in 1 2 3; do
-    run "lat_cpu64_$r" 40 "$B" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/lat_cpu64_$r.json"
-    run "lat_gpu128_$r" 40 "$B" --target 127.0.0.1:50082 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/lat_gpu128_$r.json"
-    run "lat_gpu128_inline_$r" 40 "$B" --target 127.0.0.1:50083 --workloads latency --small-n 128 --small-iterations 5000 --json "$json/lat_gpu128_inline_$r.json"
+    run "lat_cpu64_$r" 40 "$B" --target 127.0.0.1:50081 "${E[@]}" --workloads latency --small-iterations 5000 --json "$json/lat_cpu64_$r.json"
+    run "lat_gpu128_$r" 40 "$B" --target 127.0.0.1:50082 "${E[@]}" --workloads latency --small-n 128 --small-iterations 5000 --json "$json/lat_gpu128_$r.json"
+    run "lat_gpu128_inline_$r" 40 "$B" --target 127.0.0.1:50083 "${E[@]}" --workloads latency --small-n 128 --small-iterations 5000 --json "$json/lat_gpu128_inline_$r.json"
   done
+  run lat_cpu64_inproc_echo 40 "$B" --target 127.0.0.1:50081 --workloads latency --small-iterations 5000 --json "$json/lat_cpu64_inproc_echo.json"
+  kill $pe
   run e2e64 120 "$B" --target 127.0.0.1:50082 --workloads e2e64 --e2e-matmul-sizes 4096 --e2e-solve-sizes 4096 8192 --large-iterations 3 --json "$json/e2e64.json"
   run accuracy 60 python3 bench/accuracy.py --target 127.0.0.1:50082 --out "$logs/accuracy.md"
   run decisions 60 python3 bench/decision_table.py --target 127.0.0.1:50082 --big
