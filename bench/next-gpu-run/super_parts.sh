@@ -7,7 +7,8 @@
 # (chol_rcond_super_vs_chain, chol_rcond_super_vs_forked, cholesky_solve_super_vs_chain;
 # with the inverses made beside the estimate's first solve: cholesky_solve_super_no_estimate,
 # the solve with that estimate against none in turn, cholesky_solve_beside_vs_first,
-# cholesky_solve_beside_vs_one_lane (its first solve's two columns in one launch) and
+# cholesky_solve_beside_vs_one_lane (its first solve's two columns in one launch),
+# cholesky_solve_priority_{super,chain}_no_estimate (the estimate's streams first) and
 # chol_rcond_beside_vs_first, against the inverses made before it), ROUNDS (2) times at 4096
 # and 8192. About 90 s. SWEEPS=0 leaves --only super out; FILTER: the tests' (*Super*).
 # Bundle: gpu_run_env.sh, this script, liblinalgd_crc32c.so, linalgd, linalgd-gpu-bench,

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "server/backend/plan.h"
 #include "server/gpu/blas_calls.h"
@@ -272,6 +273,54 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
                           ch_lib, ch_old, ch_joint, ch_turn,  ch_chain, ch_forked, ch_first};
 }
 
+// For as long as it lives, the handle set's estimate streams (side, column
+// and beside, with the beside cuBLAS handle) are streams of the device's
+// greatest priority; the set's own are back after (an experiment: a
+// HandleSet's streams are made once, at their creation's priority).
+class EstimateStreamsFirst {
+ public:
+  static absl::StatusOr<EstimateStreamsFirst> Swap(gpu::HandleSet& hs) {
+    if (hs.BesideBlas() == nullptr) return absl::UnavailableError("no beside cuBLAS handle");
+    int least = 0, greatest = 0;
+    LINALGD_GPU_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    EstimateStreamsFirst e(hs);
+    for (cudaStream_t* s : {&e.side_, &e.column_, &e.beside_}) {
+      LINALGD_GPU_CHECK(cudaStreamCreateWithPriority(s, cudaStreamNonBlocking, greatest));
+    }
+    e.Exchange();
+    return e;
+  }
+  EstimateStreamsFirst(EstimateStreamsFirst&& o) noexcept
+      : hs_(std::exchange(o.hs_, nullptr)),
+        side_(o.side_),
+        column_(o.column_),
+        beside_(o.beside_),
+        swapped_(o.swapped_) {}
+  EstimateStreamsFirst& operator=(EstimateStreamsFirst&&) = delete;
+  ~EstimateStreamsFirst() {
+    if (hs_ == nullptr) return;
+    cudaDeviceSynchronize();
+    if (swapped_) Exchange();
+    for (cudaStream_t s : {side_, column_, beside_}) {
+      if (s != nullptr) cudaStreamDestroy(s);
+    }
+  }
+
+ private:
+  explicit EstimateStreamsFirst(gpu::HandleSet& hs) : hs_(&hs) {}
+  void Exchange() {
+    std::swap(hs_->side_stream, side_);
+    std::swap(hs_->column_stream, column_);
+    std::swap(hs_->beside_stream, beside_);
+    cublasSetStream(hs_->beside_blas, hs_->beside_stream);
+    cublasSetWorkspace(hs_->beside_blas, nullptr, 0);
+    swapped_ = !swapped_;
+  }
+  gpu::HandleSet* hs_;
+  cudaStream_t side_ = nullptr, column_ = nullptr, beside_ = nullptr;
+  bool swapped_ = false;
+};
+
 absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int reps) {
   const cudaStream_t st = ctx.hs.stream;
   LINALGD_ASSIGN_OR_RETURN(gpu::DeviceBuffer a, ctx.Alloc(n * n * 8));
@@ -373,6 +422,20 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
     LINALGD_ASSIGN_OR_RETURN(ch_lane.direct_ms, solve_ms(&one_lane));
   }
   ch_first.ours_ms = ch_lane.ours_ms = ch_super_bare.ours_ms;
+  // The same solves with the estimate's streams (side, column, beside) at
+  // the device's greatest priority, potrs's at the default: the estimate is
+  // the longer of the two, so its blocks go first where both wait for SMs.
+  Row ch_hp_super{"cholesky_solve_priority_super_no_estimate", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  Row ch_hp_chain{"cholesky_solve_priority_chain_no_estimate", "f64", n, 0, 0, 1.0 / 3.0 * n3};
+  {
+    LINALGD_ASSIGN_OR_RETURN(EstimateStreamsFirst first, EstimateStreamsFirst::Swap(ctx.hs));
+    for (int round = 0; round < 2; ++round) {
+      LINALGD_ASSIGN_OR_RETURN(ch_hp_super.ours_ms, solve_ms(&by_super));
+      LINALGD_ASSIGN_OR_RETURN(ch_hp_chain.ours_ms, solve_ms(&cond));
+      LINALGD_ASSIGN_OR_RETURN(ch_hp_super.direct_ms, solve_ms(nullptr));
+    }
+    ch_hp_chain.direct_ms = ch_hp_super.direct_ms;
+  }
   // The default (the estimate on the side stream beside getrs / potrs)
   // against the sequential path (estimate, check, then the solve).
   gpu::ConditionCheck seq = cond;
@@ -397,8 +460,9 @@ absl::StatusOr<std::vector<Row>> SolveCases(gpu::GpuContext& ctx, int64_t n, int
   irs.direct_ms = lu.direct_ms;  // against the plain fp64 LU solve
   LINALGD_ASSIGN_OR_RETURN(std::vector<Row> parts, EstimateParts(ctx, s, n, reps, a, w, ipiv, x, b,
                                                                  work, lu_host, ch_host, info));
-  std::vector<Row> rows{lu,       lu_bare, ch,     ch_bare, ch_super_bare, ch_first, ch_lane,
-                        ch_chain, lu_ovl,  ch_ovl, irs};
+  std::vector<Row> rows{lu,       lu_bare, ch,          ch_bare,     ch_super_bare,
+                        ch_first, ch_lane, ch_hp_super, ch_hp_chain, ch_chain,
+                        lu_ovl,   ch_ovl,  irs};
   rows.insert(rows.end(), parts.begin(), parts.end());
   return rows;
 }

@@ -203,6 +203,8 @@ int Main(int argc, char** argv) {
       "its first solve (the chain's), direct = made before it (every solve super-block);\n"
       "cholesky_solve_super_no_estimate: ours = the solve with that estimate, direct = none;\n"
       "cholesky_solve_beside_vs_one_lane: direct = its first solve's columns in one launch;\n"
+      "cholesky_solve_priority_*_no_estimate: ours = the solve with the super (beside) or\n"
+      "chain estimate on streams of the greatest priority, direct = no estimate;\n"
       "api_*: ours = the host's ms for n of that CUDA call (the batched path's per-member\n"
       "calls: pointer queries, copies queued one by one or as one batch, launches, events))\n",
       device.c_str());
