@@ -196,12 +196,16 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
   k3.direct_ms = lu.direct_ms;
   LINALGD_RETURN_IF_ERROR(DirectCholesky(ctx, s, n, a.data(), w.data(), x.data(), b.data(), work,
                                          ch_host, info.as<int>()));
+  // The Cholesky factor's estimate with `o`, timed.
+  auto chol_ms = [&](const gpu::FactorRcondOptions& o) {
+    return TimeMs(st, reps, [&]() -> absl::Status {
+      return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n, w.data(), nullptr, 1.0,
+                              o)
+          .status();
+    });
+  };
   Row ch{"cholesky_rcond_estimate", "f64", n, 0, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch.ours_ms, chol_ms({}));
   LINALGD_ASSIGN_OR_RETURN(
       ch.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
         LINALGD_GPU_CHECK(cudaMemcpyAsync(x.data(), b.data(), n * 8, cudaMemcpyDeviceToDevice, st));
@@ -210,65 +214,33 @@ absl::StatusOr<std::vector<Row>> EstimateParts(gpu::GpuContext& ctx, DirectSolve
         return absl::OkStatus();
       }));
   Row ch_lib{"chol_rcond_vs_cublas", "f64", n, ch.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_lib.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, gpu::TrsvImpl::kCublas)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_lib.direct_ms, chol_ms({gpu::TrsvImpl::kCublas}));
   Row ch_old{"chol_rcond_vs_one_by_one", "f64", n, ch.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_old.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, one_by_one)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_old.direct_ms, chol_ms(one_by_one));
   Row ch_joint{"chol_rcond_vs_one_stream", "f64", n, ch.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_joint.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, one_stream)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_joint.direct_ms, chol_ms(one_stream));
   Row ch_turn{"chol_rcond_vs_no_early_start", "f64", n, ch.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_turn.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, in_turn)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_turn.direct_ms, chol_ms(in_turn));
   gpu::FactorRcondOptions super, chain;
   super.super_min_n = gpu::kSuperSweepMinN;
   chain.super_min_n = 0;
   int sweeps = 0;
   super.super_sweeps = &sweeps;
   Row ch_chain{"chol_rcond_super_vs_chain", "f64", n, 0, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_chain.ours_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, super)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.ours_ms, chol_ms(super));
   std::printf("chol_rcond_super_vs_chain n=%lld: %d super-block sweeps in the timed estimates\n",
               static_cast<long long>(n), sweeps);
-  LINALGD_ASSIGN_OR_RETURN(ch_chain.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, chain)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_chain.direct_ms, chol_ms(chain));
   gpu::FactorRcondOptions forked = super;
   forked.super_forked = true;
   forked.super_sweeps = nullptr;
   Row ch_forked{"chol_rcond_super_vs_forked", "f64", n, ch_chain.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_forked.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, forked)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_forked.direct_ms, chol_ms(forked));
   gpu::FactorRcondOptions first = super;
   first.super_inverses_beside = false;
   first.super_sweeps = nullptr;
   Row ch_first{"chol_rcond_beside_vs_first", "f64", n, ch_chain.ours_ms, 0, 0};
-  LINALGD_ASSIGN_OR_RETURN(ch_first.direct_ms, TimeMs(st, reps, [&]() -> absl::Status {
-                             return gpu::FactorRcond(ctx, DType::kF64, SolveMethod::kCholesky, n,
-                                                     w.data(), nullptr, 1.0, first)
-                                 .status();
-                           }));
+  LINALGD_ASSIGN_OR_RETURN(ch_first.direct_ms, chol_ms(first));
   return std::vector<Row>{lu,     lu_lib, lu_old,   lu_joint, lu_turn,  k3,        ch,
                           ch_lib, ch_old, ch_joint, ch_turn,  ch_chain, ch_forked, ch_first};
 }
