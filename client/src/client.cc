@@ -11,6 +11,7 @@
 #include "client/src/replica_client.h"
 #include "client/src/replica_set.h"
 #include "client/src/replica_target.h"
+#include "common/grpc_library.h"
 
 namespace linalgd {
 
@@ -59,6 +60,7 @@ absl::StatusOr<std::unique_ptr<client::internal::Calls>> MakeCalls(
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  KeepGrpcLibraryForProcess();  // destroying the last client then never waits on gRPC's shutdown
   if (options.target.empty()) return absl::InvalidArgumentError("ClientOptions.target is empty");
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(

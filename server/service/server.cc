@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/grpc_library.h"
 #include "common/usable_cores.h"
 #include "common/version.h"
 #include "server/backend/fault_injection.h"
@@ -471,6 +472,7 @@ void ServerImpl::ServerInfo(v1::GetServerInfoResponse* out) const {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
                                                       GpuEngineStarter start_gpu) {
+  KeepGrpcLibraryForProcess();  // destroying the server then never waits on gRPC's shutdown
   auto server = std::make_unique<ServerImpl>(options, std::move(start_gpu));
   absl::Status status = server->Init();
   if (!status.ok()) return status;

@@ -1,5 +1,6 @@
 // The real server on a real port, called through the real client (and, for
 // malformed messages the client cannot produce, through the raw stub).
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -373,6 +374,31 @@ TEST_F(IntegrationTest, MessageLargerThanTheLimitIsRefused) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   args.a = RandomTensor<double>({10, 100}, 1);
   EXPECT_TRUE(client_->Matmul(args).ok());
+}
+
+// Destroying the process's last gRPC object would run gRPC's library
+// shutdown, which joins its executor threads and could wait ~10 s for a poll
+// to time out (a server's destruction, linalgd's exit after SIGTERM). The
+// server and the client keep the library for the process, so it is still up
+// after the last of each is gone.
+TEST(GrpcLifetimeTest, TheLastServerAndClientLeaveTheGrpcLibraryUp) {
+  {
+    ServerOptions options;
+    options.metrics_listen = "";
+    auto server = StartRealServer(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto client = ConnectClient(**server);
+    ASSERT_TRUE(client.ok()) << client.status();
+    ASSERT_TRUE((*client)->ServerInfo().ok());
+    (*server)->Shutdown(absl::Seconds(10));
+    client->reset();
+    server->reset();
+  }
+  EXPECT_TRUE(grpc_is_initialized());
+  client::ClientOptions co;
+  co.target = "127.0.0.1:1";
+  ASSERT_TRUE(Client::Create(co).ok());  // made and destroyed: a client alone
+  EXPECT_TRUE(grpc_is_initialized());
 }
 
 }  // namespace
