@@ -54,6 +54,14 @@ struct JobSpec {
   // Non-empty: the job runs on the CPU lane whatever its size, and this says
   // why (the fallback reason when a GPU lane would have taken it).
   std::string cpu_only;
+  // Non-empty: the backend (a GPU lane's name, "gpu:0") whose device holds
+  // the job's data (a resident factor's solve): the job runs on that lane
+  // only, whatever its size, load or deadline, and is never rerun on the CPU
+  // or another GPU: when that lane is fenced, overruns --op-timeout or fails,
+  // the job ends with that error. (Rerun on the CPU lane, it would call the
+  // same device from a worker no watchdog watches: a stuck device then held
+  // a CPU worker for good.) Unknown to the scheduler: routed as without.
+  std::string only_lane;
   int priority = 0;  // higher first
   // Within a priority level, tenants with queued jobs take turns (JobQueue),
   // `weight` jobs a turn; FIFO within a tenant.

@@ -153,6 +153,7 @@ Scheduler::Lane& Scheduler::Route(const JobSpec& spec, absl::Time now, std::stri
                                 ? options_.cpu_thresholds->For(spec.kind, spec.dtype)
                                 : options_.cpu_threshold;
   if (lanes_.size() == 1) return cpu;
+  if (Lane* only = LaneNamed(spec.only_lane)) return *only;  // fenced: ends there (MoveToCpu)
   if (spec.largest_dim < threshold &&
       (spec.problems <= 1 || spec.flops < ThresholdFlops(spec.kind, spec.dtype, threshold))) {
     return cpu;
@@ -314,10 +315,27 @@ void Scheduler::Finish(Lane& lane, QueuedJob& item, const absl::Status& status, 
   item.job->Finish(status, info);
 }
 
+Scheduler::Lane* Scheduler::LaneNamed(absl::string_view name) const {
+  if (name.empty()) return nullptr;
+  for (size_t i = 1; i < lanes_.size(); ++i) {
+    if (lanes_[i]->backend->name() == name) return lanes_[i].get();
+  }
+  return nullptr;
+}
+
 void Scheduler::MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status,
                           std::string reason, absl::string_view why, absl::Time start) {
   if (!options_.cpu_fallback || !from.is_gpu) {
     Finish(from, item, status, ExecutionInfo{}, start);
+    return;
+  }
+  if (const std::string& only = item.job->spec().only_lane; !only.empty()) {
+    absl::Status ended(
+        status.code(),
+        absl::StrCat(status.message(), "; not rerun elsewhere: its data lives on ", only));
+    status.ForEachPayload(  // a retry-after hint stays
+        [&](absl::string_view url, const absl::Cord& payload) { ended.SetPayload(url, payload); });
+    Finish(from, item, ended, ExecutionInfo{}, start);
     return;
   }
   RecordFallback(item.job->spec().kind, why);

@@ -234,8 +234,11 @@ class Scheduler {
   void Finish(Lane& lane, QueuedJob& item, const absl::Status& status, ExecutionInfo info,
               absl::Time start);
   // Moves a GPU job to the CPU lane, or finishes it with `status` when CPU
-  // fallback is off (or the CPU lane is closed).
+  // fallback is off (or the CPU lane is closed) or the job is bound to its
+  // lane (JobSpec::only_lane: `status` then says so).
   // `why` is the fallback metric's reason label.
+  // The GPU lane of the backend called `name`; null when none is (or name is empty).
+  Lane* LaneNamed(absl::string_view name) const;
   void MoveToCpu(Lane& from, QueuedJob item, const absl::Status& status, std::string reason,
                  absl::string_view why, absl::Time start);
   static void Refuse(QueuedJob item, absl::Status status);

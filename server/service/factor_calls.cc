@@ -217,14 +217,19 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
 grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackServerContext* context,
                                            const v1::SolveRequest* request,
                                            v1::SolveResponse* response) {
-  // A CPU factor goes to the CPU lane; any other to a GPU lane.
+  // A CPU factor goes to the CPU lane; a GPU factor to its device's lane
+  // only (JobSpec::only_lane: its solve is never rerun on the CPU lane, where
+  // no watchdog would end a call to a stuck device).
   return SubmitRpc<FactorSolveJob>(
       env, "Solve", context, *request, response,
       [&](const CallEnv& e) { return PrepareFactorSolve(*request, e); },
       [](const PreparedFactorSolve& p) {
         const FactorInfo& f = p.factor->info();
-        const int64_t route = f.placement == "cpu" ? 0 : std::numeric_limits<int32_t>::max();
-        return SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n), f.dtype);
+        const bool on_cpu = f.placement == "cpu";
+        const int64_t route = on_cpu ? 0 : std::numeric_limits<int32_t>::max();
+        JobSpec spec = SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n), f.dtype);
+        if (!on_cpu) spec.only_lane = f.placement;
+        return spec;
       });
 }
 

@@ -455,6 +455,77 @@ TEST(SchedulerTest, LaneWithTooManyAbandonedCallsIsFencedUntilTheyEnd) {
   EXPECT_EQ(out.infos[3].backend, "gpu:0");
 }
 
+// A job whose data lives on one device (JobSpec::only_lane, a GPU factor's
+// solve) runs on that device's lane whatever its size or the other lanes'
+// load, and its failure, op-timeout or fenced lane ends it there: rerun on
+// the CPU lane it would call the same device from a worker no watchdog
+// watches.
+TEST(SchedulerTest, AJobBoundToItsLaneRunsThereOnlyAndIsNeverRerunElsewhere) {
+  SchedulerOptions o = OneWorker();
+  o.op_timeout = absl::Milliseconds(50);
+  o.max_abandoned_per_device = 1;
+  auto bound = [](int64_t dim) {
+    JobSpec spec = Spec(dim);
+    spec.only_lane = "gpu:1";
+    return spec;
+  };
+  {  // small (the CPU's by size) and large (gpu:0 first by load): both on gpu:1
+    FakeBackend cpu("cpu"), gpu0("gpu:0"), gpu1("gpu:1");
+    Outcome out;
+    {
+      Scheduler s(o, &cpu, std::vector<Backend*>{&gpu0, &gpu1});
+      s.Submit(std::make_unique<TestJob>(1, bound(64), &out));
+      s.Submit(std::make_unique<TestJob>(2, bound(4096), &out));
+      ASSERT_TRUE(out.WaitFor(2));
+    }
+    absl::MutexLock lock(&out.mu);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_TRUE(out.finished[i].second.ok()) << out.finished[i].second;
+      EXPECT_EQ(out.infos[i].backend, "gpu:1");
+    }
+    EXPECT_EQ(cpu.calls() + gpu0.calls(), 0);
+  }
+  {  // a retryable error (the device's memory) is the job's
+    FakeBackend cpu("cpu"), gpu0("gpu:0"), gpu1("gpu:1");
+    gpu1.SetBehaviour(absl::ZeroDuration(), absl::ResourceExhaustedError("out of memory"));
+    Outcome out;
+    {
+      Scheduler s(o, &cpu, std::vector<Backend*>{&gpu0, &gpu1});
+      s.Submit(std::make_unique<TestJob>(1, bound(4096), &out));
+      ASSERT_TRUE(out.WaitFor(1));
+    }
+    EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(out.StatusOf(1).message(),
+              "out of memory; not rerun elsewhere: its data lives on gpu:1");
+    EXPECT_EQ(cpu.calls() + gpu0.calls(), 0);
+  }
+  {  // a hung call ends at the op-timeout; the lane is then fenced, and the
+     // next bound job ends at once saying so
+    FakeBackend cpu("cpu"), gpu0("gpu:0");
+    HangingBackend gpu1("gpu:1");
+    Outcome out;
+    {
+      Scheduler s(o, &cpu, std::vector<Backend*>{&gpu0, &gpu1});
+      gpu1.Hang();
+      s.Submit(std::make_unique<TestJob>(1, bound(4096), &out));
+      ASSERT_TRUE(out.WaitFor(1));
+      EXPECT_EQ(out.StatusOf(1).code(), absl::StatusCode::kDeadlineExceeded);
+      EXPECT_EQ(out.StatusOf(1).message(),
+                "gpu:1: still running after op-timeout 50ms; not rerun elsewhere: its data lives "
+                "on gpu:1");
+      ASSERT_EQ(s.FencedLanes().size(), 1u);
+      s.Submit(std::make_unique<TestJob>(2, bound(4096), &out));
+      ASSERT_TRUE(out.WaitFor(2));
+      EXPECT_EQ(out.StatusOf(2).code(), absl::StatusCode::kUnavailable);
+      EXPECT_NE(out.StatusOf(2).message().find("gpu:1 is fenced"), absl::string_view::npos)
+          << out.StatusOf(2);
+      gpu1.Release();
+    }
+    EXPECT_EQ(cpu.calls() + gpu0.calls(), 0);
+    EXPECT_EQ(gpu1.calls(), 1);
+  }
+}
+
 // A backend that throws, as an allocation or a thread creation may.
 class ThrowingBackend : public FakeBackend {
  public:
