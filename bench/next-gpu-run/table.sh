@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The performance table in one GPU-host call (about 420 s): every row of the performance goals
-# measured on one host in one run, with the JSON that bench/report.py turns into the report
-# with plots (run it where matplotlib is: the JSON comes back in logs-table.tar.xz).
+# The performance table in one GPU-host call (about 480 s on an H100 since the echo has a process
+# of its own; give it `timeout 560`: killed earlier, its logs and most JSON do not come back):
+# every row of the performance goals measured on one host in one run, with the JSON that
+# bench/report.py turns into the report with plots (run it where matplotlib is: the JSON comes
+# back in logs-table.tar.xz).
 #   - small calls: the CPU lane's 64^3 p50 against the echo (three rounds), the GPU lane's
 #     128^3 p50 queued (--gpu-inline-max-us 0) and inline (200, the default; three rounds,
 #     interleaved), the echo served by a process of its own (linalgd-bench --serve-echo,
