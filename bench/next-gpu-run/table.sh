@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The performance table in one GPU-host call (about 480 s on an H100 since the echo has a process
-# of its own; give it `timeout 560`: killed earlier, its logs and most JSON do not come back):
+# of its own; give it `timeout 560`; stopped earlier by its timeout's SIGTERM, it still writes
+# the summary of what ran and packs its logs):
 # every row of the performance goals measured on one host in one run, with the JSON that
 # bench/report.py turns into the report with plots (run it where matplotlib is: the JSON comes
 # back in logs-table.tar.xz).
@@ -87,18 +88,22 @@ others() {  # replicas; the BLAS thread governor against --blas-threads 1
   done
   kill $p5 $p6; wait 2>/dev/null
 }
+finish() {  # the summary, and the logs and JSON packed (also when stopped: on_stop)
+  shopt -s nullglob  # a part left out (or not reached) leaves no logs
+  {
+    echo "== cpu-threshold auto"; grep -i "cpu-threshold auto" "$logs"/srv_auto.log | head -3
+    for f in "$logs"/lat_*.log; do echo "-- $(basename "$f" .log)"; grep -E "p50.*echo" "$f"; done
+    for f in "$logs"/batching_*.log; do echo "-- $(basename "$f" .log)"; grep -E "batched.*max-batch|echo ceiling|CPU per call|cores busy" "$f"; done
+    echo "== e2e64"; grep -iE "solve|matmul" "$logs/e2e64.log" | head -12
+    for i in 1 2; do echo "== py_transfer_$i"; grep -B2 -A8 "| client | GB/s" "$logs/py_transfer_$i.log"; tail -4 "$logs/py_transfer_$i.log"; done
+    for i in 1 2; do echo "== gpu_bench_$i"; grep -E "^(gemm|solve|lu|chol|potrf|getrf)" "$logs/gpu_bench_$i.log" | head -60; done
+    echo "== replicas"; tail -6 "$logs/replicas.log"
+    for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done
+    echo "== accuracy"; cat "$logs/accuracy.md" 2>/dev/null
+  } >> "$s" 2>/dev/null
+  tar cJf "$out/logs-table.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
+  cat "$s"
+}
+on_stop finish
 for part in ${PARTS:-small data batching gpubench others}; do "$part"; done
-shopt -s nullglob  # a part left out leaves no logs
-{
-  echo "== cpu-threshold auto"; grep -i "cpu-threshold auto" "$logs"/srv_auto.log | head -3
-  for f in "$logs"/lat_*.log; do echo "-- $(basename "$f" .log)"; grep -E "p50.*echo" "$f"; done
-  for f in "$logs"/batching_*.log; do echo "-- $(basename "$f" .log)"; grep -E "batched.*max-batch|echo ceiling|CPU per call|cores busy" "$f"; done
-  echo "== e2e64"; grep -iE "solve|matmul" "$logs/e2e64.log" | head -12
-  for i in 1 2; do echo "== py_transfer_$i"; grep -B2 -A8 "| client | GB/s" "$logs/py_transfer_$i.log"; tail -4 "$logs/py_transfer_$i.log"; done
-  for i in 1 2; do echo "== gpu_bench_$i"; grep -E "^(gemm|solve|lu|chol|potrf|getrf)" "$logs/gpu_bench_$i.log" | head -60; done
-  echo "== replicas"; tail -6 "$logs/replicas.log"
-  for f in "$logs"/tp128x64_*.log; do echo "-- $(basename "$f" .log) (50151 governor, 50153 --blas-threads 1)"; grep callers "$f"; done
-  echo "== accuracy"; cat "$logs/accuracy.md" 2>/dev/null
-} >> "$s"
-tar cJf "$out/logs-table.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
-cat "$s"
+finish

@@ -6,14 +6,18 @@
 # BUDGET: the seconds the whole script may take (560), integration getting what is left.
 set -u
 . "$(dirname "$0")/gpu_run_env.sh" tests
+finish() {  # the integration verdicts, the Python tail, the logs packed (also on_stop)
+  if [[ -f "$logs/integration_gpu.log" ]]; then
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$logs/integration_gpu.log" | head -20 |
+      sed "s/^/integration_gpu: /" >> "$s"
+    grep -hE "Failure|Expected|Which is|Value of" "$logs/integration_gpu.log" | head -40 >> "$s"
+  fi
+  [[ -f "$logs/python_client.log" ]] && tail -25 "$logs/python_client.log" >> "$s"
+  tar cJf "$out/logs-tests.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
+  cat "$s"
+}
+on_stop finish
 gpu_suites
 LINALGD_SERVER="$h/bin/linalgd" run python_client 250 python3 -m pytest -q -p no:cacheprovider tests/python
 left=$((${BUDGET:-560} - SECONDS)); [[ $left -gt 20 ]] && run integration_gpu $left "$h/bin/integration_tests"
-if [[ -f "$logs/integration_gpu.log" ]]; then
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$logs/integration_gpu.log" | head -20 |
-    sed "s/^/integration_gpu: /" >> "$s"
-  grep -hE "Failure|Expected|Which is|Value of" "$logs/integration_gpu.log" | head -40 >> "$s"
-fi
-tail -25 "$logs/python_client.log" >> "$s"
-tar cJf "$out/logs-tests.tar.xz" -C "$out" logs json && rm -rf "$logs" "$json"
-cat "$s"
+finish
