@@ -36,6 +36,7 @@ struct Work {
   int64_t n;
   DeviceBuffer w;     // column-major n x n
   DeviceBuffer ipiv;  // LU only
+  DeviceBuffer perm;  // LU only: ipiv as one permutation (GpuFactor::permutation)
   DeviceBuffer info;  // one device int
 };
 
@@ -76,6 +77,53 @@ absl::Status SolveInPlace(HandleSet& hs, DType t, SolveMethod method, int64_t n,
   const cublasOperation_t op = transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
   LINALGD_GPU_CHECK(cusolverDnXgetrs(hs.solver, hs.solver_params, op, n, nrhs, ct, factors, n,
                                      pivots, ct, x, n, d_info));
+  return absl::OkStatus();
+}
+
+// SolveInPlace (a^-1, not transposed) by the chain kernel: x column-major
+// n x columns, two columns a launch. LU's factors are those of A = a^T
+// (P A = L U): a x = b is A^T x = b, x = P^T L^-T U^-T b (plain transposes,
+// complex too). Cholesky's: a = L L^T; complex, conj(a) = L L^H, so
+// conj(x) = L^-H L^-1 conj(b).
+absl::Status ChainSolveInPlace(GpuContext& ctx, DType t, SolveMethod method, int64_t n,
+                               int64_t columns, const void* factors, const int64_t* perm, void* x) {
+  const cudaStream_t st = ctx.hs.stream;
+  const int64_t col_bytes = n * static_cast<int64_t>(DTypeSize(t));
+  const bool lu = method != SolveMethod::kCholesky;
+  if (lu && perm == nullptr) return absl::InternalError("an LU factor without its permutation");
+  const int pair = static_cast<int>(kFactorChainMaxColumns);
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer scratch,
+                           ctx.Alloc(TriangularSolveScratchBytes(t, n, pair)));
+  DeviceBuffer gathered;  // LU: the interchanges' destination, then copied back
+  if (lu) {
+    LINALGD_ASSIGN_OR_RETURN(gathered, ctx.Alloc(pair * col_bytes));
+  }
+  if (!lu) LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, x, n * columns, st));  // complex only
+  const TriangleOp transpose =
+      lu || !IsComplex(t) ? TriangleOp::kTranspose : TriangleOp::kConjTranspose;
+  for (int64_t c = 0; c < columns; c += pair) {
+    TrsvOptions o;
+    o.columns = static_cast<int>(std::min<int64_t>(pair, columns - c));
+    char* v = static_cast<char*>(x) + c * col_bytes;
+    if (!lu) {
+      LINALGD_RETURN_IF_ERROR(TriangularSolve(t, TriangleFill::kLower, TriangleOp::kNoTranspose,
+                                              false, n, factors, n, v, scratch.data(), st, o));
+      LINALGD_RETURN_IF_ERROR(TriangularSolve(t, TriangleFill::kLower, transpose, false, n, factors,
+                                              n, v, scratch.data(), st, o));
+      continue;
+    }
+    LINALGD_RETURN_IF_ERROR(TriangularSolve(t, TriangleFill::kUpper, transpose, false, n, factors,
+                                            n, v, scratch.data(), st, o));
+    LINALGD_RETURN_IF_ERROR(TriangularSolve(t, TriangleFill::kLower, transpose, true, n, factors, n,
+                                            v, scratch.data(), st, o));
+    for (int j = 0; j < o.columns; ++j) {
+      LINALGD_RETURN_IF_ERROR(PermuteVector(t, perm, /*inverse=*/true, v + j * col_bytes,
+                                            gathered.as<char>() + j * col_bytes, n, st));
+    }
+    LINALGD_GPU_CHECK(
+        cudaMemcpyAsync(v, gathered.data(), o.columns * col_bytes, cudaMemcpyDeviceToDevice, st));
+  }
+  if (!lu) LINALGD_RETURN_IF_ERROR(ConjugateInPlace(t, x, n * columns, st));
   return absl::OkStatus();
 }
 
@@ -131,6 +179,20 @@ absl::StatusOr<std::string> TryLu(Work& w) {
   return std::string();
 }
 
+// w.perm: getrf's interchanges in w.ipiv as one permutation (PivotPermutation).
+absl::Status MakePermutation(Work& w) {
+  const cudaStream_t st = w.ctx.hs.stream;
+  const int64_t bytes = w.n * static_cast<int64_t>(sizeof(int64_t));
+  std::vector<int64_t> ipiv(w.n);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), w.ipiv.data(), bytes, cudaMemcpyDeviceToHost, st));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
+  LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
+  LINALGD_ASSIGN_OR_RETURN(w.perm, w.ctx.Alloc(bytes));
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(w.perm.data(), perm.data(), bytes, cudaMemcpyHostToDevice, st));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));  // before `perm` goes
+  return absl::OkStatus();
+}
+
 std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond, Backend* owner,
                                          MemoryBudget::Reservation r) {
   const double threshold = SingularThreshold(w.ctx.singular_rcond_factor, w.n, w.t);
@@ -138,12 +200,12 @@ std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rco
   info.method = method;
   info.dtype = w.t;
   info.n = w.n;
-  info.bytes = w.w.bytes() + w.ipiv.bytes();
+  info.bytes = w.w.bytes() + w.ipiv.bytes() + w.perm.bytes();
   info.placement = owner->name();
   info.rcond = rcond;
   info.rcond_threshold = threshold;
   return std::make_shared<GpuFactor>(std::move(info), owner, w.ctx.mem.device(), std::move(w.w),
-                                     std::move(w.ipiv), std::move(r));
+                                     std::move(w.ipiv), std::move(w.perm), std::move(r));
 }
 
 absl::StatusOr<MemoryBudget::Reservation> ReserveFor(MemoryBudget* budget, int64_t bytes) {
@@ -157,6 +219,7 @@ absl::StatusOr<std::shared_ptr<const Factor>> FactorLu(Work& w, const MatrixStat
                                                        MemoryBudget::Reservation& r) {
   LINALGD_ASSIGN_OR_RETURN(std::string failure, TryLu(w));
   if (!failure.empty()) return absl::FailedPreconditionError(failure);
+  LINALGD_RETURN_IF_ERROR(MakePermutation(w));
   LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kLu, s.anorm));
   return MakeFactor(w, SolveMethod::kLu, rcond, owner, std::move(r));
 }
@@ -164,11 +227,13 @@ absl::StatusOr<std::shared_ptr<const Factor>> FactorLu(Work& w, const MatrixStat
 }  // namespace
 
 GpuFactor::GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors,
-                     DeviceBuffer pivots, MemoryBudget::Reservation reservation)
+                     DeviceBuffer pivots, DeviceBuffer permutation,
+                     MemoryBudget::Reservation reservation)
     : Factor(std::move(info), owner),
       device_(device),
       factors_(std::move(factors)),
       pivots_(std::move(pivots)),
+      permutation_(std::move(permutation)),
       reservation_(std::move(reservation)) {}
 
 GpuFactor::~GpuFactor() {
@@ -177,6 +242,7 @@ GpuFactor::~GpuFactor() {
   if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError();
   factors_.Reset();
   pivots_.Reset();
+  permutation_.Reset();
   if (restore && cudaSetDevice(previous) != cudaSuccess) cudaGetLastError();
   reservation_.Release();
 }
@@ -204,7 +270,8 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
                                              MemoryBudget* budget) {
   Work w{ctx, op.a.dtype, op.a.rows(), {}, {}, {}};
   const int64_t bytes = w.n * w.n * DTypeSize(w.t);
-  const int64_t pivot_bytes = RoundUp256(w.n * static_cast<int64_t>(sizeof(int64_t)));
+  // LU's pivots and their permutation.
+  const int64_t pivot_bytes = 2 * RoundUp256(w.n * static_cast<int64_t>(sizeof(int64_t)));
   LINALGD_ASSIGN_OR_RETURN(MemoryBudget::Reservation r,
                            ReserveFor(budget, RoundUp256(bytes) + pivot_bytes));
   LINALGD_ASSIGN_OR_RETURN(w.w, ctx.Alloc(bytes));
@@ -240,23 +307,34 @@ absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b) {
   return absl::OkStatus();
 }
 
+bool FactorSolveTakesChain(DType t, int64_t n, int64_t columns) {
+  return (t == DType::kF32 || t == DType::kF64) && n >= kFactorChainMinN && columns >= 1 &&
+         columns <= kFactorChainMaxColumns;
+}
+
 // The row-major [batch, n, k] b is transposed on the device into batch
 // column-major n x k blocks, which together are one column-major
-// n x (batch * k) matrix: one getrs / potrs solves them all.
+// n x (batch * k) matrix: one getrs / potrs (or the chain's launches)
+// solves them all.
 absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor& factor,
-                                               const TensorView& b) {
+                                               const TensorView& b, FactorSolvePath path,
+                                               FactorSolvePath* taken) {
   const FactorInfo& f = factor.info();
   SolveResult r;
   r.method_used = f.method;
   r.residual = -1;  // a is not kept
   r.rcond = f.rcond;
   const int64_t n = f.n, k = b.cols();
+  if (taken != nullptr) *taken = FactorSolvePath::kCusolver;
   if (b.num_elements() == 0) {
     r.x = Tensor(b.dtype, b.shape);
     return r;
   }
   const int64_t batch = b.num_elements() / (n * k);
   const DType t = b.dtype;
+  const bool chain = path == FactorSolvePath::kChain ||
+                     (path == FactorSolvePath::kAuto && FactorSolveTakesChain(t, n, batch * k));
+  if (taken != nullptr && chain) *taken = FactorSolvePath::kChain;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, Upload(ctx, b));
   DeviceBuffer cols;  // k == 1: the row-major b already is column-major
   if (k > 1) {
@@ -265,15 +343,21 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
         Transpose(t, x.data(), n, k, k, n * k, cols.data(), n, n * k, batch, ctx.hs.stream));
   }
   void* work = k > 1 ? cols.data() : x.data();
-  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer info, ctx.Alloc(sizeof(int)));
-  LINALGD_RETURN_IF_ERROR(SolveInPlace(ctx.hs, t, f.method, n, batch * k, factor.factors(),
-                                       factor.pivots(), work, false, info.as<int>()));
+  DeviceBuffer info;
+  if (chain) {
+    LINALGD_RETURN_IF_ERROR(ChainSolveInPlace(ctx, t, f.method, n, batch * k, factor.factors(),
+                                              factor.permutation(), work));
+  } else {
+    LINALGD_ASSIGN_OR_RETURN(info, ctx.Alloc(sizeof(int)));
+    LINALGD_RETURN_IF_ERROR(SolveInPlace(ctx.hs, t, f.method, n, batch * k, factor.factors(),
+                                         factor.pivots(), work, false, info.as<int>()));
+  }
   if (k > 1) {
     LINALGD_RETURN_IF_ERROR(
         Transpose(t, cols.data(), k, n, n, n * k, x.data(), k, n * k, batch, ctx.hs.stream));
   }
   LINALGD_ASSIGN_OR_RETURN(r.x, Download(ctx, x.data(), t, b.shape));
-  LINALGD_RETURN_IF_ERROR(ReadInfo(ctx.hs, info, "getrs/potrs").status());
+  if (!chain) LINALGD_RETURN_IF_ERROR(ReadInfo(ctx.hs, info, "getrs/potrs").status());
   return r;
 }
 

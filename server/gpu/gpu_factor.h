@@ -14,10 +14,15 @@
 // the lower triangle (cusolverDnXpotrf) of the symmetric a (complex: of
 // conj(a), the Hermitian a's buffer read column-major; solves conjugate b
 // and x around potrs, as the CPU backend does). The pivots stay
-// on the device (int64, 1-based, as the 64-bit API writes them).
+// on the device (int64, 1-based, as the 64-bit API writes them), and beside
+// them the one permutation they make (factor_rcond.h PivotPermutation).
 //
-// rcond: FactorRcond (factor_rcond.h), the estimator behind LAPACK's gecon /
-// pocon, shared with the dense solves.
+// Solves with one or two right-hand sides in all (FactorSolveTakesChain)
+// skip getrs / potrs: their triangular solves there are cuBLAS's
+// one-column ones, which linalgd's own kernel (kernels.h TriangularSolve,
+// the condition estimate's) beats in f32 and f64 (linalgd-gpu-bench trsv_*
+// rows on H100s: 1.3-1.5x at n = 1024, 1.6x at 2048, 2.2-2.8x at 4096 and
+// 8192); its factor_solve_* rows time both paths whole.
 
 #include <cstdint>
 
@@ -37,7 +42,7 @@ namespace linalgd::gpu {
 class GpuFactor : public Factor {
  public:
   GpuFactor(FactorInfo info, Backend* owner, int device, DeviceBuffer factors, DeviceBuffer pivots,
-            MemoryBudget::Reservation reservation);
+            DeviceBuffer permutation, MemoryBudget::Reservation reservation);
   ~GpuFactor() override;
 
   int device() const { return device_; }
@@ -46,11 +51,15 @@ class GpuFactor : public Factor {
   const void* factors() const { return factors_.data(); }
   // LU only (null for Cholesky): n pivots.
   const int64_t* pivots() const { return pivots_.as<int64_t>(); }
+  // LU only (null for Cholesky): the pivots' interchanges as one
+  // permutation of [0, n) (factor_rcond.h PivotPermutation), n int64.
+  const int64_t* permutation() const { return permutation_.as<int64_t>(); }
 
  private:
   const int device_;
   DeviceBuffer factors_;
   DeviceBuffer pivots_;
+  DeviceBuffer permutation_;
   MemoryBudget::Reservation reservation_;
 };
 
@@ -65,11 +74,30 @@ absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp&
 // op.method is kAuto, kLu or kCholesky.
 absl::Status CheckFactorizeOp(const FactorizeOp& op);
 
-// x = a^-1 b for every [n, k] matrix of b ([..., n, k], row-major), in one
-// getrs / potrs call over all batch elements. REQUIRES: b fits the factor
+// How RunSolveWithFactor solves its columns (batch * k of them).
+enum class FactorSolvePath {
+  kAuto,      // kChain where FactorSolveTakesChain says so, else kCusolver
+  kCusolver,  // one getrs / potrs call over all columns
+  kChain,     // kernels.h TriangularSolve, two columns a launch (and
+              // PermuteVector for LU's interchanges)
+};
+// kAuto takes the chain for f32 and f64 factors from this order on, for
+// one or two columns in all: there the kernel's sweep is 1.6x cuBLAS's
+// trsv or more, far above the chain path's extra launches (a memset a
+// sweep; LU's gather and copy back). Complex dtypes stay on getrs / potrs
+// until measured (the chain serves them when asked: the tests check it).
+inline constexpr int64_t kFactorChainMinN = 2048;
+inline constexpr int64_t kFactorChainMaxColumns = 2;
+bool FactorSolveTakesChain(DType t, int64_t n, int64_t columns);
+
+// x = a^-1 b for every [n, k] matrix of b ([..., n, k], row-major), all
+// batch elements at once, by `path` (*taken, where non-null: the path that
+// served; kCusolver for an empty b). REQUIRES: b fits the factor
 // (CheckFactorSolve); ctx is on the factor's device.
 absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor& factor,
-                                               const TensorView& b);
+                                               const TensorView& b,
+                                               FactorSolvePath path = FactorSolvePath::kAuto,
+                                               FactorSolvePath* taken = nullptr);
 
 // INVALID_ARGUMENT unless b is [..., n, k] of the factor's dtype.
 absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b);

@@ -18,6 +18,7 @@
 #include "server/backend/plan.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/gpu/gpu_backend.h"
+#include "server/gpu/gpu_factor.h"
 #include "tests/gpu/gpu_test_env.h"
 #include "tests/testing/complex_values.h"
 
@@ -439,6 +440,62 @@ TEST_P(GpuComplexTest, FactorsSolveLikeTheCpuAndKeepTheirMethod) {
       const std::vector<C> xe(xv.begin() + e * n * k, xv.begin() + (e + 1) * n * k);
       const std::vector<C> be(bv.begin() + e * n * k, bv.begin() + (e + 1) * n * k);
       EXPECT_LE(Residual(av, xe, be, n, k), 10 * n * eps()) << "block " << e;
+    }
+  }
+}
+
+// Factor solves by the chain kernel (gpu_factor.h FactorSolvePath::kChain;
+// not kAuto's pick for complex dtypes yet): the conjugations around a
+// Hermitian factor's solves and LU's plain transposes and interchanges (a
+// random general a: getrf pivots) give the residual of cuSOLVER's path.
+TEST_P(GpuComplexTest, ChainFactorSolvesMatchCusolver) {
+  LINALGD_REQUIRE_GPU();
+  const int n = 1024;
+  for (const bool hermitian : {true, false}) {
+    SCOPED_TRACE(hermitian ? "hermitian pd" : "general");
+    std::vector<C> av = RandomValues(rng_, int64_t{n} * n);
+    if (hermitian) {  // diagonally dominant: positive definite
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < i; ++j) av[i * n + j] = std::conj(av[j * n + i]);
+        av[i * n + i] = C(n + 1.0, 0);
+      }
+    }
+    const Tensor a = ComplexTensor(dtype(), {n, n}, av);
+    FactorizeOp op;
+    op.a = a.view();
+    gpu::GpuBackend& backend = *gpu_test::FirstGpu();
+    absl::StatusOr<FactorizeResult> f = backend.Factorize(op);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_EQ(f->factor->info().method, hermitian ? SolveMethod::kCholesky : SolveMethod::kLu);
+    const auto* gf = dynamic_cast<const gpu::GpuFactor*>(f->factor.get());
+    ASSERT_NE(gf, nullptr);
+    for (const Shape& bs : {Shape{n, 1}, Shape{2, n, 1}, Shape{n, 3}}) {
+      SCOPED_TRACE(ShapeString(bs));
+      const int k = static_cast<int>(bs.back()), batch = bs.size() == 3 ? 2 : 1;
+      const std::vector<C> bv = RandomValues(rng_, int64_t{batch} * n * k);
+      const Tensor b = ComplexTensor(dtype(), bs, bv);
+      auto solve = [&](gpu::FactorSolvePath path, gpu::FactorSolvePath* taken) {
+        return backend.RunJob<SolveResult>([&](gpu::GpuContext& ctx) {
+          return gpu::RunSolveWithFactor(ctx, *gf, b.view(), path, taken);
+        });
+      };
+      gpu::FactorSolvePath taken = gpu::FactorSolvePath::kAuto;
+      absl::StatusOr<SolveResult> chain = solve(gpu::FactorSolvePath::kChain, &taken);
+      absl::StatusOr<SolveResult> lib = solve(gpu::FactorSolvePath::kCusolver, nullptr);
+      ASSERT_TRUE(chain.ok()) << chain.status();
+      ASSERT_TRUE(lib.ok()) << lib.status();
+      EXPECT_EQ(taken, gpu::FactorSolvePath::kChain);
+      const std::vector<C> xc = ValuesOf(chain->x), xl = ValuesOf(lib->x);
+      for (int e = 0; e < batch; ++e) {
+        auto member = [&](const std::vector<C>& v) {
+          return std::vector<C>(v.begin() + e * n * k, v.begin() + (e + 1) * n * k);
+        };
+        const double rc = Residual(av, member(xc), member(bv), n, k);
+        const double rl = Residual(av, member(xl), member(bv), n, k);
+        EXPECT_LE(rc, 4 * n * eps()) << "member " << e << "; cuSOLVER's " << rl;
+        EXPECT_LE(rc, 10 * std::max(rl, eps())) << "member " << e << "; cuSOLVER's " << rl;
+      }
+      EXPECT_LE(RelError(xc, xl), 1e4 * n * eps());
     }
   }
 }

@@ -1,6 +1,8 @@
 // Cached factorizations on the GPU (server/gpu/gpu_factor.h): reuse against
 // fresh solves, the Cholesky -> LU fallback, singular and non-SPD failures,
 // batched right-hand sides, and device memory returned when a factor goes.
+#include "server/gpu/gpu_factor.h"
+
 #include <cmath>
 #include <memory>
 #include <random>
@@ -272,6 +274,82 @@ TEST_F(GpuFactorTest, FactorThatDoesNotFitTheBudgetIsResourceExhausted) {
   EXPECT_EQ(f.status().code(), absl::StatusCode::kResourceExhausted) << f.status();
   EXPECT_EQ(gpu().memory().in_use_bytes(), before);
   EXPECT_EQ(budget.reserved(), 0);
+}
+
+// One or two columns in all take the chain kernel from n = 2048 on
+// (FactorSolveTakesChain) instead of getrs / potrs; every path's x has the
+// backward error of a stable solve, and chain and cuSOLVER agree. The LU
+// matrices are random (so getrf interchanges rows: the permutation is
+// exercised); n = 1090 is no multiple of the kernel's block rows.
+TEST_F(GpuFactorTest, ChainSolvesServeOneOrTwoColumnsAndMatchCusolver) {
+  LINALGD_REQUIRE_GPU();
+  using gpu::FactorSolvePath;
+  for (int n : {1024, 1090, 2048}) {
+    for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
+      const Mat a = method == SolveMethod::kLu ? RandomMatrix(n, n, rng_) : DominantSpd(n, rng_);
+      for (DType dt : {DType::kF64, DType::kF32}) {
+        absl::StatusOr<FactorizeResult> f = Factorize(dt, a, n, method);
+        ASSERT_TRUE(f.ok()) << f.status();
+        ASSERT_EQ(f->factor->info().method, method);
+        const auto* gf = dynamic_cast<const gpu::GpuFactor*>(f->factor.get());
+        ASSERT_NE(gf, nullptr);
+        const double eps = dt == DType::kF64 ? 0x1p-52 : 0x1p-23;
+        for (const Shape& bs :
+             {Shape{n, 1}, Shape{n, 2}, Shape{2, n, 1}, Shape{n, 3}, Shape{3, n, 1}}) {
+          const int k = static_cast<int>(bs.back());
+          const int batch = bs.size() == 3 ? static_cast<int>(bs[0]) : 1;
+          SCOPED_TRACE(::testing::Message() << "n " << n << " " << DTypeName(dt) << " "
+                                            << (method == SolveMethod::kLu ? "lu" : "cholesky")
+                                            << " b " << ShapeString(bs));
+          const Mat b = RandomMatrix(batch * n, k, rng_);
+          const Tensor bt = FromValues(dt, bs, b);
+          auto solve = [&](FactorSolvePath path, FactorSolvePath* taken) {
+            return gpu().RunJob<SolveResult>([&](gpu::GpuContext& ctx) {
+              return gpu::RunSolveWithFactor(ctx, *gf, bt.view(), path, taken);
+            });
+          };
+          FactorSolvePath taken_auto, taken_chain, taken_lib;
+          absl::StatusOr<SolveResult> by_auto = solve(FactorSolvePath::kAuto, &taken_auto);
+          absl::StatusOr<SolveResult> by_chain = solve(FactorSolvePath::kChain, &taken_chain);
+          absl::StatusOr<SolveResult> by_lib = solve(FactorSolvePath::kCusolver, &taken_lib);
+          ASSERT_TRUE(by_auto.ok()) << by_auto.status();
+          ASSERT_TRUE(by_chain.ok()) << by_chain.status();
+          ASSERT_TRUE(by_lib.ok()) << by_lib.status();
+          EXPECT_EQ(taken_auto,
+                    batch * k <= 2 ? FactorSolvePath::kChain : FactorSolvePath::kCusolver);
+          EXPECT_EQ(taken_chain, FactorSolvePath::kChain);
+          EXPECT_EQ(taken_lib, FactorSolvePath::kCusolver);
+          EXPECT_EQ(by_chain->x.shape(), bs);
+          const Mat xc = Values(by_chain->x), xl = Values(by_lib->x);
+          EXPECT_EQ(Values(by_auto->x), taken_auto == FactorSolvePath::kChain ? xc : xl);
+          for (int e = 0; e < batch; ++e) {
+            auto member = [&](const Mat& v) {
+              return Mat(v.begin() + e * n * k, v.begin() + (e + 1) * n * k);
+            };
+            const double rc = test_ref::Residual(a, member(xc), member(b), n, n, k);
+            const double rl = test_ref::Residual(a, member(xl), member(b), n, n, k);
+            EXPECT_LE(rc, 4 * n * eps) << "member " << e << "; cuSOLVER's " << rl;
+            EXPECT_LE(rc, 10 * std::max(rl, eps)) << "member " << e << "; cuSOLVER's " << rl;
+          }
+          // A random LU system's condition is ~n: the two answers agree to it.
+          EXPECT_LE(RelError(xc, xl), 1e4 * n * eps);
+        }
+      }
+    }
+  }
+}
+
+TEST(FactorSolveTakesChainTest, RealOneOrTwoColumnsFromOrder2048On) {
+  for (DType t : {DType::kF32, DType::kF64}) {
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 2048, 1));
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 2048, 2));
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 100000, 2));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 2048, 3));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 2047, 1));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 4096, 0));
+  }
+  EXPECT_FALSE(gpu::FactorSolveTakesChain(DType::kC64, 4096, 1));
+  EXPECT_FALSE(gpu::FactorSolveTakesChain(DType::kC128, 4096, 1));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "server/gpu/cuda_check.h"
 #include "server/gpu/dense_solver.h"
 #include "server/gpu/factor_rcond.h"
+#include "server/gpu/gpu_factor.h"
 #include "server/gpu/kernels.h"
 #include "server/gpu/kernels_impl.h"
 #include "server/gpu/lt_matmul.h"
@@ -744,6 +745,45 @@ Tensor HostRandom(DType t, Shape shape, std::mt19937& rng, double shift_diag) {
   return out;
 }
 
+// A rows x cols matrix of dtype t, uniform in [-1, 1) (complex: both
+// parts; xorshift64*, so that the 8192^2 c128 ones take a fraction of a
+// second), or, when spd (rows == cols), Hermitian (symmetric) with rows + 1
+// on the diagonal (diagonally dominant, so positive definite).
+Tensor BenchMatrix(DType t, int64_t rows, int64_t cols, bool spd, uint64_t seed) {
+  const int parts = IsComplex(t) ? 2 : 1;
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto uniform = [&state] {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return static_cast<double>((state * 0x2545F4914F6CDD1Dull) >> 11) * 0x1p-52 - 1;
+  };
+  const int64_t n = cols;
+  std::vector<double> v(static_cast<size_t>(rows * cols * parts));
+  for (double& x : v) x = uniform();
+  if (spd) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = i + 1; j < n; ++j) {  // a[j, i] = conj(a[i, j])
+        for (int p = 0; p < parts; ++p) {
+          v[(j * n + i) * parts + p] = (p == 1 ? -1 : 1) * v[(i * n + j) * parts + p];
+        }
+      }
+      v[(i * n + i) * parts] = static_cast<double>(n + 1);
+      if (parts == 2) v[(i * n + i) * parts + 1] = 0;
+    }
+  }
+  Tensor out(t, {rows, cols});
+  const bool wide = t == DType::kF64 || t == DType::kC128;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (wide) {
+      reinterpret_cast<double*>(out.mutable_data())[i] = v[i];
+    } else {
+      reinterpret_cast<float*>(out.mutable_data())[i] = static_cast<float>(v[i]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Row>> BenchGemm(gpu::GpuBackend& gpu, const std::vector<int64_t>& sizes,
@@ -817,6 +857,52 @@ absl::StatusOr<std::vector<Row>> BenchTrsv2(gpu::GpuBackend& gpu, const std::vec
 absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
                                                 const std::vector<int64_t>& sizes, int reps) {
   return BenchF64F32(gpu, sizes, reps, TrsvTraceCases);
+}
+
+absl::StatusOr<std::vector<Row>> BenchFactorSolves(gpu::GpuBackend& gpu,
+                                                   const std::vector<int64_t>& sizes, int reps) {
+  std::vector<Row> rows;
+  uint64_t seed = 11;
+  for (int64_t n : sizes) {
+    for (DType t : {DType::kF64, DType::kF32, DType::kC128, DType::kC64}) {
+      for (const bool spd : {false, true}) {
+        const Tensor a = BenchMatrix(t, n, n, spd, ++seed);
+        FactorizeOp op;
+        op.a = a.view();
+        op.method = spd ? SolveMethod::kCholesky : SolveMethod::kLu;
+        LINALGD_ASSIGN_OR_RETURN(FactorizeResult f, gpu.Factorize(op));
+        const auto* factor = dynamic_cast<const gpu::GpuFactor*>(f.factor.get());
+        if (factor == nullptr) return absl::InternalError("Factorize made no GpuFactor");
+        for (const int64_t k : {1, 2}) {
+          if (k == 2 && t != DType::kF64) continue;
+          const Tensor b = BenchMatrix(t, n, k, false, ++seed);
+          const TensorView bv = b.view();
+          Row row{absl::StrCat("factor_solve", k == 2 ? "2_" : "_", spd ? "cholesky" : "lu"),
+                  std::string(DTypeName(t)),
+                  n,
+                  0,
+                  0,
+                  (IsComplex(t) ? 8.0 : 2.0) * n * n * k};
+          using Times = std::pair<double, double>;  // ours, direct
+          LINALGD_ASSIGN_OR_RETURN(const Times ms, gpu.RunJob<Times>([&](gpu::GpuContext& ctx) {
+            auto by = [&](gpu::FactorSolvePath path) {
+              return [&ctx, factor, &bv, path]() -> absl::Status {
+                return gpu::RunSolveWithFactor(ctx, *factor, bv, path).status();
+              };
+            };
+            return TimePairMs(ctx.hs.stream, reps, by(gpu::FactorSolvePath::kChain),
+                              by(gpu::FactorSolvePath::kCusolver));
+          }));
+          row.ours_ms = ms.first;
+          row.direct_ms = ms.second;
+          rows.push_back(row);
+          std::fprintf(stderr, "%s %s %lld: chain %.3f ms, cuSOLVER %.3f ms\n", row.op.c_str(),
+                       row.mode.c_str(), static_cast<long long>(n), row.ours_ms, row.direct_ms);
+        }
+      }
+    }
+  }
+  return rows;
 }
 
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps) {

@@ -49,6 +49,13 @@ absl::StatusOr<std::vector<Row>> BenchTrsvTrace(gpu::GpuBackend& gpu,
 // super_trsv_kernel.cu).
 absl::StatusOr<std::vector<Row>> BenchSuperTrsv(gpu::GpuBackend& gpu,
                                                 const std::vector<int64_t>& sizes, int reps);
+// Solves with a cached factor (gpu_factor.h RunSolveWithFactor: b from the
+// host, x back to it) by the chain kernel (ours_ms) against getrs / potrs
+// (direct_ms), events on the job's stream; ops "factor_solve_lu" and
+// "factor_solve_cholesky" (one column; f64, f32, c128, c64) and
+// "factor_solve2_*" (two columns, f64).
+absl::StatusOr<std::vector<Row>> BenchFactorSolves(gpu::GpuBackend& gpu,
+                                                   const std::vector<int64_t>& sizes, int reps);
 // Whole Backend calls (host operands in, host result out), wall clock.
 absl::StatusOr<std::vector<Row>> BenchEndToEnd(gpu::GpuBackend& gpu, int64_t n, int reps);
 

@@ -7,8 +7,8 @@
 //                     [--sizes N,N,...] [--only PART,PART,...]
 //
 // --sizes: the solve and trsv sizes (default 1024,4096,8192; --quick 4096).
-// --only: the parts to run, of gemm, solves, trsv, trsv2, trsv_trace, e2e, batching, api,
-// small (default all), and super (an experiment: only when named).
+// --only: the parts to run, of gemm, solves, factor_solves, trsv, trsv2, trsv_trace, e2e,
+// batching, api, small (default all), and super (an experiment: only when named).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -149,6 +149,7 @@ int Main(int argc, char** argv) {
   const std::pair<const char*, Part> parts[] = {
       {"gemm", [&] { return BenchGemm(*gpu, gemm_sizes, flags.reps); }},
       {"solves", [&] { return BenchSolves(*gpu, solve_sizes, flags.reps); }},
+      {"factor_solves", [&] { return BenchFactorSolves(*gpu, solve_sizes, flags.reps); }},
       {"trsv", [&] { return BenchTrsv(*gpu, solve_sizes, flags.reps); }},
       {"trsv2", [&] { return BenchTrsv2(*gpu, solve_sizes, flags.reps); }},
       {"trsv_trace", [&] { return BenchTrsvTrace(*gpu, solve_sizes, flags.reps); }},
@@ -195,6 +196,8 @@ int Main(int argc, char** argv) {
       "evicted); gemm: ours and direct called in turn; trsv_*: ours =\n"
       "linalgd's triangular solve kernel, direct = cuBLAS trsv, L/U the triangle, N/T the op;\n"
       "trsv64_*: ours = that kernel with 64-row blocks, direct = with 32-row blocks;\n"
+      "factor_solve*_*: a solve with a cached factor (b in, x out), ours = by that kernel,\n"
+      "direct = by getrs / potrs;\n"
       "trsv2_*: ours = that kernel on two columns in one launch, direct = two launches;\n"
       "*_rcond_vs_cublas: ours = the condition estimate, direct = the same estimate with\n"
       "cuBLAS trsv; *_rcond_vs_one_by_one: direct = the estimate with one vector per solve;\n"
