@@ -12,14 +12,29 @@ int64_t MatmulDeviceBytes(const MatmulOp& op, const MatmulPlan& plan) {
   return bytes;
 }
 
+namespace {
+constexpr int64_t kWorkspaceSlack = int64_t{1} << 20;
+}  // namespace
+
 int64_t SolveDeviceBytes(const SolveOp& op, const SolvePlan& plan) {
-  constexpr int64_t kWorkspaceSlack = int64_t{1} << 20;
   const int64_t elem = static_cast<int64_t>(DTypeSize(op.a.dtype));
   const int64_t a = plan.batch * plan.m * plan.n * elem;
   const int64_t b = plan.batch * plan.m * plan.k * elem;
   const int64_t x = plan.batch * plan.n * plan.k * elem;
   const int64_t pivots = plan.batch * (std::max(plan.m, plan.n) * 8 + 8);
   return a + b + x + pivots + a + kWorkspaceSlack;
+}
+
+int64_t FactorSolveDeviceBytes(DType t, int64_t n, const TensorView& b) {
+  const int64_t elem = static_cast<int64_t>(DTypeSize(t));
+  const int64_t bytes = static_cast<int64_t>(b.num_bytes());
+  const bool copy = b.shape.size() >= 2 && b.cols() > 1;
+  constexpr int64_t kSlack = int64_t{64} << 10;
+  return bytes + (copy ? bytes : 0) + 6 * n * elem + kSlack;
+}
+
+int64_t FactorizeDeviceBytes(DType t, int64_t n) {
+  return 1024 * n * static_cast<int64_t>(DTypeSize(t)) + kWorkspaceSlack;
 }
 
 }  // namespace linalgd

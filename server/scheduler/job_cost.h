@@ -22,6 +22,21 @@ int64_t MatmulDeviceBytes(const MatmulOp& op, const MatmulPlan& plan);
 // potrf, geqrf and the refinement's low-precision copy fit in it).
 int64_t SolveDeviceBytes(const SolveOp& op, const SolvePlan& plan);
 
+// Solve with a cached factor of order n (the factor's bytes are its own
+// reservation): b as sent, x (its column-major copy when b has more than
+// one column), and a triangular solve's scratch and gather of two columns
+// (server/gpu/gpu_factor.h's chain path: 6 n elements) plus 64 KiB (info,
+// counters, allocation rounding): a small one stays within
+// --gpu-inline-max-bytes' 1 MiB.
+int64_t FactorSolveDeviceBytes(DType t, int64_t n, const TensorView& b);
+
+// Factorize of an n x n matrix, beyond the factor's own bytes (a's copy,
+// the pivots and their permutation, which the factor reserves for its
+// lifetime): the factorization's workspace and the condition estimate's
+// vectors and kept diagonal-block inverses (64 n elements a triangle step,
+// four steps at most), estimated at 1024 n elements plus 1 MiB.
+int64_t FactorizeDeviceBytes(DType t, int64_t n);
+
 }  // namespace linalgd
 
 #endif  // LINALGD_SERVER_SCHEDULER_JOB_COST_H_

@@ -266,6 +266,9 @@ class Scheduler {
   void TimeOut(Lane& lane, Group& group, absl::Time start);
   absl::Status OpTimeoutStatus(const Lane& lane) const;
   Group Admissible(Lane& lane, Group group, absl::Time start);
+  // The group's bytes on the lane's budget: at once, else by waiting up to
+  // --budget-wait (and the jobs' deadlines) for room, unless the CPU lane
+  // would finish them sooner (not for a group with a job bound to this lane).
   absl::StatusOr<MemoryBudget::Reservation> Reserve(Lane& lane, const Group& group, int64_t bytes,
                                                     absl::Time start);
   void RunGroup(Lane& lane, Worker& worker, Group group, MemoryBudget::Reservation reservation,

@@ -303,13 +303,15 @@ absl::StatusOr<MemoryBudget::Reservation> Scheduler::Reserve(Lane& lane, const G
   if (now.ok()) return now;
   absl::Time expires = absl::InfiniteFuture();
   double flops = 0;
+  bool bound = false;  // a job that runs on this lane only waits for its room
   for (const QueuedJob& item : group) {
     expires = std::min(expires, item.expires);
     flops += item.job->spec().flops;
+    bound = bound || !item.job->spec().only_lane.empty();
   }
   const absl::Duration wait =
       std::max(absl::ZeroDuration(), std::min(options_.budget_wait, expires - start));
-  if (options_.cpu_fallback) {
+  if (options_.cpu_fallback && !bound) {
     const Lane& cpu = *lanes_[0];
     if (PredictedWait(cpu) + cpu.estimate.Predict(flops) < wait) return now.status();
   }

@@ -8,6 +8,7 @@
 #include "server/common/status_macros.h"
 #include "server/linalg/condition.h"
 #include "server/linalg/finite_check.h"
+#include "server/scheduler/job_cost.h"
 #include "server/service/rpc_job.h"
 #include "server/service/store_calls.h"
 #include "server/service/tensor_sources.h"
@@ -210,7 +211,9 @@ grpc::ServerUnaryReactor* StartFactorize(const CallEnv& env, grpc::CallbackServe
       [&](const CallEnv& e) { return PrepareFactorize(*request, e); },
       [](const PreparedFactorize& p) {
         const int64_t n = p.op.a.rows();
-        return SolveSpec(n, 2.0 / 3.0 * n * n * n, p.op.a.dtype);
+        JobSpec spec = SolveSpec(n, 2.0 / 3.0 * n * n * n, p.op.a.dtype);
+        spec.device_bytes = FactorizeDeviceBytes(p.op.a.dtype, n);
+        return spec;
       });
 }
 
@@ -229,6 +232,9 @@ grpc::ServerUnaryReactor* StartFactorSolve(const CallEnv& env, grpc::CallbackSer
         const int64_t route = on_cpu ? 0 : std::numeric_limits<int32_t>::max();
         JobSpec spec = SolveSpec(route, 2.0 * f.n * f.n * (p.b.num_elements() / f.n), f.dtype);
         if (!on_cpu) spec.only_lane = f.placement;
+        // b and x on the device (the factor holds its own reservation): a b too large for
+        // the lane's budget is RESOURCE_EXHAUSTED there, never run unreserved.
+        spec.device_bytes = FactorSolveDeviceBytes(f.dtype, f.n, p.b);
         return spec;
       });
 }

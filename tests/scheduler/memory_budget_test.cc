@@ -185,6 +185,55 @@ TEST(SchedulerBudgetTest, SolveThatCanNeverFitRunsOnCpuOrFailsNamingTheNumbers) 
   }
 }
 
+// A job bound to its lane (JobSpec::only_lane: a GPU factor's solve) never
+// goes to the CPU for room: one that can never fit the lane's budget ends
+// there naming the numbers, and one that does not fit now waits for room
+// even where the CPU would have finished sooner.
+TEST(SchedulerBudgetTest, ABoundJobWaitsForItsLanesRoomAndNeverRunsElsewhere) {
+  auto bound = [](int64_t device_bytes) {
+    JobSpec spec = GpuSpec(device_bytes, 1e6);
+    spec.kind = OpKind::kSolve;
+    spec.only_lane = "gpu:0";
+    return spec;
+  };
+  SchedulerOptions o = GpuOptions(1);
+  o.cpu_flops_per_second = 1e12;  // the CPU looks fast: an unbound job would go there
+  {
+    FakeBackend cpu("cpu"), gpu("gpu:0");
+    MemoryBudget budget("gpu:0", 1000);
+    Outcome out;
+    {
+      Scheduler s(o, &cpu, std::vector<GpuLane>{{&gpu, &budget}});
+      s.Submit(std::make_unique<SolveTestJob>(bound(2000), &out));
+      ASSERT_TRUE(out.WaitFor(1));
+    }
+    absl::MutexLock lock(&out.mu);
+    EXPECT_EQ(out.finished[0].second.code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(out.finished[0].second.message(),
+              "gpu:0 memory budget: the job needs 2000 device bytes, more than the budget of 1000 "
+              "bytes (--gpu-memory-fraction); not rerun elsewhere: its data lives on gpu:0");
+    EXPECT_EQ(cpu.calls() + gpu.calls(), 0);
+  }
+  {
+    FakeBackend cpu("cpu"), gpu("gpu:0");
+    MemoryBudget budget("gpu:0", 1000);
+    absl::StatusOr<MemoryBudget::Reservation> held = budget.TryReserve(900);
+    ASSERT_TRUE(held.ok());
+    Outcome out;
+    Scheduler s(o, &cpu, std::vector<GpuLane>{{&gpu, &budget}});
+    s.Submit(std::make_unique<SolveTestJob>(bound(600), &out));
+    absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_FALSE(out.WaitFor(1, absl::ZeroDuration()));  // still waiting for room
+    held->Release();
+    ASSERT_TRUE(out.WaitFor(1));
+    absl::MutexLock lock(&out.mu);
+    EXPECT_TRUE(out.finished[0].second.ok()) << out.finished[0].second;
+    EXPECT_EQ(out.infos[0].backend, "gpu:0");
+    EXPECT_EQ(cpu.calls(), 0);
+    EXPECT_EQ(gpu.calls(), 1);
+  }
+}
+
 // A GPU that records the budget's reserved bytes during each call.
 class WatchingBackend : public FakeBackend {
  public:
