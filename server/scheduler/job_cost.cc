@@ -33,6 +33,15 @@ int64_t FactorSolveDeviceBytes(DType t, int64_t n, const TensorView& b) {
   return bytes + (copy ? bytes : 0) + 6 * n * elem + kSlack;
 }
 
+int64_t SparseSolveDeviceBytes(DType t, int64_t n, int64_t nnz, int64_t k, bool dense_path,
+                               int64_t workspace_bytes) {
+  const int64_t elem = static_cast<int64_t>(DTypeSize(t));
+  const int64_t vectors = 2 * n * k * elem;  // b and x
+  if (dense_path) return 2 * n * n * elem + vectors + n * 8 + 8 + kWorkspaceSlack;
+  constexpr int64_t kSlack = int64_t{64} << 10;
+  return (n + 1) * 4 + nnz * (4 + elem) + vectors + workspace_bytes + kSlack;
+}
+
 int64_t FactorizeDeviceBytes(DType t, int64_t n) {
   return 1024 * n * static_cast<int64_t>(DTypeSize(t)) + kWorkspaceSlack;
 }

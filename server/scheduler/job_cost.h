@@ -30,6 +30,16 @@ int64_t SolveDeviceBytes(const SolveOp& op, const SolvePlan& plan);
 // --gpu-inline-max-bytes' 1 MiB.
 int64_t FactorSolveDeviceBytes(DType t, int64_t n, const TensorView& b);
 
+// SparseSolve of an n x n a with nnz entries and k right-hand sides. The
+// dense path (dense_path: the service's --sparse-dense-threshold) is a dense
+// solve: a, one more copy of a for the factorization, b, x and the pivots,
+// plus 1 MiB. Else the CSR arrays with 32-bit indices, b, x and
+// `workspace_bytes` (an iterative method's vectors and preconditioner, as
+// its host estimate), plus 64 KiB: cusolverSp's direct factorizations
+// allocate their fill inside the library, which no estimate here bounds.
+int64_t SparseSolveDeviceBytes(DType t, int64_t n, int64_t nnz, int64_t k, bool dense_path,
+                               int64_t workspace_bytes);
+
 // Factorize of an n x n matrix, beyond the factor's own bytes (a's copy,
 // the pivots and their permutation, which the factor reserves for its
 // lifetime): the factorization's workspace and the condition estimate's

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/never_fits.h"
 #include "server/cpu/sparse_iterative.h"
+#include "server/scheduler/job_cost.h"
 #include "server/scheduler/sparse_cost.h"
 #include "server/service/rpc_job.h"
 #include "server/service/sparse_dense_path.h"
@@ -75,6 +76,7 @@ JobSpec SpecOf(const PreparedSparseSolve& p) {
   const bool cpu_only = p.op.method == SparseMethod::kLu && !p.op.allow_fallback;
   spec.largest_dim = cpu_only ? 0 : p.raw.rows;
   spec.cpu_only = SparseCpuOnlyReason(p.raw.dtype);
+  spec.device_bytes = p.device_bytes;
   // A direct method goes where the cost model predicts it finishes first
   // (sparse_cost.h); the reason reaches the response's fallback_reason.
   if (spec.cpu_only.empty() && !cpu_only && !IsIterative(p.op.method)) {
@@ -123,11 +125,25 @@ absl::Status HoldHostWorkspace(const CallEnv& env, PreparedSparseSolve& p) {
   return absl::OkStatus();
 }
 
+// The device bytes a GPU run of the job reserves on its lane's budget.
+int64_t DeviceBytesOf(const CallEnv& env, const PreparedSparseSolve& p) {
+  const bool dense = UseDensePath(p.op.method, p.raw.rows, p.raw.nnz, env.sparse_dense_threshold,
+                                  env.limits.max_elements);
+  const int64_t workspace = IsIterative(p.op.method)
+                                ? CpuKrylovWorkspace(p.op.method, p.op.preconditioner, p.raw.dtype,
+                                                     p.raw.rows, p.raw.nnz, p.op.b.shape[1])
+                                      .bytes
+                                : 0;
+  return SparseSolveDeviceBytes(p.raw.dtype, p.raw.rows, p.raw.nnz, p.op.b.shape[1], dense,
+                                workspace);
+}
+
 absl::StatusOr<PreparedSparseSolve> Prepare(const v1::SparseSolveRequest& request,
                                             const CallEnv& env) {
   absl::StatusOr<PreparedSparseSolve> p = PrepareSparseSolve(request, env.limits, env.sources);
   if (p.ok()) {
     if (absl::Status held = HoldHostWorkspace(env, *p); !held.ok()) return held;
+    p->device_bytes = DeviceBytesOf(env, *p);
   }
   return p;
 }

@@ -27,6 +27,7 @@ struct PreparedSparseSolve {
   bool check_finite = true;
   bool completed = false;
   InputLeases leases;  // resident / shared-memory b and x0; the admission token (AdmitRequest)
+  int64_t device_bytes = 0;  // what a GPU run reserves (job_cost.h SparseSolveDeviceBytes)
 };
 
 absl::StatusOr<PreparedSparseSolve> PrepareSparseSolve(const v1::SparseSolveRequest& request,

@@ -33,5 +33,18 @@ TEST(JobCostTest, AFactorizeReservesItsWorkspaceBeyondTheFactor) {
   EXPECT_EQ(FactorizeDeviceBytes(DType::kC64, 100), 1024 * 100 * 8 + (int64_t{1} << 20));
 }
 
+TEST(JobCostTest, ASparseSolveReservesItsCsrVectorsAndWorkspaceOrTheDensePathsMatrices) {
+  const int64_t n = 10000, nnz = 50000, k = 2;
+  const int64_t vectors = 2 * n * k * 8;
+  // CSR with 32-bit indices, b and x, the iterative method's workspace, 64 KiB.
+  EXPECT_EQ(SparseSolveDeviceBytes(DType::kF64, n, nnz, k, /*dense_path=*/false, 12345),
+            (n + 1) * 4 + nnz * 12 + vectors + 12345 + (int64_t{64} << 10));
+  // The dense path: a dense solve's a and its factorization's copy dominate.
+  EXPECT_EQ(SparseSolveDeviceBytes(DType::kF64, n, nnz, k, /*dense_path=*/true, 0),
+            2 * n * n * 8 + vectors + n * 8 + 8 + (int64_t{1} << 20));
+  // A small one stays within --gpu-inline-max-bytes' 1 MiB.
+  EXPECT_LT(SparseSolveDeviceBytes(DType::kF32, 1000, 5000, 1, false, 100000), int64_t{1} << 20);
+}
+
 }  // namespace
 }  // namespace linalgd
