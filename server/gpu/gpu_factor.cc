@@ -268,7 +268,7 @@ absl::Status CheckFactorizeOp(const FactorizeOp& op) {
 
 absl::StatusOr<FactorizeResult> RunFactorize(GpuContext& ctx, const FactorizeOp& op, Backend* owner,
                                              MemoryBudget* budget) {
-  Work w{ctx, op.a.dtype, op.a.rows(), {}, {}, {}};
+  Work w{ctx, op.a.dtype, op.a.rows(), {}, {}, {}, {}};
   const int64_t bytes = w.n * w.n * DTypeSize(w.t);
   // LU's pivots and their permutation.
   const int64_t pivot_bytes = 2 * RoundUp256(w.n * static_cast<int64_t>(sizeof(int64_t)));
