@@ -291,16 +291,8 @@ absl::StatusOr<std::unique_ptr<FactorSolves>> FactorSolves::Create(
   const int64_t regions = (s->split_ ? kLanes : 1) * kTriangleSteps;
   LINALGD_ASSIGN_OR_RETURN(s->scratch_, s->Alloc(regions * s->region_bytes_));
   if (pivots == nullptr || n == 0) return s;
-  std::vector<int64_t> ipiv(n);
-  LINALGD_GPU_CHECK(
-      cudaMemcpyAsync(ipiv.data(), pivots, n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(stream));
-  LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
+  LINALGD_ASSIGN_OR_RETURN(s->perm_, DevicePivotPermutation(ctx.mem, stream, pivots, n));
   LINALGD_ASSIGN_OR_RETURN(s->tmp_, s->Alloc(bytes));
-  LINALGD_ASSIGN_OR_RETURN(s->perm_, s->Alloc(n * sizeof(int64_t)));
-  // From pageable memory: returns once `perm` has been staged.
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(s->perm_.data(), perm.data(), n * sizeof(int64_t),
-                                    cudaMemcpyHostToDevice, stream));
   return s;
 }
 
@@ -640,6 +632,20 @@ absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>
     std::swap(perm[k], perm[ipiv[k] - 1]);
   }
   return perm;
+}
+
+absl::StatusOr<DeviceBuffer> DevicePivotPermutation(DeviceMemory& mem, cudaStream_t stream,
+                                                    const int64_t* pivots, int64_t n) {
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(int64_t));
+  std::vector<int64_t> ipiv(n);
+  LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), pivots, bytes, cudaMemcpyDeviceToHost, stream));
+  LINALGD_GPU_CHECK(cudaStreamSynchronize(stream));
+  LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
+  LINALGD_ASSIGN_OR_RETURN(DeviceBuffer out, mem.Allocate(bytes, stream));
+  // From pageable memory: returns once `perm` has been staged.
+  LINALGD_GPU_CHECK(
+      cudaMemcpyAsync(out.data(), perm.data(), bytes, cudaMemcpyHostToDevice, stream));
+  return out;
 }
 
 absl::StatusOr<double> FactorRcond(GpuContext& ctx, DType t, SolveMethod method, int64_t n,

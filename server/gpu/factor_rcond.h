@@ -165,6 +165,12 @@ absl::StatusOr<double> FactorRcondOn(GpuContext& ctx, cudaStream_t stream, DType
 // w[perm[i]] = v[i]. An ipiv[k] outside [1, n] is an INTERNAL error naming
 // k and the value.
 absl::StatusOr<std::vector<int64_t>> PivotPermutation(const std::vector<int64_t>& ipiv);
+// PivotPermutation of getrf's n pivots on the device (`pivots`), as a
+// device buffer of n int64 allocated on `stream`: one copy to the host and
+// a sync of `stream`, then the copy back queued there (from pageable memory,
+// so it returns once the host's permutation has been staged).
+absl::StatusOr<DeviceBuffer> DevicePivotPermutation(DeviceMemory& mem, cudaStream_t stream,
+                                                    const int64_t* pivots, int64_t n);
 
 // Per matrix of `batch` row-major n x n matrices (contiguous on the device).
 struct MatrixNorms {

@@ -179,20 +179,6 @@ absl::StatusOr<std::string> TryLu(Work& w) {
   return std::string();
 }
 
-// w.perm: getrf's interchanges in w.ipiv as one permutation (PivotPermutation).
-absl::Status MakePermutation(Work& w) {
-  const cudaStream_t st = w.ctx.hs.stream;
-  const int64_t bytes = w.n * static_cast<int64_t>(sizeof(int64_t));
-  std::vector<int64_t> ipiv(w.n);
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(ipiv.data(), w.ipiv.data(), bytes, cudaMemcpyDeviceToHost, st));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));
-  LINALGD_ASSIGN_OR_RETURN(std::vector<int64_t> perm, PivotPermutation(ipiv));
-  LINALGD_ASSIGN_OR_RETURN(w.perm, w.ctx.Alloc(bytes));
-  LINALGD_GPU_CHECK(cudaMemcpyAsync(w.perm.data(), perm.data(), bytes, cudaMemcpyHostToDevice, st));
-  LINALGD_GPU_CHECK(cudaStreamSynchronize(st));  // before `perm` goes
-  return absl::OkStatus();
-}
-
 std::shared_ptr<const Factor> MakeFactor(Work& w, SolveMethod method, double rcond, Backend* owner,
                                          MemoryBudget::Reservation r) {
   const double threshold = SingularThreshold(w.ctx.singular_rcond_factor, w.n, w.t);
@@ -219,7 +205,8 @@ absl::StatusOr<std::shared_ptr<const Factor>> FactorLu(Work& w, const MatrixStat
                                                        MemoryBudget::Reservation& r) {
   LINALGD_ASSIGN_OR_RETURN(std::string failure, TryLu(w));
   if (!failure.empty()) return absl::FailedPreconditionError(failure);
-  LINALGD_RETURN_IF_ERROR(MakePermutation(w));
+  LINALGD_ASSIGN_OR_RETURN(
+      w.perm, DevicePivotPermutation(w.ctx.mem, w.ctx.hs.stream, w.ipiv.as<int64_t>(), w.n));
   LINALGD_ASSIGN_OR_RETURN(double rcond, Rcond(w, SolveMethod::kLu, s.anorm));
   return MakeFactor(w, SolveMethod::kLu, rcond, owner, std::move(r));
 }
