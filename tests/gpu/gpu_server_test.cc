@@ -523,6 +523,46 @@ TEST_F(GpuServerTest, JobThatCannotFitComesBackCorrectFromCpu) {
   EXPECT_LT(MatmulError(big.a, big.b, r->out), 1e-12);
 }
 
+// A solve with a GPU factor runs where the factor lives: a b whose device
+// bytes exceed the whole budget ends with RESOURCE_EXHAUSTED naming the
+// numbers (it is never rerun on the CPU, which has no copy of the factor),
+// and the factor stays usable for the next caller's solve.
+TEST_F(GpuServerTest, AFactorSolvePastTheBudgetIsRefusedAndTheFactorStaysUsable) {
+  ServerOptions o;
+  o.gpu_memory_fraction = 0.002;  // ~160 MB of an H100, ~280 MB of an H200
+  o.cpu_threshold = 0;            // the factorization on the GPU
+  START_OR_SKIP(o);
+  const int64_t n = 512;
+  client::FactorizeArgs f;
+  f.a = Random({n, n}, 41, n);
+  auto factor = client_->Factorize(f);
+  ASSERT_TRUE(factor.ok()) << factor.status();
+  ASSERT_EQ(factor->placement, "gpu:0");
+  const int64_t budget = client_->ServerInfo().value().devices.at(0).budget_bytes;
+  ASSERT_GT(budget, 0);
+  client::SolveArgs past;
+  past.factor_id = factor->factor_id;
+  past.b = Random({n, budget / (n * 8) + 1}, 42);  // b alone is more than the budget
+  auto refused = client_->Solve(past);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("gpu:0 memory budget: the job needs"));
+  EXPECT_THAT(refused.status().message(), HasSubstr(absl::StrCat("budget of ", budget)));
+  EXPECT_THAT(refused.status().message(), HasSubstr("not rerun elsewhere"));
+
+  client::SolveArgs fits;
+  fits.factor_id = factor->factor_id;
+  fits.b = Random({n, 2}, 43);
+  auto x = client_->Solve(fits);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->info.backend, "gpu:0");
+  const std::vector<double> ax =
+      test_ref::MatMul(f.a.ToVector<double>(), x->x.ToVector<double>(), n, n, 2);
+  const std::vector<double> bv = fits.b.ToVector<double>();
+  double diff = 0;
+  for (size_t i = 0; i < bv.size(); ++i) diff = std::max(diff, std::abs(ax[i] - bv[i]));
+  EXPECT_LT(diff, 1e-10);
+}
+
 TEST_F(GpuServerTest, ServerInfoDescribesTheDevice) {
   START_OR_SKIP(ServerOptions{});
   auto info = client_->ServerInfo().value();
