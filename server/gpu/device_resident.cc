@@ -45,6 +45,11 @@ class DeviceResident {
 
 int64_t RoundUp256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// The copy is made on the PutTensor's gRPC thread: it waits this long at most
+// for a handle set (all of them held by long or stuck jobs), after which the
+// tensor stays in host memory as with any other failed copy.
+constexpr absl::Duration kLeaseWait = absl::Seconds(2);
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const void>> MakeDeviceResident(GpuBackend& backend,
@@ -56,13 +61,15 @@ absl::StatusOr<std::shared_ptr<const void>> MakeDeviceResident(GpuBackend& backe
   const void* host = t.as<char>();
   LINALGD_ASSIGN_OR_RETURN(
       DeviceBuffer buf,
-      backend.RunJob<DeviceBuffer>([&](GpuContext& ctx) -> absl::StatusOr<DeviceBuffer> {
-        LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(bytes));
-        LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, host, static_cast<size_t>(bytes), d.data()));
-        // Other jobs' streams read the copy: it is complete before it is registered.
-        LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
-        return d;
-      }));
+      backend.RunJob<DeviceBuffer>(
+          [&](GpuContext& ctx) -> absl::StatusOr<DeviceBuffer> {
+            LINALGD_ASSIGN_OR_RETURN(DeviceBuffer d, ctx.Alloc(bytes));
+            LINALGD_RETURN_IF_ERROR(CopyToDevice(ctx, host, static_cast<size_t>(bytes), d.data()));
+            // Other jobs' streams read the copy: it is complete before it is registered.
+            LINALGD_GPU_CHECK(cudaStreamSynchronize(ctx.hs.stream));
+            return d;
+          },
+          kLeaseWait));
   return std::shared_ptr<const void>(
       std::make_shared<DeviceResident>(backend.residents(), backend.device(), host,
                                        static_cast<size_t>(bytes), std::move(buf), std::move(r)));

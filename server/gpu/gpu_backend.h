@@ -3,11 +3,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/backend/backend.h"
 #include "server/common/host_allocator.h"
 #include "server/common/memory_budget.h"
@@ -98,9 +101,12 @@ class GpuBackend : public Backend {
   const TransferCounters& transfers() const { return *transfers_; }
 
   // Runs `body(ctx)` as a job: device made current, a handle set leased,
-  // errors classified (and the device fenced on a sticky one).
+  // errors classified (and the device fenced on a sticky one). With a finite
+  // `lease_wait`, a job that finds no free handle set within it is
+  // UNAVAILABLE and `body` never runs (callers outside the scheduler, on a
+  // gRPC thread, must not wait for as long as the running jobs take).
   template <typename T, typename F>
-  absl::StatusOr<T> RunJob(F&& body);
+  absl::StatusOr<T> RunJob(F&& body, absl::Duration lease_wait = absl::InfiniteDuration());
 
   // Test hook: launches a kernel that writes through an invalid address, as
   // a job; the device ends up fenced.
@@ -133,9 +139,15 @@ class GpuBackend : public Backend {
 };
 
 template <typename T, typename F>
-absl::StatusOr<T> GpuBackend::RunJob(F&& body) {
+absl::StatusOr<T> GpuBackend::RunJob(F&& body, absl::Duration lease_wait) {
   LINALGD_RETURN_IF_ERROR(BeginJob());
-  HandlePool::Lease lease = handles_->Acquire();
+  std::optional<HandlePool::Lease> leased = handles_->AcquireWithin(lease_wait);
+  if (!leased.has_value()) {
+    return absl::UnavailableError(absl::StrCat(name_, ": no free handle set within ",
+                                               absl::FormatDuration(lease_wait),
+                                               " (every one is held by a running job)"));
+  }
+  HandlePool::Lease& lease = *leased;
   GpuContext ctx{*lease,      *memory_,   *pinned_,      cache_,
                  *transfers_, residents_, rcond_factor_, small_graphs_};
   absl::StatusOr<T> result = body(ctx);

@@ -137,7 +137,9 @@ absl::StatusOr<std::unique_ptr<HandlePool>> HandlePool::Create(int device, int c
   return pool;
 }
 
-HandlePool::Lease HandlePool::Acquire() {
+HandlePool::Lease HandlePool::Acquire() { return *AcquireWithin(absl::InfiniteDuration()); }
+
+std::optional<HandlePool::Lease> HandlePool::AcquireWithin(absl::Duration wait) {
   absl::MutexLock lock(&mu_);
   const std::thread::id self = std::this_thread::get_id();
   for (Claimed& c : claimed_) {
@@ -146,9 +148,12 @@ HandlePool::Lease HandlePool::Acquire() {
     return Lease(this, c.set);
   }
   ++waiting_;
-  mu_.Await(absl::Condition(
-      +[](std::vector<HandleSet*>* f) { return !f->empty(); }, &free_));
+  const bool free =
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](std::vector<HandleSet*>* f) { return !f->empty(); }, &free_),
+                           wait);
   --waiting_;
+  if (!free) return std::nullopt;
   HandleSet* set = free_.back();
   free_.pop_back();
   return Lease(this, set);

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/gpu/lt_descs.h"
 #include "server/gpu/small_graphs.h"
 
@@ -146,6 +147,9 @@ class HandlePool {
   // otherwise blocks until a set is free. No GPU call is made under the
   // pool's lock.
   Lease Acquire() ABSL_LOCKS_EXCLUDED(mu_);
+  // As Acquire(), waiting at most `wait` for a free set: nullopt when none
+  // came (every set leased by jobs that are still running, or stuck).
+  std::optional<Lease> AcquireWithin(absl::Duration wait) ABSL_LOCKS_EXCLUDED(mu_);
   // Claims a free set for the calling thread without waiting; nullopt when
   // none is free or a caller of Acquire() is waiting for one.
   std::optional<Claim> TryClaim() ABSL_LOCKS_EXCLUDED(mu_);

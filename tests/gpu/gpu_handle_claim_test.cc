@@ -6,8 +6,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/backend/plan.h"
+#include "server/gpu/device_resident.h"
+#include "server/gpu/gpu_backend.h"
 #include "server/gpu/handle_pool.h"
 #include "tests/gpu/gpu_test_env.h"
 
@@ -82,6 +87,64 @@ TEST(GpuHandleClaimTest, ABackendCallUsesTheCallersClaim) {
   EXPECT_EQ(out->shape(), (std::vector<int64_t>{8, 8}));
   claims.clear();
   EXPECT_NE(backend.TryClaimCall(), nullptr);
+}
+
+// A bounded wait for a set: none within it is nullopt, not a block for as
+// long as the holder keeps its lease.
+TEST(GpuHandleClaimTest, AcquireWithinGivesUpWhenNoSetComes) {
+  LINALGD_REQUIRE_GPU();
+  std::unique_ptr<gpu::HandlePool> pool = Pool(1);
+  ASSERT_NE(pool, nullptr);
+  std::optional<gpu::HandlePool::Lease> held = pool->AcquireWithin(absl::Seconds(1));
+  ASSERT_TRUE(held.has_value());
+  bool other_got = true;
+  std::thread([&] { other_got = pool->AcquireWithin(absl::Milliseconds(50)).has_value(); }).join();
+  EXPECT_FALSE(other_got);
+  held.reset();
+  std::thread([&] { other_got = pool->AcquireWithin(absl::Milliseconds(50)).has_value(); }).join();
+  EXPECT_TRUE(other_got);
+}
+
+// PutTensor's device copy (placement gpu:N) runs on a gRPC thread: with every
+// handle set held by a running job it gives up after its bounded wait
+// (UNAVAILABLE, the lane's bytes given back, the device not fenced), and
+// copies once a set is free again.
+TEST(GpuHandleClaimTest, ADeviceCopyDoesNotWaitForeverForAHandleSet) {
+  LINALGD_REQUIRE_GPU();
+  gpu::PinnedPool pinned(8 << 20, 2);
+  gpu::TransferCounters transfers;
+  gpu::GpuBackendConfig config;
+  config.device = gpu_test::FirstGpu()->device();
+  config.budget_bytes = config.lane_budget_bytes = int64_t{256} << 20;
+  config.handle_sets = 1;
+  config.pinned = &pinned;
+  config.transfers = &transfers;
+  absl::StatusOr<std::unique_ptr<gpu::GpuBackend>> backend = gpu::GpuBackend::Create(config);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  gpu::GpuBackend& b = **backend;
+  absl::Notification started, release;
+  std::thread holder([&] {
+    auto ran = b.RunJob<bool>([&](gpu::GpuContext&) -> absl::StatusOr<bool> {
+      started.Notify();
+      release.WaitForNotification();
+      return true;
+    });
+    EXPECT_TRUE(ran.ok()) << ran.status();
+  });
+  started.WaitForNotification();
+  Tensor t(DType::kF64, {64, 64});
+  const absl::Time begin = absl::Now();
+  absl::StatusOr<std::shared_ptr<const void>> copy = gpu::MakeDeviceResident(b, t);
+  const absl::Duration waited = absl::Now() - begin;
+  EXPECT_EQ(copy.status().code(), absl::StatusCode::kUnavailable) << copy.status();
+  EXPECT_THAT(copy.status().message(), ::testing::HasSubstr("no free handle set within 2s"));
+  EXPECT_LT(waited, absl::Seconds(30));
+  EXPECT_EQ(b.memory_budget()->reserved(), 0);
+  EXPECT_FALSE(b.fenced());
+  release.Notify();
+  holder.join();
+  copy = gpu::MakeDeviceResident(b, t);
+  EXPECT_TRUE(copy.ok()) << copy.status();
 }
 
 }  // namespace
