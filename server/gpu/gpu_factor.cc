@@ -294,9 +294,9 @@ absl::Status CheckFactorSolve(const Factor& factor, const TensorView& b) {
   return absl::OkStatus();
 }
 
-bool FactorSolveTakesChain(DType t, int64_t n, int64_t columns) {
-  return (t == DType::kF32 || t == DType::kF64) && n >= kFactorChainMinN && columns >= 1 &&
-         columns <= kFactorChainMaxColumns;
+bool FactorSolveTakesChain(DType t, SolveMethod method, int64_t n, int64_t columns) {
+  if (IsComplex(t) && method == SolveMethod::kCholesky) return false;
+  return n >= kFactorChainMinN && columns >= 1 && columns <= kFactorChainMaxColumns;
 }
 
 // The row-major [batch, n, k] b is transposed on the device into batch
@@ -319,8 +319,9 @@ absl::StatusOr<SolveResult> RunSolveWithFactor(GpuContext& ctx, const GpuFactor&
   }
   const int64_t batch = b.num_elements() / (n * k);
   const DType t = b.dtype;
-  const bool chain = path == FactorSolvePath::kChain ||
-                     (path == FactorSolvePath::kAuto && FactorSolveTakesChain(t, n, batch * k));
+  const bool chain =
+      path == FactorSolvePath::kChain ||
+      (path == FactorSolvePath::kAuto && FactorSolveTakesChain(t, f.method, n, batch * k));
   if (taken != nullptr && chain) *taken = FactorSolvePath::kChain;
   LINALGD_ASSIGN_OR_RETURN(DeviceBuffer x, Upload(ctx, b));
   DeviceBuffer cols;  // k == 1: the row-major b already is column-major

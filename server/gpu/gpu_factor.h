@@ -22,7 +22,8 @@
 // one-column ones, which linalgd's own kernel (kernels.h TriangularSolve,
 // the condition estimate's) beats in f32 and f64 (linalgd-gpu-bench trsv_*
 // rows on H100s: 1.3-1.5x at n = 1024, 1.6x at 2048, 2.2-2.8x at 4096 and
-// 8192); its factor_solve_* rows time both paths whole.
+// 8192), and getrs' row interchanges cost more still; its factor_solve_*
+// rows time both paths whole.
 
 #include <cstdint>
 
@@ -81,14 +82,15 @@ enum class FactorSolvePath {
   kChain,     // kernels.h TriangularSolve, two columns a launch (and
               // PermuteVector for LU's interchanges)
 };
-// kAuto takes the chain for f32 and f64 factors from this order on, for
-// one or two columns in all: there the kernel's sweep is 1.6x cuBLAS's
-// trsv or more, far above the chain path's extra launches (a memset a
-// sweep; LU's gather and copy back). Complex dtypes stay on getrs / potrs
-// until measured (the chain serves them when asked: the tests check it).
-inline constexpr int64_t kFactorChainMinN = 2048;
+// kAuto takes the chain for one or two columns in all from this order on,
+// where it measured faster whole (b in, x out: linalgd-gpu-bench
+// factor_solve_* rows, H100, 1024-8192): f32 and f64 factors, LU 3.3-6.7x
+// getrs and Cholesky 1.6-2.5x potrs with one column (two: 3-9.7x); complex
+// LU 1.6-2.1x getrs. Complex Cholesky stays on potrs: the chain was 0.64x
+// (c64) and 0.92x (c128) potrs at 4096 and 8192. Below 1024: not measured.
+inline constexpr int64_t kFactorChainMinN = 1024;
 inline constexpr int64_t kFactorChainMaxColumns = 2;
-bool FactorSolveTakesChain(DType t, int64_t n, int64_t columns);
+bool FactorSolveTakesChain(DType t, SolveMethod method, int64_t n, int64_t columns);
 
 // x = a^-1 b for every [n, k] matrix of b ([..., n, k], row-major), all
 // batch elements at once, by `path` (*taken, where non-null: the path that

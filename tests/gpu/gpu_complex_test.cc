@@ -485,7 +485,13 @@ TEST_P(GpuComplexTest, ChainFactorSolvesMatchCusolver) {
       ASSERT_TRUE(chain.ok()) << chain.status();
       ASSERT_TRUE(lib.ok()) << lib.status();
       EXPECT_EQ(taken, gpu::FactorSolvePath::kChain);
+      // By default: LU's one or two columns on the chain, Cholesky's on potrs.
+      absl::StatusOr<SolveResult> by_auto = solve(gpu::FactorSolvePath::kAuto, &taken);
+      ASSERT_TRUE(by_auto.ok()) << by_auto.status();
+      EXPECT_EQ(taken, !hermitian && batch * k <= 2 ? gpu::FactorSolvePath::kChain
+                                                    : gpu::FactorSolvePath::kCusolver);
       const std::vector<C> xc = ValuesOf(chain->x), xl = ValuesOf(lib->x);
+      EXPECT_EQ(ValuesOf(by_auto->x), taken == gpu::FactorSolvePath::kChain ? xc : xl);
       for (int e = 0; e < batch; ++e) {
         auto member = [&](const std::vector<C>& v) {
           return std::vector<C>(v.begin() + e * n * k, v.begin() + (e + 1) * n * k);

@@ -276,15 +276,16 @@ TEST_F(GpuFactorTest, FactorThatDoesNotFitTheBudgetIsResourceExhausted) {
   EXPECT_EQ(budget.reserved(), 0);
 }
 
-// One or two columns in all take the chain kernel from n = 2048 on
+// One or two columns in all take the chain kernel from n = 1024 on
 // (FactorSolveTakesChain) instead of getrs / potrs; every path's x has the
 // backward error of a stable solve, and chain and cuSOLVER agree. The LU
 // matrices are random (so getrf interchanges rows: the permutation is
-// exercised); n = 1090 is no multiple of the kernel's block rows.
+// exercised); n = 1090 is no multiple of the kernel's block rows, 1023
+// below the chain's threshold (the chain still serves it when asked).
 TEST_F(GpuFactorTest, ChainSolvesServeOneOrTwoColumnsAndMatchCusolver) {
   LINALGD_REQUIRE_GPU();
   using gpu::FactorSolvePath;
-  for (int n : {1024, 1090, 2048}) {
+  for (int n : {1023, 1024, 1090, 2048}) {
     for (SolveMethod method : {SolveMethod::kLu, SolveMethod::kCholesky}) {
       const Mat a = method == SolveMethod::kLu ? RandomMatrix(n, n, rng_) : DominantSpd(n, rng_);
       for (DType dt : {DType::kF64, DType::kF32}) {
@@ -315,8 +316,8 @@ TEST_F(GpuFactorTest, ChainSolvesServeOneOrTwoColumnsAndMatchCusolver) {
           ASSERT_TRUE(by_auto.ok()) << by_auto.status();
           ASSERT_TRUE(by_chain.ok()) << by_chain.status();
           ASSERT_TRUE(by_lib.ok()) << by_lib.status();
-          EXPECT_EQ(taken_auto,
-                    batch * k <= 2 ? FactorSolvePath::kChain : FactorSolvePath::kCusolver);
+          EXPECT_EQ(taken_auto, batch * k <= 2 && n >= 1024 ? FactorSolvePath::kChain
+                                                            : FactorSolvePath::kCusolver);
           EXPECT_EQ(taken_chain, FactorSolvePath::kChain);
           EXPECT_EQ(taken_lib, FactorSolvePath::kCusolver);
           EXPECT_EQ(by_chain->x.shape(), bs);
@@ -339,17 +340,17 @@ TEST_F(GpuFactorTest, ChainSolvesServeOneOrTwoColumnsAndMatchCusolver) {
   }
 }
 
-TEST(FactorSolveTakesChainTest, RealOneOrTwoColumnsFromOrder2048On) {
-  for (DType t : {DType::kF32, DType::kF64}) {
-    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 2048, 1));
-    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 2048, 2));
-    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, 100000, 2));
-    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 2048, 3));
-    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 2047, 1));
-    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, 4096, 0));
+TEST(FactorSolveTakesChainTest, OneOrTwoColumnsFromOrder1024OnButComplexCholesky) {
+  for (DType t : {DType::kF32, DType::kF64, DType::kC64, DType::kC128}) {
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 1024, 1));
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 1024, 2));
+    EXPECT_TRUE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 100000, 2));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 1024, 3));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 1023, 1));
+    EXPECT_FALSE(gpu::FactorSolveTakesChain(t, SolveMethod::kLu, 4096, 0));
+    EXPECT_EQ(gpu::FactorSolveTakesChain(t, SolveMethod::kCholesky, 4096, 1), !IsComplex(t));
   }
-  EXPECT_FALSE(gpu::FactorSolveTakesChain(DType::kC64, 4096, 1));
-  EXPECT_FALSE(gpu::FactorSolveTakesChain(DType::kC128, 4096, 1));
+  EXPECT_FALSE(gpu::FactorSolveTakesChain(DType::kF64, SolveMethod::kCholesky, 1023, 1));
 }
 
 }  // namespace
