@@ -97,7 +97,7 @@ class CpuSparseJob {
       LINALGD_ASSIGN_OR_RETURN(x, UmfpackSolve(a_.view, b_, plan_.k, limits_));
     } else {
       int64_t rank = plan_.n;
-      LINALGD_ASSIGN_OR_RETURN(x, SpqrSolve(a_.view, b_, plan_.k, &rank));
+      LINALGD_ASSIGN_OR_RETURN(x, SpqrSolve(a_.view, b_, plan_.k, &rank, limits_));
       if (rank < plan_.n) {
         const std::string why = absl::StrCat("qr: a is rank deficient (SPQR rank estimate ", rank,
                                              " of ", plan_.n, ")");

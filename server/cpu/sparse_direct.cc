@@ -338,6 +338,23 @@ absl::StatusOr<double> CholmodRcond(cholmod_factor* l, const CsrView& a, cholmod
   return SparseRcondFromSolves(a, n, /*symmetric=*/true, solve);
 }
 
+// ---- SPQR -------------------------------------------------------------
+
+// What SuiteSparseQR_symbolic predicts of the one-call solve of [a b]: its
+// stack (fronts and R, maxstack entries; measured within a few % of
+// CHOLMOD's memory_usage on fill-heavy matrices), b's k columns of m
+// entries, and the integer pattern (rjsize, hisize, and the row and
+// column maps).
+Prediction SpqrPrediction(const spqr_symbolic& sym, int64_t m, int64_t n, int64_t k,
+                          const cholmod_common& c) {
+  const double longs =
+      static_cast<double>(sym.rjsize + sym.hisize) + 4.0 * static_cast<double>(m + n);
+  const double bytes =
+      (static_cast<double>(sym.maxstack) + static_cast<double>(m) * k) * sizeof(double) +
+      longs * sizeof(SuiteSparse_long);
+  return {"SPQR", bytes, c.SPQR_flopcount_bound};
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<double>> CholmodSolve(const CsrView& a, const std::vector<double>& b,
@@ -383,7 +400,8 @@ absl::StatusOr<std::vector<Complex>> UmfpackSolveComplex(const CsrView& a,
 }
 
 absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vector<double>& b,
-                                              int64_t k, int64_t* rank) {
+                                              int64_t k, int64_t* rank,
+                                              const DirectSolveLimits& limits) {
   CholmodCommon common(true);
   cholmod_common* c = common.get();
   std::vector<SuiteSparse_long> p(a.row_offsets, a.row_offsets + a.rows + 1);
@@ -394,6 +412,19 @@ absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vecto
   at.itype = CHOLMOD_LONG;
   cholmod_sparse* s = cholmod_l_transpose(&at, 1, c);
   if (s == nullptr) return CholmodError(*c, "cholmod_l_transpose");
+  SuiteSparseQR_factorization<double>* sym =
+      SuiteSparseQR_symbolic<double>(SPQR_ORDERING_DEFAULT, /*allow_tol=*/1, s, c);
+  if (sym == nullptr || sym->QRsym == nullptr) {
+    if (sym != nullptr) SuiteSparseQR_free<double>(&sym, c);
+    cholmod_l_free_sparse(&s, c);
+    return CholmodError(*c, "SuiteSparseQR_symbolic");
+  }
+  const Prediction predicted = SpqrPrediction(*sym->QRsym, a.rows, a.cols, k, *c);
+  SuiteSparseQR_free<double>(&sym, c);
+  if (absl::Status st = AfterAnalysis("qr", predicted, limits); !st.ok()) {
+    cholmod_l_free_sparse(&s, c);
+    return st;
+  }
   cholmod_dense bd = DenseOf(b.data(), a.rows, k);
   cholmod_dense* x = SuiteSparseQR<double>(SPQR_ORDERING_DEFAULT, SPQR_DEFAULT_TOL, s, &bd, c);
   cholmod_l_free_sparse(&s, c);

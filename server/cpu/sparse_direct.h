@@ -73,10 +73,14 @@ absl::StatusOr<std::vector<std::complex<double>>> UmfpackSolveComplex(
     const DirectSolveLimits& limits = {});
 
 // SuiteSparseQR: x = a \ b. A rank-deficient a gives a basic least-squares
-// solution; *rank is SPQR's rank estimate. One call analyses, factors and
-// solves: its memory is not predicted before it starts.
+// solution; *rank is SPQR's rank estimate. A symbolic analysis first
+// predicts the peak (SPQR's stack, where the fronts and R live, for
+// [a b]): past limits.max_factor_bytes it is RESOURCE_EXHAUSTED before the
+// factorization; then one call analyses, factors and solves (no rcond
+// estimate: QR is the answer for singular systems).
 absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView& a, const std::vector<double>& b,
-                                              int64_t k, int64_t* rank);
+                                              int64_t k, int64_t* rank,
+                                              const DirectSolveLimits& limits = {});
 
 }  // namespace linalgd
 

@@ -32,7 +32,7 @@ absl::StatusOr<std::vector<std::complex<double>>> UmfpackSolveComplex(
 }
 
 absl::StatusOr<std::vector<double>> SpqrSolve(const CsrView&, const std::vector<double>&, int64_t,
-                                              int64_t*) {
+                                              int64_t*, const DirectSolveLimits&) {
   return WithoutGpl("qr", "SPQR");
 }
 

@@ -1,4 +1,4 @@
-// CPU sparse direct solves (CHOLMOD, UMFPACK): the condition estimate (a
+// CPU sparse direct solves (CHOLMOD, UMFPACK, SPQR): the condition estimate (a
 // numerically singular a fails its cholesky or lu as a singular one does),
 // matrices near the ends of double's range, the predicted-memory limit and
 // the stop token.
@@ -230,7 +230,7 @@ TEST(SparseDirectLimitTest, APredictedPeakOverTheLimitIsRefusedBeforeItsFactoriz
   Tensor b;
   for (int64_t limit : {int64_t{4096}, int64_t{1} << 30}) {
     std::unique_ptr<Backend> backend = OneThreadBackend(limit);
-    for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kLu}) {
+    for (SparseMethod m : {SparseMethod::kCholesky, SparseMethod::kLu, SparseMethod::kQr}) {
       SCOPED_TRACE(absl::StrCat(SparseMethodName(m), " ", limit));
       Request r;
       r.method = m;
@@ -247,13 +247,53 @@ TEST(SparseDirectLimitTest, APredictedPeakOverTheLimitIsRefusedBeforeItsFactoriz
   }
 }
 
+// A tridiagonal a with one full row: a few n nonzeros, but R of its QR is
+// a full n x n triangle (a^T a is dense), about 8 n^2 bytes of SPQR's stack
+// at n = 2000 (32 MB). SPQR's own analysis predicts it: refused at 16 MB
+// before the factorization, solved at 64 MB.
+TEST(SparseDirectLimitTest, QrsFillFromAFullRowIsPredictedAndRefusedPastTheLimit) {
+  const int64_t n = 2000;
+  Csr a;
+  a.n = n;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (i == n / 2 || std::abs(i - j) <= 1) {
+        a.indices.push_back(static_cast<int32_t>(j));
+        a.values.push_back(i == n / 2 ? 1.0 : (i == j ? 4.0 : -1.0));
+      }
+    }
+    a.offsets.push_back(static_cast<int32_t>(a.indices.size()));
+  }
+  const std::vector<double> b(n, 1.0);
+  int64_t rank = 0;
+  DirectSolveLimits limits;
+  limits.max_factor_bytes = int64_t{16} << 20;
+  absl::StatusOr<std::vector<double>> refused = SpqrSolve(a.View(DType::kF64), b, 1, &rank, limits);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("qr: the factorization would need about "));
+  EXPECT_THAT(refused.status().message(), HasSubstr("SPQR's symbolic analysis"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("more than --max-inflight-bytes=16777216"));
+  limits.max_factor_bytes = int64_t{64} << 20;
+  absl::StatusOr<std::vector<double>> x = SpqrSolve(a.View(DType::kF64), b, 1, &rank, limits);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(rank, n);
+  for (int64_t i = 0; i < n; ++i) {
+    double axi = 0;
+    for (int32_t p = a.offsets[i]; p < a.offsets[i + 1]; ++p)
+      axi += a.values[p] * (*x)[a.indices[p]];
+    ASSERT_NEAR(axi, 1.0, 1e-9) << "row " << i;
+  }
+}
+
 TEST(SparseDirectLimitTest, AStopRequestEndsTheSolveAfterItsAnalysis) {
   Csr a = sparse_test::Poisson2D(6);
   const std::vector<double> b(a.n, 1.0);
   DirectSolveLimits limits;
   limits.stop = StopToken(Cancelled());
+  int64_t rank = 0;
   for (const absl::Status& s : {CholmodSolve(a.View(DType::kF64), b, 1, limits).status(),
-                                UmfpackSolve(a.View(DType::kF64), b, 1, limits).status()}) {
+                                UmfpackSolve(a.View(DType::kF64), b, 1, limits).status(),
+                                SpqrSolve(a.View(DType::kF64), b, 1, &rank, limits).status()}) {
     EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
     EXPECT_THAT(s.message(), HasSubstr("after its analysis"));
   }
