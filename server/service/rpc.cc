@@ -1,5 +1,6 @@
 #include "server/service/rpc.h"
 
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,12 +24,18 @@ std::vector<std::string> CertificateNames(const grpc::CallbackServerContext& con
   return names;
 }
 
-// The first "authorization" metadata value; empty when there is none.
-absl::string_view Authorization(const grpc::CallbackServerContext& context) {
+// The "authorization" metadata value; empty when there is none.
+// UNAUTHENTICATED when there are several: which one a proxy added and which
+// the caller sent cannot be told apart, so neither is taken.
+absl::StatusOr<absl::string_view> Authorization(const grpc::CallbackServerContext& context) {
   const auto& metadata = context.client_metadata();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) return {};
-  return absl::string_view(it->second.data(), it->second.size());
+  const auto [first, end] = metadata.equal_range("authorization");
+  if (first == end) return absl::string_view();
+  if (const auto count = std::distance(first, end); count > 1) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "authorization: ", count, " values; send exactly one 'authorization: Bearer TOKEN'"));
+  }
+  return absl::string_view(first->second.data(), first->second.size());
 }
 
 }  // namespace
@@ -39,8 +46,9 @@ absl::Status Rpc::Authorize() {
         Tenant{std::string(kDefaultTenant), {}, false, false, TenantQuotas{}}));
     env_.tenant = *kOpen;
   } else {
-    absl::StatusOr<Caller> caller =
-        env_.auth->Admit(Authorization(*context_), CertificateNames(*context_));
+    absl::StatusOr<absl::string_view> authorization = Authorization(*context_);
+    if (!authorization.ok()) return authorization.status();
+    absl::StatusOr<Caller> caller = env_.auth->Admit(*authorization, CertificateNames(*context_));
     if (!caller.ok()) return caller.status();
     env_.tenant = std::move(caller->tenant);
     inflight_ = std::move(caller->inflight);

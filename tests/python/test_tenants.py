@@ -224,6 +224,18 @@ def _remember_target(tenant_server):
     _TARGETS["target"] = tenant_server.target
 
 
+def test_several_authorization_values_are_refused_whichever_comes_first(stub):
+    # A proxy that adds its token beside the caller's must not let the first
+    # (or any) one win: neither order, nor a valid one beside garbage.
+    for tokens in ((ALPHA, BETA), (BETA, ALPHA), (ALPHA, "garbage"), (ALPHA, ALPHA)):
+        metadata = tuple(("authorization", "Bearer " + t) for t in tokens)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.ListTensors(pb.ListTensorsRequest(), metadata=metadata)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, tokens
+        assert "authorization: 2 values; send exactly one" in e.value.details()
+    assert code_of(lambda: stub.ListTensors(pb.ListTensorsRequest(), metadata=md(ALPHA))) == "OK"
+
+
 def test_another_tenants_id_reads_as_an_unknown_id(stub, shm_socket):
     objects = Objects(stub, ALPHA, shm_socket)
     try:
