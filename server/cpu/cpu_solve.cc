@@ -148,7 +148,7 @@ ChainResult<T> RunChain(const SolveOp& op, const DenseSystem<T>& s) {
         op.method == SolveMethod::kAuto && m == SolveMethod::kCholesky && !r.singular;
     if (!next || !(op.allow_fallback || auto_step)) {
       out.status = absl::FailedPreconditionError(absl::StrCat(
-          absl::StrJoin(out.failures, "; "), "; no fallback taken (allow_fallback is false)"));
+          absl::StrJoin(out.failures, "; "), "; no fallback taken (no_fallback is set)"));
       return out;
     }
     m = *next;

@@ -234,7 +234,7 @@ absl::StatusOr<SolveMethod> SolveJob::AfterFailure(int64_t i, SolveMethod m,
       op_.method == SolveMethod::kAuto && m == SolveMethod::kCholesky && !singular;
   if (!next || !(op_.allow_fallback || auto_step)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        absl::StrJoin(out.failures, "; "), "; no fallback taken (allow_fallback is false)"));
+        absl::StrJoin(out.failures, "; "), "; no fallback taken (no_fallback is set)"));
   }
   return *next;
 }

@@ -144,7 +144,7 @@ absl::StatusOr<std::string> Verdict(const FactorInfo& info, absl::string_view na
                                                      info.rcond_threshold);
   if (!allow_fallback) {
     return absl::FailedPreconditionError(
-        absl::StrCat(why, "; no fallback taken (allow_fallback is false)"));
+        absl::StrCat(why, "; no fallback taken (no_fallback is set)"));
   }
   return absl::StrCat(why, "; ", then);
 }

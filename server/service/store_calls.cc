@@ -153,8 +153,12 @@ absl::Status PutTensorReactor::OnHeader() {
 }
 
 absl::Status PutTensorReactor::OnChunk() {
-  if (message_.part_case() != v1::PutTensorRequest::kChunk) {
+  if (message_.part_case() == v1::PutTensorRequest::kHeader) {
     return absl::InvalidArgumentError("PutTensor: a second header; later messages carry chunks");
+  }
+  if (message_.part_case() != v1::PutTensorRequest::kChunk) {
+    return absl::InvalidArgumentError(
+        "PutTensor: a message with neither header nor chunk; later messages carry chunks");
   }
   const std::string& chunk = message_.chunk();
   if (part_) return part_->Write(chunk);

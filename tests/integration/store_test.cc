@@ -129,6 +129,22 @@ TEST_F(StoreTest, WrongChecksumAndSizesAreRefused) {
   s = RawPut(h, t.bytes() + "xxxx", 64, &response);  // long
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
+  // After the header: a second header, and a message with neither part.
+  for (const bool second_header : {true, false}) {
+    grpc::ClientContext ctx;
+    auto writer = stub_->PutTensor(&ctx, &response);
+    v1::PutTensorRequest m;
+    *m.mutable_header() = HeaderFor(t);
+    writer->Write(m);
+    if (!second_header) m.Clear();
+    writer->Write(m);
+    writer->WritesDone();
+    s = writer->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(),
+                HasSubstr(second_header ? "a second header" : "neither header nor chunk"));
+  }
+
   h = HeaderFor(t);
   s = RawPut(h, t.bytes(), 64, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
