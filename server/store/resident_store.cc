@@ -296,8 +296,11 @@ absl::StatusOr<std::string> ResidentStore::PutTensor(Tensor tensor, std::string 
   e->meta.crc32c = crc32c;
   e->tensor = std::move(tensor);
   e->reservation = std::move(reservation);
-  if (options_.device_copy && absl::StartsWith(e->meta.placement, "gpu:")) {
-    e->device_copy = options_.device_copy(e->meta.placement, e->tensor);
+  if (absl::StartsWith(e->meta.placement, "gpu:")) {
+    if (options_.device_copy) e->device_copy = options_.device_copy(e->meta.placement, e->tensor);
+    // Where it is, not where it was asked to be: the caller's TensorInfo
+    // (and every listing) says "host" when no device copy was made.
+    if (e->device_copy == nullptr) e->meta.placement = "host";
   }
   return Insert(std::move(e), ttl);
 }

@@ -42,7 +42,8 @@ struct StoreOptions {
   // lock, with the stored host tensor (its bytes stay put and unchanged for
   // the entry's life); the handle it returns (the device copy) is owned by
   // the entry and destroyed before the host bytes. Null result or no hook:
-  // the tensor stays host-only. Server: GpuEngine::MakeResidentCopy (server/gpu).
+  // the tensor stays host-only and its placement reads "host". Server:
+  // GpuEngine::MakeResidentCopy (server/gpu).
   std::function<std::shared_ptr<const void>(absl::string_view placement, const Tensor& tensor)>
       device_copy;
   // Gives the buffers of multi-part uploads and of kept results (page-locked

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -119,6 +120,38 @@ TEST_F(ResidentStoreTest, PutGetDeleteAndUnknownIds) {
   EXPECT_EQ(lease->tensor->as<float>()[0], 2.0f);
   lease->tensor.reset();
   EXPECT_EQ(s.used_bytes(), 0);
+}
+
+// placement "gpu:N" is what the tensor's info says only when the device
+// copy hook made one: no hook (no GPU in service), or a null copy (no such
+// device, no room), reads "host".
+TEST(ResidentStorePlacementTest, APlacementWithoutADeviceCopyReadsHost) {
+  int copies = 0;
+  const int handle = 0;
+  for (const bool hook : {false, true}) {
+    StoreOptions o;
+    if (hook) {
+      o.device_copy = [&](absl::string_view placement,
+                          const Tensor&) -> std::shared_ptr<const void> {
+        ++copies;
+        if (placement != "gpu:0") return nullptr;
+        return std::shared_ptr<const void>(&handle, [](const void*) {});
+      };
+    }
+    ResidentStore s(o);
+    for (const std::string placement : {"gpu:0", "gpu:7", "host", ""}) {
+      SCOPED_TRACE(absl::StrCat(hook ? "hook " : "no hook ", placement));
+      Tensor t(DType::kF32, {2, 2});
+      auto r = s.Reserve(static_cast<int64_t>(t.num_bytes()));
+      ASSERT_THAT(r, IsOk());
+      auto id = s.PutTensor(std::move(t), placement, 0, absl::ZeroDuration(), std::move(*r));
+      ASSERT_THAT(id, IsOk());
+      auto lease = s.GetTensor(*id);
+      ASSERT_THAT(lease, IsOk());
+      EXPECT_EQ(lease->meta.placement, hook && placement == "gpu:0" ? "gpu:0" : "host");
+    }
+  }
+  EXPECT_EQ(copies, 2);  // gpu:0 and gpu:7 asked for, with the hook
 }
 
 TEST_F(ResidentStoreTest, ExpiresAfterTtlFromLastUse) {
