@@ -233,8 +233,8 @@ absl::StatusOr<SolveMethod> SolveJob::AfterFailure(int64_t i, SolveMethod m,
   const bool auto_step =
       op_.method == SolveMethod::kAuto && m == SolveMethod::kCholesky && !singular;
   if (!next || !(op_.allow_fallback || auto_step)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        absl::StrJoin(out.failures, "; "), "; no fallback taken (no_fallback is set)"));
+    return absl::FailedPreconditionError(absl::StrCat(absl::StrJoin(out.failures, "; "),
+                                                      "; no fallback taken (no_fallback is set)"));
   }
   return *next;
 }
