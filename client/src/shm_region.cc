@@ -99,7 +99,10 @@ absl::StatusOr<std::vector<std::string>> ReadReply(int connection, absl::Duratio
     return absl::DeadlineExceededError("shared memory: no answer from the server's socket");
   }
   char buf[1024];
-  const ssize_t n = recv(connection, buf, sizeof buf, 0);
+  ssize_t n = recv(connection, buf, sizeof buf, 0);
+  // A server that closed with our REGISTER unread left ECONNRESET pending
+  // ahead of the reply it had queued (a refusal's reason): read on once.
+  if (n < 0 && errno == ECONNRESET) n = recv(connection, buf, sizeof buf, MSG_DONTWAIT);
   if (n <= 0) return absl::UnavailableError("shared memory: the server closed its socket");
   const absl::string_view reply(buf, static_cast<size_t>(n));
   if (absl::StartsWith(reply, "ERR ")) {
@@ -137,7 +140,14 @@ absl::StatusOr<std::unique_ptr<ShmRegion>> ShmRegion::Create(int64_t bytes,
   }
   close(memfd);  // the server holds its own mapping now
   if (!connection.ok()) return connection.status();
-  if (!status.ok()) return status;
+  if (!status.ok()) {  // a server that refused the connection sent why before closing it
+    absl::StatusOr<std::vector<std::string>> why = ReadReply(*connection, absl::Milliseconds(1));
+    if (!why.ok() && why.status().code() != absl::StatusCode::kUnavailable &&
+        why.status().code() != absl::StatusCode::kDeadlineExceeded) {
+      return why.status();
+    }
+    return status;
+  }
   absl::StatusOr<std::vector<std::string>> reply = ReadReply(*connection, timeout);
   if (!reply.ok()) return reply.status();
   region->id_ = (*reply)[1];

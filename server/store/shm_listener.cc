@@ -137,10 +137,21 @@ class ShmListener::Loop {
     if (fd < 0) return;
     ucred cred{};
     socklen_t len = sizeof cred;
-    if (static_cast<int>(peers_.size()) >= max_connections_ ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    if (static_cast<int>(peers_.size()) >= max_connections_) {
+      // The reason goes to the caller too: it reads it after its REGISTER
+      // (queued messages outlive the close), or after its send fails.
+      const std::string reply = Reply(absl::ResourceExhaustedError(
+          absl::StrCat("shared-memory socket: ", peers_.size(), " connections open, at most ",
+                       max_connections_, " (--shm-max-connections)")));
+      (void)!send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
       spdlog::warn("shared-memory socket: connection refused ({} open, at most {})", peers_.size(),
                    max_connections_);
+      close(fd);
+      return;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      spdlog::warn("shared-memory socket: connection refused (no peer credentials: {})",
+                   std::strerror(errno));
       close(fd);
       return;
     }

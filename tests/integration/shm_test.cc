@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <future>
 #include <string>
@@ -54,10 +55,12 @@ class ShmConnection {
     fd_ = -1;
   }
 
+  // A refused connection's reason is read even when the send failed.
   Answer Register(int memfd, absl::string_view text = "REGISTER") {
-    if (!client::internal::SendWithFd(fd_, text, memfd).ok()) return Answer{"CLOSED", "", "", ""};
+    const bool sent = client::internal::SendWithFd(fd_, text, memfd).ok();
     char buf[1024];
-    const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    ssize_t n = recv(fd_, buf, sizeof buf, sent ? 0 : MSG_DONTWAIT);
+    if (n < 0 && errno == ECONNRESET) n = recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
     if (n <= 0) return Answer{"CLOSED", "", "", ""};
     const absl::string_view reply(buf, static_cast<size_t>(n));
     if (absl::StartsWith(reply, "OK ")) {
@@ -316,7 +319,14 @@ TEST_F(ShmTest, ConnectionsBeyondTheCapAreClosed) {
   ASSERT_EQ(first.Register(a.fd()).status, "OK");
   ASSERT_EQ(second.Register(b.fd()).status, "OK");
   ShmConnection third(SocketPath());
-  EXPECT_EQ(third.Register(c.fd()).status, "CLOSED");
+  const Answer refused = third.Register(c.fd());
+  EXPECT_EQ(refused.status, "RESOURCE_EXHAUSTED");
+  EXPECT_THAT(refused.message, HasSubstr("2 connections open, at most 2 (--shm-max-connections)"));
+  // The client library says the same, whether its REGISTER went out first or not.
+  absl::StatusOr<std::unique_ptr<client::internal::ShmRegion>> region =
+      client::internal::ShmRegion::Create(4096, SocketPath(), absl::Seconds(5));
+  EXPECT_EQ(region.status().code(), absl::StatusCode::kResourceExhausted) << region.status();
+  EXPECT_THAT(region.status().message(), HasSubstr("at most 2 (--shm-max-connections)"));
   first.Close();
   Answer later;
   for (int i = 0; i < 200; ++i) {  // once the server has seen the close

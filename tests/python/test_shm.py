@@ -347,6 +347,21 @@ def test_an_explicit_socket_path_is_used(shm_server):
         assert not c.shared_memory_active
 
 
+def test_a_connection_past_the_servers_cap_is_told_why(start_server):
+    server = start_server("--allow-shm", "--shm-max-connections", "1")
+    with linalgd.Client(server.target, timeout=10.0) as c:
+        path = c.server_info().shm_socket
+    first = shm.Region(path, 4096, 5.0)
+    try:
+        for _ in range(20):  # the REGISTER sent before or after the server's close
+            with pytest.raises(linalgd.FailedPrecondition,
+                               match=r"ERR RESOURCE_EXHAUSTED shared-memory socket: 1 "
+                                     r"connections open, at most 1 \(--shm-max-connections\)"):
+                shm.Region(path, 4096, 5.0)
+    finally:
+        first.close()
+
+
 def test_remote_targets_do_not_try_shared_memory(caplog):
     for target in ("unix:/tmp/x.sock", "localhost:1", "127.0.0.1:5", "127.1.2.3:5", "[::1]:5",
                    "dns:///localhost:50051", "ipv4:127.0.0.1:1"):

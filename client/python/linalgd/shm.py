@@ -75,10 +75,21 @@ class Region:
             self._map = mmap.mmap(fd, nbytes)
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             self._sock.connect(path)
-            socket.send_fds(self._sock, [b"REGISTER"], [fd])
+            try:
+                socket.send_fds(self._sock, [b"REGISTER"], [fd])
+            except OSError:
+                # A server that refused the connection (--shm-max-connections)
+                # sent why before closing it: say that instead.
+                self._sock.setblocking(False)
+                reply = self._recv_reply()
+                if reply.startswith("ERR "):
+                    raise FailedPrecondition(f"shared memory refused by the server: {reply}")
+                raise
         except BaseException:
             if self._sock is not None:
                 self._sock.close()
+            if getattr(self, "_map", None) is not None:
+                self._map.close()
             raise
         finally:
             os.close(fd)  # the server has its own mapping
@@ -86,12 +97,27 @@ class Region:
         self.buf = memoryview(self._map)
         self.name, self.secret, self.pinned = self._answer(timeout)
 
+    def _recv_reply(self):
+        """One message from the server's socket, "" when closed. A server that
+        closed with our REGISTER unread left ECONNRESET ahead of the reply it
+        had queued: read on once."""
+        for attempt in (0, 1):
+            try:
+                return self._sock.recv(1024).decode("utf-8", "replace")
+            except ConnectionResetError:
+                if attempt:
+                    return ""
+                self._sock.setblocking(False)
+            except BlockingIOError:
+                return ""
+        return ""
+
     def _answer(self, timeout):
         wait = _REGISTER_TIMEOUT if timeout is None else max(0.0, min(timeout, _REGISTER_TIMEOUT))
         if not select.select([self._sock], [], [], wait)[0]:
             self.close()
             raise DeadlineExceeded("shared memory: no answer from the server's socket")
-        reply = self._sock.recv(1024).decode("utf-8", "replace")
+        reply = self._recv_reply()
         fields = reply.split(" ")  # OK id secret size pinned, or ERR CODE message
         if len(fields) == 5 and fields[0] == "OK":
             return fields[1], fields[2], fields[4] == "1"
