@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <new>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -84,23 +83,34 @@ absl::Status SplitNpy(absl::string_view contents, absl::string_view name, absl::
   return absl::OkStatus();
 }
 
-// What a checked .npy file holds: its tensor's dtype and shape, and where in
-// the file its data starts.
+// What a .npy file's header says: its tensor's dtype and shape, where in
+// the file its data starts and how many bytes it has.
 struct NpyLayout {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
+  std::string descr;
   size_t data_offset = 0;
+  uint64_t data_bytes = 0;
 };
 
-// Checks a .npy file of `file_size` bytes as DecodeNpy documents, from
-// `head`: its first bytes, through the end of its header (or the whole
-// file, when shorter).
-absl::StatusOr<NpyLayout> CheckNpy(absl::string_view head, uint64_t file_size,
-                                   absl::string_view name) {
+// INVALID_ARGUMENT when `have` data bytes are not what `layout` needs;
+// `more`: `have` is what was read of a stream that had more.
+absl::Status CheckDataBytes(const NpyLayout& layout, uint64_t have, absl::string_view name,
+                            bool more = false) {
+  if (have == layout.data_bytes && !more) return absl::OkStatus();
+  return Invalid(
+      name, absl::StrCat(have < layout.data_bytes ? "truncated data" : "trailing data", ": shape (",
+                         absl::StrJoin(layout.shape, ", "), ") of '", layout.descr, "' needs ",
+                         layout.data_bytes, " bytes, the file has ", more ? "more than " : "",
+                         more ? layout.data_bytes : have));
+}
+
+// The header of a .npy file checked as DecodeNpy documents, from `head`:
+// its first bytes, through the end of its header (or the whole file, when
+// shorter). The data's size is not checked here.
+absl::StatusOr<NpyLayout> ParseNpyLayout(absl::string_view head, absl::string_view name) {
   absl::string_view header_text, rest;
   if (absl::Status s = SplitNpy(head, name, header_text, rest); !s.ok()) return s;
-  const uint64_t data_offset = head.size() - rest.size();
-  const uint64_t data_bytes = file_size - data_offset;
   absl::StatusOr<internal::NpyHeader> header = internal::ParseNpyHeader(header_text);
   if (!header.ok()) return Invalid(name, header.status().message());
   if (header->fortran_order) {
@@ -114,14 +124,19 @@ absl::StatusOr<NpyLayout> CheckNpy(absl::string_view head, uint64_t file_size,
   if (!bytes.ok()) {
     return Invalid(name, absl::StrCat("header field 'shape': ", bytes.status().message()));
   }
-  const uint64_t want = *bytes;
-  if (data_bytes != want) {
-    return Invalid(
-        name, absl::StrCat(data_bytes < want ? "truncated data" : "trailing data", ": shape (",
-                           absl::StrJoin(header->shape, ", "), ") of '", header->descr, "' needs ",
-                           want, " bytes, the file has ", data_bytes));
+  return NpyLayout{*dtype, header->shape, header->descr, head.size() - rest.size(), *bytes};
+}
+
+// Checks a .npy file of `file_size` bytes as DecodeNpy documents, from
+// `head` (ParseNpyLayout's).
+absl::StatusOr<NpyLayout> CheckNpy(absl::string_view head, uint64_t file_size,
+                                   absl::string_view name) {
+  absl::StatusOr<NpyLayout> layout = ParseNpyLayout(head, name);
+  if (!layout.ok()) return layout.status();
+  if (absl::Status s = CheckDataBytes(*layout, file_size - layout->data_offset, name); !s.ok()) {
+    return s;
   }
-  return NpyLayout{*dtype, header->shape, static_cast<size_t>(data_offset)};
+  return layout;
 }
 
 // Appends up to `n` more bytes of `in` to `out`; false on a read error.
@@ -158,6 +173,36 @@ absl::StatusOr<Tensor> ReadSizedNpy(std::ifstream& in, uint64_t size, const std:
   std::memcpy(data.data(), head.data() + layout->data_offset, have);
   in.read(data.data() + have, static_cast<std::streamsize>(data.size() - have));
   if (static_cast<size_t>(in.gcount()) != data.size() - have) return ReadError(path);
+  return Tensor::FromBytes(layout->dtype, std::move(layout->shape), std::move(data));
+}
+
+// A file that cannot tell its size (a pipe): its first bytes, through the
+// longest header taken, are read and checked first; then its data as it
+// comes, in pieces, so that memory follows the bytes that arrive, not the
+// header's claim; one byte past what the header names is trailing data
+// (the rest is not read).
+absl::StatusOr<Tensor> ReadStreamedNpy(std::ifstream& in, const std::string& path) {
+  constexpr uint64_t kPiece = uint64_t{64} << 20;
+  std::string data;
+  if (!ReadMore(in, data, 12 + kMaxHeaderBytes)) return ReadError(path);
+  absl::StatusOr<NpyLayout> layout = ParseNpyLayout(data, path);
+  if (!layout.ok()) return layout.status();
+  data.erase(0, layout->data_offset);
+  try {
+    while (data.size() < layout->data_bytes && in.good()) {
+      if (!ReadMore(in, data, std::min<uint64_t>(kPiece, layout->data_bytes - data.size()))) {
+        return ReadError(path);
+      }
+    }
+    if (data.size() == layout->data_bytes && in.good() && !ReadMore(in, data, 1)) {
+      return ReadError(path);
+    }
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": its ", layout->data_bytes, " bytes of data do not fit in memory"));
+  }
+  const bool more = data.size() > layout->data_bytes;
+  if (absl::Status s = CheckDataBytes(*layout, data.size(), path, more); !s.ok()) return s;
   return Tensor::FromBytes(layout->dtype, std::move(layout->shape), std::move(data));
 }
 
@@ -228,12 +273,8 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
     in.seekg(0, std::ios::beg);
     return ReadSizedNpy(in, static_cast<uint64_t>(size), path);
   }
-  // A pipe: read as it comes, then checked and decoded as contents.
   in.clear();
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return ReadError(path);
-  return DecodeNpy(std::move(buffer).str(), path);
+  return ReadStreamedNpy(in, path);
 }
 
 absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version) {

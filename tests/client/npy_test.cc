@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <complex>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -184,6 +185,40 @@ TEST(NpyTest, ReadsAPipe) {
   writer.join();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, t);
+  std::remove(path.c_str());
+}
+
+// A pipe is checked from its header too, and read no further than its
+// header says: 64 MiB that is not a .npy, or a whole .npy with 64 MiB more
+// behind it, is refused after the first bytes past what the header names (the
+// writer is left blocked, and unblocked by the reader's close); a header for
+// a TiB with a few bytes behind it is truncated data without a TiB buffer.
+TEST(NpyTest, APipeIsReadNoFurtherThanItsHeaderSays) {
+  const std::string path = TempPath("pipe_checked.npy");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  const auto previous = std::signal(SIGPIPE, SIG_IGN);  // the writer's after the close
+  const Tensor t = *Tensor::FromVector<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::string big(64 << 20, '\0');
+  const std::string lying =
+      MakeNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (137438953472,), }", "abc");
+  struct Case {
+    std::string contents;
+    absl::string_view error;
+  };
+  for (const Case& c : {Case{big, "not a .npy file"}, Case{*EncodeNpy(t) + big, "trailing data"},
+                        Case{lying, "truncated data"}}) {
+    SCOPED_TRACE(c.error);
+    std::thread writer([&] {
+      std::ofstream out(path, std::ios::binary);  // opens when the reader does
+      out << c.contents;                          // fails once the reader has closed
+    });
+    absl::StatusOr<Tensor> read = ReadNpy(path);
+    writer.join();
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << read.status();
+    EXPECT_THAT(std::string(read.status().message()), HasSubstr(c.error));
+    EXPECT_THAT(std::string(read.status().message()), HasSubstr(path));
+  }
+  std::signal(SIGPIPE, previous);
   std::remove(path.c_str());
 }
 
