@@ -222,3 +222,30 @@ def test_metadata_as_lists_or_with_binary_values_is_taken(server):
     a = np.ones((2, 2))
     with linalgd.Client(server.target, metadata=[["x-trace", "abc"], ("x-id-bin", b"\x00\xff")]) as c:
         assert np.array_equal(c.matmul(a, a), a @ a)
+
+
+def test_a_view_past_the_servers_max_elements_is_refused_before_its_copy(start_server):
+    # A zero-stride view of 8 bytes standing for 2e8 elements: the client asks
+    # the server's limit (1e6 here) and refuses it naming the operand, without
+    # expanding it (1.6 GB), on every path that would copy it; small operands
+    # are not held up by the question.
+    server = start_server("--max-elements", "1000000", "--allow-shm")
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1), (2 * 10**8, 1, 1), (0, 0, 0))
+    flat = np.lib.stride_tricks.as_strided(np.zeros(1), (2 * 10**8,), (0,))
+    says = r"shape \(200000000, 1, 1\) has 200000000 elements, more than the server's " \
+           r"max_elements 1000000 for one tensor; nothing was sent"
+    for shm in (False, True):
+        with linalgd.Client(server.target, timeout=10.0, use_shared_memory=shm) as c:
+            start = time.monotonic()
+            with pytest.raises(linalgd.InvalidArgument, match="a: " + says):
+                c.matmul(huge, np.ones((1, 1)))
+            with pytest.raises(linalgd.InvalidArgument, match="b: " + says):
+                c.solve(np.ones((1, 1)), huge)
+            with pytest.raises(linalgd.InvalidArgument, match="tensor: shape"):
+                c.put(flat)
+            with pytest.raises(linalgd.InvalidArgument, match="b: shape"):
+                c.sparse_solve((np.array([0, 1]), np.array([0]), np.array([2.0]), (1, 1)),
+                               np.lib.stride_tricks.as_strided(np.ones(1), (2 * 10**8, 1),
+                                                               (0, 0)))
+            assert time.monotonic() - start < 5  # nothing expanded
+            np.testing.assert_allclose(c.matmul(np.eye(2), np.ones((2, 2))), np.ones((2, 2)))

@@ -205,16 +205,41 @@ def encode_operands(client, req, operands, deadline) -> Op:
     return [info.id for info in infos]
 
 
+def _server_limits(client, timeout) -> Op:
+    """GetServerInfo's limits, asked once and kept on the client."""
+    limits = getattr(client, "_server_limits", None)
+    if limits is None:
+        info = yield Invoke("GetServerInfo", pb.GetServerInfoRequest(), timeout)
+        limits = client._server_limits = info.limits
+        client._server_message_limit = limits.max_message_bytes or _PROTOBUF_LIMIT
+    return limits
+
+
 def message_limit(client, timeout) -> Op:
     """The largest message both ends take: the client's max_message_bytes and
-    the server's (GetServerInfo's limits.max_message_bytes, asked once and
-    kept on the client)."""
-    server = getattr(client, "_server_message_limit", None)
-    if server is None:
-        info = yield Invoke("GetServerInfo", pb.GetServerInfoRequest(), timeout)
-        server = info.limits.max_message_bytes or _PROTOBUF_LIMIT
-        client._server_message_limit = server
-    return min(client.max_message_bytes, server, _PROTOBUF_LIMIT)
+    the server's (GetServerInfo's limits.max_message_bytes)."""
+    yield from _server_limits(client, timeout)
+    return min(client.max_message_bytes, client._server_message_limit, _PROTOBUF_LIMIT)
+
+
+# Operands of fewer elements are sent without asking the server's limit.
+_ELEMENTS_WORTH_ASKING = 1 << 24
+
+
+def check_elements(client, operands, deadline) -> Op:
+    """InvalidArgument naming the operand when an array has more elements than
+    the server takes in one tensor (GetServerInfo's limits.max_elements, asked
+    only for an operand of 2^24 elements or more), before it is copied: a
+    view of a few bytes (numpy.broadcast_to, as_strided with zero strides)
+    would otherwise be expanded to all its elements here first."""
+    for name, (arr, _) in operands.items():
+        if isinstance(arr, RemoteTensor) or arr.size < _ELEMENTS_WORTH_ASKING:
+            continue
+        limits = yield from _server_limits(client, time_left(deadline))
+        if limits.max_elements and arr.size > limits.max_elements:
+            raise InvalidArgument(
+                f"{name}: shape {tuple(arr.shape)} has {arr.size} elements, more than the "
+                f"server's max_elements {limits.max_elements} for one tensor; nothing was sent")
 
 
 def encode_inline_instead(client, method, req, operands, refused, deadline) -> Op:
@@ -353,6 +378,7 @@ def matmul(client, a: Any, b: Any, c: Any = None, *, bias: Any = None,
         req.alpha, req.alpha_imag = _scalar_parts(alpha, "alpha")
     if beta is not None:
         req.beta, req.beta_imag = _scalar_parts(beta, "beta")
+    yield from check_elements(client, operands, deadline)
     device = tensors.torch_device(a, b)
     as_torch = device is not None
     done = None
@@ -428,6 +454,7 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
     else:
         a_arr, a_wire = client._arg(a, "a", min_ndim=2)
         operands = {"a": (a_arr, a_wire), **operands}
+    yield from check_elements(client, operands, deadline)
     device = tensors.torch_device(a, b)
     as_torch = device is not None
     done = None
@@ -548,8 +575,9 @@ def put_info(client, x: Any, *, placement: Optional[str] = None, ttl: Optional[f
     arr, wire = tensors.to_numpy(x, "tensor") if _wire is None else (x, _wire)
     if ttl is not None:
         ttl = seconds_arg(ttl, "ttl")
-    [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)],
-                           _deadline(client, _or_default(timeout)))
+    deadline = _deadline(client, _or_default(timeout))
+    yield from check_elements(client, {"tensor": (arr, wire)}, deadline)
+    [info] = yield PutMany([put_item(arr, wire, placement, ttl, no_evict)], deadline)
     return TensorInfo.from_proto(info)
 
 
@@ -602,6 +630,7 @@ def factorize(client, a: Any, *, method: Any = None, no_fallback: bool = False,
                               ttl_seconds=0.0 if ttl is None else seconds_arg(ttl, "ttl"),
                               allow_non_finite=bool(allow_non_finite))
     operand = client._arg(a, "a")
+    yield from check_elements(client, {"a": operand}, deadline)
     resp = yield from call_with_operands(client, "Factorize", req, {"a": operand}, deadline)
     factor = client._factor(resp, ExecutionInfo.from_proto(resp.info))
     if recreate:
@@ -663,8 +692,10 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
         tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
         allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     operands = {"b": (b_arr, b_wire)}
+    yield from check_elements(client, operands, deadline)
     if x0 is not None:  # shaped like b (the server checks), sent in b's dtype
         x0_arr, x0_wire = client._arg(x0, "x0")
+        yield from check_elements(client, {"x0": (x0_arr, x0_wire)}, deadline)
         if isinstance(x0_arr, RemoteTensor):  # named by id, as it is
             operands["x0"] = (x0_arr, x0_wire)
         else:
