@@ -1,7 +1,12 @@
 #include "linalgd/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
@@ -277,21 +282,84 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
   return ReadStreamedNpy(in, path);
 }
 
+namespace {
+
+// A status naming `path` and errno `err`, its code by the cause.
+absl::Status FileError(const std::string& path, absl::string_view what, int err) {
+  const std::string why = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
+  switch (err) {
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(why);
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(why);
+    case EISDIR:
+      return absl::InvalidArgumentError(why);
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return absl::ResourceExhaustedError(why);
+    default:
+      return absl::DataLossError(why);
+  }
+}
+
+// Writes every byte of `parts` to fd; the errno of a failed write, else 0.
+int WriteAll(int fd, std::initializer_list<absl::string_view> parts) {
+  for (absl::string_view part : parts) {
+    while (!part.empty()) {
+      const ssize_t n = ::write(fd, part.data(), part.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return n < 0 ? errno : EIO;
+      part.remove_prefix(static_cast<size_t>(n));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version) {
   // The prefix, then the tensor's bytes as they are (no copy of the data).
   absl::StatusOr<std::string> prefix = NpyPrefix(tensor, version);
   if (!prefix.ok()) return Invalid(path, prefix.status().message());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    const int err = errno;
-    const std::string why = absl::StrCat(path, ": ", std::strerror(err));
-    if (err == EACCES) return absl::PermissionDeniedError(why);
-    return absl::UnavailableError(why);
+  const absl::string_view data = tensor.bytes();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return FileError(path, "open", EISDIR);
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // Not a file (/dev/stdout, a pipe): written in place, as it is.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return FileError(path, "open", errno);
+    const int err = WriteAll(fd, {*prefix, data});
+    const int closed = ::close(fd) == 0 ? 0 : errno;
+    if (err != 0 || closed != 0) return FileError(path, "write", err != 0 ? err : closed);
+    return absl::OkStatus();
   }
-  out.write(prefix->data(), static_cast<std::streamsize>(prefix->size()));
-  out.write(tensor.bytes().data(), static_cast<std::streamsize>(tensor.bytes().size()));
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  // A file: written whole beside it, then renamed over it, so that a write
+  // that fails (a full disk) leaves what was there. A link is followed: the
+  // file it names is replaced, not the link.
+  std::string target = path;
+  if (char* real = ::realpath(path.c_str(), nullptr); real != nullptr) {
+    target = real;
+    std::free(real);
+  }
+  int fd = -1;
+  std::string temp;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    temp = absl::StrCat(target, ".tmp-", ::getpid(), "-", attempt);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // umask applies
+    if (fd < 0 && errno != EEXIST) return FileError(path, "open", errno);
+  }
+  if (fd < 0) return FileError(path, "open", EEXIST);
+  int err = WriteAll(fd, {*prefix, data});
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(temp.c_str(), target.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(temp.c_str());
+    return FileError(path, "write", err);
+  }
   return absl::OkStatus();
 }
 

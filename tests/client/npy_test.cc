@@ -1,5 +1,7 @@
 #include "linalgd/npy.h"
 
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/src/npy_header.h"
 #include "gmock/gmock.h"
@@ -219,6 +222,63 @@ TEST(NpyTest, APipeIsReadNoFurtherThanItsHeaderSays) {
     EXPECT_THAT(std::string(read.status().message()), HasSubstr(path));
   }
   std::signal(SIGPIPE, previous);
+  std::remove(path.c_str());
+}
+
+std::string FileContents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A write that fails part way (here past a file-size limit, EFBIG, as a full
+// disk's ENOSPC would) leaves the file that was there whole and no
+// temporary beside it, and says why; a device (/dev/full) is written in
+// place and its ENOSPC named; a directory is refused; a link's target is
+// replaced and the link kept.
+TEST(NpyTest, AFailedWriteLeavesTheOldFileAndSaysWhy) {
+  const std::string path = TempPath("atomic.npy");
+  const Tensor small = *Tensor::FromVector<double>({2}, {1, 2});
+  ASSERT_TRUE(WriteNpy(path, small).ok());
+  const std::string before = FileContents(path);
+  const Tensor big =
+      *Tensor::FromVector<double>({1 << 16}, std::vector<double>(1 << 16, 3.0));  // 512 KiB
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = old;
+  limited.rlim_cur = 64 << 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const absl::Status failed = WriteNpy(path, big);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kResourceExhausted) << failed;
+  EXPECT_THAT(std::string(failed.message()), HasSubstr(path + ": write: File too large"));
+  EXPECT_EQ(FileContents(path), before);
+  const std::string dir = path.substr(0, path.rfind('/'));
+  bool temp_left = false;  // the directory holds no "atomic.npy.tmp-*"
+  if (DIR* d = ::opendir(dir.c_str()); d != nullptr) {
+    while (dirent* e = ::readdir(d)) {
+      temp_left |= absl::StartsWith(e->d_name, path.substr(dir.size() + 1) + ".tmp-");
+    }
+    ::closedir(d);
+  }
+  EXPECT_FALSE(temp_left);
+
+  const absl::Status full = WriteNpy("/dev/full", small);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_THAT(std::string(full.message()), HasSubstr("No space left on device"));
+  const absl::Status directory = WriteNpy(dir, small);
+  EXPECT_EQ(directory.code(), absl::StatusCode::kInvalidArgument) << directory;
+  EXPECT_THAT(std::string(directory.message()), HasSubstr("Is a directory"));
+
+  const std::string link = TempPath("atomic_link.npy");
+  ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0) << std::strerror(errno);
+  ASSERT_TRUE(WriteNpy(link, big).ok());
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(*ReadNpy(path), big);
+  std::remove(link.c_str());
   std::remove(path.c_str());
 }
 

@@ -120,6 +120,26 @@ def test_local_errors_are_json_with_their_exit_codes(server, tmp_path):
     assert err["code"] == "INVALID_ARGUMENT" and "--ttl" in err["message"]
 
 
+def test_an_output_that_cannot_be_written_is_refused_before_the_call(server, tmp_path):
+    # A directory, or a file in a missing directory: a local error (exit 3)
+    # before the call, not the unknown id's NOT_FOUND after it.
+    unknown = "0" * 32
+    err = cli_json(server, "get", unknown, "-o", str(tmp_path), rc=3)["error"]
+    assert err["code"] == "INVALID_ARGUMENT" and "is a directory" in err["message"], err
+    err = cli_json(server, "get", unknown, "-o", f"{tmp_path}/no/such/x.npy", rc=3)["error"]
+    assert err["code"] == "NOT_FOUND" and "cannot write in" in err["message"], err
+    a = save(tmp_path, "a", np.eye(3))
+    err = cli_json(server, "matmul", a, a, "-o", str(tmp_path), rc=3)["error"]
+    assert "is a directory" in err["message"], err
+    err = cli_json(server, "solve", a, a, "-o", str(tmp_path), rc=3)["error"]
+    assert "is a directory" in err["message"], err
+    # Written over an existing file whole: the old one replaced, nothing left beside it.
+    out = save(tmp_path, "out", np.zeros(7))
+    cli_json(server, "matmul", a, a, "-o", out)
+    np.testing.assert_array_equal(np.load(out), np.eye(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "out.npy"]
+
+
 def test_unreachable_server_is_json_with_exit_code_5(tmp_path):
     err = cli_json("127.0.0.1:1", "--timeout", "2s", "health", rc=5)["error"]
     assert err["code"] in ("UNAVAILABLE", "DEADLINE_EXCEEDED")

@@ -1,6 +1,12 @@
 #include "tools/cli/cli_common.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -74,6 +80,27 @@ absl::Status WriteTensor(const std::string& path, const client::Tensor& tensor) 
   if (!f32.ok()) return f32.status();
   std::cerr << "note: " << path << ": bf16 result written as float32 (numpy has no bfloat16)\n";
   return client::WriteNpy(path, *f32);
+}
+
+absl::Status CheckOutputPath(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not an output file"));
+    }
+    if (!S_ISREG(st.st_mode)) return absl::OkStatus();  // /dev/stdout, a pipe
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {  // the file is written beside, then renamed
+    const int err = errno;
+    const std::string why = absl::StrCat(path, ": cannot write in ", dir, ": ", std::strerror(err));
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(why);
+    if (err == EACCES || err == EROFS || err == EPERM) return absl::PermissionDeniedError(why);
+    return absl::UnavailableError(why);
+  }
+  return absl::OkStatus();
 }
 
 std::string FormatNanos(int64_t ns) { return absl::StrFormat("%.3fms", ns / 1e6); }

@@ -67,6 +67,10 @@ Json ErrorJson(const absl::Status& status, int exit_code);
 absl::StatusOr<client::Tensor> ReadTensor(const std::string& path);
 // Writes a .npy file; a bf16 tensor is widened to f32 (numpy has no bf16).
 absl::Status WriteTensor(const std::string& path, const client::Tensor& tensor);
+// Before a call whose result goes to `path`: a path that cannot be written
+// (a directory; a missing or read-only directory; a read-only file) is
+// refused naming it, so that the server's work is not thrown away.
+absl::Status CheckOutputPath(const std::string& path);
 
 // "1.234ms" for a nanosecond count.
 std::string FormatNanos(int64_t ns);

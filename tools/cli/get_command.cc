@@ -18,6 +18,9 @@ int RunGet(Client& client, const client::CallOptions& call, const Output& out,
            const GetFlags& flags) {
   const std::string resident = ResidentId(flags.id);
   const std::string& id = resident.empty() ? flags.id : resident;
+  if (absl::Status s = CheckOutputPath(flags.out); !s.ok()) {
+    return out.LocalError(s, kExitFileError);
+  }
   absl::StatusOr<client::Tensor> tensor = client.GetTensor(id, call);
   if (!tensor.ok()) return out.ServerError(tensor.status());
   if (absl::Status s = WriteTensor(flags.out, *tensor); !s.ok()) {

@@ -139,6 +139,11 @@ int RunMatmul(Client& client, const client::CallOptions& call, const Output& out
   if (absl::Status s = ReadOperands(flags, args, a_vector, b_vector); !s.ok()) {
     return out.LocalError(s, kExitFileError);
   }
+  if (!flags.out.empty()) {
+    if (absl::Status s = CheckOutputPath(flags.out); !s.ok()) {
+      return out.LocalError(s, kExitFileError);
+    }
+  }
   args.keep_result = flags.keep_result;
   const absl::Time start = absl::Now();
   absl::StatusOr<client::MatmulResult> result = client.Matmul(std::move(args), call);

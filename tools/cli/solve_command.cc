@@ -120,6 +120,11 @@ int RunSolve(Client& client, const client::CallOptions& call, const Output& out,
   if (absl::Status s = ReadOperands(a_operand, b_operand, args, b_vector); !s.ok()) {
     return out.LocalError(s, kExitFileError);
   }
+  if (!flags.out.empty()) {
+    if (absl::Status s = CheckOutputPath(flags.out); !s.ok()) {
+      return out.LocalError(s, kExitFileError);
+    }
+  }
   const absl::Time start = absl::Now();
   absl::StatusOr<client::SolveResult> result = client.Solve(std::move(args), call);
   const int64_t total_ns = absl::ToInt64Nanoseconds(absl::Now() - start);

@@ -98,6 +98,9 @@ int RunSparseSolve(Client& client, const client::CallOptions& call, const Output
   if (b_vector) (void)b->Reshape({b->shape()[0], 1});
   args.a = *std::move(a);
   args.b = *std::move(b);
+  if (absl::Status s = CheckOutputPath(flags.out); !s.ok()) {
+    return out.LocalError(s, kExitFileError);
+  }
 
   const absl::Time start = absl::Now();
   absl::StatusOr<client::SparseSolveResult> result = client.SparseSolve(std::move(args), call);

@@ -27,7 +27,10 @@ absl::StatusOr<Tensor> DecodeNpy(absl::string_view contents, absl::string_view n
 absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version = 0);
 
 // File forms of the above. NOT_FOUND / PERMISSION_DENIED / DATA_LOSS etc.
-// name the path.
+// name the path (and the system's reason). WriteNpy replaces a file whole:
+// written beside it and renamed over it, so a failed write (a full disk:
+// RESOURCE_EXHAUSTED) leaves the old file as it was; what is not a file
+// (/dev/stdout, a pipe) is written in place.
 absl::StatusOr<Tensor> ReadNpy(const std::string& path);
 absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version = 0);
 
