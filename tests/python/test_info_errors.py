@@ -249,3 +249,38 @@ def test_a_view_past_the_servers_max_elements_is_refused_before_its_copy(start_s
                                                                (0, 0)))
             assert time.monotonic() - start < 5  # nothing expanded
             np.testing.assert_allclose(c.matmul(np.eye(2), np.ones((2, 2))), np.ones((2, 2)))
+
+
+def test_a_call_after_close_is_refused_saying_so(server):
+    c = linalgd.Client(server.target, timeout=10.0)
+    np.testing.assert_allclose(c.matmul(np.eye(2), np.eye(2)), np.eye(2))
+    c.close()
+    with pytest.raises(linalgd.FailedPrecondition, match="is closed: calls after close"):
+        c.matmul(np.eye(2), np.eye(2))
+    with pytest.raises(linalgd.FailedPrecondition, match="is closed"):
+        c.put(np.ones(3))
+
+
+@pytest.mark.parametrize("a,says", [
+    # A dense array of 4 rows would unpack as (indptr, indices, data, shape).
+    (np.array([[0, 2], [0, 0], [3, 4], [1, 1]]), "not ndarray"),
+    ([np.array([0, 1]), np.array([0]), np.array([2.0]), (1, 1)], "not list"),
+    ((np.array([0, 1]), np.array([0]), np.array([2.0]), (4.9, 4.9)), r"must hold integers"),
+    ((np.array([0, 1]), np.array([0]), np.array([2.0])), "got a tuple of 3"),
+])
+def test_a_sparse_a_that_is_not_a_csr_tuple_is_refused(client, a, says):
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        client.sparse_solve(a, np.ones(1))
+
+
+@pytest.mark.parametrize("call,says", [
+    (lambda c: c.solve(np.eye(2), np.ones(2), method="lstsq", rcond="x"),
+     "rcond: 'x' is not a real number"),
+    (lambda c: c.sparse_solve((np.array([0, 1]), np.array([0]), np.array([2.0]), (1, 1)),
+                              np.ones(1), tol="x"), "tol: 'x' is not a real number"),
+    (lambda c: c.sparse_solve((np.array([0, 1]), np.array([0]), np.array([2.0]), (1, 1)),
+                              np.ones(1), max_iter=2**70), "max_iter: .* is outside"),
+])
+def test_solver_arguments_of_the_wrong_kind_are_refused_naming_them(client, call, says):
+    with pytest.raises(linalgd.InvalidArgument, match=says):
+        call(client)

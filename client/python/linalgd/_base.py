@@ -18,7 +18,7 @@ from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Generator, List, Op
                     Sequence, Tuple, Type, TypeVar)
 
 from . import _ops, _procs, tensors
-from .errors import InvalidArgument, LinalgdError, ResourceExhausted
+from .errors import FailedPrecondition, InvalidArgument, LinalgdError, ResourceExhausted
 from .remote import Factor, RemoteTensor
 from .retry import RetryPolicy
 from .store import DEFAULT_CHUNK_BYTES
@@ -253,6 +253,13 @@ class ClientBase:
         if deadline is not None and time.monotonic() + delay >= deadline:
             raise error
         return delay
+
+    def _check_open(self) -> None:
+        """FailedPrecondition for a call begun after close() (gRPC would say only that its
+        channel is closed); calls already running when close() came end as gRPC ends them."""
+        if self._closed:
+            raise FailedPrecondition(f"the client of {self.target} is closed: calls after "
+                                     "close() are refused (make a new Client)")
 
     def _arg(self, x: Any, field: str, min_ndim: int = 1) -> Tuple[Any, Any]:
         """(array or RemoteTensor, DType) of an operand."""

@@ -142,6 +142,14 @@ def integer_arg(value: Any, field: str, low: int, high: int) -> int:
     return number
 
 
+def real_arg(value: Any, field: str) -> float:
+    """value (a real number) as a float; InvalidArgument naming field for anything else (a
+    bool, a string); NaN passes, for the server to refuse naming its own rule."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgument(f"{field}: {value!r} is not a real number")
+    return float(value)
+
+
 def priority_arg(priority: Any) -> int:
     """A request's priority field (int32)."""
     return integer_arg(priority, "priority", -2**31, 2**31 - 1)
@@ -446,7 +454,7 @@ def solve(client, a: Any, b: Any, *, method: Any = None, no_fallback: bool = Fal
                           no_fallback=bool(no_fallback),
                           allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     if rcond is not None:
-        req.rcond = float(rcond)
+        req.rcond = real_arg(rcond, "rcond")
     operands = {"b": (b_arr, b_wire)}
     a_arr = None
     if factor is not None:
@@ -689,7 +697,9 @@ def sparse_solve(client, a: Any, b: Any, *, method: Any = None, preconditioner: 
         a=encode_csr(a, dtype=b_arr.dtype),
         method=int(parse(SparseMethod, method, "method")),
         preconditioner=int(parse(Preconditioner, preconditioner, "preconditioner")),
-        tolerance=float(tol), max_iterations=int(max_iter), no_fallback=bool(no_fallback),
+        tolerance=real_arg(tol, "tol"),
+        max_iterations=integer_arg(max_iter, "max_iter", -2**63, 2**63 - 1),
+        no_fallback=bool(no_fallback),
         allow_non_finite=bool(allow_non_finite), priority=priority_arg(priority))
     operands = {"b": (b_arr, b_wire)}
     yield from check_elements(client, operands, deadline)

@@ -215,6 +215,7 @@ class Client(ClientBase):
 
     async def _run(self, op: _ops.Op) -> Any:
         """Runs an operation of _ops.py, performing each of its effects by awaiting."""
+        self._check_open()
         done, value = advance(op, None, None)
         while not done:
             try:

@@ -226,6 +226,7 @@ class Client(ClientBase):
 
     def _run(self, op: _ops.Op) -> Any:
         """Runs an operation of _ops.py, performing each of its effects by blocking."""
+        self._check_open()
         done, value = advance(op, None, None)
         while not done:
             try:

@@ -11,6 +11,7 @@ b may be dense or scipy.sparse; as scipy.sparse.linalg.spsolve does, a sparse b
 gives a sparse x (CSR, a sparse array for a sparse-array b, else a matrix).
 """
 import dataclasses
+import operator
 from typing import Any
 
 import numpy as np
@@ -43,12 +44,19 @@ def _csr_arrays(a):
         csr = a.tocsr(copy=True)
         csr.sum_duplicates()  # duplicates summed, indices sorted, as scipy means them
         return csr.indptr, csr.indices, csr.data, tuple(csr.shape)
+    expected = "a: expected a scipy.sparse matrix or a tuple (indptr, indices, data, shape)"
+    if not isinstance(a, tuple):  # a dense 4-row array would unpack as one
+        raise InvalidArgument(f"{expected}, not {type(a).__name__}")
     try:
         indptr, indices, data, shape = a
+        shape = tuple(shape)
     except (TypeError, ValueError):
-        raise InvalidArgument(
-            "a: expected a scipy.sparse matrix or (indptr, indices, data, shape)") from None
-    return np.asarray(indptr), np.asarray(indices), np.asarray(data), tuple(shape)
+        raise InvalidArgument(f"{expected}; got a tuple of {len(a)}") from None
+    try:  # integers only: 4.9 is no size (numpy's operator.index rule)
+        shape = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise InvalidArgument(f"a: shape {shape} must hold integers") from None
+    return np.asarray(indptr), np.asarray(indices), np.asarray(data), shape
 
 
 def _values_dtype(a):
