@@ -264,6 +264,10 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& tensor, int version) {
 }
 
 absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a .npy file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

@@ -286,6 +286,9 @@ TEST(NpyTest, MissingFileIsNotFoundNamingThePath) {
   absl::StatusOr<Tensor> t = ReadNpy("/nonexistent/dir/a.npy");
   EXPECT_EQ(t.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(t.status().message()), HasSubstr("/nonexistent/dir/a.npy"));
+  t = ReadNpy("/tmp");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("/tmp: is a directory"));
 }
 
 TEST(NpyTest, AcceptsByteOrderVariants) {
