@@ -55,6 +55,9 @@ namespace {
 
 constexpr int64_t kDefaultChunkBytes = int64_t{2} << 20;
 constexpr int64_t kMessageOverhead = 4096;  // room for the non-chunk fields
+// GetTensor's chunk_bytes is served up to this (and a quarter of
+// --max-inflight-bytes, which its two send buffers are held against).
+constexpr int64_t kMaxChunkBytes = int64_t{64} << 20;
 
 class PutTensorReactor : public grpc::ServerReadReactor<v1::PutTensorRequest> {
  public:
@@ -248,8 +251,17 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
         lease_, env_.sources.store->GetTensor(request.id(), env_.sources.owner.tenant));
     LINALGD_RETURN_IF_ERROR(SetRange(request.offset(), request.length()));
     chunk_ = request.chunk_bytes() > 0 ? request.chunk_bytes() : kDefaultChunkBytes;
-    chunk_ =
-        std::max<int64_t>(1, std::min(chunk_, env_.limits.max_message_bytes - kMessageOverhead));
+    chunk_ = std::min({chunk_, kMaxChunkBytes, env_.limits.max_message_bytes - kMessageOverhead});
+    if (env_.inflight != nullptr) chunk_ = std::min(chunk_, env_.inflight->limit() / 4);
+    chunk_ = std::max<int64_t>(1, chunk_);
+    if (env_.inflight != nullptr) {
+      // The stream's send buffers (the chunk in message_ and gRPC's serialized
+      // copy of it) count against --max-inflight-bytes while it lives: a
+      // caller that opens streams and never reads them holds no more.
+      const int64_t bytes = 2 * std::min(chunk_, std::max<int64_t>(1, end_ - begin_));
+      LINALGD_ASSIGN_OR_RETURN(send_buffers_,
+                               env_.inflight->Acquire(bytes, "GetTensor", "its send buffers'"));
+    }
     return absl::OkStatus();
   }
 
@@ -283,6 +295,7 @@ class GetTensorReactor : public grpc::ServerWriteReactor<v1::GetTensorResponse> 
   Rpc rpc_;
   IdleWatch idle_;
   TensorLease lease_;
+  std::shared_ptr<const void> send_buffers_;  // held against --max-inflight-bytes
   int64_t chunk_ = kDefaultChunkBytes;
   int64_t begin_ = 0;  // the requested range [begin_, end_)
   int64_t end_ = 0;

@@ -154,6 +154,56 @@ TEST_F(StoreTest, WrongChecksumAndSizesAreRefused) {
   EXPECT_EQ(listing->used_bytes, 400 + StoreOptions{}.object_overhead_bytes);
 }
 
+// GetTensor streams hold their send buffers (two chunks) against
+// --max-inflight-bytes while they are open: streams that are opened and never
+// read fill it and the next one is RESOURCE_EXHAUSTED naming them, with a
+// retry-after; once they are gone the room is back. A chunk_bytes past a
+// quarter of the limit is served in quarters.
+TEST_F(StoreTest, UnreadGetTensorStreamsHoldTheirSendBuffersInTheInflightBudget) {
+  ServerOptions o;
+  o.max_inflight_bytes = int64_t{64} << 20;
+  Start(o);
+  const Tensor t = RandomTensor<float>({4096, 2048}, 5);  // 32 MiB: two chunks
+  const std::string id = Put(t);
+  ASSERT_FALSE(id.empty());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // 16 MiB chunks
+  auto stub = v1::Linalg::NewStub(
+      grpc::CreateCustomChannel(target(), grpc::InsecureChannelCredentials(), args));
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::GetTensorResponse>>> readers;
+  v1::GetTensorRequest req;
+  req.set_id(id);
+  req.set_chunk_bytes(int64_t{1} << 30);  // served as 16 MiB chunks (64 MiB / 4): 32 MiB held
+  for (int i = 0; i < 2; ++i) {           // fills the 64 MiB
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    readers.push_back(stub->GetTensor(contexts.back().get(), req));
+    v1::GetTensorResponse first;
+    ASSERT_TRUE(readers.back()->Read(&first));  // the stream is open and one chunk sent
+    EXPECT_EQ(first.chunk().size(), size_t{16} << 20);
+  }
+  {
+    grpc::ClientContext ctx;
+    auto reader = stub->GetTensor(&ctx, req);
+    v1::GetTensorResponse m;
+    EXPECT_FALSE(reader->Read(&m));
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("GetTensor: its send buffers' 33554432 bytes"));
+    EXPECT_THAT(s.error_message(), HasSubstr("--max-inflight-bytes=67108864"));
+  }
+  for (auto& c : contexts) c->TryCancel();
+  for (auto& r : readers) (void)r->Finish();
+  readers.clear();
+  bool got = false;
+  for (int i = 0; i < 200 && !got; ++i) {  // once the server has seen the cancels
+    auto whole = client_->GetTensor(id);
+    got = whole.ok() && *whole == t;
+    if (!got) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(got);
+}
+
 // A refused upload's reservation and buffer are free before its caller hears of the refusal:
 // a listing (or another caller's put into a full store) right after it never counts them.
 TEST_F(StoreTest, ARefusedUploadHoldsNoBytesOnceItsCallerIsTold) {
