@@ -14,7 +14,8 @@ namespace linalgd {
 
 // Why a drain ended (DrainState::WaitForEnd).
 enum class DrainEnd {
-  kStoreEmpty,  // the last stored object was deleted, released or expired
+  kStoreEmpty,  // the last stored object was deleted, released or expired,
+                // and no upload or PutTensor was in progress
   kGraceOver,   // --drain-grace passed with objects still stored
   kEndedEarly,  // EndGrace: a second signal
 };

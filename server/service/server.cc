@@ -401,12 +401,15 @@ void ServerImpl::Drain(absl::Duration grace) {
   }
   const size_t stored = store_->List(kDefaultTenant, /*all=*/true).size();
   spdlog::info(
-      "draining: health NOT_SERVING, new work refused; {} stored objects ({} bytes) stay "
-      "readable for up to {} s or until the store is empty",
-      stored, store_->used_bytes(), absl::ToDoubleSeconds(grace));
+      "draining: health NOT_SERVING, new work refused; {} stored objects and {} uploads in "
+      "progress ({} bytes) stay readable and finish for up to {} s or until the store is empty",
+      stored, store_->uploads().size(), store_->used_bytes(), absl::ToDoubleSeconds(grace));
   const absl::Time start = absl::Now();
-  const DrainEnd end =
-      drain_.WaitForEnd(grace, [&] { return store_->List(kDefaultTenant, true).empty(); });
+  // Empty: no object, and nothing reserved either (an upload or a PutTensor
+  // in progress, whose caller finishes it and then reads or deletes it).
+  const DrainEnd end = drain_.WaitForEnd(grace, [&] {
+    return store_->used_bytes() == 0 && store_->List(kDefaultTenant, true).empty();
+  });
   spdlog::info("drain over after {} s: {}; {} stored objects left",
                absl::ToDoubleSeconds(absl::Now() - start), DrainEndName(end),
                store_->List(kDefaultTenant, true).size());

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import linalgd
+from linalgd._crc32c import crc32c
 from linalgd._stubs import pb, pb_grpc
 from conftest import metric_value, server_binary
 from numerics import assert_close
@@ -122,6 +123,40 @@ def test_sigterm_drains_reads_go_on_and_the_empty_store_ends_it(start_server):
     assert "draining: health NOT_SERVING" in log
     assert "the store is empty" in log
     assert "shut down" in log
+
+
+def test_an_upload_in_progress_finishes_during_the_drain(start_server):
+    # The store holds no finished object when SIGTERM comes, only an upload
+    # half sent: the drain waits for it (its second part and FinishUpload go
+    # on), and ends once the caller has read and deleted what it made.
+    s = start_server("--replica-id", "ra", "--drain-grace", "60", log_level="info")
+    a = np.arange(8, dtype="<f8").reshape(2, 4)
+    data = a.tobytes()
+    with grpc.insecure_channel(s.target) as channel:
+        stub = pb_grpc.LinalgStub(channel)
+        header = pb.PutTensorHeader(dtype=pb.DTYPE_F64, shape=a.shape, total_bytes=len(data),
+                                    crc32c=crc32c(data))
+        upload = stub.StartUpload(pb.StartUploadRequest(header=header)).upload_id
+
+        def part(offset, piece):
+            h = pb.PutTensorHeader(dtype=pb.DTYPE_F64, shape=a.shape, total_bytes=len(piece),
+                                   crc32c=crc32c(piece), upload_id=upload, offset=offset)
+            stub.PutTensor(iter([pb.PutTensorRequest(header=h), pb.PutTensorRequest(chunk=piece)]))
+
+        part(0, data[:32])
+        s.proc.send_signal(signal.SIGTERM)
+        with linalgd.Client(s.target, retries=0, timeout=10) as c:
+            assert wait_until(lambda: c.health() == "NOT_SERVING"), s.output()
+            time.sleep(0.3)  # more than the drain's poll: an empty-store check has run
+            assert s.proc.poll() is None, s.output()
+            part(32, data[32:])
+            info = stub.FinishUpload(pb.FinishUploadRequest(upload_id=upload)).tensor
+            np.testing.assert_array_equal(c.get(info.id), a)
+            assert s.proc.poll() is None, "exited while the store still held a tensor"
+            c.delete(info.id)
+    assert s.proc.wait(timeout=20) == 0, s.output()
+    assert "1 uploads in progress" in s.output()
+    assert "the store is empty" in s.output()
 
 
 def test_the_grace_period_ends_the_drain(start_server):
