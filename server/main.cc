@@ -1,4 +1,5 @@
 // linalgd: flags -> ServerOptions -> Server::Start -> Wait.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,6 +85,7 @@ struct Flags {
   std::string budget_wait = "1s";
   bool no_cpu_fallback = false;
   std::string max_connection_age = "5m";
+  std::string handshake_timeout = "10s";
   std::string shutdown_grace = "30s";
   std::string drain_grace = "0";
   std::string devices;
@@ -297,6 +299,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--max-connection-age", f.max_connection_age,
                  "close connections after this age so clients rebalance; 0: never")
       ->capture_default_str();
+  app.add_option("--handshake-timeout", f.handshake_timeout,
+                 "close a connection that has not begun HTTP/2 (or TLS) within this")
+      ->capture_default_str();
   app.add_option("--shutdown-grace", f.shutdown_grace,
                  "on SIGTERM/SIGINT, how long calls in flight may finish")
       ->capture_default_str();
@@ -394,8 +399,16 @@ struct StopTimes {
 // Applies the string flags; prints and returns false on a bad value.
 bool Finalize(Flags& f, StopTimes* stop) {
   auto& o = f.options;
+  // A duration that parses but breaks the flag's rule says the rule.
   auto bad = [](const std::string& flag, const std::string& v) {
-    std::cerr << "linalgd: " << flag << ": cannot parse '" << v << "' as a duration\n";
+    absl::Duration d;
+    if (ParseSeconds(v, &d)) {
+      std::cerr << "linalgd: " << flag << ": '" << v << "' is out of range ("
+                << (d == absl::InfiniteDuration() ? "it must be finite" : "it must be more than 0")
+                << ")\n";
+    } else {
+      std::cerr << "linalgd: " << flag << ": cannot parse '" << v << "' as a duration\n";
+    }
     return false;
   };
   if (!ParseSeconds(f.op_timeout, &o.op_timeout)) return bad("--op-timeout", f.op_timeout);
@@ -419,6 +432,11 @@ bool Finalize(Flags& f, StopTimes* stop) {
   o.cpu_fallback = !f.no_cpu_fallback;
   if (!ParseSeconds(f.max_connection_age, &o.max_connection_age))
     return bad("--max-connection-age", f.max_connection_age);
+  if (!ParseSeconds(f.handshake_timeout, &o.handshake_timeout) ||
+      o.handshake_timeout <= absl::ZeroDuration() ||
+      o.handshake_timeout == absl::InfiniteDuration()) {
+    return bad("--handshake-timeout", f.handshake_timeout);
+  }
   if (!ParseSeconds(f.shutdown_grace, &stop->shutdown)) {
     return bad("--shutdown-grace", f.shutdown_grace);
   }
@@ -498,6 +516,19 @@ void StopOnSignal(linalgd::Server& server, StopTimes stop) {
   server.Shutdown(grace);
 }
 
+// Every connection, stream-less or not, is a file descriptor, and gRPC's
+// listener stops accepting for good once accept() has failed with EMFILE
+// (grpc/grpc#20418): the soft limit goes up to the hard one at start.
+void RaiseOpenFileLimit() {
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur >= fds.rlim_max) return;
+  const rlim_t was = fds.rlim_cur;
+  fds.rlim_cur = fds.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &fds) == 0) {
+    spdlog::info("open files: soft limit raised from {} to {}", was, fds.rlim_cur);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -527,6 +558,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
+  RaiseOpenFileLimit();
   auto server = linalgd::Server::Start(flags.options);
   if (!server.ok()) {
     spdlog::critical("{}", server.status().ToString());

@@ -365,6 +365,11 @@ absl::Status ServerImpl::StartGrpc() {
   quota.Resize(static_cast<size_t>(options_.max_inflight_bytes + options_.max_message_bytes));
   builder.SetResourceQuota(quota);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+  // Connections that never speak (each an fd until then) close after this.
+  builder.AddChannelArgument(
+      GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+      static_cast<int>(
+          std::min<int64_t>(absl::ToInt64Milliseconds(options_.handshake_timeout), INT32_MAX)));
   if (options_.max_connection_age > absl::ZeroDuration()) {
     builder.AddChannelArgument(
         GRPC_ARG_MAX_CONNECTION_AGE_MS,

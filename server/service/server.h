@@ -94,6 +94,10 @@ struct ServerOptions {
   // Connections are closed after this age so clients re-resolve and
   // rebalance (0: never).
   absl::Duration max_connection_age = absl::Minutes(5);
+  // A connection that has not begun HTTP/2 (its TLS handshake and the
+  // client's SETTINGS) within this is closed (gRPC's server handshake
+  // timeout, 120 s by default there).
+  absl::Duration handshake_timeout = absl::Seconds(10);
   // Resident tensors and cached factors: LRU beyond this many
   // bytes; an object unused for its TTL (default below) is dropped.
   int64_t store_bytes = int64_t{8} << 30;

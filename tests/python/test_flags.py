@@ -2,10 +2,14 @@
 message naming the flag (--max-elements above 2^61 used to make byte counts
 wrap)."""
 import re
+import socket
 import subprocess
+import time
 
+import numpy as np
 import pytest
 
+import linalgd
 from conftest import server_binary
 
 
@@ -44,6 +48,9 @@ from conftest import server_binary
     ("--gpu-inline-max-us", "-1"),
     ("--gpu-inline-max-us", "100001"),
     ("--gpu-inline-max-us", "fast"),
+    ("--handshake-timeout", "0s"),
+    ("--handshake-timeout", "inf"),
+    ("--handshake-timeout", "soon"),
 ])
 def test_out_of_range_flag_is_refused(flag, value):
     out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
@@ -111,3 +118,29 @@ def test_inline_gpu_bounds_are_taken_and_serve(start_server, max_us, min_idle):
     with linalgd.Client(s.target) as c:
         for _ in range(3):
             np.testing.assert_array_equal(c.matmul(a, a.T), a @ a.T)
+
+
+@pytest.mark.parametrize("value,says", [("0s", "'0s' is out of range (it must be more than 0)"),
+                                        ("soon", "cannot parse 'soon' as a duration")])
+def test_a_duration_flag_says_whether_it_did_not_parse_or_broke_its_rule(value, says):
+    out = subprocess.run([server_binary(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
+                          "--stream-idle-timeout", value], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode != 0
+    assert f"--stream-idle-timeout: {says}" in out.stderr
+
+
+def test_a_connection_that_never_speaks_is_closed_after_the_handshake_timeout(start_server):
+    # Each silent TCP connection is an fd of the server until gRPC gives up on
+    # it (120 s by its own default): --handshake-timeout closes it sooner.
+    server = start_server("--handshake-timeout", "1s")
+    host, port = server.target.rsplit(":", 1)
+    silent = [socket.create_connection((host, int(port)), timeout=10) for _ in range(5)]
+    start = time.monotonic()
+    for s in silent:
+        while s.recv(1024):  # the server's SETTINGS, then its close
+            pass
+        s.close()
+    assert time.monotonic() - start < 8
+    with linalgd.Client(server.target, timeout=10.0) as c:
+        np.testing.assert_allclose(c.matmul(np.eye(2), np.eye(2)), np.eye(2))
