@@ -331,8 +331,9 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version
   if (!prefix.ok()) return Invalid(path, prefix.status().message());
   const absl::string_view data = tensor.bytes();
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return FileError(path, "open", EISDIR);
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) return FileError(path, "open", EISDIR);
+  if (exists && !S_ISREG(st.st_mode)) {
     // Not a file (/dev/stdout, a pipe): written in place, as it is.
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return FileError(path, "open", errno);
@@ -343,7 +344,7 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version
   }
   // A file: written whole beside it, then renamed over it, so that a write
   // that fails (a full disk) leaves what was there. A link is followed: the
-  // file it names is replaced, not the link.
+  // file it names is replaced, not the link; a file replaced keeps its mode.
   std::string target = path;
   if (char* real = ::realpath(path.c_str(), nullptr); real != nullptr) {
     target = real;
@@ -357,7 +358,8 @@ absl::Status WriteNpy(const std::string& path, const Tensor& tensor, int version
     if (fd < 0 && errno != EEXIST) return FileError(path, "open", errno);
   }
   if (fd < 0) return FileError(path, "open", EEXIST);
-  int err = WriteAll(fd, {*prefix, data});
+  int err = exists && ::fchmod(fd, st.st_mode & 07777) != 0 ? errno : 0;
+  if (err == 0) err = WriteAll(fd, {*prefix, data});
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && ::rename(temp.c_str(), target.c_str()) != 0) err = errno;
   if (err != 0) {

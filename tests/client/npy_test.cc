@@ -271,6 +271,13 @@ TEST(NpyTest, AFailedWriteLeavesTheOldFileAndSaysWhy) {
   EXPECT_EQ(directory.code(), absl::StatusCode::kInvalidArgument) << directory;
   EXPECT_THAT(std::string(directory.message()), HasSubstr("Is a directory"));
 
+  // A file replaced keeps its mode.
+  ASSERT_EQ(::chmod(path.c_str(), 0604), 0);
+  ASSERT_TRUE(WriteNpy(path, small).ok());
+  struct stat mode {};
+  ASSERT_EQ(::stat(path.c_str(), &mode), 0);
+  EXPECT_EQ(mode.st_mode & 07777, 0604u);
+
   const std::string link = TempPath("atomic_link.npy");
   ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0) << std::strerror(errno);
   ASSERT_TRUE(WriteNpy(link, big).ok());
