@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -90,9 +91,14 @@ absl::Status CheckOutputPath(const std::string& path) {
     }
     if (!S_ISREG(st.st_mode)) return absl::OkStatus();  // /dev/stdout, a pipe
   }
-  const size_t slash = path.rfind('/');
+  std::string file = path;  // a link's target is what WriteNpy replaces
+  if (char* real = ::realpath(path.c_str(), nullptr); real != nullptr) {
+    file = real;
+    std::free(real);
+  }
+  const size_t slash = file.rfind('/');
   const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+      slash == std::string::npos ? "." : file.substr(0, std::max<size_t>(slash, 1));
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {  // the file is written beside, then renamed
     const int err = errno;
     const std::string why = absl::StrCat(path, ": cannot write in ", dir, ": ", std::strerror(err));
