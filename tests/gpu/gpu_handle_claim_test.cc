@@ -111,17 +111,9 @@ TEST(GpuHandleClaimTest, AcquireWithinGivesUpWhenNoSetComes) {
 // copies once a set is free again.
 TEST(GpuHandleClaimTest, ADeviceCopyDoesNotWaitForeverForAHandleSet) {
   LINALGD_REQUIRE_GPU();
-  gpu::PinnedPool pinned(8 << 20, 2);
-  gpu::TransferCounters transfers;
-  gpu::GpuBackendConfig config;
-  config.device = gpu_test::FirstGpu()->device();
-  config.budget_bytes = config.lane_budget_bytes = int64_t{256} << 20;
-  config.handle_sets = 1;
-  config.pinned = &pinned;
-  config.transfers = &transfers;
-  absl::StatusOr<std::unique_ptr<gpu::GpuBackend>> backend = gpu::GpuBackend::Create(config);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  gpu::GpuBackend& b = **backend;
+  gpu_test::OwnBackend own(gpu::GpuBackendConfig::kDefaultSmallJobBytes, /*handle_sets=*/1);
+  ASSERT_NE(own.backend, nullptr);
+  gpu::GpuBackend& b = *own.backend;
   absl::Notification started, release;
   std::thread holder([&] {
     auto ran = b.RunJob<bool>([&](gpu::GpuContext&) -> absl::StatusOr<bool> {

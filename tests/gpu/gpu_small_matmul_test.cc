@@ -30,28 +30,7 @@ using test_ref::RandomTensor;
 using test_ref::RelError;
 using test_ref::Values;
 
-// A backend of its own on the first GPU, with or without the small path
-// (and its graphs).
-struct OwnBackend {
-  OwnBackend(int64_t small_job_bytes, int handle_sets, bool small_graphs = true)
-      : pinned(8 << 20, 2 * handle_sets) {
-    gpu::GpuBackendConfig config;
-    config.device = gpu_test::FirstGpu()->device();
-    config.budget_bytes = int64_t{512} << 20;
-    config.lane_budget_bytes = config.budget_bytes;
-    config.handle_sets = handle_sets;
-    config.pinned = &pinned;
-    config.transfers = &transfers;
-    config.small_job_bytes = small_job_bytes;
-    config.small_graphs = small_graphs;
-    auto made = gpu::GpuBackend::Create(config);
-    EXPECT_TRUE(made.ok()) << made.status();
-    if (made.ok()) backend = *std::move(made);
-  }
-  gpu::PinnedPool pinned;
-  gpu::TransferCounters transfers;
-  std::unique_ptr<gpu::GpuBackend> backend;
-};
+using gpu_test::OwnBackend;
 
 // One product's inputs, owned.
 struct Inputs {
