@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -168,6 +169,9 @@ TEST_F(StoreTest, UnreadGetTensorStreamsHoldTheirSendBuffersInTheInflightBudget)
   ASSERT_FALSE(id.empty());
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // 16 MiB chunks
+  // No window growth (BDP probing): an unread stream's second chunk stays
+  // unsent, so the stream stays open whatever the timing.
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   auto stub = v1::Linalg::NewStub(
       grpc::CreateCustomChannel(target(), grpc::InsecureChannelCredentials(), args));
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
@@ -175,8 +179,10 @@ TEST_F(StoreTest, UnreadGetTensorStreamsHoldTheirSendBuffersInTheInflightBudget)
   v1::GetTensorRequest req;
   req.set_id(id);
   req.set_chunk_bytes(int64_t{1} << 30);  // served as 16 MiB chunks (64 MiB / 4): 32 MiB held
-  for (int i = 0; i < 2; ++i) {           // fills the 64 MiB
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(60);
+  for (int i = 0; i < 2; ++i) {  // fills the 64 MiB
     contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(deadline);  // a failure, never a hang
     readers.push_back(stub->GetTensor(contexts.back().get(), req));
     v1::GetTensorResponse first;
     ASSERT_TRUE(readers.back()->Read(&first));  // the stream is open and one chunk sent
@@ -184,9 +190,13 @@ TEST_F(StoreTest, UnreadGetTensorStreamsHoldTheirSendBuffersInTheInflightBudget)
   }
   {
     grpc::ClientContext ctx;
+    ctx.set_deadline(deadline);
     auto reader = stub->GetTensor(&ctx, req);
     v1::GetTensorResponse m;
-    EXPECT_FALSE(reader->Read(&m));
+    if (reader->Read(&m)) {  // admitted: a failure; not read to its end
+      ADD_FAILURE() << "a third stream was admitted";
+      ctx.TryCancel();
+    }
     const grpc::Status s = reader->Finish();
     EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
     EXPECT_THAT(s.error_message(), HasSubstr("GetTensor: its send buffers' 33554432 bytes"));
